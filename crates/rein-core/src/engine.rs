@@ -1,0 +1,679 @@
+//! `AgentEngine`: the ReAct loop. One loop serves `run` (events into any
+//! sink) and `run_stream` (events as a `Stream`).
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::assemble::AssistantAssembler;
+use crate::context::{self, PromptFacts};
+use crate::dispatch::{Gate, GateLimits};
+use crate::event::{Event, EventSink, StopReason};
+use crate::history::repair_history;
+use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
+use crate::schema::{AssistantMessage, Message, ToolCall, ToolResult, Usage};
+use crate::store::{NewSession, SessionStore, StoreError};
+use crate::text::preview;
+use crate::tool::{Tool, ToolContext};
+
+/// A failure to build an engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("workspace {path} does not exist or is not a directory")]
+    Workspace { path: String },
+}
+
+/// Loop settings, all with defaults.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Most model calls in one run (default 50).
+    pub max_turns: u32,
+    /// Retries of a failed model call before the run stops (default 3).
+    pub provider_retries: u32,
+    /// First retry delay; doubles each time, with jitter (default 1 s).
+    pub retry_base_delay: Duration,
+    pub limits: GateLimits,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_turns: 50,
+            provider_retries: 3,
+            retry_base_delay: Duration::from_secs(1),
+            limits: GateLimits::default(),
+        }
+    }
+}
+
+/// Builds an `AgentEngine`.
+pub struct AgentEngineBuilder {
+    provider: Arc<dyn Provider>,
+    store: Arc<dyn SessionStore>,
+    workspace: PathBuf,
+    tools: Vec<Arc<dyn Tool>>,
+    config: EngineConfig,
+}
+
+impl AgentEngineBuilder {
+    /// The workspace root (default: the current directory).
+    pub fn workspace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.workspace = path.into();
+        self
+    }
+
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    pub fn max_turns(mut self, n: u32) -> Self {
+        self.config.max_turns = n;
+        self
+    }
+
+    pub fn tool_timeout(mut self, d: Duration) -> Self {
+        self.config.limits.tool_timeout = d;
+        self
+    }
+
+    /// Cap on tool calls running at once (default: no cap).
+    pub fn max_concurrent_tools(mut self, n: usize) -> Self {
+        self.config.limits.max_concurrent_tools = Some(n);
+        self
+    }
+
+    pub fn provider_retries(mut self, n: u32) -> Self {
+        self.config.provider_retries = n;
+        self
+    }
+
+    pub fn retry_base_delay(mut self, d: Duration) -> Self {
+        self.config.retry_base_delay = d;
+        self
+    }
+
+    /// Largest tool observation passed to the model, in bytes.
+    pub fn max_output_bytes(mut self, n: usize) -> Self {
+        self.config.limits.max_output_bytes = n;
+        self
+    }
+
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    pub fn build(self) -> Result<AgentEngine, EngineError> {
+        let workspace = std::fs::canonicalize(&self.workspace)
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| EngineError::Workspace {
+                path: self.workspace.display().to_string(),
+            })?;
+        let gate = Gate::new(self.tools, self.config.limits.clone());
+        Ok(AgentEngine {
+            inner: Arc::new(Inner {
+                provider: self.provider,
+                store: self.store,
+                gate: Arc::new(gate),
+                workspace,
+                config: self.config,
+            }),
+        })
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub prompt: String,
+    /// Continue this session (id or unique prefix) instead of starting one.
+    pub resume: Option<String>,
+    /// Plan mode: read-only tools only.
+    pub plan: bool,
+}
+
+impl RunRequest {
+    pub fn new(prompt: impl Into<String>) -> Self {
+        RunRequest {
+            prompt: prompt.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// How a run ended; the same facts as its `Stopped` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// None only when the run stopped before it had a session.
+    pub session_id: Option<String>,
+    pub reason: StopReason,
+    pub turns: u32,
+    pub usage: Usage,
+    pub final_text: String,
+    pub error: Option<String>,
+}
+
+struct Inner {
+    provider: Arc<dyn Provider>,
+    store: Arc<dyn SessionStore>,
+    gate: Arc<Gate>,
+    workspace: PathBuf,
+    config: EngineConfig,
+}
+
+/// The agent loop. Cheap to clone; clones share tools, locks and store.
+#[derive(Clone)]
+pub struct AgentEngine {
+    inner: Arc<Inner>,
+}
+
+/// Why a model turn did not produce a message.
+enum TurnFailure {
+    Cancelled(AssistantMessage),
+    Provider(ProviderError, AssistantMessage),
+}
+
+/// Mutable state of one run.
+struct RunState {
+    session_id: String,
+    turns: u32,
+    usage: Usage,
+    final_text: String,
+}
+
+impl RunState {
+    fn stop(self, reason: StopReason, error: Option<String>) -> RunOutcome {
+        RunOutcome {
+            session_id: Some(self.session_id),
+            reason,
+            turns: self.turns,
+            usage: self.usage,
+            final_text: self.final_text,
+            error,
+        }
+    }
+}
+
+impl AgentEngine {
+    pub fn builder(
+        provider: Arc<dyn Provider>,
+        store: Arc<dyn SessionStore>,
+    ) -> AgentEngineBuilder {
+        AgentEngineBuilder {
+            provider,
+            store,
+            workspace: PathBuf::from("."),
+            tools: Vec::new(),
+            config: EngineConfig::default(),
+        }
+    }
+
+    /// The canonical workspace root.
+    pub fn workspace(&self) -> &Path {
+        &self.inner.workspace
+    }
+
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.inner.provider
+    }
+
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
+    }
+
+    /// The tools offered to the model, as it would see them.
+    pub fn tool_specs(&self, plan: bool) -> Vec<crate::schema::ToolSpec> {
+        self.inner.gate.specs(plan)
+    }
+
+    /// Run to the end, sending every event to `sink`. The last event is
+    /// always `Stopped`, carrying the same facts as the returned outcome.
+    pub async fn run(
+        &self,
+        request: RunRequest,
+        cancel: CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> RunOutcome {
+        let outcome = self.drive(request, &cancel, sink).await;
+        sink.emit(Event::Stopped {
+            reason: outcome.reason,
+            turns: outcome.turns,
+            usage: outcome.usage,
+            final_text: outcome.final_text.clone(),
+            error: outcome.error.clone(),
+        });
+        outcome
+    }
+
+    /// Run in a background task and read its events as a stream. Dropping
+    /// the stream cancels the run.
+    pub fn run_stream(&self, request: RunRequest, cancel: CancellationToken) -> RunStream {
+        let (mut tx, rx) = mpsc::unbounded_channel();
+        let engine = self.clone();
+        let run_cancel = cancel.child_token();
+        let guard = run_cancel.clone().drop_guard();
+        tokio::spawn(async move {
+            engine.run(request, run_cancel, &mut tx).await;
+        });
+        RunStream {
+            rx,
+            _cancel_on_drop: guard,
+        }
+    }
+
+    /// The one loop.
+    async fn drive(
+        &self,
+        request: RunRequest,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> RunOutcome {
+        let harness = |e: StoreError| Some(e.to_string());
+        if cancel.is_cancelled() {
+            return RunOutcome {
+                session_id: None,
+                reason: StopReason::Cancelled,
+                turns: 0,
+                usage: Usage::default(),
+                final_text: String::new(),
+                error: None,
+            };
+        }
+        let inner = &self.inner;
+        let (session_id, mut messages, resumed) = match self.open_session(&request).await {
+            Ok(s) => s,
+            Err(e) => {
+                return RunOutcome {
+                    session_id: None,
+                    reason: StopReason::HarnessError,
+                    turns: 0,
+                    usage: Usage::default(),
+                    final_text: String::new(),
+                    error: harness(e),
+                };
+            }
+        };
+        let mut st = RunState {
+            session_id: session_id.clone(),
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+        };
+        sink.emit(Event::RunStarted {
+            session_id: session_id.clone(),
+            provider: inner.provider.name().to_string(),
+            model: inner.provider.model().to_string(),
+            workspace: inner.workspace.display().to_string(),
+            resumed,
+            plan: request.plan,
+        });
+        let user = Message::user(request.prompt);
+        if let Err(e) = self.commit(&session_id, &user, sink).await {
+            return st.stop(StopReason::HarnessError, harness(e));
+        }
+        messages.push(user);
+
+        let tools = inner.gate.specs(request.plan);
+        let agents_md = context::read_agents_md(&inner.workspace);
+        let date = crate::time::format_date(crate::time::now_millis());
+        let system = context::system_prompt(&PromptFacts {
+            workspace: &inner.workspace,
+            date: &date,
+            os: std::env::consts::OS,
+            tools: &tools,
+            plan: request.plan,
+            agents_md: agents_md.as_deref(),
+        });
+        let mut req = ModelRequest {
+            system,
+            messages,
+            tools,
+            max_output_tokens: None,
+        };
+        let fixed_tokens = context::estimate_fixed_tokens(&req);
+        let mut history_tokens: u64 = req
+            .messages
+            .iter()
+            .map(context::estimate_message_tokens)
+            .sum();
+        let window = inner.provider.capabilities().context_window;
+
+        loop {
+            if cancel.is_cancelled() {
+                return st.stop(StopReason::Cancelled, None);
+            }
+            if st.turns >= inner.config.max_turns {
+                return st.stop(StopReason::MaxTurns, None);
+            }
+            st.turns += 1;
+            sink.emit(Event::TurnStarted { turn: st.turns });
+
+            let (assistant, failure) = match self.model_turn(&req, cancel, sink).await {
+                Ok(a) => (a, None),
+                Err(TurnFailure::Cancelled(partial)) => {
+                    (partial, Some((StopReason::Cancelled, None)))
+                }
+                Err(TurnFailure::Provider(e, partial)) => (
+                    partial,
+                    Some((StopReason::ProviderError, Some(e.to_string()))),
+                ),
+            };
+            if let Some(u) = &assistant.usage {
+                st.usage.add(u);
+            }
+            if failure.is_some() && assistant.content.is_empty() {
+                let (reason, error) = failure.unwrap_or((StopReason::HarnessError, None));
+                return st.stop(reason, error);
+            }
+            let message = Message::Assistant(assistant);
+            if let Err(e) = self.commit(&session_id, &message, sink).await {
+                return st.stop(StopReason::HarnessError, harness(e));
+            }
+            history_tokens += context::estimate_message_tokens(&message);
+            let Message::Assistant(assistant) = &message else {
+                return st.stop(StopReason::HarnessError, None);
+            };
+            st.final_text = assistant.text();
+            sink.emit(Event::TokenUpdate {
+                estimated: fixed_tokens + history_tokens,
+                actual: assistant.usage.map(|u| u.input_tokens + u.output_tokens),
+                window,
+            });
+            if let Some((reason, error)) = failure {
+                return st.stop(reason, error);
+            }
+            let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
+            req.messages.push(message);
+            if calls.is_empty() {
+                return st.stop(StopReason::Completed, None);
+            }
+            let (results, fault) = self
+                .run_tools(&session_id, calls, request.plan, cancel, sink)
+                .await;
+            for r in results {
+                let m = Message::Tool(r);
+                history_tokens += context::estimate_message_tokens(&m);
+                req.messages.push(m);
+            }
+            if let Some(e) = fault {
+                return st.stop(StopReason::HarnessError, harness(e));
+            }
+        }
+    }
+
+    /// Create the session, or load and repair the one to resume.
+    async fn open_session(
+        &self,
+        request: &RunRequest,
+    ) -> Result<(String, Vec<Message>, bool), StoreError> {
+        let store = &self.inner.store;
+        match &request.resume {
+            None => {
+                let info = store
+                    .create_session(NewSession {
+                        workspace: self.inner.workspace.display().to_string(),
+                        title: title_of(&request.prompt),
+                        model: self.inner.provider.model().to_string(),
+                    })
+                    .await?;
+                Ok((info.id, Vec::new(), false))
+            }
+            Some(id) => {
+                let info = store.get_session(id).await?;
+                let repaired = repair_history(store.messages(&info.id).await?);
+                // Results made up for the dangling calls at the end are
+                // stored too, so the transcript says what happened.
+                let tail_start = repaired.messages.len() - repaired.added.len();
+                for (index, result) in &repaired.added {
+                    if *index >= tail_start {
+                        store
+                            .append_message(&info.id, &Message::Tool(result.clone()))
+                            .await?;
+                    }
+                }
+                store
+                    .set_model(&info.id, self.inner.provider.model())
+                    .await?;
+                Ok((info.id, repaired.messages, true))
+            }
+        }
+    }
+
+    /// Store a message and announce it.
+    async fn commit(
+        &self,
+        session_id: &str,
+        message: &Message,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), StoreError> {
+        let seq = self.inner.store.append_message(session_id, message).await?;
+        sink.emit(Event::MessageCommitted {
+            seq,
+            message: message.clone(),
+        });
+        Ok(())
+    }
+
+    /// One model call, retried while nothing has been streamed yet.
+    async fn model_turn(
+        &self,
+        req: &ModelRequest,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> Result<AssistantMessage, TurnFailure> {
+        let cfg = &self.inner.config;
+        let mut attempt = 0u32;
+        loop {
+            let mut asm = AssistantAssembler::default();
+            let result = self.stream_once(req, cancel, sink, &mut asm).await;
+            let err = match result {
+                Ok(()) => return Ok(asm.finish()),
+                Err(e) => e,
+            };
+            if err.kind == ProviderErrorKind::Cancelled || cancel.is_cancelled() {
+                return Err(TurnFailure::Cancelled(asm.partial()));
+            }
+            if !(err.is_retryable() && asm.is_empty() && attempt < cfg.provider_retries) {
+                return Err(TurnFailure::Provider(err, asm.partial()));
+            }
+            attempt += 1;
+            let delay = backoff(cfg.retry_base_delay, attempt, err.retry_after);
+            sink.emit(Event::Retry {
+                attempt,
+                max_retries: cfg.provider_retries,
+                delay_ms: delay.as_millis() as u64,
+                error: err.to_string(),
+            });
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = cancel.cancelled() => return Err(TurnFailure::Cancelled(AssistantMessage::default())),
+            }
+        }
+    }
+
+    async fn stream_once(
+        &self,
+        req: &ModelRequest,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+        asm: &mut AssistantAssembler,
+    ) -> Result<(), ProviderError> {
+        let cancelled = || ProviderError::new(ProviderErrorKind::Cancelled, "cancelled");
+        let mut stream = tokio::select! {
+            s = self.inner.provider.stream(req, cancel) => s?,
+            _ = cancel.cancelled() => return Err(cancelled()),
+        };
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(cancelled()),
+                n = stream.next() => n,
+            };
+            let Some(chunk) = next else { return Ok(()) };
+            let chunk = chunk?;
+            match &chunk {
+                crate::schema::StreamChunk::TextDelta(t) if !t.is_empty() => {
+                    sink.emit(Event::TextDelta { text: t.clone() })
+                }
+                crate::schema::StreamChunk::ReasoningDelta(t) if !t.is_empty() => {
+                    sink.emit(Event::ReasoningDelta { text: t.clone() })
+                }
+                _ => {}
+            }
+            if asm.push(chunk) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Run one turn's calls concurrently through the gate. Each result is
+    /// stored as it finishes; the returned results keep call order.
+    async fn run_tools(
+        &self,
+        session_id: &str,
+        calls: Vec<ToolCall>,
+        plan: bool,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> (Vec<ToolResult>, Option<StoreError>) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        for call in &calls {
+            sink.emit(Event::ToolStarted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+        }
+        for (index, call) in calls.iter().enumerate() {
+            let gate = self.inner.gate.clone();
+            let ctx = ToolContext {
+                workspace: self.inner.workspace.clone(),
+                session_id: session_id.to_string(),
+                call_id: call.id.clone(),
+                cancel: cancel.clone(),
+                store: self.inner.store.clone(),
+            };
+            let call = call.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let outcome = gate.run(&call, ctx, plan).await;
+                let _ = tx.send((index, outcome));
+            });
+        }
+        drop(tx);
+        let mut slots: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut fault = None;
+        while let Some((index, outcome)) = rx.recv().await {
+            let r = outcome.result;
+            sink.emit(Event::ToolFinished {
+                call_id: r.call_id.clone(),
+                name: r.name.clone(),
+                duration_ms: outcome.duration.as_millis() as u64,
+                is_error: r.is_error,
+                output_preview: preview(&r.output, 4, 300),
+            });
+            if fault.is_none()
+                && let Err(e) = self
+                    .commit(session_id, &Message::Tool(r.clone()), sink)
+                    .await
+            {
+                fault = Some(e);
+            }
+            slots[index] = Some(r);
+        }
+        let results = slots
+            .into_iter()
+            .zip(calls)
+            .map(|(slot, call)| {
+                slot.unwrap_or_else(|| ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    output: "error: the harness lost this call's result".to_string(),
+                    is_error: true,
+                })
+            })
+            .collect();
+        (results, fault)
+    }
+}
+
+/// Delay before retry `attempt` (1-based): the service's wish when it gave
+/// one (capped at a minute), else exponential from `base` with ±25% jitter.
+fn backoff(base: Duration, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    if let Some(wait) = retry_after {
+        return wait.min(Duration::from_secs(60));
+    }
+    let exp = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(10));
+    let capped = exp.min(Duration::from_secs(30));
+    let jitter = 0.75 + fastrand::f64() * 0.5;
+    capped.mul_f64(jitter)
+}
+
+/// A session title from the first line of the prompt.
+fn title_of(prompt: &str) -> String {
+    let line = prompt
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() > 80 {
+        let cut: String = line.chars().take(79).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}
+
+/// The events of a run started with `run_stream`.
+pub struct RunStream {
+    rx: mpsc::UnboundedReceiver<Event>,
+    _cancel_on_drop: DropGuard,
+}
+
+impl Stream for RunStream {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_honours_retry_after() {
+        let base = Duration::from_millis(100);
+        for attempt in 1..5u32 {
+            let d = backoff(base, attempt, None).as_millis() as f64;
+            let nominal = 100.0 * f64::from(1u32 << (attempt - 1));
+            assert!(d >= nominal * 0.74 && d <= nominal * 1.26, "{attempt}: {d}");
+        }
+        assert_eq!(
+            backoff(base, 1, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
+        assert!(backoff(Duration::from_secs(10), 9, None) <= Duration::from_secs(38));
+    }
+
+    #[test]
+    fn titles_come_from_the_first_non_empty_line() {
+        assert_eq!(title_of("\n  fix the test \nmore"), "fix the test");
+        assert_eq!(title_of(&"x".repeat(100)).chars().count(), 80);
+    }
+}

@@ -1,0 +1,133 @@
+//! `Event`: the one stream every front end reads, and `StopReason`.
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::schema::{Message, Usage};
+
+/// Why a run stopped. Each reason maps to its own exit code in the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The model answered without asking for tools.
+    Completed,
+    /// The turn limit was reached.
+    MaxTurns,
+    /// The caller cancelled the run.
+    Cancelled,
+    /// The model provider failed and retries did not help.
+    ProviderError,
+    /// The harness itself failed (for example the session store).
+    HarnessError,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::MaxTurns => "max_turns",
+            StopReason::Cancelled => "cancelled",
+            StopReason::ProviderError => "provider_error",
+            StopReason::HarnessError => "harness_error",
+        }
+    }
+}
+
+/// Something that happened in a run. Serialised with a `type` tag, one
+/// object per line in `rein exec --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// The run has a session and is about to send the first turn.
+    RunStarted {
+        session_id: String,
+        provider: String,
+        model: String,
+        workspace: String,
+        resumed: bool,
+        plan: bool,
+    },
+    /// A model call is about to be made (turns count from 1).
+    TurnStarted { turn: u32 },
+    /// Visible answer text as the model streams it.
+    TextDelta { text: String },
+    /// Reasoning text as the model streams it.
+    ReasoningDelta { text: String },
+    /// A failed model call is being retried after `delay_ms`.
+    Retry {
+        attempt: u32,
+        max_retries: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// A tool call passed to the gate.
+    ToolStarted {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// A tool call ended (successfully or not).
+    ToolFinished {
+        call_id: String,
+        name: String,
+        duration_ms: u64,
+        is_error: bool,
+        output_preview: String,
+    },
+    /// Context size: `estimated` for the request just sent, `actual` as the
+    /// provider reported it, and the model's window when known.
+    TokenUpdate {
+        estimated: u64,
+        actual: Option<u64>,
+        window: Option<u64>,
+    },
+    /// A message was durably stored in the session (`seq` is its position).
+    MessageCommitted { seq: u64, message: Message },
+    /// The run ended. Always the last event.
+    Stopped {
+        reason: StopReason,
+        turns: u32,
+        usage: Usage,
+        /// The text of the last assistant message, if any.
+        final_text: String,
+        /// What went wrong, for provider and harness errors.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// Where a run sends its events.
+pub trait EventSink: Send {
+    fn emit(&mut self, event: Event);
+}
+
+impl EventSink for mpsc::UnboundedSender<Event> {
+    fn emit(&mut self, event: Event) {
+        // A receiver that went away just stops listening; the run goes on.
+        let _ = self.send(event);
+    }
+}
+
+impl EventSink for Vec<Event> {
+    fn emit(&mut self, event: Event) {
+        self.push(event);
+    }
+}
+
+/// Adapts a closure into an `EventSink`.
+pub struct FnSink<F>(pub F);
+
+impl<F: FnMut(Event) + Send> EventSink for FnSink<F> {
+    fn emit(&mut self, event: Event) {
+        (self.0)(event)
+    }
+}
+
+/// A sink that drops everything.
+pub struct NullSink;
+
+impl EventSink for NullSink {
+    fn emit(&mut self, _event: Event) {}
+}

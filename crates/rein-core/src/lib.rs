@@ -1,0 +1,34 @@
+//! rein-core: the agent loop and the shapes everything else plugs into.
+//! No HTTP, no database, no terminal: those live in the crates above.
+
+pub mod assemble;
+pub mod context;
+pub mod dispatch;
+pub mod engine;
+pub mod event;
+pub mod history;
+pub mod locks;
+pub mod provider;
+pub mod schema;
+pub mod schema_check;
+pub mod store;
+pub mod text;
+pub mod time;
+pub mod tool;
+
+pub use assemble::AssistantAssembler;
+pub use dispatch::{Gate, GateLimits};
+pub use engine::{
+    AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunOutcome, RunRequest, RunStream,
+};
+pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
+pub use provider::{
+    Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
+};
+pub use schema::{
+    AssistantMessage, ContentPart, FinishReason, Message, ReasoningBlock, Role, StreamChunk, Todo,
+    TodoStatus, ToolCall, ToolResult, ToolSpec, Usage,
+};
+pub use store::{NewSession, SessionInfo, SessionStore, StoreError};
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};

@@ -1,0 +1,132 @@
+//! The `Provider` trait every model backend implements.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_core::Stream;
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::assemble::AssistantAssembler;
+use crate::schema::{AssistantMessage, Message, StreamChunk, ToolSpec};
+
+/// A stream of chunks from one model call.
+pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, ProviderError>> + Send>>;
+
+/// What a provider can do; the engine and front ends adapt to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The model may ask for several tool calls in one answer.
+    pub parallel_tool_calls: bool,
+    /// The model streams reasoning.
+    pub reasoning: bool,
+    /// The provider caches prompt prefixes.
+    pub prompt_caching: bool,
+    /// Context window in tokens, when known.
+    pub context_window: Option<u64>,
+}
+
+/// One request to a model: the whole conversation, replayed.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRequest {
+    /// System prompt, built fresh for every run.
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    /// Output token cap, when the caller wants one.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Broad class of a provider failure; decides whether a retry makes sense.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderErrorKind {
+    /// Could not connect, connection reset, DNS and the like.
+    Transport,
+    /// The service is overloaded or rate-limiting (408/409/429/5xx/529).
+    Unavailable,
+    /// Credentials missing or refused (401/403).
+    Auth,
+    /// The request was refused as malformed (400/404/422).
+    InvalidRequest,
+    /// The conversation is larger than the model's context window.
+    ContextLengthExceeded,
+    /// The stream went silent for too long.
+    Idle,
+    /// The service sent something that breaks its own protocol.
+    Protocol,
+    /// An error the service reported inside the stream.
+    Stream,
+    /// Cancelled by the caller.
+    Cancelled,
+    /// A local configuration problem (no script, unknown model...).
+    Config,
+}
+
+/// A provider failure with what the engine needs to decide on a retry.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    pub kind: ProviderErrorKind,
+    pub message: String,
+    /// HTTP status, when there was one.
+    pub status: Option<u16>,
+    /// The service asked to wait this long before retrying.
+    pub retry_after: Option<Duration>,
+}
+
+impl ProviderError {
+    pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        ProviderError {
+            kind,
+            message: message.into(),
+            status: None,
+            retry_after: None,
+        }
+    }
+
+    /// Whether trying the same request again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            ProviderErrorKind::Transport | ProviderErrorKind::Unavailable | ProviderErrorKind::Idle
+        )
+    }
+}
+
+/// A model backend. One streaming call; everything else is built on it.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Short provider name as users select it (`openai`, `replay`...).
+    fn name(&self) -> &str;
+
+    /// The model this provider talks to.
+    fn model(&self) -> &str;
+
+    fn capabilities(&self) -> Capabilities;
+
+    /// Start one model call. The returned stream must end promptly when
+    /// `cancel` fires (yielding a `Cancelled` error or simply ending).
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChunkStream, ProviderError>;
+
+    /// Non-streaming convenience: drive `stream` to its end and assemble the
+    /// answer.
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<AssistantMessage, ProviderError> {
+        let mut stream = self.stream(request, cancel).await?;
+        let mut assembler = AssistantAssembler::default();
+        while let Some(chunk) = stream.next().await {
+            if assembler.push(chunk?) {
+                break;
+            }
+        }
+        Ok(assembler.finish())
+    }
+}

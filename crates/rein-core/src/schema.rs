@@ -1,0 +1,319 @@
+//! The conversation data model shared by every crate: messages, tool calls,
+//! tool specs, usage and the chunks a provider streams.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    /// The role's lower-case name, as stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One message of a conversation, tagged by `role` when serialised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    System { content: String },
+    User { content: String },
+    Assistant(AssistantMessage),
+    Tool(ToolResult),
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
+
+    pub fn system(content: impl Into<String>) -> Self {
+        Message::System {
+            content: content.into(),
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        match self {
+            Message::System { .. } => Role::System,
+            Message::User { .. } => Role::User,
+            Message::Assistant(_) => Role::Assistant,
+            Message::Tool(_) => Role::Tool,
+        }
+    }
+
+    /// The plain text of the message (assistant text parts joined, tool output).
+    pub fn text(&self) -> String {
+        match self {
+            Message::System { content } | Message::User { content } => content.clone(),
+            Message::Assistant(a) => a.text(),
+            Message::Tool(r) => r.output.clone(),
+        }
+    }
+}
+
+/// An assistant turn: its parts in the order the model produced them, and the
+/// usage the provider reported for the call that produced it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    pub content: Vec<ContentPart>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Why the model stopped producing this message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<FinishReason>,
+}
+
+impl AssistantMessage {
+    /// An assistant message holding only text.
+    pub fn from_text(text: impl Into<String>) -> Self {
+        AssistantMessage {
+            content: vec![ContentPart::Text { text: text.into() }],
+            ..Default::default()
+        }
+    }
+
+    /// All text parts joined.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content {
+            if let ContentPart::Text { text } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// The tool calls, in the order the model made them.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|p| match p {
+            ContentPart::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    pub fn has_tool_calls(&self) -> bool {
+        self.tool_calls().next().is_some()
+    }
+
+    /// The reasoning blocks, in order.
+    pub fn reasoning(&self) -> impl Iterator<Item = &ReasoningBlock> {
+        self.content.iter().filter_map(|p| match p {
+            ContentPart::Reasoning(r) => Some(r),
+            _ => None,
+        })
+    }
+}
+
+/// One part of an assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text { text: String },
+    Reasoning(ReasoningBlock),
+    ToolCall(ToolCall),
+}
+
+/// Reasoning ("thinking") the model showed, with the provider's opaque data
+/// kept byte for byte so the block can be replayed to the same provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningBlock {
+    /// Visible reasoning text (may be empty for redacted or encrypted blocks).
+    #[serde(default)]
+    pub text: String,
+    /// Provider signature over the text (Anthropic `signature`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Opaque reasoning payload (Anthropic `redacted_thinking.data`, OpenAI
+    /// Responses `encrypted_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<String>,
+    /// Provider item id, where the provider needs it on replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// A call the model asked for. `arguments` is the raw JSON text the model
+/// produced, kept as-is so a malformed call can be reported precisely.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// The observation for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    /// Name of the tool that was called (providers such as Gemini-style
+    /// servers want it back; it also makes transcripts readable).
+    #[serde(default)]
+    pub name: String,
+    pub output: String,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// What the model is told about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Token usage of one model call, or a sum of several.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache (a subset of input).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Output tokens spent on reasoning (a subset of output).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
+}
+
+/// Why the model stopped producing a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural end of the answer.
+    Stop,
+    /// The model wants tool calls run.
+    ToolCalls,
+    /// The output token limit was reached.
+    Length,
+    /// The provider's safety system stopped or refused the answer.
+    ContentFilter,
+    /// Anything else the provider said, kept verbatim.
+    Other(String),
+}
+
+/// One piece of a streamed model answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamChunk {
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// Closes the current reasoning block with the provider's opaque data; with
+    /// no open block (redacted thinking) it adds a block of its own.
+    ReasoningEnd {
+        signature: Option<String>,
+        encrypted: Option<String>,
+        id: Option<String>,
+    },
+    /// A fragment of a tool call. Fragments with the same `index` are joined;
+    /// `id` and `name` usually come only with the first one.
+    ToolCallDelta {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
+    /// A whole tool call at once.
+    ToolCall(ToolCall),
+    /// Usage so far; a later `Usage` chunk replaces an earlier one.
+    Usage(Usage),
+    /// The end of the answer.
+    Done(FinishReason),
+}
+
+/// Status of a todo item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Cancelled,
+}
+
+/// One entry of the agent's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    pub id: String,
+    pub content: String,
+    pub status: TodoStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_through_json_with_role_tags() {
+        let msg = Message::Assistant(AssistantMessage {
+            content: vec![
+                ContentPart::Reasoning(ReasoningBlock {
+                    text: "think".into(),
+                    signature: Some("sig".into()),
+                    ..Default::default()
+                }),
+                ContentPart::Text { text: "hi".into() },
+                ContentPart::ToolCall(ToolCall {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\":\"a\"}".into(),
+                }),
+            ],
+            usage: Some(Usage {
+                input_tokens: 3,
+                ..Default::default()
+            }),
+            finish: Some(FinishReason::ToolCalls),
+        });
+        let json = serde_json::to_string(&msg).unwrap();
+        assert!(json.starts_with("{\"role\":\"assistant\""), "{json}");
+        let back: Message = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, msg);
+    }
+
+    #[test]
+    fn assistant_text_joins_only_text_parts() {
+        let a = AssistantMessage {
+            content: vec![
+                ContentPart::Text { text: "a".into() },
+                ContentPart::Reasoning(ReasoningBlock::default()),
+                ContentPart::Text { text: "b".into() },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(a.text(), "ab");
+        assert!(!a.has_tool_calls());
+    }
+}

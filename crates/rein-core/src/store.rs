@@ -1,0 +1,75 @@
+//! The `SessionStore` trait: where sessions and their messages live.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::schema::{Message, Todo};
+
+/// A stored session's description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub workspace: String,
+    pub title: String,
+    pub model: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds of the last change.
+    pub updated_at: i64,
+    pub message_count: u64,
+}
+
+/// What a new session starts with.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    pub workspace: String,
+    pub title: String,
+    pub model: String,
+}
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("session {0} not found")]
+    NotFound(String),
+    #[error("session id prefix {0} matches several sessions")]
+    Ambiguous(String),
+    #[error("the session database is locked by another process: {0}")]
+    Locked(String),
+    #[error("the session database is corrupt or not a rein database: {0}")]
+    Corrupt(String),
+    #[error("session store error: {0}")]
+    Other(String),
+}
+
+/// Durable sessions. Every method commits before it returns.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    async fn create_session(&self, new: NewSession) -> Result<SessionInfo, StoreError>;
+
+    /// Find a session by its id or a unique prefix of it.
+    async fn get_session(&self, id: &str) -> Result<SessionInfo, StoreError>;
+
+    /// Sessions newest first; only those of `workspace` when given.
+    async fn list_sessions(
+        &self,
+        workspace: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, StoreError>;
+
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError>;
+
+    async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError>;
+
+    async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError>;
+
+    /// Append one message and commit it; returns its sequence number.
+    async fn append_message(&self, id: &str, message: &Message) -> Result<u64, StoreError>;
+
+    /// The messages as stored, in order of appending.
+    async fn messages(&self, id: &str) -> Result<Vec<Message>, StoreError>;
+
+    async fn set_todos(&self, id: &str, todos: &[Todo]) -> Result<(), StoreError>;
+
+    async fn todos(&self, id: &str) -> Result<Vec<Todo>, StoreError>;
+}

@@ -1,0 +1,105 @@
+//! The `Tool` trait, and what a tool gets when it runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::SessionStore;
+
+/// What a tool does to the world; plan mode and permissions decide on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolAccess {
+    /// Only reads (files, search).
+    Read,
+    /// Changes files.
+    Write,
+    /// Runs programs.
+    Execute,
+}
+
+/// A lock a call needs on one canonical path for its whole run.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PathLock {
+    Read(PathBuf),
+    Write(PathBuf),
+}
+
+impl PathLock {
+    pub fn path(&self) -> &PathBuf {
+        match self {
+            PathLock::Read(p) | PathLock::Write(p) => p,
+        }
+    }
+}
+
+/// Everything a running tool may use.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The workspace root, canonical.
+    pub workspace: PathBuf,
+    pub session_id: String,
+    pub call_id: String,
+    /// Fires when the run is cancelled or the call timed out.
+    pub cancel: CancellationToken,
+    pub store: Arc<dyn SessionStore>,
+}
+
+/// What a successful tool call returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The observation the model sees.
+    pub content: String,
+    /// The call ran but failed (a command's non-zero exit is not this; a
+    /// cancelled command with partial output is).
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// A tool failure; the message is what the model sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+}
+
+/// A capability the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Name, description and argument schema shown to the model.
+    fn spec(&self) -> crate::schema::ToolSpec;
+
+    fn access(&self) -> ToolAccess;
+
+    /// The path locks this call needs; taken by the gate before `call` and
+    /// held until it returns. An error here is reported to the model.
+    fn locks(&self, _args: &Value, _ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {
+        Ok(Vec::new())
+    }
+
+    /// Run the call with arguments already checked against the schema.
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
+}
