@@ -181,9 +181,12 @@ impl Gate {
             cancel: tool_cancel.clone(),
             ..ctx
         };
+        let timeout = entry
+            .tool
+            .timeout(&args)
+            .unwrap_or(self.limits.tool_timeout);
         let tool = entry.tool.clone();
         let mut handle = tokio::spawn(async move { tool.call(args, tool_ctx).await });
-        let timeout = self.limits.tool_timeout;
         let stopped_why = tokio::select! {
             joined = &mut handle => return flatten(&call.name, joined),
             _ = tokio::time::sleep(timeout) => format!("timed out after {}", human_secs(timeout)),

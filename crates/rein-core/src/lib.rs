@@ -8,6 +8,7 @@ pub mod engine;
 pub mod event;
 pub mod history;
 pub mod locks;
+pub mod memory_store;
 pub mod provider;
 pub mod schema;
 pub mod schema_check;
@@ -22,6 +23,7 @@ pub use engine::{
     AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunOutcome, RunRequest, RunStream,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
+pub use memory_store::MemoryStore;
 pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
 };

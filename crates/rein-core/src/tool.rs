@@ -100,6 +100,12 @@ pub trait Tool: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// How long this call may run, when the tool knows better than the
+    /// engine's default (a shell command with its own timeout, say).
+    fn timeout(&self, _args: &Value) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Run the call with arguments already checked against the schema.
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
 }

@@ -1,0 +1,214 @@
+//! `MemoryStore`: a `SessionStore` that lives only as long as the process.
+//! Kept in core (it touches no disk) so every crate's tests can use it.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use async_trait::async_trait;
+
+use crate::schema::{Message, Todo};
+use crate::store::{NewSession, SessionInfo, SessionStore, StoreError};
+
+#[derive(Default)]
+struct Data {
+    order: Vec<String>,
+    sessions: HashMap<String, (SessionInfo, Vec<Message>, Vec<Todo>)>,
+}
+
+/// An in-memory session store.
+#[derive(Default)]
+pub struct MemoryStore {
+    data: Mutex<Data>,
+}
+
+/// A new session id: time-ordered hex, unique enough for one user's sessions.
+pub fn new_session_id() -> String {
+    format!(
+        "{:011x}{:05x}",
+        crate::time::now_millis(),
+        fastrand::u32(..) & 0xfffff
+    )
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Data) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut data = self.data.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut data)
+    }
+}
+
+/// Resolve an id or unique id prefix among `ids`.
+pub fn resolve_prefix<'a>(
+    ids: impl Iterator<Item = &'a String>,
+    wanted: &str,
+) -> Result<String, StoreError> {
+    if wanted.is_empty() {
+        return Err(StoreError::NotFound(String::new()));
+    }
+    let mut found: Option<&String> = None;
+    for id in ids {
+        if id == wanted {
+            return Ok(id.clone());
+        }
+        if id.starts_with(wanted) {
+            if found.is_some() {
+                return Err(StoreError::Ambiguous(wanted.to_string()));
+            }
+            found = Some(id);
+        }
+    }
+    found
+        .cloned()
+        .ok_or_else(|| StoreError::NotFound(wanted.to_string()))
+}
+
+#[async_trait]
+impl SessionStore for MemoryStore {
+    async fn create_session(&self, new: NewSession) -> Result<SessionInfo, StoreError> {
+        self.with(|d| {
+            let now = crate::time::now_millis();
+            let info = SessionInfo {
+                id: new_session_id(),
+                workspace: new.workspace,
+                title: new.title,
+                model: new.model,
+                created_at: now,
+                updated_at: now,
+                message_count: 0,
+            };
+            d.order.push(info.id.clone());
+            d.sessions
+                .insert(info.id.clone(), (info.clone(), Vec::new(), Vec::new()));
+            Ok(info)
+        })
+    }
+
+    async fn get_session(&self, id: &str) -> Result<SessionInfo, StoreError> {
+        self.with(|d| {
+            let id = resolve_prefix(d.order.iter(), id)?;
+            d.sessions
+                .get(&id)
+                .map(|s| s.0.clone())
+                .ok_or(StoreError::NotFound(id))
+        })
+    }
+
+    async fn list_sessions(
+        &self,
+        workspace: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, StoreError> {
+        self.with(|d| {
+            let mut all: Vec<SessionInfo> = d
+                .sessions
+                .values()
+                .map(|s| s.0.clone())
+                .filter(|s| workspace.is_none_or(|w| s.workspace == w))
+                .collect();
+            all.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
+            all.truncate(limit);
+            Ok(all)
+        })
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        self.with(|d| {
+            let id = resolve_prefix(d.order.iter(), id)?;
+            d.order.retain(|x| *x != id);
+            d.sessions.remove(&id);
+            Ok(())
+        })
+    }
+
+    async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        self.with(|d| {
+            let s = d
+                .sessions
+                .get_mut(id)
+                .ok_or_else(|| StoreError::NotFound(id.into()))?;
+            s.0.title = title.to_string();
+            Ok(())
+        })
+    }
+
+    async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
+        self.with(|d| {
+            let s = d
+                .sessions
+                .get_mut(id)
+                .ok_or_else(|| StoreError::NotFound(id.into()))?;
+            s.0.model = model.to_string();
+            Ok(())
+        })
+    }
+
+    async fn append_message(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
+        self.with(|d| {
+            let s = d
+                .sessions
+                .get_mut(id)
+                .ok_or_else(|| StoreError::NotFound(id.into()))?;
+            s.1.push(message.clone());
+            s.0.message_count = s.1.len() as u64;
+            s.0.updated_at = crate::time::now_millis().max(s.0.updated_at);
+            Ok(s.1.len() as u64)
+        })
+    }
+
+    async fn messages(&self, id: &str) -> Result<Vec<Message>, StoreError> {
+        self.with(|d| {
+            d.sessions
+                .get(id)
+                .map(|s| s.1.clone())
+                .ok_or_else(|| StoreError::NotFound(id.into()))
+        })
+    }
+
+    async fn set_todos(&self, id: &str, todos: &[Todo]) -> Result<(), StoreError> {
+        self.with(|d| {
+            let s = d
+                .sessions
+                .get_mut(id)
+                .ok_or_else(|| StoreError::NotFound(id.into()))?;
+            s.2 = todos.to_vec();
+            Ok(())
+        })
+    }
+
+    async fn todos(&self, id: &str) -> Result<Vec<Todo>, StoreError> {
+        self.with(|d| {
+            d.sessions
+                .get(id)
+                .map(|s| s.2.clone())
+                .ok_or_else(|| StoreError::NotFound(id.into()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn sessions_resolve_by_unique_prefix() {
+        let store = MemoryStore::new();
+        let a = store.create_session(NewSession::default()).await.unwrap();
+        let got = store.get_session(&a.id[..14]).await.unwrap();
+        assert_eq!(got.id, a.id);
+        assert!(matches!(
+            store.get_session("zzz").await,
+            Err(StoreError::NotFound(_))
+        ));
+        store
+            .append_message(&a.id, &Message::user("hi"))
+            .await
+            .unwrap();
+        assert_eq!(store.messages(&a.id).await.unwrap().len(), 1);
+        store.delete_session(&a.id).await.unwrap();
+        assert!(store.get_session(&a.id).await.is_err());
+    }
+}
