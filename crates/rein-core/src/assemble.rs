@@ -108,26 +108,28 @@ impl AssistantAssembler {
         self.open_reasoning = None;
         let id = id.filter(|s| !s.is_empty());
         let name = name.filter(|s| !s.is_empty());
-        if let Some(&pos) = self.calls_by_index.get(&index) {
-            if let Some(ContentPart::ToolCall(call)) = self.parts.get_mut(pos) {
-                // A new id on an index that already holds a started call means
-                // the server reused the index for a new call.
-                let new_call = matches!(&id, Some(new) if !call.id.is_empty() && *new != call.id)
-                    && !call.arguments.is_empty();
-                if !new_call {
-                    if call.id.is_empty()
-                        && let Some(id) = id
-                    {
-                        call.id = id;
-                    }
-                    if call.name.is_empty()
-                        && let Some(name) = name
-                    {
-                        call.name = name;
-                    }
-                    call.arguments.push_str(arguments);
-                    return;
+        if let Some(ContentPart::ToolCall(call)) = self
+            .calls_by_index
+            .get(&index)
+            .and_then(|&pos| self.parts.get_mut(pos))
+        {
+            // A new id on an index that already holds a started call means
+            // the server reused the index for a new call.
+            let new_call = matches!(&id, Some(new) if !call.id.is_empty() && *new != call.id)
+                && !call.arguments.is_empty();
+            if !new_call {
+                if call.id.is_empty()
+                    && let Some(id) = id
+                {
+                    call.id = id;
                 }
+                if call.name.is_empty()
+                    && let Some(name) = name
+                {
+                    call.name = name;
+                }
+                call.arguments.push_str(arguments);
+                return;
             }
         }
         self.calls_by_index.insert(index, self.parts.len());

@@ -1,0 +1,9 @@
+//! Scenario tests of the agent loop, with a scripted provider standing in
+//! for a remote model and small tools standing in for real ones.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod engine {
+    mod loop_scenarios;
+    pub mod support;
+    mod tool_scenarios;
+}

@@ -1,0 +1,337 @@
+//! How runs start, turn and stop.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use rein_core::*;
+use serde_json::json;
+
+use super::support::*;
+
+#[tokio::test]
+async fn a_plain_answer_completes_in_one_turn_with_events_in_documented_order() {
+    let h = harness(Scripted::new(vec![Ok(text("Hello there"))]), |b| b);
+    let (outcome, events) = h.run(RunRequest::new("hi")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(outcome.turns, 1);
+    assert_eq!(outcome.final_text, "Hello there");
+    assert_eq!(
+        kinds(&events),
+        [
+            "run_started",
+            "message_committed",
+            "turn_started",
+            "text_delta",
+            "message_committed",
+            "token_update",
+            "stopped"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn tool_turn_events_come_in_documented_order() {
+    let provider = Scripted::new(vec![
+        Ok(calls(&[
+            ("a", "sleep", json!({"ms": 1, "label": "one"})),
+            ("b", "sleep", json!({"ms": 1, "label": "two"})),
+        ])),
+        Ok(text("done")),
+    ]);
+    let h = harness(provider, |b| b);
+    let (outcome, events) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let k = kinds(&events);
+    assert_eq!(
+        k[..6],
+        [
+            "run_started",
+            "message_committed",
+            "turn_started",
+            "message_committed",
+            "token_update",
+            "tool_started"
+        ]
+    );
+    assert_eq!(k[6], "tool_started");
+    // Each finish is followed by the commit of its result.
+    assert_eq!(
+        k[7..11],
+        [
+            "tool_finished",
+            "message_committed",
+            "tool_finished",
+            "message_committed"
+        ]
+    );
+    assert_eq!(k[11], "turn_started");
+    assert_eq!(k.last().unwrap(), "stopped");
+    let Event::TokenUpdate {
+        estimated,
+        actual,
+        window,
+    } = &events[4]
+    else {
+        panic!("expected token_update: {:?}", events[4]);
+    };
+    assert!(*estimated > 0);
+    assert_eq!(*actual, Some(15));
+    assert_eq!(*window, Some(1000));
+    assert_eq!(outcome.usage.input_tokens, 10);
+}
+
+#[tokio::test]
+async fn max_turns_stops_the_run_with_max_turns() {
+    let mut p = Scripted::build(vec![]);
+    p.repeat = Some(calls(&[("x", "sleep", json!({"ms": 0}))]));
+    let h = harness(Arc::new(p), |b| b.max_turns(3));
+    let (outcome, events) = h.run(RunRequest::new("loop forever")).await;
+    assert_eq!(outcome.reason, StopReason::MaxTurns);
+    assert_eq!(outcome.turns, 3);
+    assert_eq!(h.provider.requests().len(), 3);
+    // Everything produced is kept: user + 3 x (assistant + result).
+    assert_eq!(h.stored(&outcome).await.len(), 7);
+    assert!(matches!(
+        events.last(),
+        Some(Event::Stopped {
+            reason: StopReason::MaxTurns,
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn a_pre_cancelled_token_stops_before_any_model_call() {
+    let h = harness(Scripted::new(vec![Ok(text("never"))]), |b| b);
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let mut events = Vec::new();
+    let outcome = h
+        .engine
+        .run(RunRequest::new("hi"), cancel, &mut events)
+        .await;
+    assert_eq!(outcome.reason, StopReason::Cancelled);
+    assert_eq!(outcome.turns, 0);
+    assert!(h.provider.requests().is_empty());
+    assert_eq!(kinds(&events), ["stopped"]);
+}
+
+#[tokio::test]
+async fn the_system_prompt_is_sent_but_never_persisted() {
+    let dir = tempfile_dir();
+    std::fs::write(dir.join("AGENTS.md"), "Always answer in haiku.").unwrap();
+    let provider = Scripted::new(vec![Ok(text("ok"))]);
+    let h = harness(provider, |b| b.workspace(&dir));
+    let (outcome, _) = h.run(RunRequest::new("hi")).await;
+    let sent = &h.provider.requests()[0];
+    assert!(sent.system.contains("Always answer in haiku."));
+    assert!(
+        sent.system
+            .contains(&dir.canonicalize().unwrap().display().to_string())
+    );
+    assert!(sent.messages.iter().all(|m| m.role() != Role::System));
+    let stored = h.stored(&outcome).await;
+    assert!(stored.iter().all(|m| m.role() != Role::System));
+    assert!(stored.iter().all(|m| !m.text().contains("haiku")));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "rein-core-test-{}-{}",
+        std::process::id(),
+        fastrand_suffix()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fastrand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+#[tokio::test]
+async fn retryable_provider_errors_are_retried_with_visible_events() {
+    let overloaded = || {
+        let mut e = ProviderError::new(ProviderErrorKind::Unavailable, "overloaded");
+        e.status = Some(529);
+        Err(e)
+    };
+    let h = harness(
+        Scripted::new(vec![overloaded(), overloaded(), Ok(text("finally"))]),
+        |b| b.provider_retries(2),
+    );
+    let (outcome, events) = h.run(RunRequest::new("hi")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(outcome.final_text, "finally");
+    let retries: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Retry { attempt, error, .. } => Some((*attempt, error.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        retries,
+        [(1, "overloaded".into()), (2, "overloaded".into())]
+    );
+}
+
+#[tokio::test]
+async fn retries_run_out_and_non_retryable_errors_stop_at_once() {
+    let unavailable = || Err(ProviderError::new(ProviderErrorKind::Unavailable, "busy"));
+    let h = harness(
+        Scripted::new(vec![unavailable(), unavailable(), Ok(text("late"))]),
+        |b| b.provider_retries(1),
+    );
+    let (outcome, _) = h.run(RunRequest::new("hi")).await;
+    assert_eq!(outcome.reason, StopReason::ProviderError);
+    assert_eq!(outcome.error.as_deref(), Some("busy"));
+
+    let h = harness(
+        Scripted::new(vec![Err(ProviderError::new(
+            ProviderErrorKind::Auth,
+            "bad key",
+        ))]),
+        |b| b.provider_retries(5),
+    );
+    let (outcome, events) = h.run(RunRequest::new("hi")).await;
+    assert_eq!(outcome.reason, StopReason::ProviderError);
+    assert_eq!(h.provider.requests().len(), 1);
+    assert!(!kinds(&events).contains(&"retry".to_string()));
+    // The prompt itself is kept so the session can be resumed.
+    assert_eq!(h.stored(&outcome).await.len(), 1);
+}
+
+#[tokio::test]
+async fn cancelling_mid_stream_keeps_the_text_produced_so_far() {
+    let mut p = Scripted::build(vec![Ok(vec![
+        StreamChunk::TextDelta("partial ".into()),
+        StreamChunk::TextDelta("answer".into()),
+        StreamChunk::TextDelta(" never".into()),
+        StreamChunk::Done(FinishReason::Stop),
+    ])]);
+    p.chunk_delay = Duration::from_millis(40);
+    let h = harness(Arc::new(p), |b| b);
+    let cancel = CancellationToken::new();
+    let seen = Arc::new(Mutex::new(0));
+    let (c2, s2) = (cancel.clone(), seen.clone());
+    let mut sink = FnSink(move |e: Event| {
+        if let Event::TextDelta { .. } = e {
+            let mut n = s2.lock().unwrap();
+            *n += 1;
+            if *n == 2 {
+                c2.cancel();
+            }
+        }
+    });
+    let outcome = h.engine.run(RunRequest::new("hi"), cancel, &mut sink).await;
+    assert_eq!(outcome.reason, StopReason::Cancelled);
+    let stored = h.stored(&outcome).await;
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[1].text(), "partial answer");
+}
+
+#[tokio::test]
+async fn run_stream_yields_the_same_events_as_run() {
+    let script = || {
+        vec![
+            Ok(calls(&[("a", "sleep", json!({"ms": 1}))])),
+            Ok(text("done")),
+        ]
+    };
+    let h = harness(Scripted::new(script()), |b| b);
+    let (_, from_run) = h.run(RunRequest::new("go")).await;
+    let h2 = harness(Scripted::new(script()), |b| b);
+    let from_stream: Vec<Event> = h2
+        .engine
+        .run_stream(RunRequest::new("go"), CancellationToken::new())
+        .collect()
+        .await;
+    assert_eq!(kinds(&from_run), kinds(&from_stream));
+    assert!(matches!(
+        from_stream.last(),
+        Some(Event::Stopped {
+            reason: StopReason::Completed,
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn resume_continues_a_session_with_its_history_and_repairs_dangling_calls() {
+    let h = harness(
+        Scripted::new(vec![Ok(text("first answer")), Ok(text("second answer"))]),
+        |b| b,
+    );
+    let (first, _) = h.run(RunRequest::new("first question")).await;
+    let id = first.session_id.clone().unwrap();
+    // Simulate a crash after the model asked for a tool.
+    h.store
+        .append_message(
+            &id,
+            &Message::Assistant(AssistantMessage {
+                content: vec![ContentPart::ToolCall(ToolCall {
+                    id: "lost".into(),
+                    name: "sleep".into(),
+                    arguments: "{}".into(),
+                })],
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap();
+    let (second, events) = h
+        .run(RunRequest {
+            prompt: "second question".into(),
+            resume: Some(id[..12].to_string()),
+            plan: false,
+        })
+        .await;
+    assert_eq!(second.session_id.as_deref(), Some(id.as_str()));
+    assert!(matches!(
+        &events[0],
+        Event::RunStarted { resumed: true, .. }
+    ));
+    let sent = &h.provider.requests()[1].messages;
+    let texts: Vec<String> = sent.iter().map(Message::text).collect();
+    assert_eq!(texts[0], "first question");
+    assert_eq!(texts[1], "first answer");
+    assert!(texts[3].contains("interrupted"), "{texts:?}");
+    assert_eq!(texts[4], "second question");
+    // The repair is stored, so the transcript says what happened.
+    let stored = h.store.messages(&id).await.unwrap();
+    assert_eq!(stored.len(), 6);
+}
+
+#[tokio::test]
+async fn resuming_an_unknown_session_is_a_harness_error_not_a_panic() {
+    let h = harness(Scripted::new(vec![]), |b| b);
+    let (outcome, events) = h
+        .run(RunRequest {
+            prompt: "x".into(),
+            resume: Some("nope".into()),
+            plan: false,
+        })
+        .await;
+    assert_eq!(outcome.reason, StopReason::HarnessError);
+    assert_eq!(outcome.error.as_deref(), Some("session nope not found"));
+    assert_eq!(kinds(&events), ["stopped"]);
+}
+
+#[test]
+fn a_missing_workspace_fails_the_build_with_a_clear_error() {
+    let err = AgentEngine::builder(Scripted::new(vec![]), Arc::new(MemoryStore::new()))
+        .workspace("/definitely/not/here")
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "workspace /definitely/not/here does not exist or is not a directory"
+    );
+}

@@ -1,0 +1,287 @@
+//! How tool calls pass through the gate.
+
+use std::sync::{Arc, Mutex};
+
+use rein_core::*;
+use serde_json::json;
+
+use super::support::*;
+
+/// The observations the model got on its second call.
+fn observations(h: &Harness) -> Vec<ToolResult> {
+    tool_results(&h.provider.requests()[1].messages)
+}
+
+#[tokio::test]
+async fn a_tool_error_reaches_the_model_as_an_observation_on_the_next_call() {
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[("f", "fail", json!({}))])),
+            Ok(text("I see the disk is on fire")),
+        ]),
+        |b| b,
+    );
+    let (outcome, events) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let obs = observations(&h);
+    assert_eq!(obs.len(), 1);
+    assert!(obs[0].is_error);
+    assert_eq!(obs[0].output, "error: disk on fire");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolFinished { is_error: true, .. }))
+    );
+}
+
+#[tokio::test]
+async fn unknown_tools_bad_json_schema_mismatches_and_panics_become_error_observations() {
+    let h = harness(
+        Scripted::new(vec![
+            Ok({
+                let mut c = calls(&[
+                    ("u", "teleport", json!({})),
+                    ("s", "sleep", json!({"ms": "soon"})),
+                    ("m", "sleep", json!({})),
+                    ("p", "boom", json!({})),
+                ]);
+                c.insert(
+                    0,
+                    StreamChunk::ToolCall(ToolCall {
+                        id: "j".into(),
+                        name: "sleep".into(),
+                        arguments: "{\"ms\": 1".into(),
+                    }),
+                );
+                c
+            }),
+            Ok(text("recovered")),
+        ]),
+        |b| b,
+    );
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let obs = observations(&h);
+    let by_id = |id: &str| obs.iter().find(|r| r.call_id == id).unwrap().clone();
+    assert!(obs.iter().all(|r| r.is_error));
+    assert!(
+        by_id("j")
+            .output
+            .starts_with("error: the arguments of `sleep` are not valid JSON (EOF"),
+        "{}",
+        by_id("j").output
+    );
+    assert_eq!(
+        by_id("u").output,
+        "error: unknown tool `teleport`. Available tools: sleep, fail, boom."
+    );
+    assert_eq!(
+        by_id("s").output,
+        "error: invalid arguments for `sleep`: arguments.ms: expected integer, got string"
+    );
+    assert_eq!(
+        by_id("m").output,
+        "error: invalid arguments for `sleep`: arguments: missing required field `ms`"
+    );
+    assert!(by_id("p").output.contains("crashed (index out of range)"));
+}
+
+#[tokio::test]
+async fn plan_mode_hides_write_tools_and_refuses_calls_to_them() {
+    let runs = Arc::new(Mutex::new(0));
+    let provider = Scripted::new(vec![
+        Ok(calls(&[("w", "write", json!({"path": "a"}))])),
+        Ok(text("1. plan")),
+    ]);
+    let writes = runs.clone();
+    let h = harness(provider, move |b| b.tool(Arc::new(Writer(writes))));
+    assert!(h.engine.tool_specs(false).iter().any(|t| t.name == "write"));
+    let (outcome, _) = h
+        .run(RunRequest {
+            prompt: "plan it".into(),
+            resume: None,
+            plan: true,
+        })
+        .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let first = &h.provider.requests()[0];
+    assert!(first.tools.iter().all(|t| t.name != "write"));
+    assert!(first.system.contains("plan mode"));
+    assert_eq!(*runs.lock().unwrap(), 0, "the write tool must not run");
+    let obs = observations(&h);
+    assert!(obs[0].is_error);
+    assert!(
+        obs[0].output.contains("not available in plan mode"),
+        "{}",
+        obs[0].output
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn n_tool_calls_that_each_sleep_t_finish_in_about_t() {
+    let n = 8;
+    let list: Vec<(String, serde_json::Value)> = (0..n)
+        .map(|i| (format!("c{i}"), json!({"ms": 1000})))
+        .collect();
+    let refs: Vec<(&str, &str, serde_json::Value)> = list
+        .iter()
+        .map(|(id, a)| (id.as_str(), "sleep", a.clone()))
+        .collect();
+    let h = harness(Scripted::new(vec![Ok(calls(&refs)), Ok(text("ok"))]), |b| b);
+    let start = tokio::time::Instant::now();
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    let took = start.elapsed();
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert!(
+        took < std::time::Duration::from_millis(1500),
+        "took {took:?}"
+    );
+    assert!(took >= std::time::Duration::from_millis(1000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_concurrent_tools_bounds_how_many_run_at_once() {
+    let refs: Vec<(&str, &str, serde_json::Value)> = vec![
+        ("a", "sleep", json!({"ms": 1000})),
+        ("b", "sleep", json!({"ms": 1000})),
+        ("c", "sleep", json!({"ms": 1000})),
+    ];
+    let h = harness(Scripted::new(vec![Ok(calls(&refs)), Ok(text("ok"))]), |b| {
+        b.max_concurrent_tools(1)
+    });
+    let start = tokio::time::Instant::now();
+    h.run(RunRequest::new("go")).await;
+    assert!(start.elapsed() >= std::time::Duration::from_millis(3000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_slow_tool_times_out_without_holding_back_the_others() {
+    let refs: Vec<(&str, &str, serde_json::Value)> = vec![
+        ("slow", "sleep", json!({"ms": 600_000, "stubborn": true})),
+        ("fast", "sleep", json!({"ms": 10, "label": "quick"})),
+    ];
+    let h = harness(Scripted::new(vec![Ok(calls(&refs)), Ok(text("ok"))]), |b| {
+        b.tool_timeout(std::time::Duration::from_secs(2))
+    });
+    let start = tokio::time::Instant::now();
+    let (outcome, events) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    let finished: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolFinished { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, ["fast", "slow"]);
+    let obs = observations(&h);
+    assert_eq!(obs[0].call_id, "slow");
+    assert!(obs[0].is_error);
+    assert_eq!(obs[0].output, "error: `sleep` timed out after 2 s");
+    assert_eq!(obs[1].output, "quick");
+}
+
+#[tokio::test(start_paused = true)]
+async fn results_keep_call_order_whatever_order_they_finish_in() {
+    let refs: Vec<(&str, &str, serde_json::Value)> = vec![
+        ("a", "sleep", json!({"ms": 300, "label": "A"})),
+        ("b", "sleep", json!({"ms": 200, "label": "B"})),
+        ("c", "sleep", json!({"ms": 100, "label": "C"})),
+    ];
+    let h = harness(Scripted::new(vec![Ok(calls(&refs)), Ok(text("ok"))]), |b| b);
+    let (outcome, events) = h.run(RunRequest::new("go")).await;
+    let finished: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolFinished { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, ["c", "b", "a"]);
+    let outputs: Vec<String> = observations(&h).into_iter().map(|r| r.output).collect();
+    assert_eq!(outputs, ["A", "B", "C"]);
+    // Reloading the stored session gives call order too.
+    let id = outcome.session_id.unwrap();
+    let repaired = rein_core::history::repair_history(h.store.messages(&id).await.unwrap());
+    let stored: Vec<String> = tool_results(&repaired.messages)
+        .into_iter()
+        .map(|r| r.output)
+        .collect();
+    assert_eq!(stored, ["A", "B", "C"]);
+}
+
+#[tokio::test]
+async fn cancelling_during_tools_lets_them_return_partial_output_and_persists_it() {
+    let h = harness(
+        Scripted::new(vec![Ok(calls(&[(
+            "s",
+            "sleep",
+            json!({"ms": 60_000, "label": "work"}),
+        )]))]),
+        |b| b,
+    );
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    let mut sink = FnSink(move |e: Event| {
+        if let Event::ToolStarted { .. } = e {
+            let c3 = c2.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                c3.cancel();
+            });
+        }
+    });
+    let outcome = h.engine.run(RunRequest::new("go"), cancel, &mut sink).await;
+    assert_eq!(outcome.reason, StopReason::Cancelled);
+    let stored = h.stored(&outcome).await;
+    let results = tool_results(&stored);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].is_error);
+    assert!(
+        results[0].output.contains("cancelled by the user"),
+        "{}",
+        results[0].output
+    );
+    assert!(results[0].output.contains("work (partial)"));
+}
+
+#[tokio::test]
+async fn huge_observations_are_capped_by_the_gate() {
+    struct Flood;
+    #[async_trait::async_trait]
+    impl Tool for Flood {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "flood".into(),
+                description: "floods".into(),
+                parameters: json!({"type": "object"}),
+            }
+        }
+        fn access(&self) -> ToolAccess {
+            ToolAccess::Read
+        }
+        async fn call(
+            &self,
+            _: serde_json::Value,
+            _: ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::ok("x".repeat(1_000_000)))
+        }
+    }
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[("f", "flood", json!({}))])),
+            Ok(text("ok")),
+        ]),
+        |b| b.tool(Arc::new(Flood)).max_output_bytes(10_000),
+    );
+    h.run(RunRequest::new("go")).await;
+    let obs = observations(&h);
+    assert!(obs[0].output.len() < 10_200);
+    assert!(
+        obs[0]
+            .output
+            .contains("cut from the middle of 1000000 bytes")
+    );
+}
