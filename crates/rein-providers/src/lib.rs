@@ -1,1 +1,11 @@
+//! rein-providers: the model backends rein can talk to, each in its own
+//! module behind rein-core's [`rein_core::Provider`] trait.
+//!
+//! - [`replay`]: plays a JSON script of model turns (demos, tests, bug
+//!   reports).
 
+pub mod replay;
+
+pub use replay::{
+    ReplayError, ReplayFailure, ReplayProvider, ReplayScript, ReplayToolCall, ReplayTurn,
+};

@@ -1,0 +1,1035 @@
+//! The replay provider: plays a JSON script of model turns.
+//!
+//! `rein exec --provider replay --script FILE` answers every model call with
+//! the next turn of a script instead of asking a real model. It streams each
+//! turn the way a real provider would (text in small deltas, tool calls as
+//! argument fragments, then usage and a finish reason), so the whole engine
+//! runs for real: demos, tests and bug reports that reproduce without a
+//! network or an API key.
+//!
+//! # Script format
+//!
+//! A script is one JSON object (comments below are for explanation only;
+//! JSON itself has none):
+//!
+//! ```jsonc
+//! {
+//!   "description": "free text, ignored",   // optional
+//!   "model": "replay",                     // optional; the model name reported (default "replay")
+//!   "context_window": 128000,              // optional; reported in Capabilities (default: unknown)
+//!   "turns": [                             // required, at least one turn
+//!     {
+//!       "reasoning": "optional thinking text",
+//!       "reasoning_signature": "optional opaque signature",
+//!       "text": "optional answer text",
+//!       "tool_calls": [
+//!         {"id": "call_1_1", "name": "read_file", "arguments": {"path": "a.txt"}}
+//!       ],
+//!       "usage": {"input_tokens": 100, "output_tokens": 20,
+//!                 "cached_input_tokens": 0, "reasoning_tokens": 0},
+//!       "finish": "stop",
+//!       "chunk_chars": 16,
+//!       "delay_ms": 0,
+//!       "error": {"kind": "unavailable", "message": "overloaded", "status": 529,
+//!                 "retry_after_ms": 10, "after_text": false}
+//!     }
+//!   ]
+//! }
+//! ```
+//!
+//! Turns and tool calls are numbered from 1 in ids and error messages.
+//!
+//! Top level:
+//!
+//! | field | type | meaning |
+//! | --- | --- | --- |
+//! | `description` | string, optional | Free text for the reader (what the script reproduces); ignored. |
+//! | `model` | string, optional | Model name the provider reports. Default `"replay"`. |
+//! | `context_window` | integer, optional | Context window in tokens, reported in the capabilities. |
+//! | `turns` | array, required | The model turns, played one per model call, in order. Must not be empty. |
+//!
+//! A turn (every field optional, but a turn must have at least one of
+//! `text`, `reasoning`, `reasoning_signature`, a tool call, or `error`):
+//!
+//! | field | type | meaning |
+//! | --- | --- | --- |
+//! | `reasoning` | string | Reasoning ("thinking") text, streamed first as reasoning deltas. |
+//! | `reasoning_signature` | string | Opaque signature closing the reasoning block (kept byte for byte). Alone, it makes a block with no visible text. |
+//! | `text` | string | Answer text, streamed after the reasoning as text deltas. `""` is allowed (an empty answer). |
+//! | `tool_calls` | array | Tool calls, streamed after the text (see below). |
+//! | `usage` | object | Token usage reported for the call: `input_tokens`, `output_tokens`, `cached_input_tokens`, `reasoning_tokens` (each an integer, default 0). Nothing is reported when absent. |
+//! | `finish` | string | `"stop"`, `"tool_calls"`, `"length"` or `"content_filter"`. Default `"tool_calls"` when the turn has tool calls, else `"stop"`. |
+//! | `chunk_chars` | integer ≥ 1 | Split text and reasoning into deltas of this many characters (Unicode scalar values, never inside one). Default: three words per delta, whitespace kept with the word before it. |
+//! | `delay_ms` | integer | Pause this long before each chunk (and before an immediate error). Cancelling the call cuts the pause short. Default 0. |
+//! | `error` | object | A failure to inject (see below). |
+//!
+//! A tool call:
+//!
+//! | field | type | meaning |
+//! | --- | --- | --- |
+//! | `id` | string, optional | Call id. Default `call_<turn>_<n>`, e.g. `call_2_1` for the first call of turn 2. Must not be empty. |
+//! | `name` | string, required | Tool name. Must not be empty. |
+//! | `arguments` | any JSON, optional | The arguments. A JSON string is sent **verbatim** as the argument text (so `"{\"path\": "` injects malformed JSON); any other value is re-serialised compactly. Default `{}`. |
+//!
+//! Each call is streamed as two or three argument fragments with the same
+//! index; only the first carries the id and name, as real providers do.
+//!
+//! An injected error:
+//!
+//! | field | type | meaning |
+//! | --- | --- | --- |
+//! | `kind` | string, required | `transport`, `unavailable`, `auth`, `invalid_request`, `context_length_exceeded`, `idle`, `protocol` or `stream`. `transport`, `unavailable` and `idle` are retryable. |
+//! | `message` | string, optional | Error message. Default `replayed <kind> error`. |
+//! | `status` | integer, optional | HTTP status to report. |
+//! | `retry_after_ms` | integer, optional | The wait the "service" asks for before a retry. |
+//! | `after_text` | bool, optional | `false` (default): the call fails at once, before any chunk, and the turn's other content is not played. `true`: the reasoning and text are streamed first, then the stream yields the error (a mid-stream failure); tool calls, usage and finish are not played. |
+//!
+//! Unknown fields anywhere are rejected, so a typo in a script is an error
+//! rather than a silently ignored line.
+//!
+//! # Playing
+//!
+//! Every [`Provider::stream`] call takes the next turn, whatever the request
+//! says; a retry after an injected retryable error therefore gets the *next*
+//! turn, which is how a script shows the engine recovering. A call made when
+//! every turn has been played fails with a [`ProviderErrorKind::Config`] error
+//! (`replay script exhausted: it has 3 turns and turn 4 was requested`).
+//!
+//! One turn streams, in this order: reasoning deltas, a reasoning end with
+//! the signature (when there is one), text deltas, tool-call fragments,
+//! usage (when given) and `Done(finish)`.
+//!
+//! Every request received is recorded; [`ReplayProvider::requests`] returns
+//! them, so a test or a bug report can check exactly what the model was sent.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::stream;
+use rein_core::{
+    CancellationToken, Capabilities, ChunkStream, FinishReason, ModelRequest, Provider,
+    ProviderError, ProviderErrorKind, StreamChunk, Usage,
+};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// Model name reported when the script names none.
+pub const DEFAULT_MODEL: &str = "replay";
+
+/// Words per text delta when a turn sets no `chunk_chars`.
+const WORDS_PER_DELTA: usize = 3;
+
+/// The error kinds a script may inject, by their script names.
+const KINDS: &[(&str, ProviderErrorKind)] = &[
+    ("transport", ProviderErrorKind::Transport),
+    ("unavailable", ProviderErrorKind::Unavailable),
+    ("auth", ProviderErrorKind::Auth),
+    ("invalid_request", ProviderErrorKind::InvalidRequest),
+    (
+        "context_length_exceeded",
+        ProviderErrorKind::ContextLengthExceeded,
+    ),
+    ("idle", ProviderErrorKind::Idle),
+    ("protocol", ProviderErrorKind::Protocol),
+    ("stream", ProviderErrorKind::Stream),
+];
+
+/// The finish reasons a script may give, by their script names.
+const FINISHES: &[(&str, FinishReason)] = &[
+    ("stop", FinishReason::Stop),
+    ("tool_calls", FinishReason::ToolCalls),
+    ("length", FinishReason::Length),
+    ("content_filter", FinishReason::ContentFilter),
+];
+
+// ---------------------------------------------------------------------------
+// The script, as the provider plays it
+// ---------------------------------------------------------------------------
+
+/// A parsed, checked replay script.
+///
+/// Usually read with [`ReplayScript::parse`] or [`ReplayScript::from_file`];
+/// it can also be built in code (the fields are public). A script built in
+/// code is not checked: a turn with nothing in it plays as an empty answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayScript {
+    /// Free text describing the script; ignored when playing.
+    pub description: Option<String>,
+    /// The model name the provider reports.
+    pub model: String,
+    /// Context window reported in [`Capabilities`].
+    pub context_window: Option<u64>,
+    /// The turns, played one per model call.
+    pub turns: Vec<ReplayTurn>,
+}
+
+impl Default for ReplayScript {
+    fn default() -> Self {
+        ReplayScript {
+            description: None,
+            model: DEFAULT_MODEL.to_string(),
+            context_window: None,
+            turns: Vec::new(),
+        }
+    }
+}
+
+/// One scripted model turn: what a single model call streams.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplayTurn {
+    /// Reasoning text, streamed first.
+    pub reasoning: Option<String>,
+    /// Signature closing the reasoning block.
+    pub reasoning_signature: Option<String>,
+    /// Answer text, streamed after the reasoning.
+    pub text: Option<String>,
+    /// Tool calls, streamed after the text.
+    pub tool_calls: Vec<ReplayToolCall>,
+    /// Usage reported for the call, if any.
+    pub usage: Option<Usage>,
+    /// Finish reason; `None` means `ToolCalls` when there are calls, else `Stop`.
+    pub finish: Option<FinishReason>,
+    /// Characters per text/reasoning delta; `None` (or 0) means a few words
+    /// per delta.
+    pub chunk_chars: Option<usize>,
+    /// Pause before each chunk.
+    pub delay: Duration,
+    /// A failure to inject.
+    pub error: Option<ReplayFailure>,
+}
+
+impl ReplayTurn {
+    /// A turn that answers with `text`.
+    pub fn text(text: impl Into<String>) -> Self {
+        ReplayTurn {
+            text: Some(text.into()),
+            ..Default::default()
+        }
+    }
+
+    /// A turn that makes one tool call with the given raw argument text.
+    pub fn call(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        ReplayTurn {
+            tool_calls: vec![ReplayToolCall {
+                id: None,
+                name: name.into(),
+                arguments: arguments.into(),
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// A turn whose call fails at once with `kind` and `message`.
+    pub fn failure(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        ReplayTurn {
+            error: Some(ReplayFailure {
+                kind,
+                message: message.into(),
+                status: None,
+                retry_after: None,
+                after_text: false,
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The finish reason this turn reports.
+    pub fn finish_reason(&self) -> FinishReason {
+        match &self.finish {
+            Some(f) => f.clone(),
+            None if self.tool_calls.is_empty() => FinishReason::Stop,
+            None => FinishReason::ToolCalls,
+        }
+    }
+}
+
+/// One scripted tool call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayToolCall {
+    /// Call id; `None` means `call_<turn>_<n>`.
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// The argument text, streamed verbatim (may be malformed JSON on purpose).
+    pub arguments: String,
+}
+
+/// A failure a turn injects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayFailure {
+    /// The error kind (decides whether the engine retries).
+    pub kind: ProviderErrorKind,
+    /// The error message.
+    pub message: String,
+    /// HTTP status to report.
+    pub status: Option<u16>,
+    /// The wait the "service" asks for before a retry.
+    pub retry_after: Option<Duration>,
+    /// Stream the turn's reasoning and text first, then fail mid-stream.
+    pub after_text: bool,
+}
+
+impl ReplayFailure {
+    /// The provider error this failure produces.
+    pub fn to_provider_error(&self) -> ProviderError {
+        ProviderError {
+            kind: self.kind,
+            message: self.message.clone(),
+            status: self.status,
+            retry_after: self.retry_after,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Errors reading a script
+// ---------------------------------------------------------------------------
+
+/// Why a replay script could not be loaded.
+#[derive(Debug)]
+pub enum ReplayError {
+    /// The file could not be read.
+    Read {
+        /// The script's path.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The text is not valid JSON.
+    Json {
+        /// The script's path, when read from a file.
+        path: Option<PathBuf>,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// serde_json's description, without the position.
+        message: String,
+    },
+    /// The JSON does not describe a valid script.
+    Invalid {
+        /// The script's path, when read from a file.
+        path: Option<PathBuf>,
+        /// 1-based number of the offending turn, when the problem is in one.
+        turn: Option<usize>,
+        /// Line and column of the problem, when known.
+        position: Option<(usize, usize)>,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ReplayError {
+    /// The same error, naming the file it came from.
+    fn in_file(mut self, file: &Path) -> Self {
+        match &mut self {
+            ReplayError::Read { .. } => {}
+            ReplayError::Json { path, .. } | ReplayError::Invalid { path, .. } => {
+                *path = Some(file.to_path_buf());
+            }
+        }
+        self
+    }
+
+    fn invalid(turn: Option<usize>, message: impl Into<String>) -> Self {
+        ReplayError::Invalid {
+            path: None,
+            turn,
+            position: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let origin = |f: &mut fmt::Formatter<'_>, path: &Option<PathBuf>| match path {
+            Some(p) => write!(f, "replay script {}", p.display()),
+            None => write!(f, "replay script"),
+        };
+        match self {
+            ReplayError::Read { path, source } => {
+                write!(f, "cannot read replay script {}: {source}", path.display())
+            }
+            ReplayError::Json {
+                path,
+                line,
+                column,
+                message,
+            } => {
+                origin(f, path)?;
+                write!(
+                    f,
+                    ": malformed JSON at line {line} column {column}: {message}"
+                )
+            }
+            ReplayError::Invalid {
+                path,
+                turn,
+                position,
+                message,
+            } => {
+                origin(f, path)?;
+                if let Some(turn) = turn {
+                    write!(f, ": turn {turn}")?;
+                }
+                write!(f, ": {message}")?;
+                if let Some((line, column)) = position {
+                    write!(f, " (line {line}, column {column})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReplayError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReplayError::Read { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScript {
+    description: Option<String>,
+    model: Option<String>,
+    context_window: Option<u64>,
+    turns: Vec<RawTurn>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTurn {
+    reasoning: Option<String>,
+    reasoning_signature: Option<String>,
+    text: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<RawToolCall>,
+    usage: Option<RawUsage>,
+    #[serde(default, deserialize_with = "finish_reason")]
+    finish: Option<FinishReason>,
+    chunk_chars: Option<usize>,
+    #[serde(default)]
+    delay_ms: u64,
+    error: Option<RawFailure>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolCall {
+    id: Option<String>,
+    name: String,
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    cached_input_tokens: u64,
+    #[serde(default)]
+    reasoning_tokens: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFailure {
+    #[serde(deserialize_with = "error_kind")]
+    kind: ProviderErrorKind,
+    message: Option<String>,
+    status: Option<u16>,
+    retry_after_ms: Option<u64>,
+    #[serde(default)]
+    after_text: bool,
+}
+
+fn names<T>(table: &[(&str, T)]) -> String {
+    table
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn error_kind<'de, D: Deserializer<'de>>(d: D) -> Result<ProviderErrorKind, D::Error> {
+    let name = String::deserialize(d)?;
+    KINDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, kind)| *kind)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown error kind {name:?}, expected one of: {}",
+                names(KINDS)
+            ))
+        })
+}
+
+fn finish_reason<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FinishReason>, D::Error> {
+    let Some(name) = Option::<String>::deserialize(d)? else {
+        return Ok(None);
+    };
+    FINISHES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, reason)| Some(reason.clone()))
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown finish reason {name:?}, expected one of: {}",
+                names(FINISHES)
+            ))
+        })
+}
+
+fn kind_name(kind: ProviderErrorKind) -> &'static str {
+    KINDS
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map_or("provider", |(name, _)| *name)
+}
+
+impl ReplayScript {
+    /// A script of these turns, with the default model name.
+    pub fn new(turns: Vec<ReplayTurn>) -> Self {
+        ReplayScript {
+            turns,
+            ..Default::default()
+        }
+    }
+
+    /// Parse and check a script's JSON text.
+    pub fn parse(text: &str) -> Result<ReplayScript, ReplayError> {
+        let raw: RawScript = serde_json::from_str(text).map_err(|e| schema_error(text, &e))?;
+        if raw.turns.is_empty() {
+            return Err(ReplayError::invalid(
+                None,
+                "`turns` is empty; a script needs at least one turn",
+            ));
+        }
+        let turns = raw
+            .turns
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| convert_turn(t).map_err(|m| ReplayError::invalid(Some(i + 1), m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ReplayScript {
+            description: raw.description,
+            model: raw.model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            context_window: raw.context_window,
+            turns,
+        })
+    }
+
+    /// Read, parse and check a script file.
+    pub fn from_file(path: &Path) -> Result<ReplayScript, ReplayError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        ReplayScript::parse(&text).map_err(|e| e.in_file(path))
+    }
+}
+
+/// Turn a serde_json error on the whole script into a precise `ReplayError`,
+/// naming the turn it lies in when there is one.
+fn schema_error(text: &str, err: &serde_json::Error) -> ReplayError {
+    let full = err.to_string();
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+    if !err.is_data() {
+        return ReplayError::Json {
+            path: None,
+            line: err.line(),
+            column: err.column(),
+            message,
+        };
+    }
+    ReplayError::Invalid {
+        path: None,
+        turn: locate_turn(text, &message),
+        position: (err.line() > 0).then_some((err.line(), err.column())),
+        message,
+    }
+}
+
+/// The 1-based number of the first turn that fails with `message` on its own.
+fn locate_turn(text: &str, message: &str) -> Option<usize> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let turns = value.get("turns")?.as_array()?;
+    turns
+        .iter()
+        .position(|t| matches!(RawTurn::deserialize(t), Err(e) if e.to_string() == message))
+        .map(|i| i + 1)
+}
+
+fn convert_turn(raw: RawTurn) -> Result<ReplayTurn, String> {
+    let has_content = raw.text.is_some()
+        || raw.reasoning.is_some()
+        || raw.reasoning_signature.is_some()
+        || !raw.tool_calls.is_empty()
+        || raw.error.is_some();
+    if !has_content {
+        return Err(
+            "the turn has nothing to play: give it `text`, `reasoning`, \
+                    `reasoning_signature`, `tool_calls` or `error`"
+                .to_string(),
+        );
+    }
+    if raw.chunk_chars == Some(0) {
+        return Err("`chunk_chars` must be at least 1".to_string());
+    }
+    let tool_calls = raw
+        .tool_calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, call)| {
+            let n = n + 1;
+            if call.name.trim().is_empty() {
+                return Err(format!("tool call {n} has an empty `name`"));
+            }
+            if call.id.as_deref() == Some("") {
+                return Err(format!(
+                    "tool call {n} has an empty `id` (leave `id` out for the default)"
+                ));
+            }
+            let arguments = match call.arguments {
+                None | Some(Value::Null) => "{}".to_string(),
+                Some(Value::String(raw)) => raw,
+                Some(other) => other.to_string(),
+            };
+            Ok(ReplayToolCall {
+                id: call.id,
+                name: call.name,
+                arguments,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ReplayTurn {
+        reasoning: raw.reasoning,
+        reasoning_signature: raw.reasoning_signature,
+        text: raw.text,
+        tool_calls,
+        usage: raw.usage.map(|u| Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            reasoning_tokens: u.reasoning_tokens,
+        }),
+        finish: raw.finish,
+        chunk_chars: raw.chunk_chars,
+        delay: Duration::from_millis(raw.delay_ms),
+        error: raw.error.map(|e| ReplayFailure {
+            kind: e.kind,
+            message: e
+                .message
+                .unwrap_or_else(|| format!("replayed {} error", kind_name(e.kind))),
+            status: e.status,
+            retry_after: e.retry_after_ms.map(Duration::from_millis),
+            after_text: e.after_text,
+        }),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The provider
+// ---------------------------------------------------------------------------
+
+/// A [`Provider`] that plays a [`ReplayScript`], one turn per model call.
+#[derive(Debug)]
+pub struct ReplayProvider {
+    script: ReplayScript,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Index of the next turn to play (may run past the end).
+    next: usize,
+    /// Every request received, in order.
+    requests: Vec<ModelRequest>,
+}
+
+impl ReplayProvider {
+    /// A provider playing `script`.
+    pub fn new(script: ReplayScript) -> Self {
+        ReplayProvider {
+            script,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// A provider playing the script in the file at `path`.
+    pub fn from_file(path: &Path) -> Result<Self, ReplayError> {
+        ReplayScript::from_file(path).map(ReplayProvider::new)
+    }
+
+    /// The script being played.
+    pub fn script(&self) -> &ReplayScript {
+        &self.script
+    }
+
+    /// A copy of every request received so far, in order: one per
+    /// [`Provider::stream`] call, including calls that failed (an injected
+    /// error, an exhausted script). A call whose cancel token had already
+    /// fired is not recorded: nothing was "sent".
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.lock().requests.clone()
+    }
+
+    /// How many turns have been handed out so far.
+    pub fn turns_played(&self) -> usize {
+        self.lock().next.min(self.script.turns.len())
+    }
+
+    /// How many turns are left to play.
+    pub fn turns_remaining(&self) -> usize {
+        self.script.turns.len() - self.turns_played()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent whatever panicked while holding it.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn cancelled() -> ProviderError {
+    ProviderError::new(ProviderErrorKind::Cancelled, "cancelled")
+}
+
+/// Wait `delay`, or fail with `Cancelled` as soon as `cancel` fires.
+async fn pause(delay: Duration, cancel: &CancellationToken) -> Result<(), ProviderError> {
+    if cancel.is_cancelled() {
+        return Err(cancelled());
+    }
+    if delay.is_zero() {
+        return Ok(());
+    }
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(cancelled()),
+        _ = tokio::time::sleep(delay) => Ok(()),
+    }
+}
+
+#[async_trait]
+impl Provider for ReplayProvider {
+    fn name(&self) -> &str {
+        "replay"
+    }
+
+    fn model(&self) -> &str {
+        &self.script.model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            parallel_tool_calls: true,
+            reasoning: true,
+            prompt_caching: false,
+            context_window: self.script.context_window,
+        }
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChunkStream, ProviderError> {
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let index = {
+            let mut state = self.lock();
+            state.requests.push(request.clone());
+            let index = state.next;
+            state.next += 1;
+            index
+        };
+        let total = self.script.turns.len();
+        let Some(turn) = self.script.turns.get(index) else {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Config,
+                format!(
+                    "replay script exhausted: it has {total} turn{} and turn {} was requested",
+                    if total == 1 { "" } else { "s" },
+                    index + 1
+                ),
+            ));
+        };
+        if let Some(failure) = &turn.error
+            && !failure.after_text
+        {
+            pause(turn.delay, cancel).await?;
+            return Err(failure.to_provider_error());
+        }
+        let items = plan(turn, index + 1);
+        let state = Some((items.into_iter(), cancel.clone()));
+        let delay = turn.delay;
+        Ok(Box::pin(stream::unfold(state, move |state| async move {
+            let (mut items, cancel) = state?;
+            let item = items.next()?;
+            if let Err(e) = pause(delay, &cancel).await {
+                return Some((Err(e), None));
+            }
+            // Nothing follows an error.
+            let rest = item.is_ok().then_some((items, cancel));
+            Some((item, rest))
+        })))
+    }
+}
+
+/// Everything one turn streams, in order. `number` is the 1-based turn
+/// number (for default call ids).
+fn plan(turn: &ReplayTurn, number: usize) -> Vec<Result<StreamChunk, ProviderError>> {
+    let mut out = Vec::new();
+    if let Some(reasoning) = &turn.reasoning {
+        out.extend(
+            split_text(reasoning, turn.chunk_chars)
+                .into_iter()
+                .map(|d| Ok(StreamChunk::ReasoningDelta(d))),
+        );
+    }
+    if let Some(signature) = &turn.reasoning_signature {
+        out.push(Ok(StreamChunk::ReasoningEnd {
+            signature: Some(signature.clone()),
+            encrypted: None,
+            id: None,
+        }));
+    }
+    if let Some(text) = &turn.text {
+        out.extend(
+            split_text(text, turn.chunk_chars)
+                .into_iter()
+                .map(|d| Ok(StreamChunk::TextDelta(d))),
+        );
+    }
+    if let Some(failure) = &turn.error {
+        out.push(Err(failure.to_provider_error()));
+        return out;
+    }
+    for (index, call) in turn.tool_calls.iter().enumerate() {
+        let id = call
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("call_{number}_{}", index + 1));
+        for (k, fragment) in split_arguments(&call.arguments).into_iter().enumerate() {
+            let first = k == 0;
+            out.push(Ok(StreamChunk::ToolCallDelta {
+                index,
+                id: first.then(|| id.clone()),
+                name: first.then(|| call.name.clone()),
+                arguments: fragment,
+            }));
+        }
+    }
+    if let Some(usage) = turn.usage {
+        out.push(Ok(StreamChunk::Usage(usage)));
+    }
+    out.push(Ok(StreamChunk::Done(turn.finish_reason())));
+    out
+}
+
+/// Split text into deltas: `chunk_chars` characters each, or a few words
+/// each (whitespace stays with the word before it). Never splits a char.
+fn split_text(text: &str, chunk_chars: Option<usize>) -> Vec<String> {
+    match chunk_chars {
+        Some(n) if n > 0 => split_chars(text, n),
+        _ => split_words(text, WORDS_PER_DELTA),
+    }
+}
+
+fn split_chars(text: &str, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut count = 0;
+    for ch in text.chars() {
+        current.push(ch);
+        count += 1;
+        if count == n {
+            out.push(std::mem::take(&mut current));
+            count = 0;
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+fn split_words(text: &str, words_per_delta: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut words = 0;
+    let mut after_space = true;
+    for (i, ch) in text.char_indices() {
+        let space = ch.is_whitespace();
+        if !space && after_space {
+            if words == words_per_delta {
+                out.push(text[start..i].to_string());
+                start = i;
+                words = 0;
+            }
+            words += 1;
+        }
+        after_space = space;
+    }
+    if start < text.len() {
+        out.push(text[start..].to_string());
+    }
+    out
+}
+
+/// Split argument text into up to three fragments on char boundaries; an
+/// empty text is one empty fragment.
+fn split_arguments(arguments: &str) -> Vec<String> {
+    let count = arguments.chars().count();
+    if count < 2 {
+        return vec![arguments.to_string()];
+    }
+    let pieces = count.min(3);
+    let mut out = Vec::with_capacity(pieces);
+    let mut chars = arguments.chars();
+    for k in 0..pieces {
+        let len = (k + 1) * count / pieces - k * count / pieces;
+        out.push(chars.by_ref().take(len).collect());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_deltas_rejoin_to_the_exact_text_with_three_words_each() {
+        let text = "  Hello there my friend,\nhow are\tyou today? ";
+        let parts = split_words(text, 3);
+        assert_eq!(parts.concat(), text);
+        assert_eq!(parts[0], "  Hello there my ");
+        assert_eq!(parts[1], "friend,\nhow are\t");
+        assert_eq!(parts[2], "you today? ");
+    }
+
+    #[test]
+    fn char_deltas_never_split_a_multibyte_char() {
+        let text = "héllo wörld 🦀🦀🦀";
+        let parts = split_chars(text, 4);
+        assert_eq!(parts.concat(), text);
+        assert!(parts.iter().all(|p| p.chars().count() <= 4));
+        assert_eq!(parts[0], "héll");
+        assert_eq!(parts.last().map(String::as_str), Some("🦀🦀🦀"));
+    }
+
+    #[test]
+    fn empty_text_makes_no_deltas() {
+        assert!(split_text("", None).is_empty());
+        assert!(split_text("", Some(3)).is_empty());
+    }
+
+    #[test]
+    fn arguments_split_into_two_or_three_fragments_on_char_boundaries() {
+        assert_eq!(split_arguments(""), vec![""]);
+        assert_eq!(split_arguments("{"), vec!["{"]);
+        assert_eq!(split_arguments("{}"), vec!["{", "}"]);
+        let args = "{\"p\":\"é🦀\"}";
+        let parts = split_arguments(args);
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts.concat(), args);
+        assert!(parts.iter().all(|p| !p.is_empty()));
+    }
+
+    #[test]
+    fn plan_streams_reasoning_text_calls_usage_then_done() {
+        let turn = ReplayTurn {
+            reasoning: Some("hm".into()),
+            reasoning_signature: Some("sig".into()),
+            text: Some("ok".into()),
+            tool_calls: vec![ReplayToolCall {
+                id: None,
+                name: "glob".into(),
+                arguments: "{}".into(),
+            }],
+            usage: Some(Usage::default()),
+            ..Default::default()
+        };
+        let chunks: Vec<StreamChunk> = plan(&turn, 2).into_iter().map(|c| c.unwrap()).collect();
+        assert_eq!(chunks[0], StreamChunk::ReasoningDelta("hm".into()));
+        assert!(matches!(chunks[1], StreamChunk::ReasoningEnd { .. }));
+        assert_eq!(chunks[2], StreamChunk::TextDelta("ok".into()));
+        assert_eq!(
+            chunks[3],
+            StreamChunk::ToolCallDelta {
+                index: 0,
+                id: Some("call_2_1".into()),
+                name: Some("glob".into()),
+                arguments: "{".into()
+            }
+        );
+        assert_eq!(
+            chunks[4],
+            StreamChunk::ToolCallDelta {
+                index: 0,
+                id: None,
+                name: None,
+                arguments: "}".into()
+            }
+        );
+        assert_eq!(chunks[5], StreamChunk::Usage(Usage::default()));
+        assert_eq!(chunks[6], StreamChunk::Done(FinishReason::ToolCalls));
+    }
+
+    #[test]
+    fn a_data_error_inside_a_turn_names_that_turn() {
+        let text = r#"{"turns": [{"text": "a"}, {"text": "b"}, {"txt": "c"}]}"#;
+        let err = ReplayScript::parse(text).unwrap_err();
+        match err {
+            ReplayError::Invalid { turn, position, .. } => {
+                assert_eq!(turn, Some(3));
+                assert!(position.is_some());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_top_level_data_error_names_no_turn() {
+        let text = r#"{"modle": "x", "turns": [{"text": "a"}]}"#;
+        let err = ReplayScript::parse(text).unwrap_err();
+        assert!(
+            matches!(err, ReplayError::Invalid { turn: None, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("unknown field `modle`"), "{err}");
+    }
+
+    #[test]
+    fn default_error_message_names_the_kind() {
+        let text = r#"{"turns": [{"error": {"kind": "context_length_exceeded"}}]}"#;
+        let script = ReplayScript::parse(text).unwrap();
+        let failure = script.turns[0].error.as_ref().unwrap();
+        assert_eq!(failure.message, "replayed context_length_exceeded error");
+        assert_eq!(failure.kind, ProviderErrorKind::ContextLengthExceeded);
+    }
+
+    #[test]
+    fn every_kind_name_round_trips() {
+        for (name, kind) in KINDS {
+            assert_eq!(kind_name(*kind), *name);
+        }
+    }
+}

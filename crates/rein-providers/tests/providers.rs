@@ -1,0 +1,6 @@
+//! Integration tests of rein's model providers, one module per provider.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod providers {
+    mod replay;
+}

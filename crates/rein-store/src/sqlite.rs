@@ -1,0 +1,561 @@
+//! `SqliteStore`: sessions in one SQLite file.
+//!
+//! rusqlite is synchronous, so the connection sits behind a mutex and every
+//! operation runs on tokio's blocking pool. Each write is one transaction,
+//! committed before the method returns.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use rein_core::memory_store::{new_session_id, resolve_prefix};
+use rein_core::time::now_millis;
+use rein_core::{Message, NewSession, SessionInfo, SessionStore, StoreError, Todo};
+
+use crate::error::{Context, Fail};
+use crate::migrations::{MIGRATIONS, check_known, migrate, user_version};
+
+/// How a [`SqliteStore`] opens its database. Build with
+/// `SqliteOptions { busy_timeout, ..Default::default() }`.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// How long an operation waits for another process's write lock before
+    /// failing with [`StoreError::Locked`]. Default 5 s.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The durable session store: one SQLite database in WAL mode. Cloning is
+/// cheap and shares the connection.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    path: Arc<PathBuf>,
+    busy_timeout: Duration,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Open (creating it and its parent directories if needed) the database
+    /// at `path`, with default options. Blocks briefly: call it at start-up.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_with(path, SqliteOptions::default())
+    }
+
+    /// [`open`](Self::open) with explicit options. A file that is not a rein
+    /// database fails here with [`StoreError::Corrupt`]; one written by a newer
+    /// rein is refused with [`StoreError::Other`].
+    pub fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
+        let shown = path.display().to_string();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                StoreError::Other(format!("creating the directory {}: {e}", parent.display()))
+            })?;
+        }
+        let conn = Connection::open(path)
+            .ctx("opening the database")
+            .and_then(|mut conn| prepare(&mut conn, &options).map(|()| conn))
+            .map_err(|f| f.into_store(&shown, options.busy_timeout))?;
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+            path: Arc::new(path.to_path_buf()),
+            busy_timeout: options.busy_timeout,
+        })
+    }
+
+    /// The database file this store uses.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Run `f` with the connection on the blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|poisoned| {
+                // A panic mid-operation: its transaction was rolled back as it
+                // unwound, but make sure before reusing the connection.
+                let guard = poisoned.into_inner();
+                if !guard.is_autocommit() {
+                    let _ = guard.execute_batch("ROLLBACK");
+                }
+                conn.clear_poison();
+                guard
+            });
+            f(&mut guard)
+        })
+        .await;
+        match joined {
+            Ok(result) => result
+                .map_err(|f| f.into_store(&self.path.display().to_string(), self.busy_timeout)),
+            Err(e) => Err(StoreError::Other(format!(
+                "session store operation on {} did not finish: {e}",
+                self.path.display()
+            ))),
+        }
+    }
+}
+
+/// Set the connection up and bring its schema to the current version.
+fn prepare(conn: &mut Connection, options: &SqliteOptions) -> Result<(), Fail> {
+    conn.busy_timeout(options.busy_timeout)
+        .ctx("setting the busy timeout")?;
+    // Reads the file header: a file that is not a database fails now, and a
+    // newer rein's database is refused before anything in it is changed.
+    check_known(user_version(conn)?, MIGRATIONS)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .ctx("switching to WAL mode")?;
+    // In WAL mode NORMAL loses nothing committed when the process crashes;
+    // without WAL (a filesystem that cannot do it) only FULL is safe.
+    let synchronous = if mode.eq_ignore_ascii_case("wal") {
+        "NORMAL"
+    } else {
+        "FULL"
+    };
+    conn.pragma_update(None, "synchronous", synchronous)
+        .ctx("setting synchronous")?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .ctx("enabling foreign keys")?;
+    migrate(conn, MIGRATIONS)
+}
+
+const SESSION_COLUMNS: &str = "id, workspace, title, model, created_at, updated_at, message_count";
+
+fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: row.get(0)?,
+        workspace: row.get(1)?,
+        title: row.get(2)?,
+        model: row.get(3)?,
+        created_at: row.get(4)?,
+        updated_at: row.get(5)?,
+        message_count: u64::try_from(row.get::<_, i64>(6)?).unwrap_or(0),
+    })
+}
+
+/// A `GLOB` pattern matching ids that start with `prefix` (GLOB, unlike LIKE,
+/// is case-sensitive, as ids are; its wildcards are escaped as classes).
+fn glob_prefix(prefix: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + 1);
+    for c in prefix.chars() {
+        if matches!(c, '*' | '?' | '[') {
+            out.push('[');
+            out.push(c);
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('*');
+    out
+}
+
+/// The full id for an id or unique id prefix, with [`resolve_prefix`]'s
+/// rules: an exact id wins, two candidates are ambiguous, none is not found.
+fn resolve(conn: &Connection, wanted: &str) -> Result<String, Fail> {
+    let exact: Option<String> = conn
+        .query_row("SELECT id FROM sessions WHERE id = ?1", [wanted], |r| {
+            r.get(0)
+        })
+        .optional()
+        .ctx("looking up a session")?;
+    if let Some(id) = exact {
+        return Ok(id);
+    }
+    let mut stmt = conn
+        .prepare_cached("SELECT id FROM sessions WHERE id GLOB ?1 ORDER BY id LIMIT 2")
+        .ctx("looking up a session")?;
+    let candidates = stmt
+        .query_map([glob_prefix(wanted)], |r| r.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .ctx("looking up a session")?;
+    Ok(resolve_prefix(candidates.iter(), wanted)?)
+}
+
+/// Fail with `NotFound` unless the session `id` (a full id) exists.
+fn ensure_exists(conn: &Connection, id: &str) -> Result<(), Fail> {
+    let found: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
+            [id],
+            |r| r.get(0),
+        )
+        .ctx("looking up a session")?;
+    if found {
+        Ok(())
+    } else {
+        Err(StoreError::NotFound(id.to_string()).into())
+    }
+}
+
+fn get_session(conn: &Connection, id: &str) -> Result<SessionInfo, Fail> {
+    conn.query_row(
+        &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+        [id],
+        session_from_row,
+    )
+    .optional()
+    .ctx("reading a session")?
+    .ok_or_else(|| StoreError::NotFound(id.to_string()).into())
+}
+
+fn create_session(conn: &mut Connection, new: NewSession) -> Result<SessionInfo, Fail> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("creating a session")?;
+    let now = now_millis();
+    // Ids are time plus 20 random bits; a clash is unlikely but cheap to avoid.
+    let mut id = new_session_id();
+    for _ in 0..8 {
+        let taken: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
+                [&id],
+                |r| r.get(0),
+            )
+            .ctx("creating a session")?;
+        if !taken {
+            break;
+        }
+        id = new_session_id();
+    }
+    tx.execute(
+        "INSERT INTO sessions (id, workspace, title, model, created_at, updated_at, message_count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)",
+        params![id, new.workspace, new.title, new.model, now],
+    )
+    .ctx("creating a session")?;
+    tx.commit().ctx("committing a new session")?;
+    Ok(SessionInfo {
+        id,
+        workspace: new.workspace,
+        title: new.title,
+        model: new.model,
+        created_at: now,
+        updated_at: now,
+        message_count: 0,
+    })
+}
+
+fn list_sessions(
+    conn: &Connection,
+    workspace: Option<&str>,
+    limit: usize,
+) -> Result<Vec<SessionInfo>, Fail> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = match workspace {
+        Some(workspace) => conn
+            .prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = ?1
+                 ORDER BY updated_at DESC, id DESC LIMIT ?2"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map(params![workspace, limit], session_from_row)?
+                    .collect()
+            }),
+        None => conn
+            .prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions
+                 ORDER BY updated_at DESC, id DESC LIMIT ?1"
+            ))
+            .and_then(|mut stmt| stmt.query_map([limit], session_from_row)?.collect()),
+    };
+    rows.ctx("listing sessions")
+}
+
+fn delete_session(conn: &mut Connection, wanted: &str) -> Result<(), Fail> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("deleting a session")?;
+    let id = resolve(&tx, wanted)?;
+    // Messages and todos go with it (ON DELETE CASCADE).
+    tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])
+        .ctx("deleting a session")?;
+    tx.commit().ctx("committing a deletion")
+}
+
+/// Set one text column of a session; `column` is one of ours, never input.
+fn set_column(conn: &mut Connection, id: &str, column: &str, value: &str) -> Result<(), Fail> {
+    let changed = conn
+        .execute(
+            &format!("UPDATE sessions SET {column} = ?2 WHERE id = ?1"),
+            params![id, value],
+        )
+        .ctx("updating a session")?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(id.to_string()).into());
+    }
+    Ok(())
+}
+
+fn append_message(conn: &mut Connection, id: &str, role: &str, body: &str) -> Result<u64, Fail> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("appending a message")?;
+    let now = now_millis();
+    // Count the message and take its seq in one step; no row means no session.
+    let seq: i64 = tx
+        .query_row(
+            "UPDATE sessions SET message_count = message_count + 1,
+                                 updated_at = MAX(updated_at, ?2)
+             WHERE id = ?1 RETURNING message_count",
+            params![id, now],
+            |r| r.get(0),
+        )
+        .optional()
+        .ctx("appending a message")?
+        .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    tx.execute(
+        "INSERT INTO messages (session_id, seq, role, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, seq, role, body, now],
+    )
+    .ctx("appending a message")?;
+    tx.commit().ctx("committing a message")?;
+    u64::try_from(seq).map_err(|_| Fail::Corrupt(format!("session {id} has message seq {seq}")))
+}
+
+fn messages(conn: &mut Connection, id: &str) -> Result<Vec<Message>, Fail> {
+    // One read transaction: the session check and the rows see the same state.
+    let tx = conn.transaction().ctx("reading messages")?;
+    ensure_exists(&tx, id)?;
+    let mut out = Vec::new();
+    {
+        let mut stmt = tx
+            .prepare_cached("SELECT seq, body FROM messages WHERE session_id = ?1 ORDER BY seq")
+            .ctx("reading messages")?;
+        let mut rows = stmt.query([id]).ctx("reading messages")?;
+        while let Some(row) = rows.next().ctx("reading messages")? {
+            let seq: i64 = row.get(0).ctx("reading messages")?;
+            let parsed = row
+                .get_ref(1)
+                .map_err(|e| e.to_string())
+                .and_then(|v| v.as_bytes().map_err(|e| e.to_string()))
+                .and_then(|bytes| {
+                    serde_json::from_slice::<Message>(bytes).map_err(|e| e.to_string())
+                });
+            match parsed {
+                Ok(message) => out.push(message),
+                Err(e) => {
+                    return Err(Fail::Corrupt(format!(
+                        "message {seq} of session {id} cannot be read: {e}"
+                    )));
+                }
+            }
+        }
+    }
+    tx.finish().ctx("reading messages")?;
+    Ok(out)
+}
+
+fn set_todos(conn: &mut Connection, id: &str, body: &str) -> Result<(), Fail> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("saving todos")?;
+    ensure_exists(&tx, id)?;
+    tx.execute(
+        "INSERT INTO todos (session_id, body) VALUES (?1, ?2)
+         ON CONFLICT (session_id) DO UPDATE SET body = excluded.body",
+        params![id, body],
+    )
+    .ctx("saving todos")?;
+    tx.commit().ctx("committing todos")
+}
+
+fn todos(conn: &mut Connection, id: &str) -> Result<Vec<Todo>, Fail> {
+    let tx = conn.transaction().ctx("reading todos")?;
+    ensure_exists(&tx, id)?;
+    let body: Option<String> = tx
+        .query_row("SELECT body FROM todos WHERE session_id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()
+        .ctx("reading todos")?;
+    tx.finish().ctx("reading todos")?;
+    match body {
+        None => Ok(Vec::new()),
+        Some(body) => serde_json::from_str(&body)
+            .map_err(|e| Fail::Corrupt(format!("the todos of session {id} cannot be read: {e}"))),
+    }
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Other(format!("encoding {what}: {e}")))
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn create_session(&self, new: NewSession) -> Result<SessionInfo, StoreError> {
+        self.run(move |conn| create_session(conn, new)).await
+    }
+
+    async fn get_session(&self, id: &str) -> Result<SessionInfo, StoreError> {
+        let wanted = id.to_string();
+        self.run(move |conn| {
+            let tx = conn.transaction().ctx("reading a session")?;
+            let id = resolve(&tx, &wanted)?;
+            let info = get_session(&tx, &id)?;
+            tx.finish().ctx("reading a session")?;
+            Ok(info)
+        })
+        .await
+    }
+
+    async fn list_sessions(
+        &self,
+        workspace: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, StoreError> {
+        let workspace = workspace.map(str::to_string);
+        self.run(move |conn| list_sessions(conn, workspace.as_deref(), limit))
+            .await
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let wanted = id.to_string();
+        self.run(move |conn| delete_session(conn, &wanted)).await
+    }
+
+    async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        let (id, title) = (id.to_string(), title.to_string());
+        self.run(move |conn| set_column(conn, &id, "title", &title))
+            .await
+    }
+
+    async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
+        let (id, model) = (id.to_string(), model.to_string());
+        self.run(move |conn| set_column(conn, &id, "model", &model))
+            .await
+    }
+
+    async fn append_message(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
+        let body = to_json(message, "a message")?;
+        let role = message.role().as_str();
+        let id = id.to_string();
+        self.run(move |conn| append_message(conn, &id, role, &body))
+            .await
+    }
+
+    async fn messages(&self, id: &str) -> Result<Vec<Message>, StoreError> {
+        let id = id.to_string();
+        self.run(move |conn| messages(conn, &id)).await
+    }
+
+    async fn set_todos(&self, id: &str, todos: &[Todo]) -> Result<(), StoreError> {
+        let body = to_json(todos, "todos")?;
+        let id = id.to_string();
+        self.run(move |conn| set_todos(conn, &id, &body)).await
+    }
+
+    async fn todos(&self, id: &str) -> Result<Vec<Todo>, StoreError> {
+        let id = id.to_string();
+        self.run(move |conn| todos(conn, &id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn db_with_ids(ids: &[&str]) -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, MIGRATIONS).unwrap();
+        for id in ids {
+            conn.execute(
+                "INSERT INTO sessions (id, workspace, title, model, created_at, updated_at)
+                 VALUES (?1, '', '', '', 0, 0)",
+                [id],
+            )
+            .unwrap();
+        }
+        conn
+    }
+
+    fn resolved(conn: &Connection, wanted: &str) -> Result<String, StoreError> {
+        resolve(conn, wanted).map_err(|f| f.into_store("test.db", Duration::ZERO))
+    }
+
+    #[test]
+    fn an_exact_id_wins_over_longer_ids_it_prefixes() {
+        let conn = db_with_ids(&["ab", "abc", "abd"]);
+        assert_eq!(resolved(&conn, "ab").unwrap(), "ab");
+        assert_eq!(resolved(&conn, "abc").unwrap(), "abc");
+        assert!(matches!(resolved(&conn, "a"), Err(StoreError::Ambiguous(p)) if p == "a"));
+    }
+
+    #[test]
+    fn prefixes_match_case_sensitively() {
+        let conn = db_with_ids(&["abc1"]);
+        assert_eq!(resolved(&conn, "ab").unwrap(), "abc1");
+        assert!(matches!(
+            resolved(&conn, "AB"),
+            Err(StoreError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn wildcards_in_a_prefix_match_only_themselves() {
+        let conn = db_with_ids(&["a*b", "a?c", "a[d", "axe", "a%f", "a_g"]);
+        assert_eq!(resolved(&conn, "a*").unwrap(), "a*b");
+        assert_eq!(resolved(&conn, "a?").unwrap(), "a?c");
+        assert_eq!(resolved(&conn, "a[").unwrap(), "a[d");
+        assert_eq!(resolved(&conn, "a%").unwrap(), "a%f");
+        assert_eq!(resolved(&conn, "a_").unwrap(), "a_g");
+        assert!(matches!(
+            resolved(&conn, "a]"),
+            Err(StoreError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn an_empty_prefix_finds_nothing() {
+        let conn = db_with_ids(&["abc"]);
+        assert!(matches!(resolved(&conn, ""), Err(StoreError::NotFound(_))));
+    }
+
+    #[tokio::test]
+    async fn a_poisoned_connection_lock_is_recovered_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        let conn = Arc::clone(&store.conn);
+        let panicked = std::thread::spawn(move || {
+            let guard = conn.lock().unwrap();
+            guard.execute_batch("BEGIN IMMEDIATE").unwrap();
+            panic!("poison the lock mid-transaction");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(store.conn.is_poisoned());
+        let s = store.create_session(NewSession::default()).await.unwrap();
+        assert_eq!(store.get_session(&s.id).await.unwrap(), s);
+        assert!(!store.conn.is_poisoned());
+    }
+
+    #[test]
+    fn glob_prefix_escapes_wildcards_as_classes() {
+        assert_eq!(glob_prefix("a*b?c[d]"), "a[*]b[?]c[[]d]*");
+    }
+}

@@ -1,0 +1,111 @@
+//! Shared helpers: temp databases, a raw second connection, sample messages.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rein_core::{
+    AssistantMessage, ContentPart, FinishReason, Message, NewSession, ReasoningBlock, SessionInfo,
+    SessionStore, ToolCall, ToolResult, Usage,
+};
+use rein_store::{SqliteOptions, SqliteStore};
+use tempfile::TempDir;
+
+/// A temporary directory holding `sessions.db` (not created yet).
+pub struct TempDb {
+    _dir: TempDir,
+    pub path: PathBuf,
+}
+
+pub fn temp_db() -> TempDb {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested").join("dir").join("sessions.db");
+    TempDb { _dir: dir, path }
+}
+
+pub fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(path).unwrap()
+}
+
+pub fn open_with_timeout(path: &Path, busy_timeout: Duration) -> SqliteStore {
+    SqliteStore::open_with(path, SqliteOptions { busy_timeout }).unwrap()
+}
+
+/// A plain rusqlite connection to the same file, as another process would have.
+pub fn raw(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
+
+pub async fn session(store: &dyn SessionStore, workspace: &str, title: &str) -> SessionInfo {
+    store
+        .create_session(NewSession {
+            workspace: workspace.into(),
+            title: title.into(),
+            model: "test/model".into(),
+        })
+        .await
+        .unwrap()
+}
+
+/// One message of every kind, with every optional field set somewhere.
+pub fn every_kind_of_message() -> Vec<Message> {
+    vec![
+        Message::system("You are rein.\nBe terse."),
+        Message::user("héllo — ✓ \u{0} \"quoted\" \\ back"),
+        Message::Assistant(AssistantMessage {
+            content: vec![
+                ContentPart::Reasoning(ReasoningBlock {
+                    text: "Let me think about the file.".into(),
+                    signature: Some("EqQBCkgIARABGAIiQM+sig==".into()),
+                    encrypted: None,
+                    id: None,
+                }),
+                ContentPart::Reasoning(ReasoningBlock {
+                    text: String::new(),
+                    signature: None,
+                    encrypted: Some("gAAAAABopaque-encrypted-payload".into()),
+                    id: Some("rs_0123".into()),
+                }),
+                ContentPart::Text {
+                    text: "Reading it.".into(),
+                },
+                ContentPart::ToolCall(ToolCall {
+                    id: "call_1".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\": \"src/main.rs\"}".into(),
+                }),
+                ContentPart::ToolCall(ToolCall {
+                    id: "call_2".into(),
+                    name: "shell".into(),
+                    // Malformed arguments are kept byte for byte.
+                    arguments: "{\"cmd\": \"ls".into(),
+                }),
+            ],
+            usage: Some(Usage {
+                input_tokens: 1200,
+                output_tokens: 340,
+                cached_input_tokens: 1000,
+                reasoning_tokens: 200,
+            }),
+            finish: Some(FinishReason::ToolCalls),
+        }),
+        Message::Tool(ToolResult {
+            call_id: "call_1".into(),
+            name: "read_file".into(),
+            output: "fn main() {}\n".repeat(5000),
+            is_error: false,
+        }),
+        Message::Tool(ToolResult {
+            call_id: "call_2".into(),
+            name: "shell".into(),
+            output: "arguments are not valid JSON".into(),
+            is_error: true,
+        }),
+        Message::Assistant(AssistantMessage {
+            content: vec![],
+            usage: None,
+            finish: Some(FinishReason::Other("pause_turn".into())),
+        }),
+        Message::Assistant(AssistantMessage::from_text("Done.")),
+        Message::user(""),
+    ]
+}
