@@ -435,11 +435,16 @@ impl AgentEngine {
             Some(id) => {
                 let info = store.get_session(id).await?;
                 let repaired = repair_history(store.messages(&info.id).await?);
-                // Results made up for the dangling calls at the end are
-                // stored too, so the transcript says what happened.
-                let tail_start = repaired.messages.len() - repaired.added.len();
+                // Results made up for the last message's dangling calls are
+                // stored too, so the transcript says what happened (earlier
+                // ones are rebuilt the same way on every load).
+                let last_assistant = repaired
+                    .messages
+                    .iter()
+                    .rposition(|m| matches!(m, Message::Assistant(_)))
+                    .unwrap_or(0);
                 for (index, result) in &repaired.added {
-                    if *index >= tail_start {
+                    if *index > last_assistant {
                         store
                             .append_message(&info.id, &Message::Tool(result.clone()))
                             .await?;
