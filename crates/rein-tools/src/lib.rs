@@ -1,1 +1,90 @@
+//! rein-tools: the built-in tools of the rein coding agent.
+//!
+//! Every tool implements [`rein_core::Tool`]; the gate in rein-core checks
+//! arguments against the schema each tool publishes, takes the path locks it
+//! asks for, and bounds its time and output. File tools are confined to the
+//! workspace by [`workspace::resolve`].
 
+use std::sync::Arc;
+
+use rein_core::{Tool, ToolError};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub mod bash;
+pub mod edit_file;
+mod edit_match;
+pub mod glob;
+pub mod grep;
+pub mod read_file;
+pub mod todo;
+mod walk;
+pub mod workspace;
+pub mod write_file;
+
+pub use bash::Bash;
+pub use edit_file::EditFile;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use read_file::ReadFile;
+pub use todo::TodoWrite;
+pub use write_file::WriteFile;
+
+/// Every built-in tool, ready to hand to a `rein_core::Gate`.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadFile),
+        Arc::new(WriteFile),
+        Arc::new(EditFile),
+        Arc::new(Bash),
+        Arc::new(Glob),
+        Arc::new(Grep),
+        Arc::new(TodoWrite),
+    ]
+}
+
+/// The JSON Schema of an argument struct, as the model sees it: no
+/// `$schema` or `title` noise.
+pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
+    let mut value: Value = schemars::schema_for!(T).into();
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+    }
+    value
+}
+
+/// Parse checked arguments into the tool's argument struct.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args)
+        .map_err(|e| ToolError(format!("invalid arguments for `{tool}`: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_distinct_name_and_an_object_schema_without_noise() {
+        let mut names = std::collections::HashSet::new();
+        for tool in builtin_tools() {
+            let spec = tool.spec();
+            assert!(names.insert(spec.name.clone()), "duplicate {}", spec.name);
+            assert!(!spec.description.is_empty());
+            let obj = spec.parameters.as_object().unwrap();
+            assert_eq!(
+                obj.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                spec.name
+            );
+            assert!(!obj.contains_key("$schema"));
+            assert!(!obj.contains_key("title"));
+        }
+        assert_eq!(names.len(), 7);
+        let read = ReadFile.spec().parameters;
+        assert_eq!(read["required"], serde_json::json!(["path"]));
+        assert!(read["properties"]["offset"].get("default").is_none());
+    }
+}

@@ -1,0 +1,487 @@
+//! `bash`: run a shell command in the workspace, in its own process group,
+//! with bounded output and a timeout that kills every process it started.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rein_core::{
+    CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::time::Instant;
+
+/// Timeout when none is asked for, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Largest timeout allowed; larger requests are lowered to it.
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// Bytes kept from the start of the output.
+pub const HEAD_BYTES: usize = 16 * 1024;
+/// Bytes kept from the end of the output.
+pub const TAIL_BYTES: usize = 16 * 1024;
+/// How long the output is still read after the command itself exited,
+/// while background processes keep the pipes open.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+/// How long the last output is collected after the group was killed.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(300);
+/// Extra time the gate gives the call beyond the command's own timeout.
+const GATE_MARGIN: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The command line, run with `bash -c` in the workspace folder.
+    command: String,
+    /// Seconds before the command is killed. Defaults to 120; at most 600 (larger values are lowered to 600).
+    #[schemars(range(min = 1))]
+    timeout_secs: Option<u64>,
+}
+
+/// Runs shell commands.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bash;
+
+#[async_trait]
+impl Tool for Bash {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "bash".into(),
+            description: format!(
+                "Run a command with `bash -c` in the workspace folder, with no stdin; stdout and \
+                 stderr come back merged, followed by the exit code. Long output keeps its first \
+                 and last {} KiB. Timeout {DEFAULT_TIMEOUT_SECS} s by default, at most \
+                 {MAX_TIMEOUT_SECS} s; on timeout the command and all its child processes are \
+                 killed. Background processes still writing to the output are stopped when the \
+                 command exits (redirect their output to a file to keep them running).",
+                HEAD_BYTES / 1024
+            ),
+            parameters: crate::schema_of::<Args>(),
+        }
+    }
+
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Execute
+    }
+
+    fn timeout(&self, args: &Value) -> Option<Duration> {
+        let secs = args.get("timeout_secs").and_then(Value::as_u64);
+        Some(command_timeout(secs) + GATE_MARGIN)
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = crate::parse_args("bash", args)?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::new("the command is empty"));
+        }
+        let limit = command_timeout(args.timeout_secs);
+        run(&args.command, &ctx.workspace, limit, ctx.cancel.clone()).await
+    }
+}
+
+/// The timeout a request gets: the default, clamped to 1..=600 s.
+fn command_timeout(secs: Option<u64>) -> Duration {
+    Duration::from_secs(
+        secs.unwrap_or(DEFAULT_TIMEOUT_SECS)
+            .clamp(1, MAX_TIMEOUT_SECS),
+    )
+}
+
+/// The process to start for `command`: the one place that decides how a
+/// command is run (a sandbox wraps it here).
+fn shell_command(command: &str, workspace: &Path) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(workspace)
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd
+}
+
+/// Kills the command's process group when dropped, unless disarmed.
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl GroupGuard {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid.filter(|&p| p > 1) {
+            // SAFETY: killpg only asks the kernel to signal a process group;
+            // no memory is shared. `pgid` is the group created for our child
+            // with process_group(0) (its id is the child's pid, > 1, so this
+            // can never signal our own group or every process).
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Why the command stopped before it exited on its own with closed pipes.
+enum Stop {
+    /// It exited, but background processes kept the output open.
+    Lingering,
+    TimedOut,
+    Cancelled,
+}
+
+async fn run(
+    command: &str,
+    workspace: &Path,
+    limit: Duration,
+    cancel: CancellationToken,
+) -> Result<ToolOutput, ToolError> {
+    let mut child = shell_command(command, workspace)
+        .spawn()
+        .map_err(|e| ToolError(format!("could not start bash: {e}")))?;
+    let mut guard = GroupGuard {
+        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+    };
+    let mut pipes = Pipes {
+        out: child.stdout.take(),
+        err: child.stderr.take(),
+        captured: Captured::new(HEAD_BYTES, TAIL_BYTES),
+    };
+    let deadline = Instant::now() + limit;
+    let mut status: Option<ExitStatus> = None;
+    let mut linger_until: Option<Instant> = None;
+    let mut out_buf = vec![0u8; 8192];
+    let mut err_buf = vec![0u8; 8192];
+
+    let stop = loop {
+        if status.is_some() && pipes.closed() {
+            break None;
+        }
+        tokio::select! {
+            r = read_some(&mut pipes.out, &mut out_buf), if pipes.out.is_some() => match r {
+                Ok(n) if n > 0 => pipes.captured.push(&out_buf[..n]),
+                _ => pipes.out = None,
+            },
+            r = read_some(&mut pipes.err, &mut err_buf), if pipes.err.is_some() => match r {
+                Ok(n) if n > 0 => pipes.captured.push(&err_buf[..n]),
+                _ => pipes.err = None,
+            },
+            s = child.wait(), if status.is_none() => match s {
+                Ok(s) => {
+                    status = Some(s);
+                    linger_until = Some(Instant::now() + EXIT_GRACE);
+                }
+                Err(e) => {
+                    guard.kill();
+                    return Err(ToolError(format!("lost track of the command: {e}")));
+                }
+            },
+            _ = sleep_until_some(linger_until), if linger_until.is_some() => break Some(Stop::Lingering),
+            _ = tokio::time::sleep_until(deadline) => break Some(Stop::TimedOut),
+            _ = cancel.cancelled() => break Some(Stop::Cancelled),
+        }
+    };
+
+    match stop {
+        None => {
+            guard.disarm();
+            Ok(ToolOutput::ok(finish(pipes.captured, status, None)))
+        }
+        Some(Stop::Lingering) => {
+            guard.kill();
+            guard.disarm();
+            pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
+            Ok(ToolOutput::ok(finish(
+                pipes.captured,
+                status,
+                Some("[background processes still holding the output were stopped]"),
+            )))
+        }
+        Some(why) => {
+            guard.kill();
+            reap(&mut child).await;
+            guard.disarm();
+            pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
+            let note = match why {
+                Stop::Cancelled => {
+                    "[cancelled; the command and its child processes were killed]".to_string()
+                }
+                _ => format!(
+                    "[timed out after {} s; the command and its child processes were killed]",
+                    limit.as_secs()
+                ),
+            };
+            let mut text = body(pipes.captured);
+            text.push('\n');
+            text.push_str(&note);
+            Ok(ToolOutput::error(text))
+        }
+    }
+}
+
+/// Wait briefly for a killed child, so it does not linger as a zombie.
+async fn reap(child: &mut Child) {
+    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+}
+
+async fn read_some<R: AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
+    match pipe {
+        Some(p) => p.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_some(when: Option<Instant>) {
+    match when {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Pipes {
+    out: Option<ChildStdout>,
+    err: Option<ChildStderr>,
+    captured: Captured,
+}
+
+impl Pipes {
+    fn closed(&self) -> bool {
+        self.out.is_none() && self.err.is_none()
+    }
+
+    /// Read what is left until both pipes close or `until`.
+    async fn drain(&mut self, until: Instant) {
+        let mut out_buf = vec![0u8; 8192];
+        let mut err_buf = vec![0u8; 8192];
+        while !self.closed() {
+            tokio::select! {
+                r = read_some(&mut self.out, &mut out_buf), if self.out.is_some() => match r {
+                    Ok(n) if n > 0 => self.captured.push(&out_buf[..n]),
+                    _ => self.out = None,
+                },
+                r = read_some(&mut self.err, &mut err_buf), if self.err.is_some() => match r {
+                    Ok(n) if n > 0 => self.captured.push(&err_buf[..n]),
+                    _ => self.err = None,
+                },
+                _ = tokio::time::sleep_until(until) => break,
+            }
+        }
+    }
+}
+
+/// The observation for a command that ran to its end.
+fn finish(captured: Captured, status: Option<ExitStatus>, note: Option<&str>) -> String {
+    let mut text = body(captured);
+    if let Some(note) = note {
+        text.push('\n');
+        text.push_str(note);
+    }
+    text.push('\n');
+    text.push_str(&describe_status(status));
+    text
+}
+
+fn body(captured: Captured) -> String {
+    let text = captured.render();
+    let trimmed = text.strip_suffix('\n').unwrap_or(&text);
+    if trimmed.is_empty() {
+        "(no output)".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+fn describe_status(status: Option<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => format!("[exit code: {code}]"),
+            (None, Some(sig)) => format!("[killed by signal {sig}]"),
+            (None, None) => "[exit status unknown]".to_string(),
+        },
+        None => "[exit status unknown]".to_string(),
+    }
+}
+
+/// Output kept in bounded memory: the first `head_cap` bytes and a rolling
+/// window of the last `tail_cap`, counting what falls out between them.
+pub(crate) struct Captured {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    dropped: u64,
+    dropped_lines: u64,
+    total: u64,
+}
+
+impl Captured {
+    pub(crate) fn new(head_cap: usize, tail_cap: usize) -> Self {
+        Captured {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap,
+            tail_cap,
+            dropped: 0,
+            dropped_lines: 0,
+            total: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        if self.head.len() < self.head_cap {
+            let take = (self.head_cap - self.head.len()).min(data.len());
+            self.head.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        if data.len() >= self.tail_cap {
+            let keep_from = data.len() - self.tail_cap;
+            self.drop_bytes(
+                self.tail.len() as u64,
+                self.tail.iter().filter(|&&b| b == b'\n').count(),
+            );
+            self.tail.clear();
+            let skipped = &data[..keep_from];
+            self.drop_bytes(
+                skipped.len() as u64,
+                skipped.iter().filter(|&&b| b == b'\n').count(),
+            );
+            self.tail.extend(&data[keep_from..]);
+        } else {
+            self.tail.extend(data);
+            let excess = self.tail.len().saturating_sub(self.tail_cap);
+            if excess > 0 {
+                let lines = self.tail.range(..excess).filter(|&&b| b == b'\n').count();
+                self.tail.drain(..excess);
+                self.drop_bytes(excess as u64, lines);
+            }
+        }
+    }
+
+    fn drop_bytes(&mut self, bytes: u64, lines: usize) {
+        self.dropped += bytes;
+        self.dropped_lines += lines as u64;
+    }
+
+    /// The text kept, with a line saying how much was cut from the middle.
+    /// Cuts fall on UTF-8 boundaries; invalid bytes are shown lossily.
+    pub(crate) fn render(self) -> String {
+        let mut head = self.head;
+        let mut tail: Vec<u8> = self.tail.into();
+        if self.dropped == 0 {
+            head.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&head).into_owned();
+        }
+        let head_keep = complete_utf8_len(&head);
+        let tail_skip = tail
+            .iter()
+            .take(3)
+            .take_while(|&&b| b & 0xC0 == 0x80)
+            .count();
+        let cut = self.dropped + (head.len() - head_keep) as u64 + tail_skip as u64;
+        head.truncate(head_keep);
+        tail.drain(..tail_skip);
+        let head = String::from_utf8_lossy(&head);
+        let tail = String::from_utf8_lossy(&tail);
+        let sep = if head.ends_with('\n') { "" } else { "\n" };
+        format!(
+            "{head}{sep}[... {cut} bytes ({} lines) cut from the middle of {} bytes of output ...]\n{tail}",
+            self.dropped_lines, self.total
+        )
+    }
+}
+
+/// Length of the longest prefix of `b` that does not end inside a UTF-8
+/// sequence.
+fn complete_utf8_len(b: &[u8]) -> usize {
+    let n = b.len();
+    for back in 1..=n.min(4) {
+        let i = n - back;
+        let c = b[i];
+        if c & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = match c {
+            0xF0..=0xFF => 4,
+            0xE0..=0xEF => 3,
+            0xC0..=0xDF => 2,
+            _ => 1,
+        };
+        return if back < need { i } else { n };
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn small_output_is_kept_whole() {
+        let mut c = Captured::new(4, 4);
+        c.push(b"abc");
+        c.push(b"de");
+        assert_eq!(c.render(), "abcde");
+    }
+
+    #[test]
+    fn big_output_keeps_head_and_tail_and_counts_the_cut() {
+        let mut c = Captured::new(4, 4);
+        for chunk in [&b"0123"[..], b"4\n6", b"789a", b"bcdef"] {
+            c.push(chunk);
+        }
+        let out = c.render();
+        assert_eq!(
+            out,
+            "0123\n[... 8 bytes (1 lines) cut from the middle of 16 bytes of output ...]\ncdef"
+        );
+    }
+
+    #[test]
+    fn cuts_never_split_a_character() {
+        let mut c = Captured::new(5, 5);
+        c.push("éééééééééé".as_bytes());
+        let out = c.render();
+        assert!(out.starts_with("éé\n[..."), "{out}");
+        assert!(out.ends_with("\néé"), "{out}");
+        assert!(!out.contains('\u{FFFD}'), "{out}");
+    }
+
+    #[test]
+    fn utf8_prefix_stops_before_an_incomplete_sequence() {
+        assert_eq!(complete_utf8_len("aé".as_bytes()), 3);
+        assert_eq!(complete_utf8_len(&"aé".as_bytes()[..2]), 1);
+        assert_eq!(complete_utf8_len(b"abc"), 3);
+        assert_eq!(complete_utf8_len(&"€".as_bytes()[..2]), 0);
+    }
+
+    #[test]
+    fn timeouts_are_clamped() {
+        assert_eq!(command_timeout(None), Duration::from_secs(120));
+        assert_eq!(command_timeout(Some(0)), Duration::from_secs(1));
+        assert_eq!(command_timeout(Some(9999)), Duration::from_secs(600));
+        let gate = Bash.timeout(&serde_json::json!({"command": "x", "timeout_secs": 10}));
+        assert_eq!(gate, Some(Duration::from_secs(15)));
+    }
+}

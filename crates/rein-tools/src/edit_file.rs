@@ -1,0 +1,182 @@
+//! `edit_file`: replace one exact piece of a file, with lenient fallbacks
+//! for whitespace the model got wrong, and a diff of what changed.
+
+use async_trait::async_trait;
+use rein_core::text::truncate_middle;
+use rein_core::{PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use similar::TextDiff;
+
+use crate::edit_match::{self, Level, MatchError};
+use crate::workspace;
+
+/// Largest diff shown in the result.
+const MAX_DIFF_BYTES: usize = 16 * 1024;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// Path of the file to edit, relative to the workspace (or absolute inside it).
+    path: String,
+    /// The text to replace, copied from the file. Include enough surrounding lines to make it unique.
+    old_string: String,
+    /// The text to put in its place.
+    new_string: String,
+    /// Replace every occurrence instead of requiring exactly one. Defaults to false.
+    replace_all: Option<bool>,
+}
+
+/// Replaces text in a file and shows the diff.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EditFile;
+
+#[async_trait]
+impl Tool for EditFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "edit_file".into(),
+            description:
+                "Replace `old_string` with `new_string` in a text file and show the diff. \
+                          old_string must occur exactly once (or set replace_all); it is matched \
+                          exactly first, then ignoring line-ending, trailing-whitespace and \
+                          indentation differences (the replacement is re-indented). Read the file \
+                          first; to create a file or replace all of it, use write_file."
+                    .into(),
+            parameters: crate::schema_of::<Args>(),
+        }
+    }
+
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Write
+    }
+
+    fn locks(&self, args: &Value, ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {
+        let args: Args = crate::parse_args("edit_file", args.clone())?;
+        Ok(vec![PathLock::Write(workspace::resolve(
+            &ctx.workspace,
+            &args.path,
+        )?)])
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = crate::parse_args("edit_file", args)?;
+        if args.old_string.is_empty() {
+            return Err(ToolError::new(
+                "old_string is empty; to create a file or replace its whole content, use write_file",
+            ));
+        }
+        if args.old_string == args.new_string {
+            return Err(ToolError::new(
+                "old_string and new_string are identical, so there is nothing to change",
+            ));
+        }
+        let path = workspace::resolve(&ctx.workspace, &args.path)?;
+        let shown = workspace::display(&ctx.workspace, &path);
+        if let Ok(meta) = tokio::fs::metadata(&path).await
+            && !meta.is_file()
+            && !meta.is_dir()
+        {
+            return Err(ToolError(format!(
+                "`{shown}` is not a regular file (a device, socket or pipe)"
+            )));
+        }
+        let bytes = match tokio::fs::read(&path).await {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ToolError(format!(
+                    "`{shown}` does not exist; use write_file to create it"
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                return Err(ToolError(format!("`{shown}` is a directory, not a file")));
+            }
+            Err(e) => return Err(ToolError(format!("cannot read `{shown}`: {e}"))),
+        };
+        if bytes.contains(&0) {
+            return Err(ToolError(format!(
+                "`{shown}` looks like a binary file; edit_file edits text only"
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            ToolError(format!(
+                "`{shown}` is not valid UTF-8, so edit_file cannot change it without damaging \
+                 it; use write_file or bash instead"
+            ))
+        })?;
+        let replace_all = args.replace_all.unwrap_or(false);
+        let plan = edit_match::apply(&text, &args.old_string, &args.new_string, replace_all)
+            .map_err(|e| match_error(&shown, e))?;
+        if plan.text == text {
+            return Err(ToolError(format!(
+                "the replacement leaves `{shown}` unchanged (old_string matched {} only after \
+                 ignoring whitespace that new_string also lacks)",
+                plan.level.describe()
+            )));
+        }
+        tokio::fs::write(&path, plan.text.as_bytes())
+            .await
+            .map_err(|e| ToolError(format!("cannot write `{shown}`: {e}")))?;
+
+        let mut out = format!(
+            "Edited `{shown}`: {} replacement{}",
+            plan.replacements,
+            if plan.replacements == 1 { "" } else { "s" }
+        );
+        if plan.level != Level::Exact {
+            out.push_str(&format!(" (old_string matched {})", plan.level.describe()));
+        }
+        out.push_str(".\n");
+        out.push_str(&diff(&shown, &text, &plan.text));
+        Ok(ToolOutput::ok(out))
+    }
+}
+
+fn match_error(shown: &str, e: MatchError) -> ToolError {
+    match e {
+        MatchError::NotFound { hint } => ToolError(format!(
+            "old_string was not found in `{shown}`. {hint}\nRead the file again and copy the \
+             text exactly, including whitespace."
+        )),
+        MatchError::Ambiguous { level, lines } => {
+            let list: Vec<String> = lines.iter().map(usize::to_string).collect();
+            let how = if level == Level::Exact {
+                String::new()
+            } else {
+                format!(" ({})", level.describe())
+            };
+            ToolError(format!(
+                "old_string matches {} places in `{shown}`{how}, starting at lines {}. Include \
+                 more surrounding lines to make it unique, or set replace_all=true to change \
+                 all of them.",
+                lines.len(),
+                list.join(", ")
+            ))
+        }
+    }
+}
+
+/// A unified diff of the change, line endings shown as LF.
+fn diff(shown: &str, before: &str, after: &str) -> String {
+    let before = before.replace("\r\n", "\n");
+    let after = after.replace("\r\n", "\n");
+    let text = TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    truncate_middle(&text, MAX_DIFF_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_shows_the_changed_lines_with_a_header() {
+        let d = diff("src/a.rs", "a\nb\nc\n", "a\nB\nc\n");
+        assert!(d.starts_with("--- a/src/a.rs\n+++ b/src/a.rs\n"), "{d}");
+        assert!(d.contains("-b\n+B\n"), "{d}");
+    }
+}

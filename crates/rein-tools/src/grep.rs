@@ -1,0 +1,223 @@
+//! `grep`: search file contents with a regular expression.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use globset::GlobSet;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use rein_core::{
+    CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::workspace;
+
+/// Most matching lines listed by one call.
+pub const MAX_MATCHES: usize = 200;
+/// Longest matching line shown, in characters.
+pub const MAX_LINE_CHARS: usize = 300;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// Regular expression (Rust regex syntax, like ripgrep), matched within single lines.
+    pattern: String,
+    /// File or folder to search, relative to the workspace. Defaults to the workspace root.
+    path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`. A glob without `/` is matched against file names.
+    glob: Option<String>,
+    /// Ignore letter case. Defaults to false.
+    case_insensitive: Option<bool>,
+}
+
+/// Searches file contents.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Grep;
+
+#[async_trait]
+impl Tool for Grep {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "grep".into(),
+            description: format!(
+                "Search file contents with a regular expression (ripgrep syntax) and list \
+                 matching lines as `path:line:text`, files in path order. Hidden, ignored \
+                 (.gitignore/.ignore) and binary files are skipped. At most {MAX_MATCHES} \
+                 matching lines are listed and lines are cut at {MAX_LINE_CHARS} characters."
+            ),
+            parameters: crate::schema_of::<Args>(),
+        }
+    }
+
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Read
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = crate::parse_args("grep", args)?;
+        let matcher = build_matcher(&args.pattern, args.case_insensitive.unwrap_or(false))?;
+        let root = workspace::resolve_or_root(&ctx.workspace, args.path.as_deref())?;
+        let shown_root = workspace::display(&ctx.workspace, &root);
+        let meta = std::fs::metadata(&root)
+            .map_err(|_| ToolError(format!("`{shown_root}` does not exist")))?;
+        let filter = match args.glob.as_deref().map(str::trim) {
+            Some(g) if !g.is_empty() => Some(crate::glob::build_globset(g)?),
+            _ => None,
+        };
+        let job = Job {
+            workspace: ctx.workspace.clone(),
+            root,
+            single_file: meta.is_file(),
+            filter,
+            matcher,
+            cancel: ctx.cancel.clone(),
+        };
+        let report = tokio::task::spawn_blocking(move || job.run())
+            .await
+            .map_err(|e| ToolError(format!("the search failed: {e}")))?;
+        Ok(ToolOutput::ok(report.render(&args.pattern, &shown_root)))
+    }
+}
+
+fn build_matcher(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, ToolError> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(case_insensitive)
+        .line_terminator(Some(b'\n'))
+        .build(pattern)
+        .map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg.trim();
+            ToolError(format!("invalid regex `{pattern}`: {msg}"))
+        })
+}
+
+struct Job {
+    workspace: PathBuf,
+    root: PathBuf,
+    single_file: bool,
+    filter: Option<GlobSet>,
+    matcher: RegexMatcher,
+    cancel: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct Report {
+    lines: Vec<String>,
+    total: usize,
+    files: usize,
+    /// Files with matches beyond those listed.
+    files_not_listed: usize,
+}
+
+impl Job {
+    fn run(self) -> Report {
+        let mut searcher = SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(0))
+            .line_number(true)
+            .build();
+        let mut report = Report::default();
+        if self.single_file {
+            self.search_file(&mut searcher, &self.root, &mut report);
+            return report;
+        }
+        for entry in crate::walk::walker(&self.root) {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            if let Some(filter) = &self.filter {
+                let rel = entry
+                    .path()
+                    .strip_prefix(&self.root)
+                    .unwrap_or(entry.path());
+                if !filter.is_match(rel) {
+                    continue;
+                }
+            }
+            self.search_file(&mut searcher, entry.path(), &mut report);
+        }
+        report
+    }
+
+    fn search_file(&self, searcher: &mut Searcher, path: &Path, report: &mut Report) {
+        let shown = workspace::display(&self.workspace, path);
+        let mut in_file = 0usize;
+        let mut listed_here = 0usize;
+        let sink = Lossy(|number, line: &str| {
+            in_file += 1;
+            if report.lines.len() < MAX_MATCHES {
+                let line = line.trim_end_matches(['\n', '\r']);
+                report
+                    .lines
+                    .push(format!("{shown}:{number}:{}", cut_line(line)));
+                listed_here += 1;
+            }
+            Ok(true)
+        });
+        // Unreadable files are skipped, like ripgrep does with a warning.
+        let _ = searcher.search_path(&self.matcher, path, sink);
+        if in_file > 0 {
+            report.total += in_file;
+            report.files += 1;
+            if listed_here < in_file {
+                report.files_not_listed += 1;
+            }
+        }
+    }
+}
+
+impl Report {
+    fn render(self, pattern: &str, shown_root: &str) -> String {
+        if self.total == 0 {
+            return format!("No matches for `{pattern}` in `{shown_root}`.");
+        }
+        let mut out = self.lines.join("\n");
+        if self.total > self.lines.len() {
+            out.push_str(&format!(
+                "\n[{} of {} matching lines shown; {} more in {} file{}. Narrow the pattern, \
+                 path or glob to see them.]",
+                self.lines.len(),
+                self.total,
+                self.total - self.lines.len(),
+                self.files_not_listed,
+                if self.files_not_listed == 1 { "" } else { "s" }
+            ));
+        }
+        out
+    }
+}
+
+fn cut_line(line: &str) -> String {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((i, _)) => format!("{}… [line cut]", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_regex_error_carries_the_regex_message() {
+        let Err(e) = build_matcher("foo(", false) else {
+            panic!("expected an error");
+        };
+        assert!(e.0.starts_with("invalid regex `foo(`:"), "{e}");
+        assert!(e.0.contains("unclosed group"), "{e}");
+    }
+
+    #[test]
+    fn long_lines_are_cut() {
+        let line = "x".repeat(MAX_LINE_CHARS + 5);
+        assert!(cut_line(&line).ends_with("… [line cut]"));
+        assert_eq!(cut_line("short"), "short");
+    }
+}

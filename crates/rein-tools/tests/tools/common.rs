@@ -1,0 +1,104 @@
+//! A temporary workspace and a way to call tools the way the gate does.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rein_core::{
+    CancellationToken, MemoryStore, NewSession, SessionStore, Tool, ToolContext, ToolError,
+    ToolOutput,
+};
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub struct Env {
+    _dir: TempDir,
+    pub root: PathBuf,
+    pub store: Arc<MemoryStore>,
+    pub session: String,
+}
+
+impl Env {
+    pub async fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let store = Arc::new(MemoryStore::new());
+        let session = store
+            .create_session(NewSession::default())
+            .await
+            .unwrap()
+            .id;
+        Env {
+            _dir: dir,
+            root,
+            store,
+            session,
+        }
+    }
+
+    pub fn ctx(&self) -> ToolContext {
+        self.ctx_with(CancellationToken::new())
+    }
+
+    pub fn ctx_with(&self, cancel: CancellationToken) -> ToolContext {
+        ToolContext {
+            workspace: self.root.clone(),
+            session_id: self.session.clone(),
+            call_id: "call-1".into(),
+            cancel,
+            store: self.store.clone(),
+        }
+    }
+
+    /// Check the arguments against the tool's schema, ask for its locks and
+    /// run it, as the gate would (without the gate's own limits).
+    pub async fn call(&self, tool: &dyn Tool, args: Value) -> Result<ToolOutput, ToolError> {
+        self.call_with(tool, args, self.ctx()).await
+    }
+
+    pub async fn call_with(
+        &self,
+        tool: &dyn Tool,
+        args: Value,
+        ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        rein_core::schema_check::check(&args, &tool.spec().parameters)
+            .map_err(|e| ToolError(format!("schema: {e}")))?;
+        tool.locks(&args, &ctx)?;
+        tool.call(args, ctx).await
+    }
+
+    /// The text of a successful, non-error call.
+    pub async fn ok(&self, tool: &dyn Tool, args: Value) -> String {
+        let out = self.call(tool, args).await.unwrap();
+        assert!(!out.is_error, "unexpected error output: {}", out.content);
+        out.content
+    }
+
+    /// The message of a failed call.
+    pub async fn err(&self, tool: &dyn Tool, args: Value) -> String {
+        match self.call(tool, args).await {
+            Err(e) => e.0,
+            Ok(out) => panic!("expected an error, got: {}", out.content),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let path = self.path(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(path, content).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap()
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        Path::new(&self.path(rel)).exists()
+    }
+}

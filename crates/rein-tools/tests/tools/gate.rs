@@ -1,0 +1,123 @@
+//! The tools behind a real `rein_core::Gate`: locks, plan mode.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rein_core::{Gate, GateLimits, ToolCall};
+use serde_json::json;
+
+use crate::common::Env;
+
+fn call(id: usize, name: &str, args: serde_json::Value) -> ToolCall {
+    ToolCall {
+        id: format!("c{id}"),
+        name: name.into(),
+        arguments: args.to_string(),
+    }
+}
+
+fn content(letter: char) -> String {
+    let line = format!("{}\n", letter.to_string().repeat(99));
+    line.repeat(20_000)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_and_reads_of_one_file_never_see_a_torn_file() {
+    let env = Arc::new(Env::new().await);
+    let gate = Arc::new(Gate::new(
+        rein_tools::builtin_tools(),
+        GateLimits::default(),
+    ));
+    env.write("shared.txt", content('A'));
+    let done = Arc::new(AtomicBool::new(false));
+
+    let (g, e, d) = (gate.clone(), env.clone(), done.clone());
+    let writer = tokio::spawn(async move {
+        let contents = [content('B'), content('A')];
+        for i in 0..30 {
+            let write = call(
+                i,
+                "write_file",
+                json!({"path": "shared.txt", "content": contents[i % 2]}),
+            );
+            let out = g.run(&write, e.ctx(), false).await;
+            assert!(!out.result.is_error, "{}", out.result.output);
+        }
+        d.store(true, Ordering::SeqCst);
+    });
+    let mut readers = Vec::new();
+    for r in 0..2 {
+        let (g, e, d) = (gate.clone(), env.clone(), done.clone());
+        readers.push(tokio::spawn(async move {
+            let mut reads = 0;
+            while !d.load(Ordering::SeqCst) {
+                let read = call(
+                    1000 * (r + 1) + reads,
+                    "read_file",
+                    json!({"path": "shared.txt", "offset": 19_990, "limit": 5}),
+                );
+                let out = g.run(&read, e.ctx(), false).await.result;
+                assert!(!out.is_error, "torn read: {}", out.output);
+                assert!(
+                    out.output
+                        .contains("of 20000; call read_file with offset=19995"),
+                    "torn read: {}",
+                    out.output
+                );
+                let lines: Vec<&str> = out.output.lines().take(5).collect();
+                let all_a = lines.iter().all(|l| l.ends_with(&"A".repeat(99)));
+                let all_b = lines.iter().all(|l| l.ends_with(&"B".repeat(99)));
+                assert!(all_a || all_b, "mixed content: {}", out.output);
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    writer.await.unwrap();
+    let mut total = 0;
+    for r in readers {
+        total += r.await.unwrap();
+    }
+    assert!(total >= 5, "only {total} reads overlapped the writes");
+}
+
+#[tokio::test]
+async fn plan_mode_offers_only_the_reading_tools_and_todo_write() {
+    let gate = Gate::new(rein_tools::builtin_tools(), GateLimits::default());
+    let mut plan: Vec<String> = gate.specs(true).into_iter().map(|s| s.name).collect();
+    plan.sort();
+    assert_eq!(plan, ["glob", "grep", "read_file", "todo_write"]);
+    let mut all: Vec<String> = gate.specs(false).into_iter().map(|s| s.name).collect();
+    all.sort();
+    assert_eq!(
+        all,
+        [
+            "bash",
+            "edit_file",
+            "glob",
+            "grep",
+            "read_file",
+            "todo_write",
+            "write_file"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn gate_reports_a_confinement_error_from_locks() {
+    let env = Env::new().await;
+    let gate = Gate::new(rein_tools::builtin_tools(), GateLimits::default());
+    let out = gate
+        .run(
+            &call(1, "write_file", json!({"path": "../x.txt", "content": "x"})),
+            env.ctx(),
+            false,
+        )
+        .await;
+    assert!(out.result.is_error);
+    assert!(
+        out.result.output.contains("outside the workspace"),
+        "{}",
+        out.result.output
+    );
+}

@@ -1,0 +1,145 @@
+//! glob and grep.
+
+use std::time::{Duration, SystemTime};
+
+use rein_tools::{Glob, Grep};
+use serde_json::json;
+
+use crate::common::Env;
+
+fn set_mtime(env: &Env, rel: &str, secs_ago: u64) {
+    let file = std::fs::File::options()
+        .write(true)
+        .open(env.path(rel))
+        .unwrap();
+    file.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn glob_honours_gitignore_skips_hidden_files_and_lists_newest_first() {
+    let env = Env::new().await;
+    env.write(".gitignore", "target/\n*.gen.rs\n");
+    env.write("old.rs", "");
+    env.write("src/new.rs", "");
+    env.write("src/mid.rs", "");
+    env.write("src/x.gen.rs", "");
+    env.write("target/debug/build.rs", "");
+    env.write(".hidden/h.rs", "");
+    env.write(".dot.rs", "");
+    env.write("notes.txt", "");
+    set_mtime(&env, "old.rs", 3000);
+    set_mtime(&env, "src/mid.rs", 2000);
+    set_mtime(&env, "src/new.rs", 1000);
+
+    let out = env.ok(&Glob, json!({"pattern": "*.rs"})).await;
+    assert_eq!(out, "src/new.rs\nsrc/mid.rs\nold.rs");
+
+    let out = env
+        .ok(&Glob, json!({"pattern": "*.rs", "path": "src"}))
+        .await;
+    assert_eq!(out, "src/new.rs\nsrc/mid.rs");
+
+    let out = env.ok(&Glob, json!({"pattern": "src/*.rs"})).await;
+    assert_eq!(out, "src/new.rs\nsrc/mid.rs");
+}
+
+#[tokio::test]
+async fn glob_with_no_match_says_so() {
+    let env = Env::new().await;
+    env.write("a.txt", "");
+    let out = env.ok(&Glob, json!({"pattern": "**/*.go"})).await;
+    assert_eq!(out, "No files match `**/*.go` under `.`.");
+}
+
+#[tokio::test]
+async fn glob_caps_the_list_and_says_how_many_more() {
+    let env = Env::new().await;
+    for i in 0..205 {
+        env.write(&format!("f{i:03}.txt"), "");
+    }
+    let out = env.ok(&Glob, json!({"pattern": "*.txt"})).await;
+    assert_eq!(out.lines().count(), 201);
+    assert!(
+        out.ends_with("5 more. Use a narrower pattern or path to see them.]"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn glob_path_outside_the_workspace_is_refused() {
+    let env = Env::new().await;
+    let e = env.err(&Glob, json!({"pattern": "*", "path": ".."})).await;
+    assert!(e.contains("outside the workspace"), "{e}");
+}
+
+#[tokio::test]
+async fn grep_filters_by_glob_and_ignores_case_when_asked() {
+    let env = Env::new().await;
+    env.write("src/a.rs", "fn main() {\n    let Needle = 1;\n}\n");
+    env.write("src/b.rs", "// needle here\nnothing\n");
+    env.write("docs/n.md", "a needle in docs\n");
+    env.write("bin.dat", b"needle\x00\x01\x02");
+
+    let out = env
+        .ok(&Grep, json!({"pattern": "needle", "glob": "*.rs"}))
+        .await;
+    assert_eq!(out, "src/b.rs:1:// needle here");
+
+    let out = env
+        .ok(
+            &Grep,
+            json!({"pattern": "needle", "glob": "*.rs", "case_insensitive": true}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        "src/a.rs:2:    let Needle = 1;\nsrc/b.rs:1:// needle here"
+    );
+
+    // Without a filter every text file is searched in path order; binary files are skipped.
+    let out = env.ok(&Grep, json!({"pattern": "needle"})).await;
+    assert_eq!(
+        out,
+        "docs/n.md:1:a needle in docs\nsrc/b.rs:1:// needle here"
+    );
+}
+
+#[tokio::test]
+async fn grep_searches_a_single_file_and_reports_no_matches() {
+    let env = Env::new().await;
+    env.write("one.txt", "alpha\nbeta\nalphabet\n");
+    env.write("two.txt", "alpha\n");
+    let out = env
+        .ok(&Grep, json!({"pattern": "^alpha", "path": "one.txt"}))
+        .await;
+    assert_eq!(out, "one.txt:1:alpha\none.txt:3:alphabet");
+    let out = env
+        .ok(&Grep, json!({"pattern": "gamma", "path": "one.txt"}))
+        .await;
+    assert_eq!(out, "No matches for `gamma` in `one.txt`.");
+}
+
+#[tokio::test]
+async fn grep_invalid_regex_is_a_clear_error() {
+    let env = Env::new().await;
+    let e = env.err(&Grep, json!({"pattern": "fn (foo"})).await;
+    assert!(e.starts_with("invalid regex `fn (foo`:"), "{e}");
+    assert!(e.contains("unclosed group"), "{e}");
+}
+
+#[tokio::test]
+async fn grep_caps_matches_and_says_how_many_more_in_how_many_files() {
+    let env = Env::new().await;
+    let text: String = (0..150).map(|i| format!("hit {i}\n")).collect();
+    env.write("a.txt", &text);
+    env.write("b.txt", &text);
+    env.write("c.txt", &text);
+    let out = env.ok(&Grep, json!({"pattern": "hit"})).await;
+    assert_eq!(out.lines().count(), 201);
+    assert!(
+        out.ends_with("[200 of 450 matching lines shown; 250 more in 2 files. Narrow the pattern, path or glob to see them.]"),
+        "{}",
+        out.lines().last().unwrap()
+    );
+}
