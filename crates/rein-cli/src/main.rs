@@ -1,1 +1,49 @@
-fn main() {}
+//! The `rein` command.
+
+mod cli;
+mod config;
+mod exec;
+mod exit;
+mod output;
+mod providers;
+mod sessions;
+
+use clap::Parser;
+
+fn main() {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors.
+            let code = if e.use_stderr() { exit::USAGE } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            output::err(&format!("rein: cannot start the async runtime: {e}"));
+            std::process::exit(exit::HARNESS_ERROR);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            cli::Command::Exec(args) => exec::run(args).await,
+            cli::Command::Sessions(cmd) => sessions::run(cmd).await,
+        }
+    });
+    let code = match result {
+        Ok(code) => code,
+        Err(failure) => {
+            output::err(&format!("rein: {:#}", failure.error));
+            failure.code
+        }
+    };
+    // Do not wait for tasks still winding down (a signal watcher, say).
+    runtime.shutdown_background();
+    std::process::exit(code);
+}

@@ -1,0 +1,84 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// rein: a coding agent for the terminal.
+#[derive(Debug, Parser)]
+#[command(name = "rein", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one task headless in the workspace and print the answer.
+    Exec(ExecArgs),
+    /// List, show or delete stored sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The task for the agent. Use "-" to read it from standard input.
+    pub prompt: String,
+    /// Print one JSON event per line on stdout instead of the answer.
+    #[arg(long)]
+    pub json: bool,
+    /// Continue the session with this id (or unique id prefix).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub resume: Option<String>,
+    /// Continue the most recent session of this workspace.
+    #[arg(long)]
+    pub last: bool,
+    /// Most model calls in this run.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Plan mode: read-only tools only; the answer is a plan.
+    #[arg(long)]
+    pub plan: bool,
+    /// Model provider (replay).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, for providers that serve several.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Replay script for `--provider replay`.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Sessions newest first.
+    List {
+        /// Only sessions of this workspace (default: all).
+        #[arg(short = 'C', long = "cd", value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// How many to show.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's transcript.
+    Show {
+        /// Session id or unique prefix.
+        id: String,
+        /// Print the stored messages as JSON Lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session and its messages.
+    Delete {
+        /// Session id or unique prefix.
+        id: String,
+    },
+}

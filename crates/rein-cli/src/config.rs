@@ -1,0 +1,202 @@
+//! Configuration: `$REIN_HOME/config.toml`, then `.rein/config.toml` in the
+//! workspace, then environment variables, then flags (later wins).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Deserialize;
+
+/// One config file as written. Unknown keys are errors, so typos surface.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub max_turns: Option<u32>,
+    pub tool_timeout_secs: Option<u64>,
+    pub max_concurrent_tools: Option<usize>,
+    pub provider_retries: Option<u32>,
+    pub replay: Option<ReplaySection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaySection {
+    /// Script path; relative paths are relative to the config file's folder.
+    pub script: Option<PathBuf>,
+}
+
+/// The settings a run uses, after layering.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub home: PathBuf,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub max_turns: u32,
+    pub tool_timeout: Duration,
+    pub max_concurrent_tools: Option<usize>,
+    pub provider_retries: u32,
+    pub replay_script: Option<PathBuf>,
+}
+
+/// `$REIN_HOME`, or `~/.rein`.
+pub fn rein_home() -> Result<PathBuf> {
+    if let Some(home) = std::env::var_os("REIN_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            anyhow!("neither REIN_HOME nor HOME is set: set REIN_HOME to a folder for rein's state")
+        })?;
+    Ok(PathBuf::from(home).join(".rein"))
+}
+
+fn read_file(path: &Path) -> Result<Option<ConfigFile>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("cannot read config {}: {e}", path.display()),
+    };
+    let file: ConfigFile = toml::from_str(&text).map_err(|e| {
+        let msg = e.message().to_string();
+        let at = e
+            .span()
+            .map(|s| {
+                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        anyhow!("invalid config {}{at}: {msg}", path.display())
+    })?;
+    Ok(Some(file))
+}
+
+impl Config {
+    /// Layer the user file, the project file and the environment.
+    pub fn load(workspace: &Path) -> Result<Config> {
+        let home = rein_home()?;
+        let mut cfg = Config {
+            home: home.clone(),
+            provider: None,
+            model: None,
+            max_turns: 50,
+            tool_timeout: Duration::from_secs(120),
+            max_concurrent_tools: None,
+            provider_retries: 3,
+            replay_script: None,
+        };
+        for path in [
+            home.join("config.toml"),
+            workspace.join(".rein").join("config.toml"),
+        ] {
+            if let Some(file) = read_file(&path)? {
+                let base = path.parent().unwrap_or(Path::new("."));
+                cfg.apply(file, base)
+                    .with_context(|| format!("in config {}", path.display()))?;
+            }
+        }
+        if let Some(p) = env_string("REIN_PROVIDER") {
+            cfg.provider = Some(p);
+        }
+        if let Some(m) = env_string("REIN_MODEL") {
+            cfg.model = Some(m);
+        }
+        if let Some(n) = env_string("REIN_MAX_TURNS") {
+            cfg.max_turns = n
+                .parse()
+                .map_err(|_| anyhow!("REIN_MAX_TURNS must be a whole number, got {n:?}"))?;
+        }
+        Ok(cfg)
+    }
+
+    fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
+        if file.provider.is_some() {
+            self.provider = file.provider;
+        }
+        if file.model.is_some() {
+            self.model = file.model;
+        }
+        if let Some(n) = file.max_turns {
+            self.max_turns = n;
+        }
+        if let Some(s) = file.tool_timeout_secs {
+            if s == 0 {
+                bail!("tool_timeout_secs must be at least 1");
+            }
+            self.tool_timeout = Duration::from_secs(s);
+        }
+        if let Some(n) = file.max_concurrent_tools {
+            if n == 0 {
+                bail!("max_concurrent_tools must be at least 1");
+            }
+            self.max_concurrent_tools = Some(n);
+        }
+        if let Some(n) = file.provider_retries {
+            self.provider_retries = n;
+        }
+        if let Some(script) = file.replay.and_then(|r| r.script) {
+            self.replay_script = Some(base.join(script));
+        }
+        Ok(())
+    }
+
+    /// Check what no single layer could.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_turns == 0 {
+            bail!("max_turns must be at least 1");
+        }
+        Ok(())
+    }
+
+    pub fn sessions_db(&self) -> PathBuf {
+        self.home.join("sessions.db")
+    }
+}
+
+fn env_string(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_reject_unknown_keys_with_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "provider = \"replay\"\nmax_turn = 3\n").unwrap();
+        let err = read_file(&path).unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(err.contains("unknown field `max_turn`"), "{err}");
+    }
+
+    #[test]
+    fn relative_script_paths_are_relative_to_the_config_file() {
+        let mut cfg = Config {
+            home: PathBuf::new(),
+            provider: None,
+            model: None,
+            max_turns: 50,
+            tool_timeout: Duration::from_secs(1),
+            max_concurrent_tools: None,
+            provider_retries: 0,
+            replay_script: None,
+        };
+        let file: ConfigFile =
+            toml::from_str("[replay]\nscript = \"s.json\"\nmax_turns = 1").unwrap_or_default();
+        assert!(
+            file.replay.is_none(),
+            "max_turns inside [replay] is unknown there"
+        );
+        let file: ConfigFile =
+            toml::from_str("max_turns = 7\n[replay]\nscript = \"s.json\"").unwrap();
+        cfg.apply(file, Path::new("/p/.rein")).unwrap();
+        assert_eq!(cfg.replay_script, Some(PathBuf::from("/p/.rein/s.json")));
+        assert_eq!(cfg.max_turns, 7);
+        let zero: ConfigFile = toml::from_str("tool_timeout_secs = 0").unwrap();
+        assert!(cfg.apply(zero, Path::new("/")).is_err());
+    }
+}

@@ -1,0 +1,171 @@
+//! `rein exec`: one task, headless.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use rein_core::{AgentEngine, CancellationToken, Event, FnSink, RunRequest, SessionStore};
+use rein_store::SqliteStore;
+
+use crate::cli::ExecArgs;
+use crate::config::Config;
+use crate::exit::{self, Failure};
+use crate::output::{self, HumanOutput};
+
+/// Canonical workspace from `-C` or the current directory.
+pub fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::usage(anyhow!("cannot read the current directory: {e}")))?,
+    };
+    match std::fs::canonicalize(&dir) {
+        Ok(p) if p.is_dir() => Ok(p),
+        Ok(_) => Err(Failure::usage(anyhow!(
+            "workspace {} is not a directory",
+            dir.display()
+        ))),
+        Err(e) => Err(Failure::usage(anyhow!(
+            "workspace {} does not exist or cannot be read: {e}",
+            dir.display()
+        ))),
+    }
+}
+
+/// Open the session database under the configured home.
+pub fn open_store(cfg: &Config) -> Result<Arc<SqliteStore>, Failure> {
+    let path = cfg.sessions_db();
+    SqliteStore::open(&path)
+        .map(Arc::new)
+        .map_err(|e| Failure::harness(anyhow!("{e}")))
+}
+
+fn read_prompt(arg: &str) -> Result<String, Failure> {
+    let prompt = if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::usage(anyhow!("cannot read the prompt from stdin: {e}")))?;
+        text
+    } else {
+        arg.to_string()
+    };
+    if prompt.trim().is_empty() {
+        return Err(Failure::usage(anyhow!("the prompt is empty")));
+    }
+    Ok(prompt)
+}
+
+/// Cancel on the first Ctrl-C or SIGTERM; exit at once on the second.
+fn watch_signals(cancel: CancellationToken, quiet: bool) {
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut presses = 0;
+        loop {
+            let term_fut = async {
+                match term.as_mut() {
+                    Some(t) => {
+                        t.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => if r.is_err() { return },
+                _ = term_fut => {}
+            }
+            presses += 1;
+            if presses == 1 {
+                cancel.cancel();
+                if !quiet {
+                    output::err("cancelling… (press Ctrl-C again to quit at once)");
+                }
+            } else {
+                std::process::exit(exit::CANCELLED);
+            }
+        }
+    });
+}
+
+pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
+    let workspace = resolve_workspace(args.workspace.as_deref())?;
+    let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
+    if let Some(p) = args.provider {
+        cfg.provider = Some(p);
+    }
+    if let Some(m) = args.model {
+        cfg.model = Some(m);
+    }
+    if let Some(n) = args.max_turns {
+        cfg.max_turns = n;
+    }
+    if let Some(s) = args.script {
+        cfg.replay_script = Some(s);
+    }
+    cfg.validate().map_err(Failure::usage)?;
+    let prompt = read_prompt(&args.prompt)?;
+    let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
+    let store = open_store(&cfg)?;
+
+    let resume = if args.last {
+        let ws = workspace.display().to_string();
+        let latest = store
+            .list_sessions(Some(&ws), 1)
+            .await
+            .map_err(|e| Failure::harness(anyhow!("{e}")))?;
+        match latest.into_iter().next() {
+            Some(s) => Some(s.id),
+            None => {
+                return Err(Failure::usage(anyhow!(
+                    "--last: no session to resume in {ws}"
+                )));
+            }
+        }
+    } else if let Some(id) = args.resume {
+        let info = store.get_session(&id).await.map_err(|e| match e {
+            rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous(_) => {
+                Failure::usage(anyhow!("--resume: {e}"))
+            }
+            other => Failure::harness(anyhow!("{other}")),
+        })?;
+        Some(info.id)
+    } else {
+        None
+    };
+
+    let mut builder = AgentEngine::builder(provider, store)
+        .workspace(&workspace)
+        .tools(rein_tools::builtin_tools())
+        .max_turns(cfg.max_turns)
+        .tool_timeout(cfg.tool_timeout)
+        .provider_retries(cfg.provider_retries);
+    if let Some(n) = cfg.max_concurrent_tools {
+        builder = builder.max_concurrent_tools(n);
+    }
+    let engine = builder
+        .build()
+        .context("cannot start the engine")
+        .map_err(Failure::usage)?;
+
+    let cancel = CancellationToken::new();
+    watch_signals(cancel.clone(), args.json);
+    let request = RunRequest {
+        prompt,
+        resume,
+        plan: args.plan,
+    };
+    let outcome = if args.json {
+        let mut sink = FnSink(|event: Event| match serde_json::to_string(&event) {
+            Ok(line) => output::out(&line),
+            Err(e) => output::err(&format!("cannot encode event: {e}")),
+        });
+        engine.run(request, cancel, &mut sink).await
+    } else {
+        let mut human = HumanOutput::default();
+        let mut sink = FnSink(|event: Event| human.show(&event));
+        engine.run(request, cancel, &mut sink).await
+    };
+    Ok(exit::for_stop(outcome.reason))
+}

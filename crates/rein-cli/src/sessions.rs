@@ -1,0 +1,142 @@
+//! `rein sessions list | show | delete`.
+
+use anyhow::anyhow;
+use rein_core::{ContentPart, Message, SessionStore, StoreError, TodoStatus};
+
+use crate::cli::SessionsCommand;
+use crate::config::Config;
+use crate::exec::{open_store, resolve_workspace};
+use crate::exit::{COMPLETED, Failure};
+use crate::output::{one_line, out};
+
+fn store_failure(e: StoreError) -> Failure {
+    match e {
+        StoreError::NotFound(_) | StoreError::Ambiguous(_) => Failure::usage(anyhow!("{e}")),
+        other => Failure::harness(anyhow!("{other}")),
+    }
+}
+
+pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
+    let cwd = resolve_workspace(None)?;
+    let cfg = Config::load(&cwd).map_err(Failure::usage)?;
+    let store = open_store(&cfg)?;
+    match cmd {
+        SessionsCommand::List {
+            workspace,
+            limit,
+            json,
+        } => {
+            let ws = match workspace {
+                Some(dir) => Some(resolve_workspace(Some(&dir))?.display().to_string()),
+                None => None,
+            };
+            let list = store
+                .list_sessions(ws.as_deref(), limit)
+                .await
+                .map_err(store_failure)?;
+            if json {
+                for s in &list {
+                    out(&serde_json::to_string(s).map_err(Failure::harness)?);
+                }
+            } else if list.is_empty() {
+                out("no sessions yet");
+            } else {
+                out(&format!(
+                    "{:<16}  {:<16}  {:>5}  {:<40}  WORKSPACE",
+                    "ID", "UPDATED (UTC)", "MSGS", "TITLE"
+                ));
+                for s in &list {
+                    out(&format!(
+                        "{:<16}  {:<16}  {:>5}  {:<40}  {}",
+                        s.id,
+                        rein_core::time::format_datetime(s.updated_at),
+                        s.message_count,
+                        one_line(&s.title, 40),
+                        s.workspace
+                    ));
+                }
+            }
+        }
+        SessionsCommand::Show { id, json } => {
+            let info = store.get_session(&id).await.map_err(store_failure)?;
+            let messages = store.messages(&info.id).await.map_err(store_failure)?;
+            if json {
+                for m in &messages {
+                    out(&serde_json::to_string(m).map_err(Failure::harness)?);
+                }
+                return Ok(COMPLETED);
+            }
+            out(&format!("session   {}", info.id));
+            out(&format!("title     {}", info.title));
+            out(&format!("workspace {}", info.workspace));
+            out(&format!("model     {}", info.model));
+            out(&format!(
+                "created   {} UTC · updated {} UTC · {} messages",
+                rein_core::time::format_datetime(info.created_at),
+                rein_core::time::format_datetime(info.updated_at),
+                info.message_count
+            ));
+            for m in &messages {
+                print_message(m);
+            }
+            let todos = store.todos(&info.id).await.map_err(store_failure)?;
+            if !todos.is_empty() {
+                out("\n── todos ──");
+                for t in todos {
+                    let mark = match t.status {
+                        TodoStatus::Completed => "[x]",
+                        TodoStatus::InProgress => "[~]",
+                        TodoStatus::Pending => "[ ]",
+                        TodoStatus::Cancelled => "[-]",
+                    };
+                    out(&format!("{mark} {} {}", t.id, t.content));
+                }
+            }
+        }
+        SessionsCommand::Delete { id } => {
+            let info = store.get_session(&id).await.map_err(store_failure)?;
+            store
+                .delete_session(&info.id)
+                .await
+                .map_err(store_failure)?;
+            out(&format!("deleted session {} ({})", info.id, info.title));
+        }
+    }
+    Ok(COMPLETED)
+}
+
+fn print_message(m: &Message) {
+    match m {
+        Message::System { content } => {
+            out("\n── system ──");
+            out(content);
+        }
+        Message::User { content } => {
+            out("\n── user ──");
+            out(content);
+        }
+        Message::Assistant(a) => {
+            out("\n── assistant ──");
+            for part in &a.content {
+                match part {
+                    ContentPart::Text { text } => out(text),
+                    ContentPart::Reasoning(r) => {
+                        if r.text.is_empty() {
+                            out("(reasoning hidden by the provider)");
+                        } else {
+                            out(&format!("(reasoning) {}", r.text));
+                        }
+                    }
+                    ContentPart::ToolCall(c) => {
+                        out(&format!("→ {} {} [{}]", c.name, c.arguments, c.id))
+                    }
+                }
+            }
+        }
+        Message::Tool(r) => {
+            let status = if r.is_error { " · error" } else { "" };
+            out(&format!("\n── tool {} [{}]{status} ──", r.name, r.call_id));
+            out(&r.output);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! End-to-end tests of the `rein` binary with the replay provider.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli {
+    mod bad_input;
+    mod cancel;
+    mod exec;
+    mod sessions;
+    pub mod support;
+}

@@ -1,0 +1,100 @@
+//! Ctrl-C during a shell command.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::support::*;
+
+/// Whether a process exists and is not a zombie waiting to be reaped.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn ctrl_c_during_bash_kills_the_child_and_keeps_what_was_produced() {
+    let env = Env::new();
+    let script = env.script(
+        "slow.json",
+        &json!({"turns": [{"tool_calls": [{"name": "bash", "arguments": {
+            "command": "echo started; sleep 300 & echo $! > child.pid; wait"
+        }}]}]}),
+    );
+    let mut child = env
+        .command()
+        .args([
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "go",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<Value> = Vec::new();
+    for line in lines.by_ref() {
+        let ev: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let started = ev["type"] == "tool_started";
+        events.push(ev);
+        if started {
+            break;
+        }
+    }
+    // Wait until the grandchild exists, then press Ctrl-C once.
+    let pid_file = env.path("child.pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&pid_file)
+        .map(|s| s.trim().is_empty())
+        .unwrap_or(true)
+    {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let grandchild: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(grandchild));
+    unsafe_sigint(child.id() as i32);
+    for line in lines {
+        events.push(serde_json::from_str(&line.unwrap()).unwrap());
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(events.last().unwrap()["reason"], "cancelled");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!alive(grandchild), "the sleep survived the cancel");
+    let messages = stored(&env, &session_id(&events));
+    let result = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the result is stored");
+    assert_eq!(result["is_error"], true);
+    let output = result["output"].as_str().unwrap();
+    assert!(output.contains("started"), "{output}");
+    assert!(output.contains("cancel"), "{output}");
+}
+
+fn unsafe_sigint(pid: i32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}

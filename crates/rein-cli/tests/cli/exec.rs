@@ -1,0 +1,247 @@
+//! `rein exec` doing real work with the replay provider.
+
+use serde_json::json;
+
+use super::support::*;
+
+#[test]
+fn the_example_task_fixes_the_project_and_json_output_parses_line_by_line() {
+    let env = Env::with_example_project();
+    let script = repo_root().join("examples/fix-the-test/script.json");
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        script.to_str().unwrap(),
+        "The test suite fails. Find the bug, fix it, and write REPORT.md.",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events = json_lines(&o);
+    assert_eq!(events[0]["type"], "run_started");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "stopped");
+    assert_eq!(last["reason"], "completed");
+    assert_eq!(last["turns"], 7);
+    assert_eq!(last["usage"]["input_tokens"], 15900);
+    assert!(last["final_text"].as_str().unwrap().contains("REPORT.md"));
+
+    // The files on disk are right.
+    let calc = std::fs::read_to_string(env.path("calc.py")).unwrap();
+    assert!(
+        calc.contains("return sum(values) / len(values)\n"),
+        "{calc}"
+    );
+    assert!(!calc.contains("- 1"));
+    let report = std::fs::read_to_string(env.path("REPORT.md")).unwrap();
+    assert!(report.starts_with("# Report"));
+
+    // Three reads ran in one turn, every call succeeded but the failing test
+    // run, which is information, not a tool error.
+    let finished: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_finished")
+        .collect();
+    assert_eq!(finished.len(), 11);
+    assert!(
+        finished.iter().all(|e| e["is_error"] == false),
+        "{finished:?}"
+    );
+
+    // The stored transcript has the failing and then the passing test run.
+    let messages = stored(&env, &session_id(&events));
+    let bash_outputs: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool" && m["name"] == "bash")
+        .map(|m| m["output"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(bash_outputs.len(), 2);
+    assert!(
+        bash_outputs[0].contains("AssertionError"),
+        "{}",
+        bash_outputs[0]
+    );
+    assert!(
+        bash_outputs[0].contains("exit code: 1"),
+        "{}",
+        bash_outputs[0]
+    );
+    assert!(
+        bash_outputs[1].contains("all tests passed"),
+        "{}",
+        bash_outputs[1]
+    );
+    assert!(
+        bash_outputs[1].contains("exit code: 0"),
+        "{}",
+        bash_outputs[1]
+    );
+    assert!(messages.iter().all(|m| m["role"] != "system"));
+}
+
+#[test]
+fn without_json_the_answer_goes_to_stdout_and_progress_to_stderr() {
+    let env = Env::with_example_project();
+    let script = repo_root().join("examples/fix-the-test/script.json");
+    let o = env.rein(&[
+        "exec",
+        "--provider",
+        "replay",
+        "--script",
+        script.to_str().unwrap(),
+        "fix it",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        "Fixed `mean` in calc.py (it divided by `len(values) - 1`); `python3 test_calc.py` now passes. Details are in REPORT.md."
+    );
+    let err = stderr(&o);
+    assert!(err.contains("▸ bash"), "{err}");
+    assert!(err.contains("done · 7 turns"), "{err}");
+}
+
+#[test]
+fn max_turns_exits_with_its_own_code_and_keeps_the_session() {
+    let env = Env::new();
+    let turn = json!({"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]});
+    let script = env.script("loop.json", &json!({"turns": [turn, turn, turn]}));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--max-turns",
+        "2",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "loop",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let events = json_lines(&o);
+    assert_eq!(events.last().unwrap()["reason"], "max_turns");
+    assert_eq!(stored(&env, &session_id(&events)).len(), 5);
+}
+
+#[test]
+fn a_provider_error_exits_with_its_own_code() {
+    let env = Env::new();
+    let script = env.script(
+        "err.json",
+        &json!({"turns": [{"error": {"kind": "auth", "message": "invalid x-api-key", "status": 401}}]}),
+    );
+    let o = env.rein(&["exec", "--provider", "replay", "--script", &script, "hi"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("invalid x-api-key"));
+}
+
+#[test]
+fn resume_continues_a_session_with_its_history() {
+    let env = Env::new();
+    let first = env.script("a.json", &json!({"turns": [{"text": "The answer is 42."}]}));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &first,
+        "what is it?",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = session_id(&json_lines(&o));
+
+    let second = env.script("b.json", &json!({"turns": [{"text": "Still 42."}]}));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--resume",
+        &id[..10],
+        "--provider",
+        "replay",
+        "--script",
+        &second,
+        "sure?",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events = json_lines(&o);
+    assert_eq!(events[0]["resumed"], true);
+    assert_eq!(session_id(&events), id);
+    let texts: Vec<String> = stored(&env, &id)
+        .iter()
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(texts.len(), 4, "{texts:?}");
+
+    // --last picks the same, most recent session of this workspace.
+    let third = env.script("c.json", &json!({"turns": [{"text": "Yes."}]}));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--last",
+        "--provider",
+        "replay",
+        "--script",
+        &third,
+        "ok",
+    ]);
+    assert_eq!(session_id(&json_lines(&o)), id);
+    assert_eq!(stored(&env, &id).len(), 6);
+}
+
+#[test]
+fn plan_mode_refuses_writes_end_to_end() {
+    let env = Env::new();
+    let script = env.script(
+        "plan.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "no"}}]},
+            {"text": "1. Write x.txt"}
+        ]}),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--plan",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "plan",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!env.path("x.txt").exists());
+    let events = json_lines(&o);
+    assert_eq!(events[0]["plan"], true);
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished")
+        .unwrap();
+    assert_eq!(finished["is_error"], true);
+}
+
+#[test]
+fn the_prompt_can_come_from_stdin() {
+    let env = Env::new();
+    let script = env.script("s.json", &json!({"turns": [{"text": "read it"}]}));
+    let mut child = env
+        .command()
+        .args(["exec", "--provider", "replay", "--script", &script, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"prompt from a pipe")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let list = env.rein(&["sessions", "list"]);
+    assert!(stdout(&list).contains("prompt from a pipe"));
+}

@@ -1,0 +1,103 @@
+//! Running the binary in throwaway homes and workspaces.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A temporary REIN_HOME and workspace.
+pub struct Env {
+    pub home: tempfile::TempDir,
+    pub ws: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            home: tempfile::tempdir().unwrap(),
+            ws: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A workspace holding a copy of the example project.
+    pub fn with_example_project() -> Env {
+        let env = Env::new();
+        let src = repo_root().join("examples/fix-the-test/project");
+        for entry in std::fs::read_dir(src).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), env.ws.path().join(entry.file_name())).unwrap();
+        }
+        env
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+        cmd.env("REIN_HOME", self.home.path())
+            .env_remove("REIN_PROVIDER")
+            .env_remove("REIN_MODEL")
+            .env_remove("REIN_MAX_TURNS")
+            .current_dir(self.ws.path())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn rein(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().unwrap()
+    }
+
+    /// Write a replay script into the home folder and return its path.
+    pub fn script(&self, name: &str, body: &Value) -> String {
+        let path = self.home.path().join(name);
+        std::fs::write(&path, serde_json::to_string_pretty(body).unwrap()).unwrap();
+        path.display().to_string()
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.ws.path().join(rel)
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Every stdout line parsed as JSON; fails on any line that is not.
+pub fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+pub fn session_id(events: &[Value]) -> String {
+    events[0]["session_id"].as_str().unwrap().to_string()
+}
+
+/// The stored messages of a session, via `rein sessions show --json`.
+pub fn stored(env: &Env, id: &str) -> Vec<Value> {
+    let o = env.rein(&["sessions", "show", id, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json_lines(&o)
+}
+
+/// Assert a failed command printed one clear line and no panic.
+pub fn assert_clean_failure(o: &Output, code: i32, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    assert!(err.starts_with("rein: "), "{err}");
+    assert!(err.contains(needle), "expected {needle:?} in: {err}");
+}
