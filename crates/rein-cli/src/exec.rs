@@ -83,6 +83,9 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
                     output::err("cancelling… (press Ctrl-C again to quit at once)");
                 }
             } else {
+                // Exiting now skips every drop guard: take the running
+                // commands down explicitly.
+                rein_tools::bash::kill_running_commands();
                 std::process::exit(exit::CANCELLED);
             }
         }

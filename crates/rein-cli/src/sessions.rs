@@ -1,7 +1,7 @@
 //! `rein sessions list | show | delete`.
 
 use anyhow::anyhow;
-use rein_core::{ContentPart, Message, SessionStore, StoreError, TodoStatus};
+use rein_core::{ContentPart, Message, SessionStore, StoreError};
 
 use crate::cli::SessionsCommand;
 use crate::config::Config;
@@ -83,13 +83,7 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
             if !todos.is_empty() {
                 out("\n── todos ──");
                 for t in todos {
-                    let mark = match t.status {
-                        TodoStatus::Completed => "[x]",
-                        TodoStatus::InProgress => "[~]",
-                        TodoStatus::Pending => "[ ]",
-                        TodoStatus::Cancelled => "[-]",
-                    };
-                    out(&format!("{mark} {} {}", t.id, t.content));
+                    out(&format!("{} {}. {}", t.status.mark(), t.id, t.content));
                 }
             }
         }

@@ -263,6 +263,18 @@ pub enum TodoStatus {
     Cancelled,
 }
 
+impl TodoStatus {
+    /// The checkbox shown for this status: `[x]`, `[~]`, `[ ]` or `[-]`.
+    pub fn mark(self) -> &'static str {
+        match self {
+            TodoStatus::Completed => "[x]",
+            TodoStatus::InProgress => "[~]",
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::Cancelled => "[-]",
+        }
+    }
+}
+
 /// One entry of the agent's todo list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Todo {

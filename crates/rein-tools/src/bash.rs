@@ -1,9 +1,10 @@
 //! `bash`: run a shell command in the workspace, in its own process group,
 //! with bounded output and a timeout that kills every process it started.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -109,32 +110,64 @@ fn shell_command(command: &str, workspace: &Path) -> Command {
     cmd
 }
 
+/// Process groups of the commands running right now, so that a process
+/// about to exit abruptly can take them down with it.
+static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn running() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: killpg only asks the kernel to signal a process group; no
+        // memory is shared. `pgid` is a group created for our child with
+        // process_group(0) (its id is the child's pid, > 1, so this can never
+        // signal our own group or every process).
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Kill every command still running. For a process that is about to exit
+/// without unwinding (a second Ctrl-C), where drop guards never run.
+pub fn kill_running_commands() {
+    for pgid in std::mem::take(&mut *running()) {
+        kill_group(pgid);
+    }
+}
+
 /// Kills the command's process group when dropped, unless disarmed.
 struct GroupGuard {
     pgid: Option<i32>,
 }
 
 impl GroupGuard {
+    fn new(pgid: Option<i32>) -> Self {
+        if let Some(p) = pgid {
+            running().insert(p);
+        }
+        GroupGuard { pgid }
+    }
+
     fn kill(&self) {
-        if let Some(pgid) = self.pgid.filter(|&p| p > 1) {
-            // SAFETY: killpg only asks the kernel to signal a process group;
-            // no memory is shared. `pgid` is the group created for our child
-            // with process_group(0) (its id is the child's pid, > 1, so this
-            // can never signal our own group or every process).
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+        if let Some(pgid) = self.pgid {
+            kill_group(pgid);
         }
     }
 
     fn disarm(&mut self) {
-        self.pgid = None;
+        if let Some(p) = self.pgid.take() {
+            running().remove(&p);
+        }
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill();
+        self.disarm();
     }
 }
 
@@ -155,9 +188,7 @@ async fn run(
     let mut child = shell_command(command, workspace)
         .spawn()
         .map_err(|e| ToolError(format!("could not start bash: {e}")))?;
-    let mut guard = GroupGuard {
-        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
-    };
+    let mut guard = GroupGuard::new(child.id().and_then(|id| i32::try_from(id).ok()));
     let mut pipes = Pipes {
         out: child.stdout.take(),
         err: child.stderr.take(),

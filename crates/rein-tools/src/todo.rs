@@ -123,13 +123,7 @@ pub fn render(todos: &[Todo]) -> String {
         if todos.len() == 1 { "" } else { "s" }
     );
     for t in todos {
-        let mark = match t.status {
-            TodoStatus::Completed => "[x]",
-            TodoStatus::InProgress => "[~]",
-            TodoStatus::Pending => "[ ]",
-            TodoStatus::Cancelled => "[-]",
-        };
-        out.push_str(&format!("\n{mark} {}. {}", t.id, t.content));
+        out.push_str(&format!("\n{} {}. {}", t.status.mark(), t.id, t.content));
     }
     if doing > 1 {
         out.push_str(&format!(

@@ -20,9 +20,17 @@ fn alive(pid: i32) -> bool {
     }
 }
 
-#[test]
-fn ctrl_c_during_bash_kills_the_child_and_keeps_what_was_produced() {
-    let env = Env::new();
+/// Start `rein exec --json` on a command that leaves a long-lived child,
+/// and wait until that child exists. Returns the process, the events read
+/// so far, the rest of stdout and the child's pid.
+fn start_slow_run(
+    env: &Env,
+) -> (
+    std::process::Child,
+    Vec<Value>,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+    i32,
+) {
     let script = env.script(
         "slow.json",
         &json!({"turns": [{"tool_calls": [{"name": "bash", "arguments": {
@@ -54,7 +62,6 @@ fn ctrl_c_during_bash_kills_the_child_and_keeps_what_was_produced() {
             break;
         }
     }
-    // Wait until the grandchild exists, then press Ctrl-C once.
     let pid_file = env.path("child.pid");
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::fs::read_to_string(&pid_file)
@@ -70,7 +77,14 @@ fn ctrl_c_during_bash_kills_the_child_and_keeps_what_was_produced() {
         .parse()
         .unwrap();
     assert!(alive(grandchild));
-    unsafe_sigint(child.id() as i32);
+    (child, events, lines, grandchild)
+}
+
+#[test]
+fn ctrl_c_during_bash_kills_the_child_and_keeps_what_was_produced() {
+    let env = Env::new();
+    let (mut child, mut events, lines, grandchild) = start_slow_run(&env);
+    sigint(child.id() as i32);
     for line in lines {
         events.push(serde_json::from_str(&line.unwrap()).unwrap());
     }
@@ -90,7 +104,19 @@ fn ctrl_c_during_bash_kills_the_child_and_keeps_what_was_produced() {
     assert!(output.contains("cancel"), "{output}");
 }
 
-fn unsafe_sigint(pid: i32) {
+#[test]
+fn a_second_ctrl_c_exits_with_130_and_leaves_no_command_behind() {
+    let env = Env::new();
+    let (mut child, _events, _lines, grandchild) = start_slow_run(&env);
+    sigint(child.id() as i32);
+    sigint(child.id() as i32);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!alive(grandchild), "the sleep survived a hard exit");
+}
+
+fn sigint(pid: i32) {
     let ok = std::process::Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()

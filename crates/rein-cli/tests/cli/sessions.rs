@@ -70,5 +70,5 @@ fn show_prints_tool_calls_results_and_todos() {
     let shown = stdout(&env.rein(&["sessions", "show", &id]));
     assert!(shown.contains("→ todo_write"), "{shown}");
     assert!(shown.contains("── tool todo_write"), "{shown}");
-    assert!(shown.contains("[~] 1 look around"), "{shown}");
+    assert!(shown.contains("[~] 1. look around"), "{shown}");
 }

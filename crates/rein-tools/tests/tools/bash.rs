@@ -173,3 +173,59 @@ async fn bash_zero_timeout_is_refused_by_the_schema() {
         .await;
     assert!(e.contains("at least 1"), "{e}");
 }
+
+/// `kill_running_commands` kills every command of the process, so it runs in
+/// a child copy of this test binary where no other test's command lives.
+#[test]
+fn kill_running_commands_takes_down_every_running_group() {
+    const CHILD: &str = "REIN_TOOLS_KILL_TEST_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(kill_running_commands_in_this_process());
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "bash::kill_running_commands_takes_down_every_running_group",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1 passed"), "the child ran no test: {text}");
+}
+
+async fn kill_running_commands_in_this_process() {
+    let env = Env::new().await;
+    let call = env.call(
+        &Bash,
+        json!({"command": "(sleep 2; touch survived) & sleep 30"}),
+    );
+    tokio::pin!(call);
+    // Let the command start, then kill it from outside the call, as a hard
+    // exit does.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), &mut call)
+            .await
+            .is_err()
+    );
+    rein_tools::bash::kill_running_commands();
+    let started = Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("the call ends once its group is killed")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(out.content.contains("signal 9"), "{}", out.content);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!env.exists("survived"));
+}
