@@ -4,7 +4,9 @@
 //! - [`replay`]: plays a JSON script of model turns (demos, tests, bug
 //!   reports).
 
+pub mod protocol;
 pub mod replay;
+pub mod sse;
 
 pub use replay::{
     ReplayError, ReplayFailure, ReplayProvider, ReplayScript, ReplayToolCall, ReplayTurn,

@@ -1,0 +1,63 @@
+//! What each wire API (OpenAI Chat Completions, OpenAI Responses, Anthropic
+//! Messages) supplies to the shared HTTP provider: how to build a request,
+//! how to read its event stream, and how to read its error bodies.
+
+use std::collections::BTreeMap;
+
+use rein_core::{ModelRequest, ProviderError, StreamChunk};
+use serde_json::Value;
+
+use crate::sse::SseEvent;
+
+/// Settings of one configured endpoint.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointConfig {
+    /// Base URL without the API path, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// The secret, never logged or shown.
+    pub api_key: Option<String>,
+    pub model: String,
+    pub max_output_tokens: Option<u32>,
+    /// Extra headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+}
+
+/// One HTTP request to make.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// Appended to the base URL, e.g. `/chat/completions`.
+    pub path: String,
+    /// Headers besides `content-type: application/json` and the endpoint's
+    /// extra headers (authentication goes here).
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+/// A wire API.
+pub trait WireProtocol: Send + Sync + 'static {
+    /// Short name as users select it: `openai`, `openai-responses`, `anthropic`.
+    fn kind(&self) -> &'static str;
+
+    /// The streaming request for `req`.
+    fn build_request(&self, req: &ModelRequest, endpoint: &EndpointConfig) -> WireRequest;
+
+    /// A parser for one response stream.
+    fn parser(&self) -> Box<dyn StreamParser>;
+
+    /// Turn a non-2xx response into an error: the message the service gave,
+    /// and the kind refined from the body (context length exceeded, say).
+    /// `status` decides the kind otherwise; `retry_after` is set by the caller.
+    fn parse_error(&self, status: u16, body: &str) -> ProviderError;
+}
+
+/// Reads one response's events, in order.
+pub trait StreamParser: Send {
+    /// Chunks for one event. A `Done` chunk ends the answer; an error event
+    /// from the service is returned as `Err`.
+    fn on_event(&mut self, event: &SseEvent) -> Result<Vec<StreamChunk>, ProviderError>;
+
+    /// The stream ended: chunks still owed (usage held back, a `Done` if the
+    /// service never sent its end marker), or an error if the answer is
+    /// unusable.
+    fn finish(&mut self) -> Result<Vec<StreamChunk>, ProviderError>;
+}
