@@ -44,6 +44,11 @@ pub trait WireProtocol: Send + Sync + 'static {
     /// A parser for one response stream.
     fn parser(&self) -> Box<dyn StreamParser>;
 
+    /// Chunks for a whole non-streaming JSON answer (some servers ignore
+    /// `stream: true`, and recorded traffic has such bodies), ending in
+    /// `Done`.
+    fn parse_response(&self, body: &Value) -> Result<Vec<StreamChunk>, ProviderError>;
+
     /// Turn a non-2xx response into an error: the message the service gave,
     /// and the kind refined from the body (context length exceeded, say).
     /// `status` decides the kind otherwise; `retry_after` is set by the caller.

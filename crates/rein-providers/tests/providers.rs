@@ -2,5 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod providers {
+    #[allow(dead_code)]
+    pub mod fixtures;
     mod replay;
 }
