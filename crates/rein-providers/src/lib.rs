@@ -4,8 +4,12 @@
 //! - [`replay`]: plays a JSON script of model turns (demos, tests, bug
 //!   reports).
 
+pub mod catalog;
+pub mod http;
+pub mod mock_server;
 pub mod protocol;
 pub mod replay;
+pub mod retry_after;
 pub mod sse;
 
 pub use replay::{

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::sse::SseEvent;
 
-/// Settings of one configured endpoint.
-#[derive(Debug, Clone, Default)]
+/// Settings of one configured endpoint. Its `Debug` output never shows the
+/// key.
+#[derive(Clone, Default)]
 pub struct EndpointConfig {
     /// Base URL without the API path, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
@@ -20,6 +21,18 @@ pub struct EndpointConfig {
     pub max_output_tokens: Option<u32>,
     /// Extra headers sent with every request.
     pub headers: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for EndpointConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndpointConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("model", &self.model)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// One HTTP request to make.
@@ -65,4 +78,16 @@ pub trait StreamParser: Send {
     /// service never sent its end marker), or an error if the answer is
     /// unusable.
     fn finish(&mut self) -> Result<Vec<StreamChunk>, ProviderError>;
+}
+
+/// The error kind an HTTP status means before the body is read: 401/403
+/// authentication; 408, 409, 429, 5xx and 529 worth a retry; other 4xx a
+/// request the service will keep refusing.
+pub fn kind_for_status(status: u16) -> rein_core::ProviderErrorKind {
+    use rein_core::ProviderErrorKind as K;
+    match status {
+        401 | 403 => K::Auth,
+        408 | 409 | 429 | 500..=599 => K::Unavailable,
+        _ => K::InvalidRequest,
+    }
 }

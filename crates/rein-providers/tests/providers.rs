@@ -4,5 +4,6 @@
 mod providers {
     #[allow(dead_code)]
     pub mod fixtures;
+    mod http;
     mod replay;
 }

@@ -1,0 +1,323 @@
+//! The HTTP provider: one client, one SSE decoder and one stream loop for
+//! every wire API; the API-specific parts come from a `WireProtocol`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use rein_core::{
+    Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
+    StreamChunk,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{EndpointConfig, StreamParser, WireProtocol};
+use crate::sse::SseDecoder;
+
+/// Transport settings.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// A stream with no bytes for this long fails (default 120 s); the
+    /// engine retries it when nothing had been streamed yet.
+    pub idle_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Context window reported to the engine; from the catalog when unset.
+    pub context_window: Option<u64>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            idle_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(15),
+            context_window: None,
+        }
+    }
+}
+
+/// A model behind an HTTP API.
+pub struct HttpProvider {
+    name: String,
+    protocol: Arc<dyn WireProtocol>,
+    endpoint: EndpointConfig,
+    options: HttpOptions,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("name", &self.name)
+            .field("kind", &self.protocol.kind())
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+fn transport(e: &reqwest::Error, what: &str) -> ProviderError {
+    // reqwest's message names the URL but never headers, so no secret leaks.
+    let mut msg = format!("{what}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    ProviderError::new(ProviderErrorKind::Transport, msg)
+}
+
+impl HttpProvider {
+    /// `name` is what the user selected (`openai`, `deepseek`...).
+    pub fn new(
+        name: impl Into<String>,
+        protocol: Arc<dyn WireProtocol>,
+        endpoint: EndpointConfig,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .user_agent(concat!("rein/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                ProviderError::new(
+                    ProviderErrorKind::Config,
+                    format!("cannot set up HTTP: {e}"),
+                )
+            })?;
+        Ok(HttpProvider {
+            name: name.into(),
+            protocol,
+            endpoint,
+            options,
+            client,
+        })
+    }
+
+    pub fn endpoint(&self) -> &EndpointConfig {
+        &self.endpoint
+    }
+
+    async fn send(&self, request: &ModelRequest) -> Result<reqwest::Response, ProviderError> {
+        let wire = self.protocol.build_request(request, &self.endpoint);
+        let url = format!(
+            "{}{}",
+            self.endpoint.base_url.trim_end_matches('/'),
+            wire.path
+        );
+        let mut rb = self
+            .client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream, application/json");
+        for (k, v) in &self.endpoint.headers {
+            rb = rb.header(k, v);
+        }
+        for (k, v) in &wire.headers {
+            rb = rb.header(k, v);
+        }
+        let body = serde_json::to_vec(&wire.body).map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::Protocol,
+                format!("cannot encode the request: {e}"),
+            )
+        })?;
+        let resp = tokio::time::timeout(self.options.idle_timeout, rb.body(body).send())
+            .await
+            .map_err(|_| {
+                ProviderError::new(
+                    ProviderErrorKind::Idle,
+                    format!(
+                        "{} did not answer within {} s",
+                        self.name,
+                        self.options.idle_timeout.as_secs()
+                    ),
+                )
+            })?
+            .map_err(|e| transport(&e, &format!("cannot reach {}", self.name)))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let retry_after = crate::retry_after::parse(
+            resp.headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+            SystemTime::now(),
+        );
+        let text = match tokio::time::timeout(self.options.idle_timeout, resp.bytes()).await {
+            Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
+            _ => String::new(),
+        };
+        let mut err = self.protocol.parse_error(status.as_u16(), &text);
+        err.status = Some(status.as_u16());
+        err.retry_after = retry_after;
+        if err.kind == ProviderErrorKind::Auth && self.endpoint.api_key.is_none() {
+            err.message
+                .push_str(" (no API key is configured for this provider)");
+        }
+        Err(err)
+    }
+}
+
+/// State of one response being read.
+struct Reading {
+    body: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    decoder: SseDecoder,
+    parser: Box<dyn StreamParser>,
+    pending: VecDeque<Result<StreamChunk, ProviderError>>,
+    finished: bool,
+    cancel: CancellationToken,
+    idle: Duration,
+    name: String,
+}
+
+impl Reading {
+    fn take(&mut self, results: Result<Vec<StreamChunk>, ProviderError>) {
+        match results {
+            Ok(chunks) => {
+                for c in chunks {
+                    let done = matches!(c, StreamChunk::Done(_));
+                    self.pending.push_back(Ok(c));
+                    if done {
+                        // Stop reading: a server may keep the connection open.
+                        self.finished = true;
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                self.pending.push_back(Err(e));
+                self.finished = true;
+            }
+        }
+    }
+
+    async fn next(mut self) -> Option<(Result<StreamChunk, ProviderError>, Reading)> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some((item, self));
+            }
+            if self.finished {
+                return None;
+            }
+            let next = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {
+                    self.finished = true;
+                    return Some((Err(ProviderError::new(ProviderErrorKind::Cancelled, "cancelled")), self));
+                }
+                n = tokio::time::timeout(self.idle, self.body.next()) => n,
+            };
+            match next {
+                Err(_) => {
+                    let msg = format!(
+                        "the {} stream went silent for {} s",
+                        self.name,
+                        self.idle.as_secs()
+                    );
+                    self.take(Err(ProviderError::new(ProviderErrorKind::Idle, msg)));
+                }
+                Ok(Some(Ok(bytes))) => {
+                    for event in self.decoder.feed(&bytes) {
+                        let r = self.parser.on_event(&event);
+                        self.take(r);
+                        if self.finished {
+                            break;
+                        }
+                    }
+                }
+                Ok(Some(Err(e))) => {
+                    let err = transport(&e, &format!("the {} stream broke", self.name));
+                    self.take(Err(err));
+                }
+                Ok(None) => {
+                    if let Some(event) = self.decoder.finish() {
+                        let r = self.parser.on_event(&event);
+                        self.take(r);
+                    }
+                    if !self.finished {
+                        let r = self.parser.finish();
+                        self.take(r);
+                        self.finished = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for HttpProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            parallel_tool_calls: true,
+            reasoning: true,
+            prompt_caching: true,
+            context_window: self
+                .options
+                .context_window
+                .or_else(|| crate::catalog::context_window(&self.endpoint.model)),
+        }
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChunkStream, ProviderError> {
+        let resp = tokio::select! {
+            r = self.send(request) => r?,
+            _ = cancel.cancelled() => return Err(ProviderError::new(ProviderErrorKind::Cancelled, "cancelled")),
+        };
+        let is_json = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.contains("json"));
+        if is_json {
+            // The server answered without streaming.
+            let bytes = tokio::time::timeout(self.options.idle_timeout, resp.bytes())
+                .await
+                .map_err(|_| {
+                    ProviderError::new(
+                        ProviderErrorKind::Idle,
+                        format!("{} stopped sending its answer", self.name),
+                    )
+                })?
+                .map_err(|e| transport(&e, &format!("the {} answer broke", self.name)))?;
+            let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+                ProviderError::new(
+                    ProviderErrorKind::Protocol,
+                    format!("{} sent JSON that does not parse: {e}", self.name),
+                )
+            })?;
+            let chunks = self.protocol.parse_response(&value)?;
+            return Ok(Box::pin(futures_util::stream::iter(
+                chunks.into_iter().map(Ok),
+            )));
+        }
+        let reading = Reading {
+            body: resp.bytes_stream().boxed(),
+            decoder: SseDecoder::new(),
+            parser: self.protocol.parser(),
+            pending: VecDeque::new(),
+            finished: false,
+            cancel: cancel.clone(),
+            idle: self.options.idle_timeout,
+            name: self.name.clone(),
+        };
+        Ok(Box::pin(futures_util::stream::unfold(
+            reading,
+            Reading::next,
+        )))
+    }
+}
