@@ -6,4 +6,5 @@ mod providers {
     pub mod fixtures;
     mod http;
     mod replay;
+    mod sse_props;
 }
