@@ -40,7 +40,8 @@ pub struct ExecArgs {
     /// Plan mode: read-only tools only; the answer is a plan.
     #[arg(long)]
     pub plan: bool,
-    /// Model provider (replay).
+    /// Model provider: openai, openai-responses, anthropic, replay, or a
+    /// [providers.NAME] from config.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
     /// Model name, for providers that serve several.

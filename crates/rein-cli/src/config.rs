@@ -1,6 +1,7 @@
 //! Configuration: `$REIN_HOME/config.toml`, then `.rein/config.toml` in the
 //! workspace, then environment variables, then flags (later wins).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,7 +18,44 @@ pub struct ConfigFile {
     pub tool_timeout_secs: Option<u64>,
     pub max_concurrent_tools: Option<usize>,
     pub provider_retries: Option<u32>,
+    pub stream_idle_timeout_secs: Option<u64>,
     pub replay: Option<ReplaySection>,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderSection>,
+}
+
+/// `[providers.NAME]`: an HTTP model endpoint.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSection {
+    /// `openai`, `openai-responses` or `anthropic`.
+    pub kind: Option<String>,
+    pub base_url: Option<String>,
+    /// Environment variable holding the key; `""` for servers without one.
+    pub api_key_env: Option<String>,
+    pub model: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_output_tokens: Option<u32>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+impl ProviderSection {
+    /// Fields set in `other` replace ours; headers merge.
+    pub fn merge_from(&mut self, other: ProviderSection) {
+        macro_rules! take {
+            ($($f:ident),*) => {$(if other.$f.is_some() { self.$f = other.$f; })*};
+        }
+        take!(
+            kind,
+            base_url,
+            api_key_env,
+            model,
+            context_window,
+            max_output_tokens
+        );
+        self.headers.extend(other.headers);
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -37,7 +75,10 @@ pub struct Config {
     pub tool_timeout: Duration,
     pub max_concurrent_tools: Option<usize>,
     pub provider_retries: u32,
+    pub stream_idle_timeout: Duration,
     pub replay_script: Option<PathBuf>,
+    /// `[providers.NAME]` sections, merged across files.
+    pub providers: BTreeMap<String, ProviderSection>,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -85,7 +126,9 @@ impl Config {
             tool_timeout: Duration::from_secs(120),
             max_concurrent_tools: None,
             provider_retries: 3,
+            stream_idle_timeout: Duration::from_secs(120),
             replay_script: None,
+            providers: BTreeMap::new(),
         };
         for path in [
             home.join("config.toml"),
@@ -136,6 +179,15 @@ impl Config {
         if let Some(n) = file.provider_retries {
             self.provider_retries = n;
         }
+        if let Some(s) = file.stream_idle_timeout_secs {
+            if s == 0 {
+                bail!("stream_idle_timeout_secs must be at least 1");
+            }
+            self.stream_idle_timeout = Duration::from_secs(s);
+        }
+        for (name, section) in file.providers {
+            self.providers.entry(name).or_default().merge_from(section);
+        }
         if let Some(script) = file.replay.and_then(|r| r.script) {
             self.replay_script = Some(base.join(script));
         }
@@ -183,7 +235,9 @@ mod tests {
             tool_timeout: Duration::from_secs(1),
             max_concurrent_tools: None,
             provider_retries: 0,
+            stream_idle_timeout: Duration::from_secs(1),
             replay_script: None,
+            providers: BTreeMap::new(),
         };
         let file: ConfigFile =
             toml::from_str("[replay]\nscript = \"s.json\"\nmax_turns = 1").unwrap_or_default();

@@ -5,6 +5,7 @@ mod cli {
     mod bad_input;
     mod cancel;
     mod exec;
+    mod http_providers;
     mod sessions;
     pub mod support;
 }

@@ -187,10 +187,13 @@ impl Gate {
             .unwrap_or(self.limits.tool_timeout);
         let tool = entry.tool.clone();
         let mut handle = tokio::spawn(async move { tool.call(args, tool_ctx).await });
+        // Biased: a tool that returns because it saw the cancel must still be
+        // reported as cancelled, not as finished.
         let stopped_why = tokio::select! {
-            joined = &mut handle => return flatten(&call.name, joined),
-            _ = tokio::time::sleep(timeout) => format!("timed out after {}", human_secs(timeout)),
+            biased;
             _ = cancel.cancelled() => "cancelled by the user".to_string(),
+            _ = tokio::time::sleep(timeout) => format!("timed out after {}", human_secs(timeout)),
+            joined = &mut handle => return flatten(&call.name, joined),
         };
         tool_cancel.cancel();
         match tokio::time::timeout(GRACE, &mut handle).await {

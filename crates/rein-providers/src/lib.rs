@@ -4,9 +4,12 @@
 //! - [`replay`]: plays a JSON script of model turns (demos, tests, bug
 //!   reports).
 
+pub mod anthropic;
 pub mod catalog;
 pub mod http;
 pub mod mock_server;
+pub mod openai_chat;
+pub mod openai_responses;
 pub mod protocol;
 pub mod replay;
 pub mod retry_after;

@@ -2,9 +2,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod providers {
+    mod anthropic;
     #[allow(dead_code)]
     pub mod fixtures;
     mod http;
+    mod openai_chat;
+    mod openai_responses;
     mod replay;
     mod sse_props;
 }

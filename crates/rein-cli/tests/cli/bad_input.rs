@@ -15,7 +15,11 @@ fn a_missing_workspace_is_a_usage_error() {
 fn an_unknown_provider_is_a_usage_error_naming_the_known_ones() {
     let env = Env::new();
     let o = env.rein(&["exec", "--provider", "gpt-17", "hi"]);
-    assert_clean_failure(&o, 2, "unknown provider `gpt-17`; known providers: replay");
+    assert_clean_failure(
+        &o,
+        2,
+        "unknown provider `gpt-17`; known providers: anthropic, openai, openai-responses, replay",
+    );
 }
 
 #[test]
