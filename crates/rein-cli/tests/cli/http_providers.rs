@@ -519,3 +519,101 @@ fn a_configured_compatible_server_needs_no_key_on_loopback() {
     assert_eq!(req.header("authorization"), None);
     assert_eq!(req.json()["model"], "qwen");
 }
+
+fn openai_text_stream(text: &str) -> Vec<u8> {
+    let mut body = sse(
+        &[json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]})],
+        false,
+    );
+    body.extend_from_slice(b"data: [DONE]\n\n");
+    body
+}
+
+fn config_with_idle_timeout(env: &Env, secs: u64) {
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!("stream_idle_timeout_secs = {secs}\nprovider_retries = 2\n"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_stream_that_goes_silent_before_any_output_is_retried() {
+    use rein_providers::mock_server::Part;
+    let (_rt, server) = server();
+    server.push(MockResponse::sse_parts(vec![
+        Part::Bytes(b": connected\n\n".to_vec()),
+        Part::Pause(Duration::from_secs(30)),
+    ]));
+    server.push(MockResponse::sse(openai_text_stream("second try")));
+    let env = Env::new();
+    config_with_idle_timeout(&env, 1);
+    let o = exec(
+        &env,
+        "openai",
+        &[
+            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
+            ("OPENAI_API_KEY", "k".into()),
+        ],
+    );
+    let events = assert_completed(&o, "second try");
+    let retry = events.iter().find(|e| e["type"] == "retry").expect("a retry event");
+    assert!(retry["error"].as_str().unwrap().contains("went silent"), "{retry}");
+}
+
+#[test]
+fn a_stream_that_goes_silent_after_output_fails_the_turn_and_keeps_the_text() {
+    use rein_providers::mock_server::Part;
+    let (_rt, server) = server();
+    let first = sse(
+        &[json!({"choices": [{"index": 0, "delta": {"content": "half an answer"}}]})],
+        false,
+    );
+    server.push(MockResponse::sse_parts(vec![
+        Part::Bytes(first),
+        Part::Pause(Duration::from_secs(30)),
+    ]));
+    let env = Env::new();
+    config_with_idle_timeout(&env, 1);
+    let o = exec(
+        &env,
+        "openai",
+        &[
+            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
+            ("OPENAI_API_KEY", "k".into()),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let events = json_lines(&o);
+    assert!(events.iter().all(|e| e["type"] != "retry"));
+    assert!(events.last().unwrap()["error"].as_str().unwrap().contains("went silent"));
+    let stored = stored(&env, &session_id(&events));
+    assert_eq!(stored.last().unwrap()["content"][0]["text"], "half an answer");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_connection_dropped_mid_stream_fails_the_turn_cleanly() {
+    use rein_providers::mock_server::Part;
+    let (_rt, server) = server();
+    let first = sse(
+        &[json!({"choices": [{"index": 0, "delta": {"content": "cut "}}]})],
+        false,
+    );
+    server.push(MockResponse::sse_parts(vec![Part::Bytes(first), Part::Drop]));
+    let env = Env::new();
+    let o = exec(
+        &env,
+        "openai",
+        &[
+            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
+            ("OPENAI_API_KEY", "k".into()),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let events = json_lines(&o);
+    let error = events.last().unwrap()["error"].as_str().unwrap();
+    assert!(error.contains("stream broke"), "{error}");
+    let stored = stored(&env, &session_id(&events));
+    assert_eq!(stored.len(), 2, "the prompt and the partial answer are kept");
+}
