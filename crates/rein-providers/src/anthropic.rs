@@ -35,7 +35,7 @@ use rein_core::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::protocol::{EndpointConfig, StreamParser, WireProtocol, WireRequest};
+use crate::protocol::{EndpointConfig, StreamParser, WireProtocol, WireRequest, kind_for_status};
 use crate::sse::SseEvent;
 
 /// The `anthropic-version` header value sent with every request.
@@ -845,15 +845,6 @@ fn inferred_finish(saw_tool_use: bool) -> FinishReason {
         FinishReason::ToolCalls
     } else {
         FinishReason::Stop
-    }
-}
-
-fn kind_for_status(status: u16) -> ProviderErrorKind {
-    match status {
-        401 | 403 => ProviderErrorKind::Auth,
-        408 | 409 | 429 | 529 | 500..=599 => ProviderErrorKind::Unavailable,
-        400..=499 => ProviderErrorKind::InvalidRequest,
-        _ => ProviderErrorKind::Protocol,
     }
 }
 

@@ -82,12 +82,14 @@ pub trait StreamParser: Send {
 
 /// The error kind an HTTP status means before the body is read: 401/403
 /// authentication; 408, 409, 429, 5xx and 529 worth a retry; other 4xx a
-/// request the service will keep refusing.
+/// request the service will keep refusing; anything else is not an error
+/// status at all, so the service broke its protocol.
 pub fn kind_for_status(status: u16) -> rein_core::ProviderErrorKind {
     use rein_core::ProviderErrorKind as K;
     match status {
         401 | 403 => K::Auth,
         408 | 409 | 429 | 500..=599 => K::Unavailable,
-        _ => K::InvalidRequest,
+        400..=499 => K::InvalidRequest,
+        _ => K::Protocol,
     }
 }
