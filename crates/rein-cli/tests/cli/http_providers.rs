@@ -557,8 +557,14 @@ fn a_stream_that_goes_silent_before_any_output_is_retried() {
         ],
     );
     let events = assert_completed(&o, "second try");
-    let retry = events.iter().find(|e| e["type"] == "retry").expect("a retry event");
-    assert!(retry["error"].as_str().unwrap().contains("went silent"), "{retry}");
+    let retry = events
+        .iter()
+        .find(|e| e["type"] == "retry")
+        .expect("a retry event");
+    assert!(
+        retry["error"].as_str().unwrap().contains("went silent"),
+        "{retry}"
+    );
 }
 
 #[test]
@@ -586,9 +592,17 @@ fn a_stream_that_goes_silent_after_output_fails_the_turn_and_keeps_the_text() {
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     let events = json_lines(&o);
     assert!(events.iter().all(|e| e["type"] != "retry"));
-    assert!(events.last().unwrap()["error"].as_str().unwrap().contains("went silent"));
+    assert!(
+        events.last().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .contains("went silent")
+    );
     let stored = stored(&env, &session_id(&events));
-    assert_eq!(stored.last().unwrap()["content"][0]["text"], "half an answer");
+    assert_eq!(
+        stored.last().unwrap()["content"][0]["text"],
+        "half an answer"
+    );
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -600,7 +614,10 @@ fn a_connection_dropped_mid_stream_fails_the_turn_cleanly() {
         &[json!({"choices": [{"index": 0, "delta": {"content": "cut "}}]})],
         false,
     );
-    server.push(MockResponse::sse_parts(vec![Part::Bytes(first), Part::Drop]));
+    server.push(MockResponse::sse_parts(vec![
+        Part::Bytes(first),
+        Part::Drop,
+    ]));
     let env = Env::new();
     let o = exec(
         &env,
@@ -615,5 +632,9 @@ fn a_connection_dropped_mid_stream_fails_the_turn_cleanly() {
     let error = events.last().unwrap()["error"].as_str().unwrap();
     assert!(error.contains("stream broke"), "{error}");
     let stored = stored(&env, &session_id(&events));
-    assert_eq!(stored.len(), 2, "the prompt and the partial answer are kept");
+    assert_eq!(
+        stored.len(),
+        2,
+        "the prompt and the partial answer are kept"
+    );
 }
