@@ -9,9 +9,19 @@ use rein_providers::protocol::WireProtocol;
 use rein_providers::sse::SseDecoder;
 use serde_json::Value;
 
-/// The fixture folder, beside the checkout.
+/// The fixture folder: `$REIN_FIXTURES`, or `../shared/fixtures/providers`
+/// beside the checkout.
 pub fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/providers")
+    let dir = match std::env::var_os("REIN_FIXTURES") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/providers"),
+    };
+    assert!(
+        dir.join("SOURCES.md").is_file(),
+        "provider fixtures not found at {}: the `shared` folder must sit beside the checkout, or set REIN_FIXTURES",
+        dir.display()
+    );
+    dir
 }
 
 /// Every fixture file under `sub` (relative to the fixture folder), sorted.
