@@ -19,6 +19,9 @@ pub enum Command {
     /// List, show or delete stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// List, locate and check the local model files.
+    #[command(subcommand)]
+    Model(ModelCommand),
 }
 
 #[derive(Debug, Args)]
@@ -40,13 +43,16 @@ pub struct ExecArgs {
     /// Plan mode: read-only tools only; the answer is a plan.
     #[arg(long)]
     pub plan: bool,
-    /// Model provider: openai, openai-responses, anthropic, replay, or a
-    /// [providers.NAME] from config.
+    /// Model provider: anthropic, openai, openai-responses, local, replay, or
+    /// a [providers.NAME] from config.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
     /// Model name, for providers that serve several.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
+    /// GGUF model file for the local provider (implies `--provider local`).
+    #[arg(long, value_name = "FILE")]
+    pub model_path: Option<PathBuf>,
     /// Replay script for `--provider replay`.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
@@ -81,5 +87,23 @@ pub enum SessionsCommand {
     Delete {
         /// Session id or unique prefix.
         id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// The known local models, their sizes, and which are present.
+    List,
+    /// Print the path of a model file; exit 2 when it is not there.
+    Path {
+        /// small or medium.
+        #[arg(default_value = "small")]
+        model: String,
+    },
+    /// Check a model file's size and SHA-256; exit 1 on a mismatch.
+    Verify {
+        /// small, medium, or the path of a model file.
+        #[arg(default_value = "small", value_name = "MODEL|FILE")]
+        model: String,
     },
 }

@@ -20,6 +20,7 @@ pub struct ConfigFile {
     pub provider_retries: Option<u32>,
     pub stream_idle_timeout_secs: Option<u64>,
     pub replay: Option<ReplaySection>,
+    pub local: Option<LocalSection>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSection>,
 }
@@ -65,6 +66,39 @@ pub struct ReplaySection {
     pub script: Option<PathBuf>,
 }
 
+/// `[local]`: the embedded local model.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalSection {
+    /// GGUF file; relative paths are relative to the config file's folder.
+    pub model_path: Option<PathBuf>,
+    /// Context window in tokens.
+    pub context_size: Option<u32>,
+    /// CPU threads (default: all cores).
+    pub threads: Option<usize>,
+    /// Constrain the output to valid tool calls with a grammar.
+    pub grammar: Option<bool>,
+    /// Send tool results back as user messages (for chat templates without
+    /// a tool role).
+    pub tool_results_as_user: Option<bool>,
+}
+
+impl LocalSection {
+    /// Fields set in `other` replace ours.
+    fn merge_from(&mut self, other: LocalSection) {
+        macro_rules! take {
+            ($($f:ident),*) => {$(if other.$f.is_some() { self.$f = other.$f; })*};
+        }
+        take!(
+            model_path,
+            context_size,
+            threads,
+            grammar,
+            tool_results_as_user
+        );
+    }
+}
+
 /// The settings a run uses, after layering.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -77,6 +111,8 @@ pub struct Config {
     pub provider_retries: u32,
     pub stream_idle_timeout: Duration,
     pub replay_script: Option<PathBuf>,
+    /// `[local]`, merged across files, then `REIN_MODEL_PATH`.
+    pub local: LocalSection,
     /// `[providers.NAME]` sections, merged across files.
     pub providers: BTreeMap<String, ProviderSection>,
 }
@@ -128,6 +164,7 @@ impl Config {
             provider_retries: 3,
             stream_idle_timeout: Duration::from_secs(120),
             replay_script: None,
+            local: LocalSection::default(),
             providers: BTreeMap::new(),
         };
         for path in [
@@ -145,6 +182,9 @@ impl Config {
         }
         if let Some(m) = env_string("REIN_MODEL") {
             cfg.model = Some(m);
+        }
+        if let Some(p) = env_string("REIN_MODEL_PATH") {
+            cfg.local.model_path = Some(PathBuf::from(p));
         }
         if let Some(n) = env_string("REIN_MAX_TURNS") {
             cfg.max_turns = n
@@ -191,6 +231,16 @@ impl Config {
         if let Some(script) = file.replay.and_then(|r| r.script) {
             self.replay_script = Some(base.join(script));
         }
+        if let Some(mut local) = file.local {
+            if local.context_size == Some(0) {
+                bail!("[local] context_size must be at least 1");
+            }
+            if local.threads == Some(0) {
+                bail!("[local] threads must be at least 1");
+            }
+            local.model_path = local.model_path.map(|p| base.join(p));
+            self.local.merge_from(local);
+        }
         Ok(())
     }
 
@@ -198,6 +248,11 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         if self.max_turns == 0 {
             bail!("max_turns must be at least 1");
+        }
+        if self.providers.contains_key("local") {
+            bail!(
+                "`local` is a built-in provider: configure it under [local], not [providers.local]"
+            );
         }
         Ok(())
     }
@@ -237,6 +292,7 @@ mod tests {
             provider_retries: 0,
             stream_idle_timeout: Duration::from_secs(1),
             replay_script: None,
+            local: LocalSection::default(),
             providers: BTreeMap::new(),
         };
         let file: ConfigFile =
@@ -251,6 +307,44 @@ mod tests {
         assert_eq!(cfg.replay_script, Some(PathBuf::from("/p/.rein/s.json")));
         assert_eq!(cfg.max_turns, 7);
         let zero: ConfigFile = toml::from_str("tool_timeout_secs = 0").unwrap();
+        assert!(cfg.apply(zero, Path::new("/")).is_err());
+    }
+
+    #[test]
+    fn the_local_section_layers_and_resolves_its_model_path() {
+        let mut cfg = Config {
+            home: PathBuf::new(),
+            provider: None,
+            model: None,
+            max_turns: 50,
+            tool_timeout: Duration::from_secs(1),
+            max_concurrent_tools: None,
+            provider_retries: 0,
+            stream_idle_timeout: Duration::from_secs(1),
+            replay_script: None,
+            local: LocalSection::default(),
+            providers: BTreeMap::new(),
+        };
+        let file: ConfigFile = toml::from_str(
+            "[local]\nmodel_path = \"m.gguf\"\ncontext_size = 4096\nthreads = 2\ngrammar = false\ntool_results_as_user = true\n",
+        )
+        .unwrap();
+        cfg.apply(file, Path::new("/home/u/.rein")).unwrap();
+        let file: ConfigFile = toml::from_str("[local]\ncontext_size = 2048\n").unwrap();
+        cfg.apply(file, Path::new("/p/.rein")).unwrap();
+        assert_eq!(
+            cfg.local,
+            LocalSection {
+                model_path: Some(PathBuf::from("/home/u/.rein/m.gguf")),
+                context_size: Some(2048),
+                threads: Some(2),
+                grammar: Some(false),
+                tool_results_as_user: Some(true),
+            }
+        );
+        let typo = toml::from_str::<ConfigFile>("[local]\nmodel = \"x\"\n").unwrap_err();
+        assert!(typo.to_string().contains("unknown field `model`"), "{typo}");
+        let zero: ConfigFile = toml::from_str("[local]\nthreads = 0\n").unwrap();
         assert!(cfg.apply(zero, Path::new("/")).is_err());
     }
 }

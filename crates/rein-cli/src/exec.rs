@@ -95,6 +95,18 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
 pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
+    if let Some(path) = args.model_path {
+        match args.provider.as_deref() {
+            None | Some("local") => {}
+            Some(other) => {
+                return Err(Failure::usage(anyhow!(
+                    "--model-path is for the local provider, not `{other}`: drop --provider or pass --provider local"
+                )));
+            }
+        }
+        cfg.provider = Some("local".into());
+        cfg.local.model_path = Some(path);
+    }
     if let Some(p) = args.provider {
         cfg.provider = Some(p);
     }

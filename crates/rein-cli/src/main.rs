@@ -4,6 +4,7 @@ mod cli;
 mod config;
 mod exec;
 mod exit;
+mod model;
 mod output;
 mod providers;
 mod sessions;
@@ -34,6 +35,7 @@ fn main() {
         match cli.command {
             cli::Command::Exec(args) => exec::run(args).await,
             cli::Command::Sessions(cmd) => sessions::run(cmd).await,
+            cli::Command::Model(cmd) => model::run(cmd),
         }
     });
     let code = match result {

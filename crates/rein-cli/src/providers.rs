@@ -1,5 +1,7 @@
 //! Choosing and building the model provider from the configuration.
 
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
@@ -9,9 +11,13 @@ use rein_providers::http::{HttpOptions, HttpProvider};
 use rein_providers::protocol::{EndpointConfig, WireProtocol};
 
 use crate::config::{Config, ProviderSection};
+use crate::model;
 
 /// Providers that exist without any configuration.
-pub const BUILTIN: &[&str] = &["anthropic", "openai", "openai-responses", "replay"];
+pub const BUILTIN: &[&str] = &["anthropic", "openai", "openai-responses", "local", "replay"];
+
+/// The line printed when there is neither a key nor a local model.
+pub const NO_MODEL: &str = "no model available: run scripts/fetch-model.sh to fetch the default local model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY";
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -74,28 +80,124 @@ fn is_loopback(url: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1") || rest.starts_with("[::1]")
 }
 
-/// The provider name to use when none is configured: one whose key is set.
-fn auto_select() -> Option<&'static str> {
+/// The local model file to use, and whether it was configured (`--model-path`,
+/// `REIN_MODEL_PATH`, `[local] model_path`) rather than the default.
+fn local_model_path(cfg: &Config) -> (PathBuf, bool) {
+    match &cfg.local.model_path {
+        Some(p) => (p.clone(), true),
+        None => (model::model_path(&cfg.home, model::default_model()), false),
+    }
+}
+
+/// The provider name to use when none is configured: one whose key is set,
+/// else the local model when one is configured or the default one is there.
+fn auto_select(cfg: &Config) -> Option<&'static str> {
     if env("ANTHROPIC_API_KEY").is_some() {
         Some("anthropic")
     } else if env("OPENAI_API_KEY").is_some() {
         Some("openai")
     } else {
-        None
+        let (path, configured) = local_model_path(cfg);
+        (cfg!(feature = "local") && (configured || path.is_file())).then_some("local")
     }
+}
+
+/// Check what can be checked before loading: the file is there, is a GGUF
+/// file, and, when it is a known model, has the known size.
+fn check_model_file(path: &Path, configured: bool) -> Result<()> {
+    let shown = path.display();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if configured {
+                bail!("the model file {shown} does not exist");
+            }
+            bail!(
+                "the default local model is not in {}: run scripts/fetch-model.sh to fetch it, or pass --model-path FILE",
+                path.parent().unwrap_or(Path::new(".")).display()
+            );
+        }
+        Err(e) => bail!("cannot read the model file {shown}: {e}"),
+    };
+    if !meta.is_file() {
+        bail!("the model path {shown} is not a file");
+    }
+    let mut magic = [0u8; 4];
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| anyhow!("cannot read the model file {shown}: {e}"))?;
+    if file.read_exact(&mut magic).is_err() || &magic != b"GGUF" {
+        bail!("{shown} is not a GGUF model file");
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if let Some(known) = model::MODELS.iter().find(|m| m.file == name)
+        && meta.len() != known.size
+    {
+        bail!(
+            "the model file {shown} is truncated or damaged ({} bytes, expected {}): run {} to fetch it again",
+            meta.len(),
+            known.size,
+            model::fetch_command(known)
+        );
+    }
+    Ok(())
+}
+
+/// Load the embedded local model.
+fn build_local(cfg: &Config) -> Result<Arc<dyn Provider>> {
+    let (path, configured) = local_model_path(cfg);
+    check_model_file(&path, configured)?;
+    load_local(cfg, path)
+}
+
+#[cfg(feature = "local")]
+fn load_local(cfg: &Config, model_path: PathBuf) -> Result<Arc<dyn Provider>> {
+    use rein_providers::local::{LocalConfig, LocalProvider};
+    let defaults = LocalConfig::default();
+    let shown = model_path.display().to_string();
+    let config = LocalConfig {
+        model_path,
+        context_size: cfg.local.context_size.unwrap_or(defaults.context_size),
+        threads: cfg.local.threads.or(defaults.threads),
+        grammar: cfg.local.grammar.unwrap_or(defaults.grammar),
+        tool_results_as_user: cfg
+            .local
+            .tool_results_as_user
+            .unwrap_or(defaults.tool_results_as_user),
+        ..defaults
+    };
+    let provider = LocalProvider::load(config).map_err(|e| {
+        let msg = e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if msg.contains(&shown) {
+            anyhow!("cannot load the local model: {msg}")
+        } else {
+            anyhow!("cannot load the local model {shown}: {msg}")
+        }
+    })?;
+    Ok(Arc::new(provider))
+}
+
+#[cfg(not(feature = "local"))]
+fn load_local(_cfg: &Config, _model_path: PathBuf) -> Result<Arc<dyn Provider>> {
+    bail!(
+        "this rein was built without the local model: rebuild it with the `local` feature (on by default)"
+    )
 }
 
 /// Build the provider the configuration names.
 pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
     let name = match cfg.provider.as_deref() {
         Some(n) => n.to_string(),
-        None => auto_select().map(str::to_string).ok_or_else(|| {
-            anyhow!(
-                "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --provider, or set `provider` in {}",
-                cfg.home.join("config.toml").display()
-            )
-        })?,
+        None => auto_select(cfg)
+            .map(str::to_string)
+            .ok_or_else(|| anyhow!("{NO_MODEL}"))?,
     };
+    if name == "local" {
+        return build_local(cfg);
+    }
     if name == "replay" {
         let script = cfg.replay_script.as_ref().ok_or_else(|| {
             anyhow!("the replay provider needs a script: pass --script FILE or set [replay] script in config")
@@ -172,6 +274,65 @@ pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_files_are_checked_before_loading() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.gguf");
+        let err = check_model_file(&missing, true).unwrap_err().to_string();
+        assert!(err.contains("does not exist"), "{err}");
+        let err = check_model_file(&missing, false).unwrap_err().to_string();
+        assert!(err.contains("scripts/fetch-model.sh"), "{err}");
+        let text = dir.path().join("notes.gguf");
+        std::fs::write(&text, "hello world").unwrap();
+        let err = check_model_file(&text, true).unwrap_err().to_string();
+        assert!(err.contains("is not a GGUF model file"), "{err}");
+        let short = dir.path().join(model::default_model().file);
+        std::fs::write(&short, b"GGUF\x03\0\0\0").unwrap();
+        let err = check_model_file(&short, true).unwrap_err().to_string();
+        assert!(err.contains("truncated"), "{err}");
+        let other = dir.path().join("other.gguf");
+        std::fs::write(&other, b"GGUF\x03\0\0\0").unwrap();
+        check_model_file(&other, true).unwrap();
+        let err = check_model_file(dir.path(), true).unwrap_err().to_string();
+        assert!(err.contains("not a file"), "{err}");
+    }
+
+    #[test]
+    fn without_keys_the_default_local_model_is_chosen_when_present() {
+        if ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "REIN_MODELS_DIR"]
+            .iter()
+            .any(|v| env(v).is_some())
+        {
+            eprintln!("skipped: a key or REIN_MODELS_DIR is set in this environment");
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        let mut cfg = Config {
+            home: home.path().to_path_buf(),
+            provider: None,
+            model: None,
+            max_turns: 1,
+            tool_timeout: std::time::Duration::from_secs(1),
+            max_concurrent_tools: None,
+            provider_retries: 0,
+            stream_idle_timeout: std::time::Duration::from_secs(1),
+            replay_script: None,
+            local: Default::default(),
+            providers: Default::default(),
+        };
+        assert_eq!(auto_select(&cfg), None);
+        let models = home.path().join("models");
+        std::fs::create_dir_all(&models).unwrap();
+        std::fs::write(models.join(model::default_model().file), "GGUF").unwrap();
+        let local = cfg!(feature = "local").then_some("local");
+        assert_eq!(auto_select(&cfg), local);
+        // A configured path is used even before it exists, so that loading
+        // it reports the missing file.
+        std::fs::remove_dir_all(&models).unwrap();
+        cfg.local.model_path = Some(home.path().join("mine.gguf"));
+        assert_eq!(auto_select(&cfg), local);
+    }
 
     #[test]
     fn loopback_urls_are_recognised() {

@@ -6,6 +6,7 @@ mod cli {
     mod cancel;
     mod exec;
     mod http_providers;
+    mod model;
     mod sessions;
     pub mod support;
 }

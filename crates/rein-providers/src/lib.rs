@@ -3,10 +3,13 @@
 //!
 //! - [`replay`]: plays a JSON script of model turns (demos, tests, bug
 //!   reports).
+//! - [`local`] (feature `local`): a GGUF model run in-process with llama.cpp.
 
 pub mod anthropic;
 pub mod catalog;
 pub mod http;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod mock_server;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -15,6 +18,8 @@ pub mod replay;
 pub mod retry_after;
 pub mod sse;
 
+#[cfg(feature = "local")]
+pub use local::{LocalConfig, LocalProvider};
 pub use replay::{
     ReplayError, ReplayFailure, ReplayProvider, ReplayScript, ReplayToolCall, ReplayTurn,
 };

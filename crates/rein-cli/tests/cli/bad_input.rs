@@ -18,15 +18,18 @@ fn an_unknown_provider_is_a_usage_error_naming_the_known_ones() {
     assert_clean_failure(
         &o,
         2,
-        "unknown provider `gpt-17`; known providers: anthropic, openai, openai-responses, replay",
+        "unknown provider `gpt-17`; known providers: anthropic, local, openai, openai-responses, replay",
     );
 }
 
 #[test]
-fn no_provider_at_all_says_how_to_configure_one() {
+fn no_key_and_no_local_model_says_how_to_get_one() {
+    // A fresh REIN_HOME has no models folder, and no key is set.
     let env = Env::new();
     let o = env.rein(&["exec", "hi"]);
-    assert_clean_failure(&o, 2, "no model provider configured");
+    let line = "no model available: run scripts/fetch-model.sh to fetch the default local model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY";
+    assert_clean_failure(&o, 2, line);
+    assert_eq!(stderr(&o).trim_end(), format!("rein: {line}"));
 }
 
 #[test]

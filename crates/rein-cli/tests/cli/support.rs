@@ -44,6 +44,8 @@ impl Env {
             .env_remove("OPENAI_BASE_URL")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("REIN_MODEL_PATH")
+            .env_remove("REIN_MODELS_DIR")
             .current_dir(self.ws.path())
             .stdin(Stdio::null());
         cmd

@@ -1,0 +1,186 @@
+//! The grammar that keeps a tool call well-formed once the model starts one.
+//!
+//! It is lazy: the model writes freely until it opens a call, in one of the
+//! shapes it actually uses: `<tool_call>`, or a call object (fenced as
+//! ```` ```json ```` or bare) opening the answer, or at the start of a later
+//! line once `{"name": "<an offered tool>"` is written. From there the grammar holds it to
+//! well-formed calls, `{"name": "<offered tool>", "arguments": <JSON
+//! matching that tool's parameter schema>}`, each in the shape it was opened
+//! with, one or more, and then only the end of the answer. The JSON part
+//! comes from llama.cpp's JSON-schema converter, fed one `anyOf` branch per
+//! tool.
+
+use rein_core::ToolSpec;
+
+/// Name the converter's root rule is renamed to.
+const CALL_RULE: &str = "rein-call";
+
+/// A grammar and the patterns that switch it on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolGrammar {
+    /// GBNF, root rule `root`.
+    pub(crate) grammar: String,
+    /// Regular expressions (ECMAScript) searched in the output; the grammar
+    /// applies from the first capture group of the first match (or from the
+    /// match when there is no group).
+    pub(crate) triggers: Vec<String>,
+}
+
+/// The grammar for calls to `tools`; None when there are no tools or
+/// llama.cpp cannot convert the schemas even loosened.
+pub(crate) fn tool_call_grammar(tools: &[ToolSpec]) -> Option<ToolGrammar> {
+    if tools.is_empty() {
+        return None;
+    }
+    let strict = calls_schema(tools, false);
+    let json_rules = llama_cpp_2::json_schema_to_grammar(&strict)
+        .or_else(|_| llama_cpp_2::json_schema_to_grammar(&calls_schema(tools, true)))
+        .ok()?;
+    Some(ToolGrammar {
+        grammar: wrap(&json_rules),
+        triggers: triggers(tools),
+    })
+}
+
+/// `<tool_call>`; a call object opening the answer (maybe fenced) as soon as
+/// its `"name"` value starts, so that the name too is held to the offered
+/// ones; or a call object later, at the start of a line (maybe fenced),
+/// once it names an offered tool (so that a JSON document with a `name`
+/// key quoted inside an answer, such as a package.json, is left alone).
+pub(crate) fn triggers(tools: &[ToolSpec]) -> Vec<String> {
+    let names: Vec<String> = tools.iter().map(|t| regex_escape(&t.name)).collect();
+    let opening =
+        r#"(?:```(?:json|tool_call)?[ \t]*\n[ \t\n]*)?\{[ \t\n]*"name"[ \t\n]*:[ \t\n]*""#;
+    vec![
+        "<tool_call>".to_string(),
+        format!(r#"^[ \t\n]*({opening})"#),
+        format!(r#"(?:^|\n)[ \t]*({opening}(?:{}))"#, names.join("|")),
+    ]
+}
+
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\^$.|?*+()[]{}-/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The JSON schema of one call object, as text so that `name` stays
+/// before `arguments` (the converter keeps the written order). With `loose`
+/// every tool's arguments are any object.
+pub(crate) fn calls_schema(tools: &[ToolSpec], loose: bool) -> String {
+    let branches: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            let params = if loose || !t.parameters.is_object() {
+                r#"{"type": "object"}"#.to_string()
+            } else {
+                t.parameters.to_string()
+            };
+            format!(
+                r#"{{"type": "object", "properties": {{"name": {{"const": {}}}, "arguments": {params}}}, "required": ["name", "arguments"]}}"#,
+                serde_json::Value::String(t.name.clone())
+            )
+        })
+        .collect();
+    format!(r#"{{"anyOf": [{}]}}"#, branches.join(", "))
+}
+
+/// The call shapes around the converter's rules (its root renamed).
+pub(crate) fn wrap(json_rules: &str) -> String {
+    let mut out = String::with_capacity(json_rules.len() + 600);
+    out.push_str(concat!(
+        "root ::= rein-tagged (\"\\n\" rein-tagged){0,7}",
+        " | rein-fenced (\"\\n\"{1,2} rein-fenced){0,7}",
+        " | rein-call (\"\\n\" rein-call){0,7}\n",
+        "rein-tagged ::= \"<tool_call>\" rein-ws rein-call rein-ws \"</tool_call>\"\n",
+        "rein-fenced ::= \"```\" (\"json\" | \"tool_call\")? [ \\t]* \"\\n\" rein-ws rein-call rein-ws \"```\"\n",
+        "rein-ws ::= [ \\t\\n]{0,4}\n",
+    ));
+    for line in json_rules.lines() {
+        match line.strip_prefix("root ") {
+            Some(rest) if rest.trim_start().starts_with("::=") => {
+                out.push_str(CALL_RULE);
+                out.push(' ');
+                out.push_str(rest);
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, params: serde_json::Value) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: params,
+        }
+    }
+
+    #[test]
+    fn the_schema_keeps_name_first_and_one_branch_per_tool() {
+        let s = calls_schema(
+            &[
+                tool(
+                    "read_file",
+                    json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+                ),
+                tool("bash", json!(null)),
+            ],
+            false,
+        );
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["anyOf"].as_array().unwrap().len(), 2);
+        assert!(s.find("\"name\"").unwrap() < s.find("\"arguments\"").unwrap());
+        assert_eq!(
+            v["anyOf"][1]["properties"]["arguments"],
+            json!({"type": "object"})
+        );
+    }
+
+    #[test]
+    fn the_converter_root_is_renamed_under_the_wrapper() {
+        let g = wrap("root ::= \"{\" space \"}\"\nspace ::= \" \"?\n");
+        assert!(g.starts_with("root ::= rein-tagged"));
+        assert!(g.contains("rein-call ::= \"{\" space \"}\"\n"));
+        assert_eq!(g.matches("root ::=").count(), 1);
+    }
+
+    #[test]
+    fn tool_names_are_escaped_in_triggers() {
+        assert_eq!(regex_escape("a.b-c_d"), "a\\.b\\-c_d");
+    }
+
+    #[test]
+    fn real_tool_schemas_convert() {
+        let g = tool_call_grammar(&[
+            tool(
+                "read_file",
+                json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
+            ),
+            tool("bash", json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})),
+        ])
+        .unwrap();
+        assert!(g.grammar.contains("\"\\\"read_file\\\"\""), "{}", g.grammar);
+        assert!(g.grammar.contains("rein-call ::="), "{}", g.grammar);
+        assert_eq!(g.triggers.len(), 3);
+        assert!(g.triggers[1].starts_with('^'), "{:?}", g.triggers);
+        assert!(
+            g.triggers[2].contains("(?:read_file|bash)"),
+            "{:?}",
+            g.triggers
+        );
+        assert!(tool_call_grammar(&[]).is_none());
+    }
+}

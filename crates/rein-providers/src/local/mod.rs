@@ -1,0 +1,142 @@
+//! The embedded local model: a GGUF file run in-process with llama.cpp.
+//!
+//! One worker thread owns the model and a single context; requests are
+//! rendered with the model's own chat template, the longest prefix already
+//! in the KV cache is reused (the agent loop only appends, so each turn
+//! evaluates just the new tokens), and tool calls are recognised in the
+//! generated text, with a lazy grammar keeping them well-formed.
+//!
+//! Debugging: `REIN_LLAMA_LOG=1` keeps llama.cpp's own log on stderr (it is
+//! silenced otherwise); `REIN_LOCAL_TRACE=1` prints every rendered prompt
+//! and raw answer, with timings, to stderr.
+
+mod config;
+mod cpu;
+mod grammar;
+mod holdback;
+mod output;
+mod prefix;
+mod preflight;
+mod sampler;
+mod template;
+mod toolcall;
+mod utf8;
+mod worker;
+
+use std::sync::mpsc as std_mpsc;
+
+use async_trait::async_trait;
+use futures_util::stream;
+use rein_core::{
+    Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
+    StreamChunk,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use config::LocalConfig;
+pub use toolcall::parse_tool_calls;
+
+use worker::{ChunkResult, Job};
+
+/// A GGUF model run in this process.
+pub struct LocalProvider {
+    jobs: std_mpsc::Sender<Job>,
+    model: String,
+    n_ctx: u32,
+}
+
+impl std::fmt::Debug for LocalProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalProvider")
+            .field("model", &self.model)
+            .field("n_ctx", &self.n_ctx)
+            .finish()
+    }
+}
+
+impl LocalProvider {
+    /// Load the model (blocking: a few seconds at most for small models).
+    /// A missing, foreign, truncated or too large file is a `Config` error
+    /// with a one-line message.
+    pub fn load(config: LocalConfig) -> Result<LocalProvider, ProviderError> {
+        preflight::check_model_file(&config.model_path)?;
+        let (jobs, loaded) = worker::spawn(config)?;
+        Ok(LocalProvider {
+            jobs,
+            model: loaded.model_name,
+            n_ctx: loaded.n_ctx,
+        })
+    }
+
+    /// The context window in use, in tokens.
+    pub fn context_size(&self) -> u32 {
+        self.n_ctx
+    }
+}
+
+#[async_trait]
+impl Provider for LocalProvider {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            parallel_tool_calls: true,
+            reasoning: false,
+            prompt_caching: true,
+            context_window: Some(u64::from(self.n_ctx)),
+        }
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChunkStream, ProviderError> {
+        let (tx, rx) = mpsc::unbounded_channel::<ChunkResult>();
+        self.jobs
+            .send(Job {
+                request: request.clone(),
+                cancel: cancel.clone(),
+                tx,
+            })
+            .map_err(|_| {
+                ProviderError::new(
+                    ProviderErrorKind::Stream,
+                    "the local model thread has stopped",
+                )
+            })?;
+        Ok(Box::pin(chunk_stream(rx)))
+    }
+}
+
+/// The worker's chunks as a stream; a stream that closes before its `Done`
+/// (or an error) ends with an error instead of passing for complete.
+fn chunk_stream(
+    rx: mpsc::UnboundedReceiver<ChunkResult>,
+) -> impl futures_util::Stream<Item = ChunkResult> + Send {
+    stream::unfold((rx, false), |(mut rx, finished)| async move {
+        if finished {
+            return None;
+        }
+        match rx.recv().await {
+            Some(item) => {
+                let end = matches!(item, Ok(StreamChunk::Done(_)) | Err(_));
+                Some((item, (rx, end)))
+            }
+            None => Some((
+                Err(ProviderError::new(
+                    ProviderErrorKind::Stream,
+                    "the local model stopped before finishing its answer",
+                )),
+                (rx, true),
+            )),
+        }
+    })
+}

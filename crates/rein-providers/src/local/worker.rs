@@ -1,0 +1,425 @@
+//! The thread that owns the model: llama.cpp objects are neither async nor
+//! shareable, so one thread loads the model, keeps one context and its KV
+//! cache, and serves requests one at a time from a channel.
+
+use std::num::NonZeroU32;
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::mpsc as std_mpsc;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::token::LlamaToken;
+use rein_core::{
+    FinishReason, ModelRequest, ProviderError, ProviderErrorKind, StreamChunk, ToolSpec, Usage,
+};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use super::config::LocalConfig;
+use super::cpu::physical_cores;
+use super::grammar::{ToolGrammar, tool_call_grammar};
+use super::output::OutputBuilder;
+use super::prefix::reusable_prefix;
+use super::sampler::TokenSampler;
+use super::template::ChatTemplate;
+use super::utf8::PieceDecoder;
+
+/// Tokens per decode call, and the most evaluated between two looks at the
+/// cancel token.
+const BATCH: u32 = 256;
+
+/// What the stream receives.
+pub(crate) type ChunkResult = Result<StreamChunk, ProviderError>;
+
+/// One request for the worker.
+pub(crate) struct Job {
+    pub(crate) request: ModelRequest,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) tx: UnboundedSender<ChunkResult>,
+}
+
+/// Facts about the loaded model.
+#[derive(Debug, Clone)]
+pub(crate) struct Loaded {
+    pub(crate) model_name: String,
+    pub(crate) n_ctx: u32,
+}
+
+/// llama.cpp's backend may be initialised once per process.
+static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+
+fn backend() -> Result<&'static LlamaBackend, ProviderError> {
+    BACKEND
+        .get_or_init(|| {
+            let mut backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            if std::env::var_os("REIN_LLAMA_LOG").is_none() {
+                backend.void_logs();
+            }
+            Ok(backend)
+        })
+        .as_ref()
+        .map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::Config,
+                format!("cannot start llama.cpp: {e}"),
+            )
+        })
+}
+
+fn config_error(message: String) -> ProviderError {
+    ProviderError::new(ProviderErrorKind::Config, message)
+}
+
+/// Start the worker thread and wait until the model is loaded.
+pub(crate) fn spawn(config: LocalConfig) -> Result<(std_mpsc::Sender<Job>, Loaded), ProviderError> {
+    let backend = backend()?;
+    let (ready_tx, ready_rx) = std_mpsc::channel();
+    let (jobs_tx, jobs_rx) = std_mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("rein-local-model".into())
+        .spawn(move || worker_main(backend, config, ready_tx, jobs_rx))
+        .map_err(|e| config_error(format!("cannot start the local model thread: {e}")))?;
+    match ready_rx.recv() {
+        Ok(Ok(loaded)) => Ok((jobs_tx, loaded)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(config_error(
+            "the local model thread stopped while loading the model".to_string(),
+        )),
+    }
+}
+
+fn worker_main(
+    backend: &'static LlamaBackend,
+    config: LocalConfig,
+    ready: std_mpsc::Sender<Result<Loaded, ProviderError>>,
+    jobs: std_mpsc::Receiver<Job>,
+) {
+    let model = match load_model(backend, &config.model_path) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut worker = match Worker::new(backend, &model, config) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let loaded = Loaded {
+        model_name: worker.model_name.clone(),
+        n_ctx: worker.ctx.n_ctx(),
+    };
+    if ready.send(Ok(loaded)).is_err() {
+        return;
+    }
+    while let Ok(job) = jobs.recv() {
+        let tx = job.tx.clone();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| worker.run(job)));
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = tx.send(Err(e));
+            }
+            Err(panic) => {
+                worker.forget_cache();
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown failure".to_string());
+                let _ = tx.send(Err(ProviderError::new(
+                    ProviderErrorKind::Stream,
+                    format!("the local model failed: {what}"),
+                )));
+            }
+        }
+    }
+}
+
+fn load_model(backend: &LlamaBackend, path: &Path) -> Result<LlamaModel, ProviderError> {
+    let params = LlamaModelParams::default();
+    LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
+        config_error(format!(
+            "cannot load model file {}: llama.cpp could not read it, the file may be truncated or corrupt ({e}); fetch it again",
+            path.display()
+        ))
+    })
+}
+
+struct Worker<'m> {
+    model: &'m LlamaModel,
+    ctx: LlamaContext<'m>,
+    template: ChatTemplate,
+    config: LocalConfig,
+    model_name: String,
+    /// Text of the BOS token, when the model wants one.
+    bos_text: String,
+    /// The tokens held in the KV cache, positions 0..len.
+    cached: Vec<LlamaToken>,
+    /// The grammar built for the last tool set.
+    grammar: Option<(Vec<ToolSpec>, Option<ToolGrammar>)>,
+}
+
+impl<'m> Worker<'m> {
+    fn new(
+        backend: &LlamaBackend,
+        model: &'m LlamaModel,
+        config: LocalConfig,
+    ) -> Result<Self, ProviderError> {
+        let trained = model.n_ctx_train();
+        let mut n_ctx = config.context_size.max(64);
+        if trained > 0 {
+            n_ctx = n_ctx.min(trained);
+        }
+        let threads = config
+            .threads
+            .filter(|&n| n > 0)
+            .unwrap_or_else(physical_cores);
+        let threads = i32::try_from(threads).unwrap_or(i32::MAX);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(BATCH.min(n_ctx))
+            .with_n_ubatch(BATCH.min(n_ctx))
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let ctx = model.new_context(backend, params).map_err(|e| {
+            config_error(format!(
+                "cannot create a {n_ctx}-token context for model {}: {e}",
+                config.model_path.display()
+            ))
+        })?;
+        let vocab = model.vocab();
+        let piece = |t: LlamaToken| {
+            String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned()
+        };
+        let bos_text = if vocab.should_add_bos() {
+            piece(vocab.bos())
+        } else {
+            String::new()
+        };
+        let eos_text = piece(vocab.eos());
+        let source = model
+            .chat_template(None)
+            .ok()
+            .and_then(|t| t.to_string().ok());
+        let template = ChatTemplate::new(source.as_deref(), piece(vocab.bos()), eos_text)
+            .map_err(|e| config_error(format!("model {}: {e}", config.model_path.display())))?;
+        let model_name = model
+            .meta_val_str("general.name")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .or_else(|| {
+                config
+                    .model_path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| "local".to_string());
+        Ok(Worker {
+            model,
+            ctx,
+            template,
+            config,
+            model_name,
+            bos_text,
+            cached: Vec::new(),
+            grammar: None,
+        })
+    }
+
+    /// Drop everything from the KV cache.
+    fn forget_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
+    fn grammar_for(&mut self, tools: &[ToolSpec]) -> Option<ToolGrammar> {
+        if !self.config.grammar || tools.is_empty() {
+            return None;
+        }
+        if let Some((cached_tools, grammar)) = &self.grammar
+            && cached_tools == tools
+        {
+            return grammar.clone();
+        }
+        let grammar = tool_call_grammar(tools);
+        self.grammar = Some((tools.to_vec(), grammar.clone()));
+        grammar
+    }
+
+    /// Serve one request: reuse the cached prefix, evaluate the rest of the
+    /// prompt, generate and stream.
+    fn run(&mut self, job: Job) -> Result<(), ProviderError> {
+        let cancelled = || ProviderError::new(ProviderErrorKind::Cancelled, "cancelled");
+        let request = &job.request;
+        let prompt = self
+            .template
+            .render(request, self.config.tool_results_as_user)
+            .map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e))?;
+        let vocab = self.model.vocab();
+        let add_bos = !self.bos_text.is_empty() && !prompt.starts_with(&self.bos_text);
+        let tokens = vocab.tokenize(prompt.as_bytes(), add_bos, true);
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.len() >= n_ctx {
+            return Err(ProviderError::new(
+                ProviderErrorKind::ContextLengthExceeded,
+                format!(
+                    "the conversation is {} tokens but the local model's context holds {n_ctx}",
+                    tokens.len()
+                ),
+            ));
+        }
+        if tokens.is_empty() {
+            return Err(ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                "the prompt is empty",
+            ));
+        }
+
+        // Reuse the longest cached prefix; evaluate the rest.
+        let mut keep = reusable_prefix(&self.cached, &tokens);
+        if keep < self.cached.len() {
+            let from = u32::try_from(keep).unwrap_or(u32::MAX);
+            if !matches!(
+                self.ctx.clear_kv_cache_seq(Some(0), Some(from), None),
+                Ok(true)
+            ) {
+                self.forget_cache();
+                keep = 0;
+            }
+            self.cached.truncate(keep);
+        }
+        let decode_error = |e: String| {
+            ProviderError::new(
+                ProviderErrorKind::Stream,
+                format!("the local model failed to evaluate: {e}"),
+            )
+        };
+        let started = std::time::Instant::now();
+        let mut batch = LlamaBatch::new(BATCH as usize, 1);
+        let mut last_idx = 0;
+        for chunk in tokens[keep..].chunks(BATCH as usize) {
+            if job.cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            batch.clear();
+            for (i, &token) in chunk.iter().enumerate() {
+                let pos = self.cached.len() + i;
+                let is_last = pos + 1 == tokens.len();
+                batch
+                    .add(token, pos as i32, &[0], is_last)
+                    .map_err(|e| decode_error(e.to_string()))?;
+            }
+            if let Err(e) = self.ctx.decode(&mut batch) {
+                self.forget_cache();
+                return Err(decode_error(e.to_string()));
+            }
+            self.cached.extend_from_slice(chunk);
+            last_idx = batch.n_tokens() - 1;
+        }
+
+        // Generate.
+        let max_new = request
+            .max_output_tokens
+            .map_or(self.config.max_output_tokens, |m| {
+                m.min(self.config.max_output_tokens)
+            })
+            .max(1);
+        let grammar = self.grammar_for(&request.tools);
+        let mut sampler = match TokenSampler::new(
+            self.model,
+            self.config.temperature,
+            self.config.seed,
+            grammar.as_ref(),
+        ) {
+            Ok(s) => s,
+            // A grammar llama.cpp refuses: generate without it.
+            Err(_) => {
+                TokenSampler::new(self.model, self.config.temperature, self.config.seed, None)
+                    .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))?
+            }
+        };
+        let mut decoder = PieceDecoder::default();
+        let mut output = OutputBuilder::new(&request.tools);
+        let send = |chunk: StreamChunk| {
+            let _ = job.tx.send(Ok(chunk));
+        };
+        let prompt_time = started.elapsed();
+        let mut generated: u64 = 0;
+        let mut raw = String::new();
+        let finish = loop {
+            if job.cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            if job.tx.is_closed() {
+                return Ok(());
+            }
+            let token = match sampler.sample(&self.ctx, last_idx, |t| vocab.is_eog(t)) {
+                Ok(t) => t,
+                Err(_) => break FinishReason::Stop,
+            };
+            if vocab.is_eog(token) {
+                break FinishReason::Stop;
+            }
+            generated += 1;
+            let text = decoder.push(&vocab.token_to_piece(token, false, None));
+            raw.push_str(&text);
+            for chunk in output.push(&text) {
+                send(chunk);
+            }
+            if output.repeated() {
+                break FinishReason::Stop;
+            }
+            if generated >= u64::from(max_new) || self.cached.len() >= n_ctx {
+                break FinishReason::Length;
+            }
+            batch.clear();
+            batch
+                .add(token, self.cached.len() as i32, &[0], true)
+                .map_err(|e| decode_error(e.to_string()))?;
+            if let Err(e) = self.ctx.decode(&mut batch) {
+                self.forget_cache();
+                return Err(decode_error(e.to_string()));
+            }
+            self.cached.push(token);
+            last_idx = 0;
+        };
+        if std::env::var_os("REIN_LOCAL_TRACE").is_some() {
+            eprintln!(
+                "---- PROMPT (cached {keep} of {}, {prompt_time:?})\n{prompt}\n---- OUTPUT ({finish:?}, {generated} tokens in {:?})\n{raw}\n----",
+                tokens.len(),
+                started.elapsed() - prompt_time
+            );
+        }
+        let tail = decoder.finish();
+        for chunk in output.push(&tail) {
+            send(chunk);
+        }
+        let (rest, made_calls) = output.finish();
+        for chunk in rest {
+            send(chunk);
+        }
+        send(StreamChunk::Usage(Usage {
+            input_tokens: tokens.len() as u64,
+            output_tokens: generated,
+            cached_input_tokens: keep as u64,
+            reasoning_tokens: 0,
+        }));
+        send(StreamChunk::Done(if made_calls {
+            FinishReason::ToolCalls
+        } else {
+            finish
+        }));
+        Ok(())
+    }
+}
