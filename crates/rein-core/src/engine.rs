@@ -375,28 +375,27 @@ impl AgentEngine {
             if let Some(u) = &assistant.usage {
                 st.usage.add(u);
             }
-            if failure.is_some() && assistant.content.is_empty() {
-                let (reason, error) = failure.unwrap_or((StopReason::HarnessError, None));
+            if assistant.content.is_empty()
+                && let Some((reason, error)) = failure
+            {
                 return st.stop(reason, error);
             }
+            st.final_text = assistant.text();
+            let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
+            let actual = assistant.usage.map(|u| u.input_tokens + u.output_tokens);
             let message = Message::Assistant(assistant);
             if let Err(e) = self.commit(&session_id, &message, sink).await {
                 return st.stop(StopReason::HarnessError, harness(e));
             }
             history_tokens += context::estimate_message_tokens(&message);
-            let Message::Assistant(assistant) = &message else {
-                return st.stop(StopReason::HarnessError, None);
-            };
-            st.final_text = assistant.text();
             sink.emit(Event::TokenUpdate {
                 estimated: fixed_tokens + history_tokens,
-                actual: assistant.usage.map(|u| u.input_tokens + u.output_tokens),
+                actual,
                 window,
             });
             if let Some((reason, error)) = failure {
                 return st.stop(reason, error);
             }
-            let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
             req.messages.push(message);
             if calls.is_empty() {
                 return st.stop(StopReason::Completed, None);

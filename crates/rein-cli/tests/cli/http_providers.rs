@@ -49,6 +49,14 @@ fn exec(env: &Env, provider: &str, vars: &[(&str, String)]) -> std::process::Out
     cmd.output().unwrap()
 }
 
+/// Environment pointing the built-in OpenAI providers at `server`.
+fn openai_env(server: &MockServer, key: &str) -> [(&'static str, String); 2] {
+    [
+        ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
+        ("OPENAI_API_KEY", key.to_string()),
+    ]
+}
+
 fn tool_names(tools: &Value, key: &str) -> Vec<String> {
     tools
         .as_array()
@@ -117,14 +125,7 @@ fn openai_chat_conversation_sends_the_right_requests() {
     server.push(MockResponse::sse(turn1));
     server.push(MockResponse::sse(turn2));
     let env = Env::new();
-    let o = exec(
-        &env,
-        "openai",
-        &[
-            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
-            ("OPENAI_API_KEY", "sk-test-key".into()),
-        ],
-    );
+    let o = exec(&env, "openai", &openai_env(&server, "sk-test-key"));
     let events = assert_completed(&o, "a.txt says hello.");
     assert_eq!(events.last().unwrap()["usage"]["input_tokens"], 250);
 
@@ -216,10 +217,7 @@ fn openai_responses_conversation_replays_reasoning_and_call_outputs() {
     let o = exec(
         &env,
         "openai-responses",
-        &[
-            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
-            ("OPENAI_API_KEY", "sk-test-key".into()),
-        ],
+        &openai_env(&server, "sk-test-key"),
     );
     let events = assert_completed(&o, "a.txt says hello.");
     assert_eq!(events.last().unwrap()["usage"]["cached_input_tokens"], 40);
@@ -419,14 +417,7 @@ fn a_429_with_retry_after_is_retried_and_shown_as_a_retry_event() {
     server.push(MockResponse::sse(body));
     let env = Env::new();
     let started = std::time::Instant::now();
-    let o = exec(
-        &env,
-        "openai",
-        &[
-            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
-            ("OPENAI_API_KEY", "k".into()),
-        ],
-    );
+    let o = exec(&env, "openai", &openai_env(&server, "k"));
     let events = assert_completed(&o, "ok");
     let retry = events
         .iter()
@@ -548,14 +539,7 @@ fn a_stream_that_goes_silent_before_any_output_is_retried() {
     server.push(MockResponse::sse(openai_text_stream("second try")));
     let env = Env::new();
     config_with_idle_timeout(&env, 1);
-    let o = exec(
-        &env,
-        "openai",
-        &[
-            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
-            ("OPENAI_API_KEY", "k".into()),
-        ],
-    );
+    let o = exec(&env, "openai", &openai_env(&server, "k"));
     let events = assert_completed(&o, "second try");
     let retry = events
         .iter()
@@ -581,14 +565,7 @@ fn a_stream_that_goes_silent_after_output_fails_the_turn_and_keeps_the_text() {
     ]));
     let env = Env::new();
     config_with_idle_timeout(&env, 1);
-    let o = exec(
-        &env,
-        "openai",
-        &[
-            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
-            ("OPENAI_API_KEY", "k".into()),
-        ],
-    );
+    let o = exec(&env, "openai", &openai_env(&server, "k"));
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     let events = json_lines(&o);
     assert!(events.iter().all(|e| e["type"] != "retry"));
@@ -619,14 +596,7 @@ fn a_connection_dropped_mid_stream_fails_the_turn_cleanly() {
         Part::Drop,
     ]));
     let env = Env::new();
-    let o = exec(
-        &env,
-        "openai",
-        &[
-            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
-            ("OPENAI_API_KEY", "k".into()),
-        ],
-    );
+    let o = exec(&env, "openai", &openai_env(&server, "k"));
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     let events = json_lines(&o);
     let error = events.last().unwrap()["error"].as_str().unwrap();
