@@ -40,9 +40,16 @@ pub struct ExecArgs {
     /// Most model calls in this run.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
-    /// Plan mode: read-only tools only; the answer is a plan.
-    #[arg(long)]
+    /// Plan mode (same as `--mode plan`): nothing can change files; the
+    /// answer is a plan.
+    #[arg(long, conflicts_with = "mode")]
     pub plan: bool,
+    /// Permission mode: default (reads run; edits and commands need a rule
+    /// allowing them), accept-edits (edits run too), plan (read-only), auto
+    /// (everything runs, inside the sandbox), bypass (no sandbox, no
+    /// checks: only for throwaway machines).
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
     /// Model provider: anthropic, openai, openai-responses, local, replay, or
     /// a [providers.NAME] from config.
     #[arg(long, value_name = "NAME")]

@@ -8,6 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
+use crate::permissions::PermissionSettings;
+
 /// One config file as written. Unknown keys are errors, so typos surface.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +25,7 @@ pub struct ConfigFile {
     pub local: Option<LocalSection>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSection>,
+    pub permissions: Option<crate::permissions::PermissionsSection>,
 }
 
 /// `[providers.NAME]`: an HTTP model endpoint.
@@ -115,6 +118,8 @@ pub struct Config {
     pub local: LocalSection,
     /// `[providers.NAME]` sections, merged across files.
     pub providers: BTreeMap<String, ProviderSection>,
+    /// `[permissions]` and the rules files, layered.
+    pub permissions: PermissionSettings,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -130,7 +135,7 @@ pub fn rein_home() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".rein"))
 }
 
-fn read_file(path: &Path) -> Result<Option<ConfigFile>> {
+fn read_file(path: &Path) -> Result<Option<(ConfigFile, String)>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -147,7 +152,7 @@ fn read_file(path: &Path) -> Result<Option<ConfigFile>> {
             .unwrap_or_default();
         anyhow!("invalid config {}{at}: {msg}", path.display())
     })?;
-    Ok(Some(file))
+    Ok(Some((file, text)))
 }
 
 impl Config {
@@ -166,16 +171,23 @@ impl Config {
             replay_script: None,
             local: LocalSection::default(),
             providers: BTreeMap::new(),
+            permissions: PermissionSettings::default(),
         };
         for path in [
             home.join("config.toml"),
             workspace.join(".rein").join("config.toml"),
         ] {
-            if let Some(file) = read_file(&path)? {
+            if let Some((mut file, text)) = read_file(&path)? {
                 let base = path.parent().unwrap_or(Path::new("."));
+                if let Some(section) = file.permissions.take() {
+                    cfg.permissions.apply(section, &path, &text)?;
+                }
                 cfg.apply(file, base)
                     .with_context(|| format!("in config {}", path.display()))?;
             }
+        }
+        for path in crate::permissions::rules_files(&home, workspace) {
+            cfg.permissions.apply_json_file(&path)?;
         }
         if let Some(p) = env_string("REIN_PROVIDER") {
             cfg.provider = Some(p);
@@ -275,7 +287,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
         std::fs::write(&path, "provider = \"replay\"\nmax_turn = 3\n").unwrap();
-        let err = read_file(&path).unwrap_err().to_string();
+        let err = read_file(&path).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(err.contains("unknown field `max_turn`"), "{err}");
     }
@@ -294,6 +306,7 @@ mod tests {
             replay_script: None,
             local: LocalSection::default(),
             providers: BTreeMap::new(),
+            permissions: PermissionSettings::default(),
         };
         let file: ConfigFile =
             toml::from_str("[replay]\nscript = \"s.json\"\nmax_turns = 1").unwrap_or_default();
@@ -324,6 +337,7 @@ mod tests {
             replay_script: None,
             local: LocalSection::default(),
             providers: BTreeMap::new(),
+            permissions: PermissionSettings::default(),
         };
         let file: ConfigFile = toml::from_str(
             "[local]\nmodel_path = \"m.gguf\"\ncontext_size = 4096\nthreads = 2\ngrammar = false\ntool_results_as_user = true\n",

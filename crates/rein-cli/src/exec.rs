@@ -5,13 +5,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
-use rein_core::{AgentEngine, CancellationToken, Event, FnSink, RunRequest, SessionStore};
+use rein_core::{
+    AgentEngine, CancellationToken, Event, FnSink, PermissionMode, Permissions, RunRequest,
+    SessionStore,
+};
 use rein_store::SqliteStore;
 
 use crate::cli::ExecArgs;
 use crate::config::Config;
 use crate::exit::{self, Failure};
-use crate::output::{self, HumanOutput};
+use crate::output::{self, HumanOutput, Refusals};
+use crate::permissions::ProjectRulesFile;
 
 /// Canonical workspace from `-C` or the current directory.
 pub fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
@@ -55,6 +59,16 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
         return Err(Failure::usage(anyhow!("the prompt is empty")));
     }
     Ok(prompt)
+}
+
+/// The engine's permission settings from the layered config.
+fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
+    let mut p = Permissions::new(mode);
+    p.rules = cfg.permissions.rules.clone();
+    p.network = cfg.permissions.network;
+    p.env_allow = cfg.permissions.env_allow.clone();
+    p.state_dir = Some(cfg.home.clone());
+    p
 }
 
 /// Cancel on the first Ctrl-C or SIGTERM; exit at once on the second.
@@ -120,7 +134,20 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         cfg.replay_script = Some(s);
     }
     cfg.validate().map_err(Failure::usage)?;
+    let mode = match (&args.mode, args.plan) {
+        (Some(m), _) => m
+            .parse::<PermissionMode>()
+            .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
+        (None, true) => PermissionMode::Plan,
+        (None, false) => cfg.permissions.mode.unwrap_or_default(),
+    };
     let prompt = read_prompt(&args.prompt)?;
+    if mode == PermissionMode::Bypass {
+        output::err(
+            "warning: --mode bypass: no sandbox and no permission checks; commands can change \
+             anything this user can",
+        );
+    }
     let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
     let store = open_store(&cfg)?;
 
@@ -155,7 +182,9 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         .tools(rein_tools::builtin_tools())
         .max_turns(cfg.max_turns)
         .tool_timeout(cfg.tool_timeout)
-        .provider_retries(cfg.provider_retries);
+        .provider_retries(cfg.provider_retries)
+        .permissions(permissions(&cfg, mode))
+        .project_rules(Arc::new(ProjectRulesFile::for_workspace(&workspace)));
     if let Some(n) = cfg.max_concurrent_tools {
         builder = builder.max_concurrent_tools(n);
     }
@@ -169,14 +198,20 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     let request = RunRequest {
         prompt,
         resume,
-        plan: args.plan,
+        mode: Some(mode),
     };
     let outcome = if args.json {
-        let mut sink = FnSink(|event: Event| match serde_json::to_string(&event) {
-            Ok(line) => output::out(&line),
-            Err(e) => output::err(&format!("cannot encode event: {e}")),
+        let mut refusals = Refusals::default();
+        let mut sink = FnSink(|event: Event| {
+            refusals.note(&event);
+            match serde_json::to_string(&event) {
+                Ok(line) => output::out(&line),
+                Err(e) => output::err(&format!("cannot encode event: {e}")),
+            }
         });
-        engine.run(request, cancel, &mut sink).await
+        let outcome = engine.run(request, cancel, &mut sink).await;
+        refusals.report();
+        outcome
     } else {
         let mut human = HumanOutput::default();
         let mut sink = FnSink(|event: Event| human.show(&event));

@@ -6,6 +6,7 @@ mod exec;
 mod exit;
 mod model;
 mod output;
+mod permissions;
 mod providers;
 mod sessions;
 

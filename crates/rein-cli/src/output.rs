@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use rein_core::{Event, Message, StopReason};
+use rein_core::{Event, Message, PermissionMode, StopReason};
 
 /// Write a line to stdout; a closed pipe is ignored.
 pub fn out(line: &str) {
@@ -32,14 +32,88 @@ pub fn one_line(text: &str, max: usize) -> String {
     }
 }
 
+/// Calls refused because they needed an approval nobody could give; told
+/// to the user at the end with what would allow them.
+#[derive(Default)]
+pub struct Refusals {
+    items: Vec<(String, String, String)>,
+    rules: Vec<String>,
+    modes: Vec<PermissionMode>,
+}
+
+impl Refusals {
+    pub fn note(&mut self, event: &Event) {
+        if let Event::PermissionDenied {
+            tool,
+            summary,
+            why,
+            needed_approval: true,
+            suggested_rules,
+            suggested_mode,
+            ..
+        } = event
+        {
+            self.items
+                .push((tool.clone(), one_line(summary, 100), one_line(why, 160)));
+            for r in suggested_rules {
+                if !self.rules.contains(r) {
+                    self.rules.push(r.clone());
+                }
+            }
+            if let Some(m) = suggested_mode
+                && !self.modes.contains(m)
+            {
+                self.modes.push(*m);
+            }
+        }
+    }
+
+    /// The report on stderr, if anything was refused.
+    pub fn report(&self) {
+        if self.items.is_empty() {
+            return;
+        }
+        let n = self.items.len();
+        err(&format!(
+            "{n} call{} needed approval, which rein exec cannot ask for, and did not run:",
+            if n == 1 { "" } else { "s" }
+        ));
+        for (tool, summary, why) in &self.items {
+            err(&format!("  {tool}: {summary} ({why})"));
+        }
+        let mut fixes = Vec::new();
+        // The least permissive mode that covers them all.
+        if let Some(mode) = self.modes.iter().max_by_key(|m| match m {
+            PermissionMode::AcceptEdits => 1,
+            _ => 2,
+        }) {
+            fixes.push(format!("run with --mode {mode}"));
+        }
+        if !self.rules.is_empty() {
+            let quoted: Vec<String> = self.rules.iter().map(|r| format!("{r:?}")).collect();
+            fixes.push(format!(
+                "allow exactly these with \"permissions\": {{\"allow\": [{}]}} in .rein/settings.json",
+                quoted.join(", ")
+            ));
+        }
+        if fixes.is_empty() {
+            err("  nothing but an interactive approval can allow these");
+        } else {
+            err(&format!("to allow: {}", fixes.join(", or ")));
+        }
+    }
+}
+
 /// Prints a run's progress on stderr and its answer on stdout.
 #[derive(Default)]
 pub struct HumanOutput {
     pub session_id: Option<String>,
+    pub refusals: Refusals,
 }
 
 impl HumanOutput {
     pub fn show(&mut self, event: &Event) {
+        self.refusals.note(event);
         match event {
             Event::RunStarted {
                 session_id,
@@ -47,11 +121,12 @@ impl HumanOutput {
                 model,
                 workspace,
                 resumed,
-                plan,
+                mode,
+                ..
             } => {
                 self.session_id = Some(session_id.clone());
                 let verb = if *resumed { "resumed" } else { "session" };
-                let mode = if *plan { " · plan mode" } else { "" };
+                let mode = format!(" · {mode} mode");
                 err(&format!(
                     "rein · {verb} {session_id} · {provider}/{model} · {workspace}{mode}"
                 ));
@@ -81,6 +156,10 @@ impl HumanOutput {
                     one_line(output_preview, 100)
                 ));
             }
+            Event::PermissionDenied { tool, why, .. } => {
+                err(&format!("  ⊘ {tool} refused: {}", one_line(why, 200)));
+            }
+            Event::Notice { message } => err(&format!("note: {}", one_line(message, 300))),
             Event::Retry {
                 attempt,
                 max_retries,
@@ -101,6 +180,7 @@ impl HumanOutput {
                 if *reason == StopReason::Completed {
                     out(final_text.trim_end());
                 }
+                self.refusals.report();
                 let tokens = format!(
                     "{turns} turn{} · {} input / {} output tokens",
                     if *turns == 1 { "" } else { "s" },

@@ -320,6 +320,7 @@ mod tests {
             replay_script: None,
             local: Default::default(),
             providers: Default::default(),
+            permissions: Default::default(),
         };
         assert_eq!(auto_select(&cfg), None);
         let models = home.path().join("models");

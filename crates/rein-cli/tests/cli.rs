@@ -7,6 +7,7 @@ mod cli {
     mod exec;
     mod http_providers;
     mod model;
+    mod permissions;
     mod sessions;
     pub mod support;
 }

@@ -1,17 +1,22 @@
 //! The gate: the one place every tool call passes through. It finds the
-//! tool, enforces plan mode, checks the arguments, takes path locks, bounds
-//! concurrency, time and output, and turns every failure into an error
-//! observation.
+//! tool, enforces plan mode, checks the arguments, decides permissions (and
+//! asks for approval when it must), takes path locks, bounds concurrency,
+//! time and output, and turns every failure into an error observation.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinError;
 
+use crate::approval::{
+    ApprovalDecision, ApprovalReply, ApprovalRequest, ApprovalScope, Approvals, ProjectRules,
+};
+use crate::event::Event;
 use crate::locks::PathLocks;
+use crate::permission::{PermissionMode, Permissions, Rule, Verdict};
 use crate::schema::{ToolCall, ToolResult, ToolSpec};
 use crate::schema_check;
 use crate::text::truncate_middle;
@@ -54,6 +59,61 @@ pub struct Gate {
     semaphore: Option<Arc<Semaphore>>,
 }
 
+/// The permission state of one run, shared by its calls.
+pub struct RunPolicy {
+    pub mode: PermissionMode,
+    pub permissions: Arc<Permissions>,
+    /// Allow rules granted by approvals in this session.
+    pub granted: Mutex<Vec<Rule>>,
+    pub approvals: Approvals,
+    pub project_rules: Option<Arc<dyn ProjectRules>>,
+}
+
+impl RunPolicy {
+    /// A policy with no earlier approvals, refusing what needs one.
+    pub fn new(mode: PermissionMode, permissions: Permissions) -> RunPolicy {
+        RunPolicy {
+            mode,
+            permissions: Arc::new(permissions),
+            granted: Mutex::new(Vec::new()),
+            approvals: Approvals::Refuse,
+            project_rules: None,
+        }
+    }
+
+    pub fn with_approvals(mut self, approvals: Approvals) -> RunPolicy {
+        self.approvals = approvals;
+        self
+    }
+
+    fn granted(&self) -> Vec<Rule> {
+        match self.granted.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn grant(&self, rules: &[Rule]) {
+        let mut g = match self.granted.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        for r in rules {
+            if !g.contains(r) {
+                g.push(r.clone());
+            }
+        }
+    }
+}
+
+/// Where the gate sends the events of a call (approvals, refusals).
+pub type GateEvents = Arc<dyn Fn(Event) + Send + Sync>;
+
+/// Events that go nowhere.
+pub fn no_events() -> GateEvents {
+    Arc::new(|_| {})
+}
+
 /// What a gated call produced.
 #[derive(Debug, Clone)]
 pub struct GateOutcome {
@@ -93,11 +153,12 @@ impl Gate {
         gate
     }
 
-    /// The tools the model may see: in plan mode only those that read.
-    pub fn specs(&self, plan: bool) -> Vec<ToolSpec> {
+    /// The tools the model may see: in plan mode none that write (programs
+    /// run there in a read-only sandbox).
+    pub fn specs(&self, mode: PermissionMode) -> Vec<ToolSpec> {
         self.tools
             .iter()
-            .filter(|t| !plan || t.access == ToolAccess::Read)
+            .filter(|t| mode != PermissionMode::Plan || t.access != ToolAccess::Write)
             .map(|t| t.spec.clone())
             .collect()
     }
@@ -108,9 +169,15 @@ impl Gate {
 
     /// Run one call through every check. Never fails: each problem becomes
     /// an error observation for the model.
-    pub async fn run(&self, call: &ToolCall, ctx: ToolContext, plan: bool) -> GateOutcome {
+    pub async fn run(
+        &self,
+        call: &ToolCall,
+        ctx: ToolContext,
+        policy: &RunPolicy,
+        events: &GateEvents,
+    ) -> GateOutcome {
         let started = Instant::now();
-        let output = match self.run_inner(call, ctx, plan).await {
+        let output = match self.run_inner(call, ctx, policy, events).await {
             Ok(out) => out,
             Err(e) => ToolOutput::error(format!("error: {e}")),
         };
@@ -128,21 +195,27 @@ impl Gate {
     async fn run_inner(
         &self,
         call: &ToolCall,
-        ctx: ToolContext,
-        plan: bool,
+        mut ctx: ToolContext,
+        policy: &RunPolicy,
+        events: &GateEvents,
     ) -> Result<ToolOutput, ToolError> {
+        let plan = policy.mode == PermissionMode::Plan;
         let Some(entry) = self.by_name.get(&call.name).map(|&i| &self.tools[i]) else {
-            let available: Vec<String> = self.specs(plan).into_iter().map(|s| s.name).collect();
+            let available: Vec<String> = self
+                .specs(policy.mode)
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
             return Err(ToolError(format!(
                 "unknown tool `{}`. Available tools: {}.",
                 call.name,
                 available.join(", ")
             )));
         };
-        if plan && entry.access != ToolAccess::Read {
+        if plan && entry.access == ToolAccess::Write {
             return Err(ToolError(format!(
-                "`{}` is not available in plan mode: plan mode is read-only, so only tools \
-                 that read can run. Finish the plan; the user will switch modes to carry it out.",
+                "`{}` is not available in plan mode: plan mode is read-only, so no tool that \
+                 changes files can run. Finish the plan; the user will switch modes to carry it out.",
                 call.name
             )));
         }
@@ -160,6 +233,10 @@ impl Gate {
         })?;
         schema_check::check(&args, &entry.spec.parameters)
             .map_err(|e| ToolError(format!("invalid arguments for `{}`: {e}", call.name)))?;
+
+        ctx.sandbox = policy.permissions.sandbox(policy.mode);
+        self.check_permission(entry, call, &args, &ctx, policy, events)
+            .await?;
 
         let cancel = ctx.cancel.clone();
         let _permit = match &self.semaphore {
@@ -209,6 +286,154 @@ impl Gate {
             Err(_) => {
                 handle.abort();
                 Err(ToolError(format!("`{}` {stopped_why}", call.name)))
+            }
+        }
+    }
+}
+
+impl Gate {
+    /// Decide the call; ask for approval when needed. `Err` is the refusal
+    /// the model sees.
+    async fn check_permission(
+        &self,
+        entry: &Registered,
+        call: &ToolCall,
+        args: &Value,
+        ctx: &ToolContext,
+        policy: &RunPolicy,
+        events: &GateEvents,
+    ) -> Result<(), ToolError> {
+        let assessment = entry.tool.assess(args, ctx);
+        let verdict = policy.permissions.decide(
+            policy.mode,
+            &call.name,
+            entry.access,
+            &assessment,
+            &policy.granted(),
+            &ctx.workspace,
+        );
+        let (why, suggested_rules, suggested_mode) = match verdict {
+            Verdict::Allow => return Ok(()),
+            Verdict::Deny { why } => {
+                events(Event::PermissionDenied {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    summary: assessment.summary.clone(),
+                    why: why.clone(),
+                    needed_approval: false,
+                    suggested_rules: Vec::new(),
+                    suggested_mode: None,
+                });
+                return Err(ToolError(format!(
+                    "permission denied: {why}. Do not retry this call; choose another way or \
+                     tell the user what you need."
+                )));
+            }
+            Verdict::Ask {
+                why,
+                suggested_rules,
+                suggested_mode,
+            } => (why, suggested_rules, suggested_mode),
+        };
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            summary: assessment.summary.clone(),
+            risk: assessment.risk,
+            why: why.clone(),
+            suggested_rules: crate::approval::rule_strings(&suggested_rules),
+            suggested_mode,
+            mode: policy.mode,
+        };
+        let decision = match &policy.approvals {
+            Approvals::Refuse => {
+                events(Event::PermissionDenied {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    summary: assessment.summary,
+                    why: why.clone(),
+                    needed_approval: true,
+                    suggested_rules: request.suggested_rules,
+                    suggested_mode,
+                });
+                return Err(ToolError(format!(
+                    "not run: this call needs the user's approval ({why}), and nobody can approve \
+                     it in this run. Do not retry it; do what you can without it, and say in your \
+                     answer what you could not run."
+                )));
+            }
+            Approvals::Events => {
+                let (reply, answer) = ApprovalReply::channel();
+                events(Event::ApprovalRequired {
+                    request: request.clone(),
+                    reply,
+                });
+                tokio::select! {
+                    d = answer => d.unwrap_or(ApprovalDecision::deny()),
+                    _ = ctx.cancel.cancelled() => {
+                        return Err(ToolError::new("cancelled while waiting for approval"));
+                    }
+                }
+            }
+            Approvals::With(approver) => tokio::select! {
+                d = approver.decide(&request) => d,
+                _ = ctx.cancel.cancelled() => {
+                    return Err(ToolError::new("cancelled while waiting for approval"));
+                }
+            },
+        };
+        events(Event::ApprovalResolved {
+            call_id: call.id.clone(),
+            decision: decision.clone(),
+        });
+        match decision {
+            ApprovalDecision::Deny { feedback } => Err(ToolError(match feedback {
+                Some(f) if !f.trim().is_empty() => {
+                    format!("the user denied this call, saying: {}", f.trim())
+                }
+                _ => "the user denied this call. Do not retry it; ask or try another way."
+                    .to_string(),
+            })),
+            ApprovalDecision::Approve { scope } => {
+                self.remember(scope, &suggested_rules, ctx, policy, events)
+                    .await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Keep an approval for the session or the project.
+    async fn remember(
+        &self,
+        scope: ApprovalScope,
+        rules: &[Rule],
+        ctx: &ToolContext,
+        policy: &RunPolicy,
+        events: &GateEvents,
+    ) {
+        if scope == ApprovalScope::Once || rules.is_empty() {
+            return;
+        }
+        policy.grant(rules);
+        for rule in rules {
+            let text = rule.to_string();
+            if let Err(e) = ctx.store.add_grant(&ctx.session_id, &text).await {
+                events(Event::Notice {
+                    message: format!("could not remember `{text}` for this session: {e}"),
+                });
+            }
+            if scope == ApprovalScope::Project {
+                let saved = match &policy.project_rules {
+                    Some(p) => p.add_allow(rule),
+                    None => Err("this run has no project rules file".to_string()),
+                };
+                if let Err(e) = saved {
+                    events(Event::Notice {
+                        message: format!(
+                            "`{text}` is allowed for this session only: saving it for the project failed ({e})"
+                        ),
+                    });
+                }
             }
         }
     }

@@ -12,11 +12,13 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::approval::{Approvals, ProjectRules};
 use crate::assemble::AssistantAssembler;
 use crate::context::{self, PromptFacts};
-use crate::dispatch::{Gate, GateLimits};
+use crate::dispatch::{Gate, GateEvents, GateLimits, RunPolicy};
 use crate::event::{Event, EventSink, StopReason};
 use crate::history::repair_history;
+use crate::permission::{PermissionMode, Permissions, Rule};
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
 use crate::schema::{AssistantMessage, Message, ToolCall, ToolResult, Usage};
 use crate::store::{NewSession, SessionStore, StoreError};
@@ -40,6 +42,10 @@ pub struct EngineConfig {
     /// First retry delay; doubles each time, with jitter (default 1 s).
     pub retry_base_delay: Duration,
     pub limits: GateLimits,
+    /// Modes, rules and the sandbox's settings (default mode: `default`).
+    pub permissions: Permissions,
+    /// Who answers approval requests (default: nobody, so they are refused).
+    pub approvals: Approvals,
 }
 
 impl Default for EngineConfig {
@@ -49,6 +55,8 @@ impl Default for EngineConfig {
             provider_retries: 3,
             retry_base_delay: Duration::from_secs(1),
             limits: GateLimits::default(),
+            permissions: Permissions::new(PermissionMode::Default),
+            approvals: Approvals::Refuse,
         }
     }
 }
@@ -60,9 +68,34 @@ pub struct AgentEngineBuilder {
     workspace: PathBuf,
     tools: Vec<Arc<dyn Tool>>,
     config: EngineConfig,
+    project_rules: Option<Arc<dyn ProjectRules>>,
 }
 
 impl AgentEngineBuilder {
+    /// Modes, rules and sandbox settings.
+    pub fn permissions(mut self, permissions: Permissions) -> Self {
+        self.config.permissions = permissions;
+        self
+    }
+
+    /// The permission mode of runs that do not choose one.
+    pub fn mode(mut self, mode: PermissionMode) -> Self {
+        self.config.permissions.mode = mode;
+        self
+    }
+
+    /// Who answers approval requests.
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.config.approvals = approvals;
+        self
+    }
+
+    /// Where "always for this project" approvals are written.
+    pub fn project_rules(mut self, rules: Arc<dyn ProjectRules>) -> Self {
+        self.project_rules = Some(rules);
+        self
+    }
+
     /// The workspace root (default: the current directory).
     pub fn workspace(mut self, path: impl Into<PathBuf>) -> Self {
         self.workspace = path.into();
@@ -130,7 +163,9 @@ impl AgentEngineBuilder {
                 store: self.store,
                 gate: Arc::new(gate),
                 workspace,
+                permissions: Arc::new(self.config.permissions.clone()),
                 config: self.config,
+                project_rules: self.project_rules,
             }),
         })
     }
@@ -142,8 +177,8 @@ pub struct RunRequest {
     pub prompt: String,
     /// Continue this session (id or unique prefix) instead of starting one.
     pub resume: Option<String>,
-    /// Plan mode: read-only tools only.
-    pub plan: bool,
+    /// The permission mode of this run (default: the engine's).
+    pub mode: Option<PermissionMode>,
 }
 
 impl RunRequest {
@@ -173,6 +208,8 @@ struct Inner {
     gate: Arc<Gate>,
     workspace: PathBuf,
     config: EngineConfig,
+    permissions: Arc<Permissions>,
+    project_rules: Option<Arc<dyn ProjectRules>>,
 }
 
 /// The agent loop. Cheap to clone; clones share tools, locks and store.
@@ -219,6 +256,7 @@ impl AgentEngine {
             workspace: PathBuf::from("."),
             tools: Vec::new(),
             config: EngineConfig::default(),
+            project_rules: None,
         }
     }
 
@@ -236,8 +274,13 @@ impl AgentEngine {
     }
 
     /// The tools offered to the model, as it would see them.
-    pub fn tool_specs(&self, plan: bool) -> Vec<crate::schema::ToolSpec> {
-        self.inner.gate.specs(plan)
+    pub fn tool_specs(&self, mode: PermissionMode) -> Vec<crate::schema::ToolSpec> {
+        self.inner.gate.specs(mode)
+    }
+
+    /// The permission settings runs start from.
+    pub fn permissions(&self) -> &Permissions {
+        &self.inner.permissions
     }
 
     /// Run to the end, sending every event to `sink`. The last event is
@@ -313,21 +356,28 @@ impl AgentEngine {
             usage: Usage::default(),
             final_text: String::new(),
         };
+        let mode = request.mode.unwrap_or(inner.permissions.mode);
+        let plan = mode == PermissionMode::Plan;
         sink.emit(Event::RunStarted {
             session_id: session_id.clone(),
             provider: inner.provider.name().to_string(),
             model: inner.provider.model().to_string(),
             workspace: inner.workspace.display().to_string(),
             resumed,
-            plan: request.plan,
+            mode,
+            plan,
         });
+        let policy = match self.run_policy(&session_id, mode, sink).await {
+            Ok(p) => Arc::new(p),
+            Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
+        };
         let user = Message::user(request.prompt);
         if let Err(e) = self.commit(&session_id, &user, sink).await {
             return st.stop(StopReason::HarnessError, harness(e));
         }
         messages.push(user);
 
-        let tools = inner.gate.specs(request.plan);
+        let tools = inner.gate.specs(mode);
         let agents_md = context::read_agents_md(&inner.workspace);
         let date = crate::time::format_date(crate::time::now_millis());
         let system = context::system_prompt(&PromptFacts {
@@ -335,7 +385,7 @@ impl AgentEngine {
             date: &date,
             os: std::env::consts::OS,
             tools: &tools,
-            plan: request.plan,
+            plan,
             agents_md: agents_md.as_deref(),
         });
         let mut req = ModelRequest {
@@ -401,7 +451,7 @@ impl AgentEngine {
                 return st.stop(StopReason::Completed, None);
             }
             let (results, fault) = self
-                .run_tools(&session_id, calls, request.plan, cancel, sink)
+                .run_tools(&session_id, calls, &policy, cancel, sink)
                 .await;
             for r in results {
                 let m = Message::Tool(r);
@@ -412,6 +462,32 @@ impl AgentEngine {
                 return st.stop(StopReason::HarnessError, harness(e));
             }
         }
+    }
+
+    /// The permission state of a run: the session's earlier approvals
+    /// come back from the store.
+    async fn run_policy(
+        &self,
+        session_id: &str,
+        mode: PermissionMode,
+        sink: &mut dyn EventSink,
+    ) -> Result<RunPolicy, StoreError> {
+        let mut granted = Vec::new();
+        for text in self.inner.store.grants(session_id).await? {
+            match text.parse::<Rule>() {
+                Ok(rule) => granted.push(rule),
+                Err(e) => sink.emit(Event::Notice {
+                    message: format!("ignoring a stored approval of this session: {e}"),
+                }),
+            }
+        }
+        Ok(RunPolicy {
+            mode,
+            permissions: self.inner.permissions.clone(),
+            granted: std::sync::Mutex::new(granted),
+            approvals: self.inner.config.approvals.clone(),
+            project_rules: self.inner.project_rules.clone(),
+        })
     }
 
     /// Create the session, or load and repair the one to resume.
@@ -550,10 +626,14 @@ impl AgentEngine {
         &self,
         session_id: &str,
         calls: Vec<ToolCall>,
-        plan: bool,
+        policy: &Arc<RunPolicy>,
         cancel: &CancellationToken,
         sink: &mut dyn EventSink,
     ) -> (Vec<ToolResult>, Option<StoreError>) {
+        enum Msg {
+            Event(Event),
+            Done(usize, crate::dispatch::GateOutcome),
+        }
         let (tx, mut rx) = mpsc::unbounded_channel();
         for call in &calls {
             sink.emit(Event::ToolStarted {
@@ -570,18 +650,31 @@ impl AgentEngine {
                 call_id: call.id.clone(),
                 cancel: cancel.clone(),
                 store: self.inner.store.clone(),
+                sandbox: Default::default(),
             };
             let call = call.clone();
             let tx = tx.clone();
+            let policy = policy.clone();
+            let events_tx = tx.clone();
+            let events: GateEvents = Arc::new(move |e| {
+                let _ = events_tx.send(Msg::Event(e));
+            });
             tokio::spawn(async move {
-                let outcome = gate.run(&call, ctx, plan).await;
-                let _ = tx.send((index, outcome));
+                let outcome = gate.run(&call, ctx, &policy, &events).await;
+                let _ = tx.send(Msg::Done(index, outcome));
             });
         }
         drop(tx);
         let mut slots: Vec<Option<ToolResult>> = vec![None; calls.len()];
         let mut fault = None;
-        while let Some((index, outcome)) = rx.recv().await {
+        while let Some(msg) = rx.recv().await {
+            let (index, outcome) = match msg {
+                Msg::Event(e) => {
+                    sink.emit(e);
+                    continue;
+                }
+                Msg::Done(index, outcome) => (index, outcome),
+            };
             let r = outcome.result;
             sink.emit(Event::ToolFinished {
                 call_id: r.call_id.clone(),

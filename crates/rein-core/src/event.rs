@@ -3,6 +3,8 @@
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use crate::approval::{ApprovalDecision, ApprovalReply, ApprovalRequest};
+use crate::permission::PermissionMode;
 use crate::schema::{Message, Usage};
 
 /// Why a run stopped. Each reason maps to its own exit code in the CLI.
@@ -47,6 +49,8 @@ pub enum Event {
         model: String,
         workspace: String,
         resumed: bool,
+        /// The permission mode (`plan` is true in plan mode).
+        mode: PermissionMode,
         plan: bool,
     },
     /// A model call is about to be made (turns count from 1).
@@ -76,6 +80,33 @@ pub enum Event {
         is_error: bool,
         output_preview: String,
     },
+    /// A call needs approval. Answer through `reply` (a dropped handle
+    /// denies); `rein exec --json` shows the request, never the handle.
+    ApprovalRequired {
+        request: ApprovalRequest,
+        #[serde(skip)]
+        reply: ApprovalReply,
+    },
+    /// An approval request was answered.
+    ApprovalResolved {
+        call_id: String,
+        decision: ApprovalDecision,
+    },
+    /// The gate refused a call (a deny rule, a protected path, or an
+    /// approval nobody could give). `suggested_*` say what would allow it.
+    PermissionDenied {
+        call_id: String,
+        tool: String,
+        summary: String,
+        why: String,
+        /// True when the call only needed an approval that could not be
+        /// asked for (headless); false when a rule or protection forbids it.
+        needed_approval: bool,
+        suggested_rules: Vec<String>,
+        suggested_mode: Option<PermissionMode>,
+    },
+    /// Something the user should know that is not an error of the run.
+    Notice { message: String },
     /// Context size: `estimated` for the request just sent, `actual` as the
     /// provider reported it, and the model's window when known.
     TokenUpdate {

@@ -1,14 +1,17 @@
 //! rein-core: the agent loop and the shapes everything else plugs into.
 //! No HTTP, no database, no terminal: those live in the crates above.
 
+pub mod approval;
 pub mod assemble;
 pub mod context;
 pub mod dispatch;
 pub mod engine;
 pub mod event;
+pub mod glob;
 pub mod history;
 pub mod locks;
 pub mod memory_store;
+pub mod permission;
 pub mod provider;
 pub mod schema;
 pub mod schema_check;
@@ -17,13 +20,21 @@ pub mod text;
 pub mod time;
 pub mod tool;
 
+pub use approval::{
+    ApprovalDecision, ApprovalReply, ApprovalRequest, ApprovalScope, Approvals, Approver,
+    ProjectRules,
+};
 pub use assemble::AssistantAssembler;
-pub use dispatch::{Gate, GateLimits};
+pub use dispatch::{Gate, GateEvents, GateLimits, RunPolicy, no_events};
 pub use engine::{
     AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunOutcome, RunRequest, RunStream,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
 pub use memory_store::MemoryStore;
+pub use permission::{
+    Assessment, PermissionMode, Permissions, Risk, Rule, Rules, SandboxMode, SandboxPolicy,
+    SubjectKind, Verdict,
+};
 pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
 };

@@ -12,7 +12,7 @@ use crate::store::{NewSession, SessionInfo, SessionStore, StoreError};
 #[derive(Default)]
 struct Data {
     order: Vec<String>,
-    sessions: HashMap<String, (SessionInfo, Vec<Message>, Vec<Todo>)>,
+    sessions: HashMap<String, (SessionInfo, Vec<Message>, Vec<Todo>, Vec<String>)>,
 }
 
 /// An in-memory session store.
@@ -81,8 +81,10 @@ impl SessionStore for MemoryStore {
                 message_count: 0,
             };
             d.order.push(info.id.clone());
-            d.sessions
-                .insert(info.id.clone(), (info.clone(), Vec::new(), Vec::new()));
+            d.sessions.insert(
+                info.id.clone(),
+                (info.clone(), Vec::new(), Vec::new(), Vec::new()),
+            );
             Ok(info)
         })
     }
@@ -184,6 +186,28 @@ impl SessionStore for MemoryStore {
             d.sessions
                 .get(id)
                 .map(|s| s.2.clone())
+                .ok_or_else(|| StoreError::NotFound(id.into()))
+        })
+    }
+
+    async fn add_grant(&self, id: &str, rule: &str) -> Result<(), StoreError> {
+        self.with(|d| {
+            let s = d
+                .sessions
+                .get_mut(id)
+                .ok_or_else(|| StoreError::NotFound(id.into()))?;
+            if !s.3.iter().any(|r| r == rule) {
+                s.3.push(rule.to_string());
+            }
+            Ok(())
+        })
+    }
+
+    async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        self.with(|d| {
+            d.sessions
+                .get(id)
+                .map(|s| s.3.clone())
                 .ok_or_else(|| StoreError::NotFound(id.into()))
         })
     }

@@ -72,4 +72,11 @@ pub trait SessionStore: Send + Sync {
     async fn set_todos(&self, id: &str, todos: &[Todo]) -> Result<(), StoreError>;
 
     async fn todos(&self, id: &str) -> Result<Vec<Todo>, StoreError>;
+
+    /// Remember an approval rule (`Tool(pattern)`) for the rest of the
+    /// session; adding one twice keeps one.
+    async fn add_grant(&self, id: &str, rule: &str) -> Result<(), StoreError>;
+
+    /// The session's approval rules, in the order they were granted.
+    async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError>;
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::permission::{Assessment, SandboxPolicy};
 use crate::store::SessionStore;
 
 /// What a tool does to the world; plan mode and permissions decide on it.
@@ -47,6 +48,9 @@ pub struct ToolContext {
     /// Fires when the run is cancelled or the call timed out.
     pub cancel: CancellationToken,
     pub store: Arc<dyn SessionStore>,
+    /// The sandbox a tool that runs programs must apply (set by the gate
+    /// from the run's permission mode).
+    pub sandbox: SandboxPolicy,
 }
 
 /// What a successful tool call returns.
@@ -98,6 +102,16 @@ pub trait Tool: Send + Sync {
     /// held until it returns. An error here is reported to the model.
     fn locks(&self, _args: &Value, _ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {
         Ok(Vec::new())
+    }
+
+    /// What this call would do, for the permission check: the subjects rules
+    /// match, the paths read and written, the risk. The default says only
+    /// the raw arguments, which bare `Tool` rules and the mode decide on.
+    fn assess(&self, args: &Value, _ctx: &ToolContext) -> Assessment {
+        Assessment {
+            summary: crate::text::preview(&args.to_string(), 5, 300),
+            ..Assessment::default()
+        }
     }
 
     /// How long this call may run, when the tool knows better than the

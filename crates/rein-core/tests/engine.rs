@@ -4,6 +4,7 @@
 
 mod engine {
     mod loop_scenarios;
+    mod permission_scenarios;
     pub mod support;
     mod tool_scenarios;
 }

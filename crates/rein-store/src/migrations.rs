@@ -36,6 +36,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
         body       TEXT NOT NULL
     );",
+    // 2: approvals granted for the rest of a session.
+    "CREATE TABLE grants (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,
+        rule       TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq),
+        UNIQUE (session_id, rule)
+    );",
 ];
 
 /// The schema version this build writes (the number of migration steps).

@@ -421,6 +421,37 @@ fn todos(conn: &mut Connection, id: &str) -> Result<Vec<Todo>, Fail> {
     }
 }
 
+fn add_grant(conn: &mut Connection, id: &str, rule: &str) -> Result<(), Fail> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("saving an approval")?;
+    ensure_exists(&tx, id)?;
+    tx.execute(
+        "INSERT OR IGNORE INTO grants (session_id, seq, rule)
+         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM grants WHERE session_id = ?1), ?2)",
+        params![id, rule],
+    )
+    .ctx("saving an approval")?;
+    tx.commit().ctx("committing an approval")
+}
+
+fn grants(conn: &mut Connection, id: &str) -> Result<Vec<String>, Fail> {
+    let tx = conn.transaction().ctx("reading approvals")?;
+    ensure_exists(&tx, id)?;
+    let rules = {
+        let mut stmt = tx
+            .prepare("SELECT rule FROM grants WHERE session_id = ?1 ORDER BY seq")
+            .ctx("reading approvals")?;
+        let rows = stmt
+            .query_map([id], |r| r.get::<_, String>(0))
+            .ctx("reading approvals")?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .ctx("reading approvals")?
+    };
+    tx.finish().ctx("reading approvals")?;
+    Ok(rules)
+}
+
 fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Other(format!("encoding {what}: {e}")))
 }
@@ -492,6 +523,16 @@ impl SessionStore for SqliteStore {
     async fn todos(&self, id: &str) -> Result<Vec<Todo>, StoreError> {
         let id = id.to_string();
         self.run(move |conn| todos(conn, &id)).await
+    }
+
+    async fn add_grant(&self, id: &str, rule: &str) -> Result<(), StoreError> {
+        let (id, rule) = (id.to_string(), rule.to_string());
+        self.run(move |conn| add_grant(conn, &id, &rule)).await
+    }
+
+    async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let id = id.to_string();
+        self.run(move |conn| grants(conn, &id)).await
     }
 }
 

@@ -3,7 +3,9 @@
 
 use async_trait::async_trait;
 use rein_core::text::truncate_middle;
-use rein_core::{PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
+use rein_core::{
+    Assessment, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -50,6 +52,21 @@ impl Tool for EditFile {
 
     fn access(&self) -> ToolAccess {
         ToolAccess::Write
+    }
+
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        crate::path_assessment(
+            args,
+            ctx,
+            "path",
+            true,
+            format!(
+                "edit {}\n- {}\n+ {}",
+                crate::str_arg(args, "path"),
+                rein_core::text::preview(crate::str_arg(args, "old_string"), 6, 400),
+                rein_core::text::preview(crate::str_arg(args, "new_string"), 6, 400)
+            ),
+        )
     }
 
     fn locks(&self, args: &Value, ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use rein_core::{
-    CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Assessment, CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -46,6 +46,16 @@ impl Tool for Glob {
 
     fn access(&self) -> ToolAccess {
         ToolAccess::Read
+    }
+
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        crate::path_assessment(
+            args,
+            ctx,
+            "path",
+            false,
+            format!("glob {}", crate::str_arg(args, "pattern")),
+        )
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -8,7 +8,7 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use rein_core::{
-    CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Assessment, CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -55,6 +55,16 @@ impl Tool for Grep {
 
     fn access(&self) -> ToolAccess {
         ToolAccess::Read
+    }
+
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        crate::path_assessment(
+            args,
+            ctx,
+            "path",
+            false,
+            format!("grep {}", crate::str_arg(args, "pattern")),
+        )
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

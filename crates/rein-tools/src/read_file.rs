@@ -5,7 +5,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use async_trait::async_trait;
-use rein_core::{PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
+use rein_core::{
+    Assessment, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -58,6 +60,16 @@ impl Tool for ReadFile {
 
     fn access(&self) -> ToolAccess {
         ToolAccess::Read
+    }
+
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        crate::path_assessment(
+            args,
+            ctx,
+            "path",
+            false,
+            format!("read {}", crate::str_arg(args, "path")),
+        )
     }
 
     fn locks(&self, args: &Value, ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {

@@ -1,7 +1,9 @@
 //! `write_file`: create or replace a whole file.
 
 use async_trait::async_trait;
-use rein_core::{PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
+use rein_core::{
+    Assessment, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -36,6 +38,20 @@ impl Tool for WriteFile {
 
     fn access(&self) -> ToolAccess {
         ToolAccess::Write
+    }
+
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        crate::path_assessment(
+            args,
+            ctx,
+            "path",
+            true,
+            format!(
+                "write {} ({} bytes)",
+                crate::str_arg(args, "path"),
+                crate::str_arg(args, "content").len()
+            ),
+        )
     }
 
     fn locks(&self, args: &Value, ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {

@@ -42,6 +42,10 @@ fn start_slow_run(
         .args([
             "exec",
             "--json",
+            // The host must see the command's pid: no PID namespace. The
+            // sandboxed path is covered by rein-tools' sandbox scenarios.
+            "--mode",
+            "bypass",
             "--provider",
             "replay",
             "--script",

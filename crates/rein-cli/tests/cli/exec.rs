@@ -11,6 +11,8 @@ fn the_example_task_fixes_the_project_and_json_output_parses_line_by_line() {
     let o = env.rein(&[
         "exec",
         "--json",
+        "--mode",
+        "auto",
         "--provider",
         "replay",
         "--script",

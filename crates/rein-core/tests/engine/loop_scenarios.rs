@@ -289,7 +289,7 @@ async fn resume_continues_a_session_with_its_history_and_repairs_dangling_calls(
         .run(RunRequest {
             prompt: "second question".into(),
             resume: Some(id[..12].to_string()),
-            plan: false,
+            mode: None,
         })
         .await;
     assert_eq!(second.session_id.as_deref(), Some(id.as_str()));
@@ -315,7 +315,7 @@ async fn resuming_an_unknown_session_is_a_harness_error_not_a_panic() {
         .run(RunRequest {
             prompt: "x".into(),
             resume: Some("nope".into()),
-            plan: false,
+            mode: None,
         })
         .await;
     assert_eq!(outcome.reason, StopReason::HarnessError);

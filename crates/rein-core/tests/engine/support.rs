@@ -226,6 +226,9 @@ pub fn harness(
     let builder = AgentEngine::builder(provider.clone(), store.clone())
         .workspace(std::env::temp_dir())
         .tools(tools())
+        // The loop's own scenarios: every call runs. Permission scenarios
+        // pick their own mode.
+        .mode(rein_core::PermissionMode::Auto)
         .retry_base_delay(Duration::from_millis(1));
     Harness {
         engine: configure(builder).build().unwrap(),

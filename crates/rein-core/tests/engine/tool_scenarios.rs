@@ -95,12 +95,17 @@ async fn plan_mode_hides_write_tools_and_refuses_calls_to_them() {
     ]);
     let writes = runs.clone();
     let h = harness(provider, move |b| b.tool(Arc::new(Writer(writes))));
-    assert!(h.engine.tool_specs(false).iter().any(|t| t.name == "write"));
+    assert!(
+        h.engine
+            .tool_specs(rein_core::PermissionMode::Default)
+            .iter()
+            .any(|t| t.name == "write")
+    );
     let (outcome, _) = h
         .run(RunRequest {
             prompt: "plan it".into(),
             resume: None,
-            plan: true,
+            mode: Some(rein_core::PermissionMode::Plan),
         })
         .await;
     assert_eq!(outcome.reason, StopReason::Completed);

@@ -46,6 +46,12 @@ impl Env {
             call_id: "call-1".into(),
             cancel,
             store: self.store.clone(),
+            // Tool tests see the tools' own behaviour; the sandbox has its
+            // own scenarios.
+            sandbox: rein_core::SandboxPolicy {
+                mode: rein_core::SandboxMode::Off,
+                ..Default::default()
+            },
         }
     }
 

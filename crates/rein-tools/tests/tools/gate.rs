@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rein_core::{Gate, GateLimits, ToolCall};
+use rein_core::{Gate, GateLimits, PermissionMode, Permissions, RunPolicy, ToolCall, no_events};
 use serde_json::json;
 
 use crate::common::Env;
@@ -30,8 +30,12 @@ async fn concurrent_writes_and_reads_of_one_file_never_see_a_torn_file() {
     ));
     env.write("shared.txt", content('A'));
     let done = Arc::new(AtomicBool::new(false));
+    let policy = Arc::new(RunPolicy::new(
+        PermissionMode::Auto,
+        Permissions::new(PermissionMode::Auto),
+    ));
 
-    let (g, e, d) = (gate.clone(), env.clone(), done.clone());
+    let (g, e, d, p) = (gate.clone(), env.clone(), done.clone(), policy.clone());
     let writer = tokio::spawn(async move {
         let contents = [content('B'), content('A')];
         for i in 0..30 {
@@ -40,14 +44,14 @@ async fn concurrent_writes_and_reads_of_one_file_never_see_a_torn_file() {
                 "write_file",
                 json!({"path": "shared.txt", "content": contents[i % 2]}),
             );
-            let out = g.run(&write, e.ctx(), false).await;
+            let out = g.run(&write, e.ctx(), &p, &no_events()).await;
             assert!(!out.result.is_error, "{}", out.result.output);
         }
         d.store(true, Ordering::SeqCst);
     });
     let mut readers = Vec::new();
     for r in 0..2 {
-        let (g, e, d) = (gate.clone(), env.clone(), done.clone());
+        let (g, e, d, p) = (gate.clone(), env.clone(), done.clone(), policy.clone());
         readers.push(tokio::spawn(async move {
             let mut reads = 0;
             while !d.load(Ordering::SeqCst) {
@@ -56,7 +60,7 @@ async fn concurrent_writes_and_reads_of_one_file_never_see_a_torn_file() {
                     "read_file",
                     json!({"path": "shared.txt", "offset": 19_990, "limit": 5}),
                 );
-                let out = g.run(&read, e.ctx(), false).await.result;
+                let out = g.run(&read, e.ctx(), &p, &no_events()).await.result;
                 assert!(!out.is_error, "torn read: {}", out.output);
                 assert!(
                     out.output
@@ -82,12 +86,20 @@ async fn concurrent_writes_and_reads_of_one_file_never_see_a_torn_file() {
 }
 
 #[tokio::test]
-async fn plan_mode_offers_only_the_reading_tools_and_todo_write() {
+async fn plan_mode_offers_every_tool_but_those_that_write_files() {
     let gate = Gate::new(rein_tools::builtin_tools(), GateLimits::default());
-    let mut plan: Vec<String> = gate.specs(true).into_iter().map(|s| s.name).collect();
+    let mut plan: Vec<String> = gate
+        .specs(PermissionMode::Plan)
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
     plan.sort();
-    assert_eq!(plan, ["glob", "grep", "read_file", "todo_write"]);
-    let mut all: Vec<String> = gate.specs(false).into_iter().map(|s| s.name).collect();
+    assert_eq!(plan, ["bash", "glob", "grep", "read_file", "todo_write"]);
+    let mut all: Vec<String> = gate
+        .specs(PermissionMode::Default)
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
     all.sort();
     assert_eq!(
         all,
@@ -111,7 +123,8 @@ async fn gate_reports_a_confinement_error_from_locks() {
         .run(
             &call(1, "write_file", json!({"path": "../x.txt", "content": "x"})),
             env.ctx(),
-            false,
+            &RunPolicy::new(PermissionMode::Auto, Permissions::new(PermissionMode::Auto)),
+            &no_events(),
         )
         .await;
     assert!(out.result.is_error);

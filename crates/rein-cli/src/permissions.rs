@@ -1,0 +1,313 @@
+//! Permission settings: `[permissions]` in config.toml and the JSON rules
+//! files (`$REIN_HOME/settings.json`, `.rein/settings.json` and
+//! `.rein/settings.local.json` in the workspace), and the writer that keeps
+//! "always for this project" approvals.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use rein_core::{PermissionMode, ProjectRules, Rule, Rules};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// `[permissions]` in a config file, or the `permissions` object of a
+/// rules file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsSection {
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Let shell commands use the network.
+    pub network: Option<bool>,
+    /// Secret-looking environment variables commands may still see.
+    #[serde(default)]
+    pub env_allow: Vec<String>,
+}
+
+/// A rules file: `{"permissions": {...}}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsFile {
+    #[serde(default)]
+    permissions: Option<PermissionsSection>,
+}
+
+/// Permission settings after layering.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionSettings {
+    pub mode: Option<PermissionMode>,
+    pub rules: Rules,
+    pub network: bool,
+    pub env_allow: Vec<String>,
+}
+
+/// The line of `needle` (a quoted string) in `text`, for error messages.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    let quoted = serde_json::to_string(needle).ok()?;
+    let at = text
+        .find(&quoted)
+        .or_else(|| text.find(&format!("'{needle}'")))
+        .or_else(|| text.find(needle))?;
+    Some(text[..at].matches('\n').count() + 1)
+}
+
+impl PermissionSettings {
+    /// Add one layer. `text` is the file's text (for line numbers), `file`
+    /// its path (for messages).
+    pub fn apply(&mut self, section: PermissionsSection, file: &Path, text: &str) -> Result<()> {
+        let at = |needle: &str| match line_of(text, needle) {
+            Some(line) => format!("{} (line {line})", file.display()),
+            None => file.display().to_string(),
+        };
+        if let Some(mode) = &section.mode {
+            let parsed: PermissionMode = mode
+                .parse()
+                .map_err(|e: String| anyhow!("{}: {e}", at(mode)))?;
+            if parsed == PermissionMode::Bypass {
+                bail!(
+                    "{}: mode \"bypass\" turns the sandbox off and is only accepted as a command-line flag (--mode bypass)",
+                    at(mode)
+                );
+            }
+            self.mode = Some(parsed);
+        }
+        let parse = |list: &[String]| -> Result<Vec<Rule>> {
+            list.iter()
+                .map(|r| r.parse::<Rule>().map_err(|e| anyhow!("{}: {e}", at(r))))
+                .collect()
+        };
+        let layer = Rules {
+            allow: parse(&section.allow)?,
+            ask: parse(&section.ask)?,
+            deny: parse(&section.deny)?,
+        };
+        self.rules.extend(layer);
+        if let Some(n) = section.network {
+            self.network = n;
+        }
+        for name in section.env_allow {
+            if name.trim().is_empty() || name.contains('=') {
+                bail!(
+                    "{}: env_allow takes variable names, got {name:?}",
+                    at(&name)
+                );
+            }
+            self.env_allow.push(name);
+        }
+        Ok(())
+    }
+
+    /// Read a JSON rules file, if it exists.
+    pub fn apply_json_file(&mut self, path: &Path) -> Result<()> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => bail!("cannot read rules file {}: {e}", path.display()),
+        };
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let file: SettingsFile = serde_json::from_str(&text).map_err(|e| {
+            anyhow!(
+                "invalid rules file {} (line {}): {}",
+                path.display(),
+                e.line(),
+                strip_position(&e.to_string())
+            )
+        })?;
+        if let Some(section) = file.permissions {
+            self.apply(section, path, &text)?;
+        }
+        Ok(())
+    }
+}
+
+/// serde_json appends " at line L column C"; the message already says it.
+fn strip_position(msg: &str) -> &str {
+    match msg.rfind(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    }
+}
+
+/// The rules files read for a workspace, in layering order.
+pub fn rules_files(home: &Path, workspace: &Path) -> Vec<PathBuf> {
+    vec![
+        home.join("settings.json"),
+        workspace.join(".rein").join("settings.json"),
+        workspace.join(".rein").join("settings.local.json"),
+    ]
+}
+
+/// Writes "always for this project" approvals into
+/// `.rein/settings.json`, keeping everything else in the file.
+pub struct ProjectRulesFile {
+    pub path: PathBuf,
+}
+
+impl ProjectRulesFile {
+    pub fn for_workspace(workspace: &Path) -> Self {
+        ProjectRulesFile {
+            path: workspace.join(".rein").join("settings.json"),
+        }
+    }
+
+    fn add(&self, rule: &str) -> Result<()> {
+        let mut doc: Value = match std::fs::read_to_string(&self.path) {
+            Ok(t) if t.trim().is_empty() => Value::Object(Default::default()),
+            Ok(t) => serde_json::from_str(&t).map_err(|e| {
+                anyhow!(
+                    "{} is not valid JSON (line {}); not touching it",
+                    self.path.display(),
+                    e.line()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Default::default()),
+            Err(e) => bail!("cannot read {}: {e}", self.path.display()),
+        };
+        let Some(root) = doc.as_object_mut() else {
+            bail!("{} does not hold a JSON object", self.path.display());
+        };
+        let perms = root
+            .entry("permissions")
+            .or_insert_with(|| Value::Object(Default::default()));
+        let Some(perms) = perms.as_object_mut() else {
+            bail!("`permissions` in {} is not an object", self.path.display());
+        };
+        let allow = perms
+            .entry("allow")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Some(allow) = allow.as_array_mut() else {
+            bail!(
+                "`permissions.allow` in {} is not a list",
+                self.path.display()
+            );
+        };
+        if allow.iter().any(|v| v.as_str() == Some(rule)) {
+            return Ok(());
+        }
+        allow.push(Value::String(rule.to_string()));
+        let text = serde_json::to_string_pretty(&doc)? + "\n";
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+        }
+        let tmp = self.path.with_extension("json.tmp");
+        std::fs::write(&tmp, text).map_err(|e| anyhow!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &self.path)
+            .map_err(|e| anyhow!("cannot replace {}: {e}", self.path.display()))?;
+        Ok(())
+    }
+}
+
+impl ProjectRules for ProjectRulesFile {
+    fn add_allow(&self, rule: &Rule) -> Result<(), String> {
+        self.add(&rule.to_string()).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_rule_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(
+            &path,
+            "{\n  \"permissions\": {\n    \"allow\": [\n      \"bash(git status*)\",\n      \"bash(git\"\n    ]\n  }\n}\n",
+        )
+        .unwrap();
+        let err = PermissionSettings::default()
+            .apply_json_file(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("settings.json (line 5)"), "{err}");
+        assert!(err.contains("bad permission rule `bash(git`"), "{err}");
+    }
+
+    #[test]
+    fn malformed_json_and_unknown_keys_are_one_line_errors_with_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(
+            &path,
+            "{\n  \"permissions\": {\n    \"allow\": [\"bash\",]\n",
+        )
+        .unwrap();
+        let err = PermissionSettings::default()
+            .apply_json_file(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("invalid rules file"), "{err}");
+        assert!(err.contains("(line 3)"), "{err}");
+        assert!(!err.contains('\n'));
+        std::fs::write(&path, "{\"permissions\": {\"alow\": []}}").unwrap();
+        let err = PermissionSettings::default()
+            .apply_json_file(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `alow`"), "{err}");
+    }
+
+    #[test]
+    fn bypass_and_unknown_modes_are_refused_in_files() {
+        let mut s = PermissionSettings::default();
+        let section = PermissionsSection {
+            mode: Some("bypass".into()),
+            ..Default::default()
+        };
+        let err = s
+            .apply(section, Path::new("c.toml"), "mode = \"bypass\"")
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("only accepted as a command-line flag")
+        );
+        let section = PermissionsSection {
+            mode: Some("yolo".into()),
+            ..Default::default()
+        };
+        let err = s.apply(section, Path::new("c.toml"), "").unwrap_err();
+        assert!(err.to_string().contains("unknown permission mode"), "{err}");
+    }
+
+    #[test]
+    fn project_approvals_are_added_once_and_keep_the_rest_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = ProjectRulesFile::for_workspace(dir.path());
+        std::fs::create_dir_all(file.path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file.path,
+            "{\"permissions\": {\"deny\": [\"bash(rm *)\"], \"network\": true}}",
+        )
+        .unwrap();
+        let rule: Rule = "bash(cargo test)".parse().unwrap();
+        file.add_allow(&rule).unwrap();
+        file.add_allow(&rule).unwrap();
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file.path).unwrap()).unwrap();
+        assert_eq!(
+            doc["permissions"]["allow"],
+            serde_json::json!(["bash(cargo test)"])
+        );
+        assert_eq!(
+            doc["permissions"]["deny"],
+            serde_json::json!(["bash(rm *)"])
+        );
+        assert_eq!(doc["permissions"]["network"], true);
+        let mut s = PermissionSettings::default();
+        s.apply_json_file(&file.path).unwrap();
+        assert_eq!(s.rules.allow, vec![rule]);
+        // A broken file is never overwritten.
+        std::fs::write(&file.path, "{oops").unwrap();
+        assert!(file.add_allow(&"bash(ls)".parse().unwrap()).is_err());
+        assert_eq!(std::fs::read_to_string(&file.path).unwrap(), "{oops");
+    }
+}

@@ -1,0 +1,526 @@
+//! Permission modes and rules: what the gate decides before a tool runs.
+//!
+//! A tool describes a call in an [`Assessment`] (the subjects rules match,
+//! the paths it reads and writes, its risk); [`Permissions::decide`] turns
+//! that, the rules and the mode into a [`Verdict`]. Order: secret reads and
+//! plan mode first, then deny rules (deny always wins), protected paths, ask
+//! rules, allow rules, and finally the mode's default. High-risk calls ask
+//! even when the mode would allow them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::glob::{GlobKind, glob_escape, glob_match};
+use crate::tool::ToolAccess;
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Reads run; edits and shell commands ask unless a rule allows them.
+    #[default]
+    Default,
+    /// File edits inside the workspace run; shell commands ask.
+    AcceptEdits,
+    /// Read-only: no write tools, and the shell's whole filesystem is
+    /// read-only.
+    Plan,
+    /// Everything runs without asking, inside the sandbox.
+    Auto,
+    /// No sandbox and no asking. Only by an explicit flag.
+    Bypass,
+}
+
+impl PermissionMode {
+    pub const ALL: [PermissionMode; 5] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::Auto,
+        PermissionMode::Bypass,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "accept-edits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::Auto => "auto",
+            PermissionMode::Bypass => "bypass",
+        }
+    }
+
+    /// The next mode of the interactive cycle (bypass is never cycled to).
+    pub fn cycle(self) -> PermissionMode {
+        match self {
+            PermissionMode::Default => PermissionMode::AcceptEdits,
+            PermissionMode::AcceptEdits => PermissionMode::Plan,
+            PermissionMode::Plan => PermissionMode::Auto,
+            PermissionMode::Auto | PermissionMode::Bypass => PermissionMode::Default,
+        }
+    }
+
+    /// The sandbox shell commands get in this mode.
+    pub fn sandbox(self) -> SandboxMode {
+        match self {
+            PermissionMode::Bypass => SandboxMode::Off,
+            PermissionMode::Plan => SandboxMode::ReadOnly,
+            _ => SandboxMode::WorkspaceWrite,
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PermissionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase().replace('_', "-");
+        PermissionMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == wanted || (wanted == "acceptedits" && *m == PermissionMode::AcceptEdits))
+            .ok_or_else(|| {
+                format!(
+                    "unknown permission mode `{s}`: expected one of default, accept-edits, plan, auto, bypass"
+                )
+            })
+    }
+}
+
+/// What a shell command may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// No sandbox at all (bypass mode).
+    Off,
+    /// Everything read-only except the workspace and a private /tmp.
+    #[default]
+    WorkspaceWrite,
+    /// The whole filesystem read-only (plan mode); a private /tmp.
+    ReadOnly,
+}
+
+/// The sandbox a tool that runs programs must apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    /// Whether commands may use the network.
+    pub network: bool,
+    /// Environment variables kept even though their names look secret.
+    pub env_allow: Vec<String>,
+    /// Paths kept read-only even inside the workspace (besides `.git/hooks`
+    /// and `.rein`, which the tool protects itself): the harness's own state.
+    pub read_only: Vec<PathBuf>,
+    /// Folders hidden from commands entirely (credential folders).
+    pub hidden: Vec<PathBuf>,
+}
+
+/// How dangerous a call is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    #[default]
+    Low,
+    High,
+}
+
+/// How rule patterns of a tool's subjects are matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubjectKind {
+    /// Shell commands: `*` matches anything.
+    #[default]
+    Command,
+    /// Paths relative to the workspace (absolute when outside).
+    Path,
+}
+
+/// What a tool says about one call before it runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assessment {
+    /// What `Tool(pattern)` rules are matched against: each simple command
+    /// of a shell line, the path a file tool touches. Every subject must be
+    /// allowed for the call to be allowed.
+    pub subjects: Vec<String>,
+    pub kind: SubjectKind,
+    /// Absolute paths the call reads.
+    pub reads: Vec<PathBuf>,
+    /// Absolute paths the call writes.
+    pub writes: Vec<PathBuf>,
+    pub risk: Risk,
+    /// Why the risk is what it is, for people and the model.
+    pub reasons: Vec<String>,
+    /// What the call does, for an approval prompt: the parsed command, the
+    /// file and the change.
+    pub summary: String,
+    /// The call could not be analysed (say, a shell line that does not
+    /// parse): no allow rule can cover it.
+    pub opaque: bool,
+    /// The call would run without the sandbox its mode requires.
+    pub unsandboxed: bool,
+}
+
+/// A rule: `Tool` or `Tool(pattern)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Rule {
+    pub tool: String,
+    pub pattern: Option<String>,
+}
+
+impl Rule {
+    pub fn new(tool: impl Into<String>, pattern: Option<String>) -> Rule {
+        Rule {
+            tool: tool.into(),
+            pattern,
+        }
+    }
+
+    /// The most precise rule for one subject: it matches that subject only.
+    pub fn exact(tool: &str, subject: &str) -> Rule {
+        Rule::new(tool, Some(glob_escape(subject)))
+    }
+
+    fn matches_tool(&self, tool: &str) -> bool {
+        self.tool == tool || self.tool == "*"
+    }
+
+    fn matches(&self, tool: &str, subject: &str, kind: SubjectKind) -> bool {
+        if !self.matches_tool(tool) {
+            return false;
+        }
+        match &self.pattern {
+            None => true,
+            Some(p) => {
+                let kind = match kind {
+                    SubjectKind::Command => GlobKind::Command,
+                    SubjectKind::Path => GlobKind::Path,
+                };
+                glob_match(p, subject, kind)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.pattern {
+            Some(p) => write!(f, "{}({p})", self.tool),
+            None => f.write_str(&self.tool),
+        }
+    }
+}
+
+impl FromStr for Rule {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.trim();
+        let bad = |why: &str| format!("bad permission rule `{s}`: {why}");
+        let (tool, pattern) = match text.find('(') {
+            None => (text, None),
+            Some(open) => {
+                let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                    return Err(bad("expected `Tool(pattern)` with a closing `)`"));
+                };
+                if inner.trim().is_empty() {
+                    return Err(bad(
+                        "the pattern inside `( )` is empty; write just the tool name to match every call",
+                    ));
+                }
+                (&text[..open], Some(inner.to_string()))
+            }
+        };
+        if tool.is_empty() {
+            return Err(bad("missing tool name"));
+        }
+        if tool != "*"
+            && !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+        {
+            return Err(bad(
+                "a tool name has only letters, digits, `_`, `-`, `.` and `:`",
+            ));
+        }
+        Ok(Rule::new(tool, pattern))
+    }
+}
+
+/// Allow, ask and deny lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    pub allow: Vec<Rule>,
+    pub ask: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+impl Rules {
+    /// Append another set (a later layer of configuration).
+    pub fn extend(&mut self, other: Rules) {
+        self.allow.extend(other.allow);
+        self.ask.extend(other.ask);
+        self.deny.extend(other.deny);
+    }
+}
+
+/// The gate's answer for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    /// Someone must approve it first.
+    Ask {
+        /// Why it needs approval.
+        why: String,
+        /// Precise rules that would allow it (one per subject not allowed).
+        suggested_rules: Vec<Rule>,
+        /// A mode under which it would run without asking, if any.
+        suggested_mode: Option<PermissionMode>,
+    },
+    Deny {
+        why: String,
+    },
+}
+
+/// Folders under the home directory whose contents are never read.
+pub const SECRET_HOME_DIRS: [&str; 6] = [
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".kube",
+    ".netrc",
+    ".config/gcloud",
+];
+
+/// Everything the gate needs to decide.
+#[derive(Debug, Clone, Default)]
+pub struct Permissions {
+    pub mode: PermissionMode,
+    pub rules: Rules,
+    /// Let shell commands use the network.
+    pub network: bool,
+    /// Environment variables kept although their names look secret.
+    pub env_allow: Vec<String>,
+    /// The harness's own state folder (kept read-only for commands).
+    pub state_dir: Option<PathBuf>,
+    /// The user's home folder (for the secret folders); None disables that
+    /// check.
+    pub home: Option<PathBuf>,
+}
+
+impl Permissions {
+    /// Defaults for this machine: home from `$HOME`.
+    pub fn new(mode: PermissionMode) -> Permissions {
+        Permissions {
+            mode,
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            ..Default::default()
+        }
+    }
+
+    /// The secret folders under home, as absolute paths.
+    pub fn secret_dirs(&self) -> Vec<PathBuf> {
+        match &self.home {
+            Some(home) => SECRET_HOME_DIRS.iter().map(|d| home.join(d)).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The sandbox for tools that run programs in `mode`.
+    pub fn sandbox(&self, mode: PermissionMode) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: mode.sandbox(),
+            network: self.network,
+            env_allow: self.env_allow.clone(),
+            read_only: self.state_dir.iter().cloned().collect(),
+            hidden: self.secret_dirs(),
+        }
+    }
+
+    /// Decide one call. `granted` are extra allow rules (approvals this
+    /// session). `workspace` is canonical.
+    pub fn decide(
+        &self,
+        mode: PermissionMode,
+        tool: &str,
+        access: ToolAccess,
+        a: &Assessment,
+        granted: &[Rule],
+        workspace: &Path,
+    ) -> Verdict {
+        let deny = |why: String| Verdict::Deny { why };
+        for read in a.reads.iter().chain(&a.writes) {
+            if let Some(dir) = self.secret_dirs().iter().find(|d| read.starts_with(d)) {
+                return deny(format!(
+                    "{} is inside {}, which holds credentials and is never read",
+                    read.display(),
+                    dir.display()
+                ));
+            }
+        }
+        if mode == PermissionMode::Plan && access == ToolAccess::Write {
+            return deny(format!(
+                "`{tool}` changes files, and plan mode is read-only. Finish the plan; the user \
+                 switches modes to carry it out."
+            ));
+        }
+        if mode == PermissionMode::Plan && access == ToolAccess::Execute && a.unsandboxed {
+            return deny(format!(
+                "`{tool}` cannot run in plan mode here: no read-only sandbox is available on this \
+                 machine"
+            ));
+        }
+        let subjects: Vec<&str> = if a.subjects.is_empty() {
+            vec![""]
+        } else {
+            a.subjects.iter().map(String::as_str).collect()
+        };
+        let hit = |rules: &[Rule], subject: &str| -> Option<Rule> {
+            rules
+                .iter()
+                .find(|r| {
+                    if subject.is_empty() || a.opaque {
+                        // Only a bare rule covers a call with nothing to match.
+                        r.pattern.is_none() && r.matches_tool(tool)
+                    } else {
+                        r.matches(tool, subject, a.kind)
+                    }
+                })
+                .cloned()
+        };
+        // Deny and ask rules see every subject, even those of an opaque call:
+        // for them, matching too much is the safe side.
+        let cautious_hit = |rules: &[Rule]| -> Option<(Rule, String)> {
+            if let Some(r) = rules
+                .iter()
+                .find(|r| r.pattern.is_none() && r.matches_tool(tool))
+            {
+                return Some((r.clone(), format!("every `{tool}` call")));
+            }
+            a.subjects.iter().find_map(|s| {
+                rules
+                    .iter()
+                    .find(|r| r.matches(tool, s, a.kind))
+                    .map(|r| (r.clone(), format!("`{s}`")))
+            })
+        };
+        if let Some((r, what)) = cautious_hit(&self.rules.deny) {
+            return deny(format!("the rule `{r}` denies {what}"));
+        }
+
+        let rel = |p: &Path| -> String {
+            p.strip_prefix(workspace)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| p.to_string_lossy().into_owned())
+        };
+        let all_allow: Vec<Rule> = self.rules.allow.iter().chain(granted).cloned().collect();
+        for w in &a.writes {
+            if let Some(why) = protected_write(w, workspace) {
+                let r = rel(w);
+                let explicitly_allowed = all_allow.iter().any(|rule| {
+                    rule.pattern.is_some() && rule.matches(tool, &r, SubjectKind::Path)
+                });
+                if !explicitly_allowed {
+                    return deny(format!(
+                        "{r} is protected ({why}); a rule like `{}` allows it",
+                        Rule::exact(tool, &r)
+                    ));
+                }
+            }
+        }
+
+        let ask_hit = cautious_hit(&self.rules.ask).map(|(r, _)| r);
+        let allowed: Vec<Option<Rule>> = subjects.iter().map(|s| hit(&all_allow, s)).collect();
+        let all_allowed = allowed.iter().all(Option::is_some);
+        let specific = all_allowed && allowed.iter().flatten().all(|r| r.pattern.is_some());
+
+        let suggestion = |why: String, mode_fix: Option<PermissionMode>| {
+            let rules = if a.opaque {
+                Vec::new()
+            } else {
+                subjects
+                    .iter()
+                    .zip(&allowed)
+                    .filter(|(s, r)| r.is_none() && !s.is_empty())
+                    .map(|(s, _)| Rule::exact(tool, s))
+                    .collect()
+            };
+            Verdict::Ask {
+                why,
+                suggested_rules: rules,
+                suggested_mode: mode_fix,
+            }
+        };
+
+        if mode != PermissionMode::Bypass {
+            if a.unsandboxed {
+                return suggestion(
+                    "no sandbox is available on this machine, so every command needs approval"
+                        .to_string(),
+                    None,
+                );
+            }
+            if let Some(r) = ask_hit {
+                return suggestion(format!("the rule `{r}` asks first"), None);
+            }
+            if a.risk == Risk::High && !specific {
+                let mut why = "high risk".to_string();
+                if !a.reasons.is_empty() {
+                    why = format!("high risk: {}", a.reasons.join("; "));
+                }
+                return suggestion(why, None);
+            }
+        }
+        if all_allowed {
+            return Verdict::Allow;
+        }
+        let needs = |what: &str, fix: PermissionMode| {
+            suggestion(format!("{what} need approval in `{mode}` mode"), Some(fix))
+        };
+        match (mode, access) {
+            (PermissionMode::Bypass | PermissionMode::Auto, _) => Verdict::Allow,
+            (_, ToolAccess::Read) => Verdict::Allow,
+            (PermissionMode::Plan, _) => Verdict::Allow,
+            (PermissionMode::AcceptEdits, ToolAccess::Write) => Verdict::Allow,
+            (_, ToolAccess::Write) => needs("file changes", PermissionMode::AcceptEdits),
+            (_, ToolAccess::Execute) => needs("shell commands", PermissionMode::Auto),
+        }
+    }
+}
+
+/// Why writing `path` is refused even inside the workspace, if it is.
+pub fn protected_write(path: &Path, workspace: &Path) -> Option<&'static str> {
+    let rel = path.strip_prefix(workspace).ok()?;
+    let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
+    let first = parts.next()?;
+    if first == ".git" {
+        return Some("git's internals change only through git itself");
+    }
+    if first == ".rein" {
+        return Some("rein's own project settings");
+    }
+    let name = rel.file_name()?.to_string_lossy();
+    if name.starts_with(".env") {
+        return Some("environment files hold credentials");
+    }
+    if name.ends_with(".pem") || name.ends_with(".key") {
+        return Some("key files hold credentials");
+    }
+    if name.starts_with("id_") && (!name.contains('.') || name.ends_with(".pub")) {
+        return Some("SSH keys");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,320 @@
+use super::*;
+
+fn ws() -> PathBuf {
+    PathBuf::from("/work/proj")
+}
+
+fn perms(allow: &[&str], ask: &[&str], deny: &[&str]) -> Permissions {
+    let parse = |v: &[&str]| v.iter().map(|r| r.parse::<Rule>().unwrap()).collect();
+    Permissions {
+        mode: PermissionMode::Default,
+        rules: Rules {
+            allow: parse(allow),
+            ask: parse(ask),
+            deny: parse(deny),
+        },
+        home: Some(PathBuf::from("/home/u")),
+        ..Default::default()
+    }
+}
+
+fn shell(cmds: &[&str]) -> Assessment {
+    Assessment {
+        subjects: cmds.iter().map(|s| s.to_string()).collect(),
+        kind: SubjectKind::Command,
+        summary: cmds.join(" && "),
+        ..Default::default()
+    }
+}
+
+fn edit(rel: &str) -> Assessment {
+    Assessment {
+        subjects: vec![rel.to_string()],
+        kind: SubjectKind::Path,
+        writes: vec![ws().join(rel)],
+        ..Default::default()
+    }
+}
+
+fn decide(p: &Permissions, mode: PermissionMode, tool: &str, a: &Assessment) -> Verdict {
+    let access = match tool {
+        "bash" => ToolAccess::Execute,
+        "read_file" | "grep" => ToolAccess::Read,
+        _ => ToolAccess::Write,
+    };
+    p.decide(mode, tool, access, a, &[], &ws())
+}
+
+fn is_allow(v: &Verdict) -> bool {
+    matches!(v, Verdict::Allow)
+}
+fn is_ask(v: &Verdict) -> bool {
+    matches!(v, Verdict::Ask { .. })
+}
+fn is_deny(v: &Verdict) -> bool {
+    matches!(v, Verdict::Deny { .. })
+}
+
+#[test]
+fn rules_parse_bare_and_patterned_forms_and_reject_malformed_ones() {
+    assert_eq!("bash".parse::<Rule>().unwrap(), Rule::new("bash", None));
+    assert_eq!(
+        "bash(git status*)".parse::<Rule>().unwrap(),
+        Rule::new("bash", Some("git status*".into()))
+    );
+    // A pattern may itself contain parentheses.
+    assert_eq!(
+        "bash(echo (a))".parse::<Rule>().unwrap(),
+        Rule::new("bash", Some("echo (a)".into()))
+    );
+    for bad in ["bash(git", "bash()", "(x)", "", "ba sh", "bash(x) y"] {
+        let err = bad.parse::<Rule>().unwrap_err();
+        assert!(err.starts_with("bad permission rule"), "{bad}: {err}");
+    }
+    assert_eq!(
+        "edit_file(src/**)".parse::<Rule>().unwrap().to_string(),
+        "edit_file(src/**)"
+    );
+}
+
+#[test]
+fn modes_parse_by_name_and_unknown_modes_are_rejected() {
+    assert_eq!(
+        "accept-edits".parse::<PermissionMode>().unwrap(),
+        PermissionMode::AcceptEdits
+    );
+    assert_eq!(
+        "acceptEdits".parse::<PermissionMode>().unwrap(),
+        PermissionMode::AcceptEdits
+    );
+    assert_eq!(
+        "AUTO".parse::<PermissionMode>().unwrap(),
+        PermissionMode::Auto
+    );
+    let err = "yolo".parse::<PermissionMode>().unwrap_err();
+    assert!(err.contains("unknown permission mode `yolo`"), "{err}");
+    assert_eq!(PermissionMode::Default.cycle(), PermissionMode::AcceptEdits);
+    assert_eq!(PermissionMode::Auto.cycle(), PermissionMode::Default);
+}
+
+#[test]
+fn default_mode_reads_run_and_writes_and_commands_ask() {
+    let p = perms(&[], &[], &[]);
+    let read = Assessment {
+        subjects: vec!["src/lib.rs".into()],
+        kind: SubjectKind::Path,
+        reads: vec![ws().join("src/lib.rs")],
+        ..Default::default()
+    };
+    assert!(is_allow(&decide(
+        &p,
+        PermissionMode::Default,
+        "read_file",
+        &read
+    )));
+    let v = decide(
+        &p,
+        PermissionMode::Default,
+        "edit_file",
+        &edit("src/lib.rs"),
+    );
+    match v {
+        Verdict::Ask {
+            suggested_rules,
+            suggested_mode,
+            ..
+        } => {
+            assert_eq!(suggested_mode, Some(PermissionMode::AcceptEdits));
+            assert_eq!(suggested_rules[0].to_string(), "edit_file(src/lib.rs)");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(is_ask(&decide(
+        &p,
+        PermissionMode::Default,
+        "bash",
+        &shell(&["ls"])
+    )));
+}
+
+#[test]
+fn accept_edits_runs_edits_but_asks_for_commands() {
+    let p = perms(&[], &[], &[]);
+    let m = PermissionMode::AcceptEdits;
+    assert!(is_allow(&decide(&p, m, "edit_file", &edit("src/lib.rs"))));
+    assert!(is_ask(&decide(&p, m, "bash", &shell(&["cargo test"]))));
+}
+
+#[test]
+fn compound_commands_need_every_part_allowed() {
+    let p = perms(&["bash(git status*)", "bash(git diff*)"], &[], &[]);
+    let m = PermissionMode::Default;
+    assert!(is_allow(&decide(
+        &p,
+        m,
+        "bash",
+        &shell(&["git status", "git diff --stat"])
+    )));
+    let v = decide(&p, m, "bash", &shell(&["git status", "curl -s x.sh", "sh"]));
+    match v {
+        Verdict::Ask {
+            suggested_rules, ..
+        } => {
+            let got: Vec<String> = suggested_rules.iter().map(|r| r.to_string()).collect();
+            assert_eq!(got, vec!["bash(curl -s x.sh)", "bash(sh)"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn deny_beats_ask_beats_allow() {
+    let p = perms(&["bash"], &["bash(npm publish*)"], &["bash(rm *)"]);
+    let m = PermissionMode::Auto;
+    assert!(is_deny(&decide(&p, m, "bash", &shell(&["ls", "rm x"]))));
+    assert!(is_ask(&decide(
+        &p,
+        m,
+        "bash",
+        &shell(&["npm publish --dry-run"])
+    )));
+    assert!(is_allow(&decide(&p, m, "bash", &shell(&["ls"]))));
+    // Deny wins even in bypass mode.
+    assert!(is_deny(&decide(
+        &p,
+        PermissionMode::Bypass,
+        "bash",
+        &shell(&["rm x"])
+    )));
+    // A bare deny denies every call of the tool.
+    let p = perms(&["bash(ls)"], &[], &["bash"]);
+    assert!(is_deny(&decide(&p, m, "bash", &shell(&["ls"]))));
+}
+
+#[test]
+fn high_risk_asks_in_every_mode_but_bypass_unless_a_precise_rule_allows_it() {
+    let mut a = shell(&["git push --force"]);
+    a.risk = Risk::High;
+    a.reasons = vec!["force push rewrites the remote's history".into()];
+    let p = perms(&["bash"], &[], &[]);
+    for m in [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Auto,
+    ] {
+        match decide(&p, m, "bash", &a) {
+            Verdict::Ask { why, .. } => assert!(why.contains("force push"), "{why}"),
+            other => panic!("{m}: {other:?}"),
+        }
+    }
+    assert!(is_allow(&decide(&p, PermissionMode::Bypass, "bash", &a)));
+    let precise = perms(&["bash(git push --force)"], &[], &[]);
+    assert!(is_allow(&decide(
+        &precise,
+        PermissionMode::Default,
+        "bash",
+        &a
+    )));
+}
+
+#[test]
+fn an_opaque_command_is_covered_only_by_a_bare_rule() {
+    let mut a = shell(&["echo 'unterminated"]);
+    a.opaque = true;
+    let p = perms(&["bash(echo*)"], &[], &[]);
+    assert!(is_ask(&decide(&p, PermissionMode::Default, "bash", &a)));
+    let p = perms(&["bash"], &[], &[]);
+    assert!(is_allow(&decide(&p, PermissionMode::Default, "bash", &a)));
+    // Deny rules still see its raw text.
+    let p = perms(&["bash"], &[], &["bash(echo*)"]);
+    assert!(is_deny(&decide(&p, PermissionMode::Default, "bash", &a)));
+}
+
+#[test]
+fn protected_paths_are_refused_for_writes_unless_a_precise_rule_allows_them() {
+    let p = perms(&["edit_file", "write_file"], &[], &[]);
+    for rel in [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".rein/settings.json",
+        ".env",
+        "config/.env.production",
+        "certs/server.pem",
+        "keys/id_ed25519",
+        "keys/id_rsa.pub",
+    ] {
+        let v = decide(&p, PermissionMode::Bypass, "write_file", &edit(rel));
+        assert!(is_deny(&v), "{rel}: {v:?}");
+    }
+    // Not credentials: an ordinary source file whose name starts with id_.
+    assert!(is_allow(&decide(
+        &p,
+        PermissionMode::Auto,
+        "write_file",
+        &edit("src/id_map.rs")
+    )));
+    let p = perms(&["write_file(**/.env.example)"], &[], &[]);
+    assert!(is_allow(&decide(
+        &p,
+        PermissionMode::Auto,
+        "write_file",
+        &edit(".env.example")
+    )));
+}
+
+#[test]
+fn secret_folders_in_home_are_never_read_even_in_bypass() {
+    let p = perms(&["read_file"], &[], &[]);
+    let a = Assessment {
+        subjects: vec!["/home/u/.ssh/id_rsa".into()],
+        kind: SubjectKind::Path,
+        reads: vec![PathBuf::from("/home/u/.ssh/id_rsa")],
+        ..Default::default()
+    };
+    assert!(is_deny(&decide(
+        &p,
+        PermissionMode::Bypass,
+        "read_file",
+        &a
+    )));
+    let a = Assessment {
+        reads: vec![PathBuf::from("/home/u/.config/gcloud/credentials.db")],
+        ..Default::default()
+    };
+    assert!(is_deny(&decide(&p, PermissionMode::Auto, "read_file", &a)));
+}
+
+#[test]
+fn plan_mode_refuses_writes_and_needs_a_read_only_sandbox_for_commands() {
+    let p = perms(&["write_file"], &[], &[]);
+    let m = PermissionMode::Plan;
+    assert!(is_deny(&decide(&p, m, "write_file", &edit("a.txt"))));
+    assert!(is_allow(&decide(&p, m, "bash", &shell(&["ls"]))));
+    let mut a = shell(&["ls"]);
+    a.unsandboxed = true;
+    assert!(is_deny(&decide(&p, m, "bash", &a)));
+}
+
+#[test]
+fn without_a_sandbox_every_command_asks_even_in_auto_mode() {
+    let p = perms(&["bash"], &[], &[]);
+    let mut a = shell(&["ls"]);
+    a.unsandboxed = true;
+    assert!(is_ask(&decide(&p, PermissionMode::Auto, "bash", &a)));
+    assert!(is_allow(&decide(&p, PermissionMode::Bypass, "bash", &a)));
+}
+
+#[test]
+fn session_grants_allow_what_they_name() {
+    let p = perms(&[], &[], &[]);
+    let granted = vec!["bash(cargo test*)".parse::<Rule>().unwrap()];
+    let v = p.decide(
+        PermissionMode::Default,
+        "bash",
+        ToolAccess::Execute,
+        &shell(&["cargo test --all"]),
+        &granted,
+        &ws(),
+    );
+    assert!(is_allow(&v));
+}

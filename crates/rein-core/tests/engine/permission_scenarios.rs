@@ -1,0 +1,333 @@
+//! The gate's permission step inside whole runs: approvals through the
+//! event stream, their scopes, refusals.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rein_core::*;
+use serde_json::{Value, json};
+
+use super::support::*;
+
+/// A tool that runs "commands": rules match its `cmd` argument.
+struct Shell(Arc<Mutex<Vec<String>>>);
+
+#[async_trait]
+impl Tool for Shell {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "shell".into(),
+            description: "runs".into(),
+            parameters: json!({"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}),
+        }
+    }
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Execute
+    }
+    fn assess(&self, args: &Value, _ctx: &ToolContext) -> Assessment {
+        let cmd = args["cmd"].as_str().unwrap_or("").to_string();
+        Assessment {
+            subjects: vec![cmd.clone()],
+            kind: SubjectKind::Command,
+            summary: cmd,
+            ..Default::default()
+        }
+    }
+    async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let cmd = args["cmd"].as_str().unwrap().to_string();
+        self.0.lock().unwrap().push(cmd);
+        Ok(ToolOutput::ok("ran"))
+    }
+}
+
+fn shell_calls(cmds: &[&str]) -> Vec<StreamChunk> {
+    let list: Vec<(String, Value)> = cmds
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("s{i}"), json!({"cmd": c})))
+        .collect();
+    let refs: Vec<(&str, &str, Value)> = list
+        .iter()
+        .map(|(id, a)| (id.as_str(), "shell", a.clone()))
+        .collect();
+    calls(&refs)
+}
+
+struct Setup {
+    h: Harness,
+    ran: Arc<Mutex<Vec<String>>>,
+}
+
+fn setup(steps: Vec<Step>, approvals: Approvals) -> Setup {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let r = ran.clone();
+    let h = harness(Scripted::new(steps), move |b| {
+        b.tool(Arc::new(Shell(r)))
+            .mode(PermissionMode::Default)
+            .approvals(approvals)
+    });
+    Setup { h, ran }
+}
+
+/// Run, answering every approval request with `answer`.
+async fn run_answering(
+    h: &Harness,
+    request: RunRequest,
+    answer: ApprovalDecision,
+) -> (RunOutcome, Vec<Event>) {
+    let mut events = Vec::new();
+    let mut sink = FnSink(|e: Event| {
+        if let Event::ApprovalRequired { reply, .. } = &e {
+            assert!(reply.send(answer.clone()));
+        }
+        events.push(e);
+    });
+    let outcome = h
+        .engine
+        .run(request, CancellationToken::new(), &mut sink)
+        .await;
+    (outcome, events)
+}
+
+fn count(events: &[Event], kind: &str) -> usize {
+    kinds(events).iter().filter(|k| *k == kind).count()
+}
+
+#[tokio::test]
+async fn an_approval_for_the_session_is_asked_once_and_survives_a_resume() {
+    let s = setup(
+        vec![
+            Ok(shell_calls(&["cargo test"])),
+            Ok(shell_calls(&["cargo test"])),
+            Ok(text("done")),
+            Ok(shell_calls(&["cargo test", "cargo build"])),
+            Ok(text("again")),
+        ],
+        Approvals::Events,
+    );
+    let (outcome, events) = run_answering(
+        &s.h,
+        RunRequest::new("test it"),
+        ApprovalDecision::Approve {
+            scope: ApprovalScope::Session,
+        },
+    )
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(
+        count(&events, "approval_required"),
+        1,
+        "{:?}",
+        kinds(&events)
+    );
+    assert_eq!(count(&events, "approval_resolved"), 1);
+    assert_eq!(*s.ran.lock().unwrap(), ["cargo test", "cargo test"]);
+    let id = outcome.session_id.clone().unwrap();
+    assert_eq!(s.h.store.grants(&id).await.unwrap(), ["shell(cargo test)"]);
+
+    // Resumed: the grant comes back from the store; only the new command asks.
+    let (outcome, events) = run_answering(
+        &s.h,
+        RunRequest {
+            prompt: "more".into(),
+            resume: Some(id),
+            mode: None,
+        },
+        ApprovalDecision::deny(),
+    )
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let asked: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ApprovalRequired { request, .. } => Some(request.summary.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["cargo build"]);
+    assert_eq!(
+        *s.ran.lock().unwrap(),
+        ["cargo test", "cargo test", "cargo test"]
+    );
+}
+
+#[tokio::test]
+async fn a_denial_with_feedback_reaches_the_model_and_the_tool_does_not_run() {
+    let s = setup(
+        vec![Ok(shell_calls(&["rm -rf build"])), Ok(text("ok"))],
+        Approvals::Events,
+    );
+    let (outcome, _) = run_answering(
+        &s.h,
+        RunRequest::new("clean"),
+        ApprovalDecision::Deny {
+            feedback: Some("use cargo clean instead".into()),
+        },
+    )
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert!(s.ran.lock().unwrap().is_empty());
+    let results = tool_results(&s.h.stored(&outcome).await);
+    assert!(results[0].is_error);
+    assert!(
+        results[0].output.contains("use cargo clean instead"),
+        "{}",
+        results[0].output
+    );
+    let second = &s.h.provider.requests()[1];
+    assert!(format!("{:?}", second.messages).contains("use cargo clean instead"));
+}
+
+#[tokio::test]
+async fn headless_refusal_tells_the_model_and_emits_what_would_allow_it() {
+    let s = setup(
+        vec![Ok(shell_calls(&["npm install"])), Ok(text("could not"))],
+        Approvals::Refuse,
+    );
+    let (outcome, events) = s.h.run(RunRequest::new("install")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert!(s.ran.lock().unwrap().is_empty());
+    let denied = events
+        .iter()
+        .find_map(|e| match e {
+            Event::PermissionDenied {
+                needed_approval,
+                suggested_rules,
+                suggested_mode,
+                ..
+            } => Some((*needed_approval, suggested_rules.clone(), *suggested_mode)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        denied,
+        (
+            true,
+            vec!["shell(npm install)".to_string()],
+            Some(PermissionMode::Auto)
+        )
+    );
+    let results = tool_results(&s.h.stored(&outcome).await);
+    assert!(results[0].output.contains("needs the user's approval"));
+}
+
+#[derive(Default)]
+struct Recorded(Mutex<Vec<String>>);
+
+impl ProjectRules for Recorded {
+    fn add_allow(&self, rule: &Rule) -> Result<(), String> {
+        self.0.lock().unwrap().push(rule.to_string());
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_approval_for_the_project_is_written_through_the_project_rules() {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let project = Arc::new(Recorded::default());
+    let (r, p) = (ran.clone(), project.clone());
+    let h = harness(
+        Scripted::new(vec![Ok(shell_calls(&["make lint"])), Ok(text("ok"))]),
+        move |b| {
+            b.tool(Arc::new(Shell(r)))
+                .mode(PermissionMode::Default)
+                .approvals(Approvals::Events)
+                .project_rules(p)
+        },
+    );
+    let (outcome, _) = run_answering(
+        &h,
+        RunRequest::new("lint"),
+        ApprovalDecision::Approve {
+            scope: ApprovalScope::Project,
+        },
+    )
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(*project.0.lock().unwrap(), ["shell(make lint)"]);
+    assert_eq!(*ran.lock().unwrap(), ["make lint"]);
+}
+
+struct Policy;
+
+#[async_trait]
+impl Approver for Policy {
+    async fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        if request.summary.starts_with("git ") {
+            ApprovalDecision::once()
+        } else {
+            ApprovalDecision::deny()
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_library_approver_decides_each_request() {
+    let s = setup(
+        vec![Ok(shell_calls(&["git status", "curl x"])), Ok(text("ok"))],
+        Approvals::With(Arc::new(Policy)),
+    );
+    let (outcome, _) = s.h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(*s.ran.lock().unwrap(), ["git status"]);
+}
+
+#[tokio::test]
+async fn an_unanswered_request_whose_handle_is_dropped_is_a_denial() {
+    let s = setup(
+        vec![Ok(shell_calls(&["make"])), Ok(text("ok"))],
+        Approvals::Events,
+    );
+    // The sink drops every event, reply handles included.
+    let outcome =
+        s.h.engine
+            .run(
+                RunRequest::new("go"),
+                CancellationToken::new(),
+                &mut NullSink,
+            )
+            .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert!(s.ran.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn cancelling_while_an_approval_is_pending_stops_the_run_promptly() {
+    let s = setup(
+        vec![Ok(shell_calls(&["make"])), Ok(text("ok"))],
+        Approvals::Events,
+    );
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let keep = held.clone();
+    let mut sink = FnSink(move |e: Event| {
+        if let Event::ApprovalRequired { reply, .. } = e {
+            // Keep the handle alive and never answer; cancel instead.
+            keep.lock().unwrap().push(reply);
+            c.cancel();
+        }
+    });
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(5),
+        s.h.engine.run(RunRequest::new("go"), cancel, &mut sink),
+    )
+    .await
+    .expect("the run must not hang on a pending approval");
+    assert_eq!(outcome.reason, StopReason::Cancelled);
+    assert!(s.ran.lock().unwrap().is_empty());
+    assert_eq!(held.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn plan_mode_hides_write_tools_but_offers_commands() {
+    let s = setup(vec![Ok(text("plan"))], Approvals::Refuse);
+    let names: Vec<String> =
+        s.h.engine
+            .tool_specs(PermissionMode::Plan)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+    assert!(names.contains(&"shell".to_string()));
+}
