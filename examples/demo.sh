@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 cp -r "$here/fix-the-test/project/." "$work/"
 cargo run --quiet --release --manifest-path "$here/../Cargo.toml" -p rein-cli -- \
-  exec -C "$work" --provider replay --script "$here/fix-the-test/script.json" \
+  exec -C "$work" --mode auto --provider replay --script "$here/fix-the-test/script.json" \
   "The test suite fails. Find the bug, fix it, and write REPORT.md."
 echo
 echo "--- the project after the run ($work) ---"

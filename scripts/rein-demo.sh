@@ -21,7 +21,7 @@ echo "== running rein on $model in $work" >&2
 echo "   task: $task" >&2
 status=0
 cargo run --quiet --release --manifest-path "$root/Cargo.toml" -p rein-cli -- \
-  exec -C "$work" --model-path "$model" --max-turns 15 "$task" || status=$?
+  exec -C "$work" --mode auto --model-path "$model" --max-turns 15 "$task" || status=$?
 
 echo
 echo "--- python3 test_calc.py after the run ($work) ---"

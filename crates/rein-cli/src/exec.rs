@@ -147,6 +147,12 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
             "warning: --mode bypass: no sandbox and no permission checks; commands can change \
              anything this user can",
         );
+    } else if rein_tools::sandbox::available() == rein_tools::sandbox::SandboxKind::None {
+        output::err(
+            "note: no sandbox works on this machine (bubblewrap missing or unable to create \
+             namespaces, and no Landlock in the kernel): every shell command needs approval. \
+             Install bubblewrap (apt-get install bubblewrap) to sandbox them.",
+        );
     }
     let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
     let store = open_store(&cfg)?;

@@ -9,10 +9,13 @@ use async_trait::async_trait;
 use crate::schema::{Message, Todo};
 use crate::store::{NewSession, SessionInfo, SessionStore, StoreError};
 
+/// One session: its record, messages, todos and approval grants.
+type Entry = (SessionInfo, Vec<Message>, Vec<Todo>, Vec<String>);
+
 #[derive(Default)]
 struct Data {
     order: Vec<String>,
-    sessions: HashMap<String, (SessionInfo, Vec<Message>, Vec<Todo>, Vec<String>)>,
+    sessions: HashMap<String, Entry>,
 }
 
 /// An in-memory session store.

@@ -2,14 +2,14 @@
 //! with bounded output and a timeout that kills every process it started.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rein_core::{
-    CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Assessment, CancellationToken, PathLock, SandboxPolicy, Tool, ToolAccess, ToolContext,
+    ToolError, ToolOutput, ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -17,6 +17,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
+
+use crate::sandbox::{self, SandboxKind};
 
 /// Timeout when none is asked for, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -44,9 +46,53 @@ struct Args {
     timeout_secs: Option<u64>,
 }
 
-/// Runs shell commands.
+/// Runs shell commands, in the sandbox [`sandbox::available`] finds.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bash;
+
+impl Bash {
+    /// The same tool with the sandbox mechanism chosen by the caller rather
+    /// than probed (tests force Landlock this way, without touching the
+    /// environment). The context's policy still decides whether and how
+    /// much to sandbox.
+    pub fn with_sandbox(kind: SandboxKind) -> BashIn {
+        BashIn { kind }
+    }
+}
+
+/// [`Bash`] with a chosen sandbox mechanism (see [`Bash::with_sandbox`]);
+/// everything but the mechanism is `Bash`'s.
+#[derive(Debug, Clone, Copy)]
+pub struct BashIn {
+    kind: SandboxKind,
+}
+
+#[async_trait]
+impl Tool for BashIn {
+    fn spec(&self) -> ToolSpec {
+        Bash.spec()
+    }
+
+    fn access(&self) -> ToolAccess {
+        Bash.access()
+    }
+
+    fn locks(&self, args: &Value, ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {
+        Bash.locks(args, ctx)
+    }
+
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        Bash.assess(args, ctx)
+    }
+
+    fn timeout(&self, args: &Value) -> Option<Duration> {
+        Bash.timeout(args)
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        call_bash(args, ctx, self.kind).await
+    }
+}
 
 #[async_trait]
 impl Tool for Bash {
@@ -58,8 +104,9 @@ impl Tool for Bash {
                  stderr come back merged, followed by the exit code. Long output keeps its first \
                  and last {} KiB. Timeout {DEFAULT_TIMEOUT_SECS} s by default, at most \
                  {MAX_TIMEOUT_SECS} s; on timeout the command and all its child processes are \
-                 killed. Background processes still writing to the output are stopped when the \
-                 command exits (redirect their output to a file to keep them running).",
+                 killed. Unless the user turned it off, commands run in a sandbox: only the workspace and a private /tmp are \
+                 writable, the network may be off, and no process outlives the call (start \
+                 servers and the commands that use them in the same call).",
                 HEAD_BYTES / 1024
             ),
             parameters: crate::schema_of::<Args>(),
@@ -75,14 +122,80 @@ impl Tool for Bash {
         Some(command_timeout(secs) + GATE_MARGIN)
     }
 
-    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = crate::parse_args("bash", args)?;
-        if args.command.trim().is_empty() {
-            return Err(ToolError::new("the command is empty"));
-        }
-        let limit = command_timeout(args.timeout_secs);
-        run(&args.command, &ctx.workspace, limit, ctx.cancel.clone()).await
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        let command = crate::str_arg(args, "command");
+        assess_command(command, &ctx.workspace, &ctx.sandbox)
     }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        call_bash(args, ctx, sandbox::available()).await
+    }
+}
+
+/// The permission facts of a command line: rules match each simple command
+/// of the PARSED line (every one must be allowed), the classifier gives the
+/// risk, and a line that does not parse is opaque (only a bare `bash` rule
+/// covers it).
+pub fn assess_command(
+    command: &str,
+    workspace: &std::path::Path,
+    policy: &SandboxPolicy,
+) -> Assessment {
+    let mut a = Assessment {
+        kind: rein_core::SubjectKind::Command,
+        summary: command.trim().to_string(),
+        unsandboxed: !bash_is_sandboxed(policy),
+        ..Assessment::default()
+    };
+    match crate::shell::parse(command) {
+        Ok(parsed) => {
+            a.subjects = parsed
+                .commands
+                .iter()
+                .map(|c| c.text())
+                .filter(|t| !t.trim().is_empty())
+                .collect();
+            if a.subjects.is_empty() {
+                a.subjects.push(command.trim().to_string());
+            }
+            a.opaque = parsed.opaque;
+            let danger = crate::shell::classify(&parsed, workspace, workspace);
+            if danger.risk == crate::shell::Risk::High {
+                a.risk = rein_core::Risk::High;
+            }
+            a.reasons = danger.reasons;
+        }
+        Err(e) => {
+            a.opaque = true;
+            a.subjects.push(command.trim().to_string());
+            a.reasons
+                .push(format!("the command line cannot be analysed: {e}"));
+        }
+    }
+    a
+}
+
+async fn call_bash(
+    args: Value,
+    ctx: ToolContext,
+    kind: SandboxKind,
+) -> Result<ToolOutput, ToolError> {
+    let args: Args = crate::parse_args("bash", args)?;
+    if args.command.trim().is_empty() {
+        return Err(ToolError::new("the command is empty"));
+    }
+    let limit = command_timeout(args.timeout_secs);
+    let cmd = shell_command(&args.command, &ctx, kind).map_err(ToolError)?;
+    run(cmd, limit, ctx.cancel.clone()).await
+}
+
+/// Whether the sandbox `policy` asks for can be applied to shell commands
+/// on this machine: always when its mode is `Off` (nothing is required),
+/// otherwise when bubblewrap or Landlock works (Landlock is enough for
+/// read-only mode too). When this is false, commands run unsandboxed, so
+/// the permission gate must ask before every one.
+pub fn bash_is_sandboxed(policy: &SandboxPolicy) -> bool {
+    sandbox::can_apply(policy)
 }
 
 /// The timeout a request gets: the default, clamped to 1..=600 s.
@@ -94,20 +207,16 @@ fn command_timeout(secs: Option<u64>) -> Duration {
 }
 
 /// The process to start for `command`: the one place that decides how a
-/// command is run (a sandbox wraps it here).
-fn shell_command(command: &str, workspace: &Path) -> Command {
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(workspace)
-        .env("PAGER", "cat")
+/// command is run. `bash -c` in the workspace, leading its own process
+/// group, with secret-looking variables removed, wrapped in the `kind` of
+/// sandbox the context's policy asks for (none when its mode is `Off`, or
+/// when `kind` is `None`: the gate then asks before every command).
+fn shell_command(command: &str, ctx: &ToolContext, kind: SandboxKind) -> Result<Command, String> {
+    let mut cmd = sandbox::command(kind, &ctx.sandbox, &ctx.workspace, command)?;
+    cmd.env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    cmd
+        .env("GIT_TERMINAL_PROMPT", "0");
+    Ok(cmd)
 }
 
 /// Process groups of the commands running right now, so that a process
@@ -180,12 +289,11 @@ enum Stop {
 }
 
 async fn run(
-    command: &str,
-    workspace: &Path,
+    mut cmd: Command,
     limit: Duration,
     cancel: CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let mut child = shell_command(command, workspace)
+    let mut child = cmd
         .spawn()
         .map_err(|e| ToolError(format!("could not start bash: {e}")))?;
     let mut guard = GroupGuard::new(child.id().and_then(|id| i32::try_from(id).ok()));

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use rein_core::{Tool, ToolError};
+use rein_core::{Assessment, SubjectKind, Tool, ToolContext, ToolError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -17,6 +17,8 @@ mod edit_match;
 pub mod glob;
 pub mod grep;
 pub mod read_file;
+pub mod sandbox;
+pub mod shell;
 pub mod todo;
 mod walk;
 pub mod workspace;
@@ -58,6 +60,46 @@ pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args)
         .map_err(|e| ToolError(format!("invalid arguments for `{tool}`: {e}")))
+}
+
+/// The permission facts of a call that touches one path given in `key`:
+/// rules match the path relative to the workspace. A path that cannot be
+/// resolved is still described (the call itself then fails with the
+/// reason).
+pub(crate) fn path_assessment(
+    args: &Value,
+    ctx: &ToolContext,
+    key: &str,
+    write: bool,
+    summary: String,
+) -> Assessment {
+    let raw = args.get(key).and_then(Value::as_str);
+    let resolved = match raw {
+        Some(p) => workspace::resolve(&ctx.workspace, p),
+        None => Ok(workspace::canonical_workspace(&ctx.workspace)),
+    };
+    let mut a = Assessment {
+        kind: SubjectKind::Path,
+        summary,
+        ..Assessment::default()
+    };
+    match resolved {
+        Ok(path) => {
+            a.subjects = vec![workspace::display(&ctx.workspace, &path)];
+            if write {
+                a.writes.push(path);
+            } else {
+                a.reads.push(path);
+            }
+        }
+        Err(_) => a.subjects = vec![raw.unwrap_or(".").to_string()],
+    }
+    a
+}
+
+/// A string argument, or "" (for descriptions only).
+pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]

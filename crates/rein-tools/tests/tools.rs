@@ -13,6 +13,8 @@ mod edit;
 mod files;
 #[path = "tools/gate.rs"]
 mod gate;
+#[path = "tools/sandbox.rs"]
+mod sandbox;
 #[path = "tools/search.rs"]
 mod search;
 #[path = "tools/todo.rs"]
