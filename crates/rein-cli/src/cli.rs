@@ -22,6 +22,29 @@ pub enum Command {
     /// List, locate and check the local model files.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// List, show or remove long-term memories.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
+    /// Compact a session now: summarise all but its last turns.
+    Compact(CompactArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Session id or unique prefix (default: the newest of this workspace).
+    pub session: Option<String>,
+    /// Model provider for the summary (as for `rein exec`).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    #[arg(long, value_name = "FILE")]
+    pub model_path: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -40,6 +63,15 @@ pub struct ExecArgs {
     /// Most model calls in this run.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// Stop after this many input + output tokens over all model calls.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop once model calls cost this many US dollars (known prices only).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop after this long: seconds, or with a unit (90s, 10m, 2h).
+    #[arg(long, value_name = "DURATION")]
+    pub max_wall_time: Option<String>,
     /// Plan mode (same as `--mode plan`): nothing can change files; the
     /// answer is a plan.
     #[arg(long, conflicts_with = "mode")]
@@ -89,6 +121,9 @@ pub enum SessionsCommand {
         /// Print the stored messages as JSON Lines.
         #[arg(long)]
         json: bool,
+        /// Show every stored message, also those compaction replaced.
+        #[arg(long)]
+        all: bool,
     },
     /// Delete a session and its messages.
     Delete {
@@ -112,5 +147,39 @@ pub enum ModelCommand {
         /// small, medium, or the path of a model file.
         #[arg(default_value = "small", value_name = "MODEL|FILE")]
         model: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// This project's memories and the global ones, most recently changed
+    /// first.
+    List {
+        /// Every project's memories.
+        #[arg(long)]
+        all: bool,
+        /// Print one JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// How many to show.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// The workspace whose project to show (default: the current
+        /// directory).
+        #[arg(short = 'C', long = "cd", value_name = "DIR", conflicts_with = "all")]
+        workspace: Option<PathBuf>,
+    },
+    /// Print one memory (counts as a use).
+    Show {
+        /// Memory id, e.g. m12.
+        id: String,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a memory.
+    Rm {
+        /// Memory id, e.g. m12.
+        id: String,
     },
 }

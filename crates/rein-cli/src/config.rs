@@ -21,6 +21,11 @@ pub struct ConfigFile {
     pub max_concurrent_tools: Option<usize>,
     pub provider_retries: Option<u32>,
     pub stream_idle_timeout_secs: Option<u64>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_time_secs: Option<u64>,
+    pub compaction: Option<CompactionSection>,
+    pub loop_guard: Option<LoopGuardSection>,
     pub replay: Option<ReplaySection>,
     pub local: Option<LocalSection>,
     #[serde(default)]
@@ -60,6 +65,27 @@ impl ProviderSection {
         );
         self.headers.extend(other.headers);
     }
+}
+
+/// `[compaction]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionSection {
+    pub enabled: Option<bool>,
+    /// Share of the context window that triggers compaction (0.1 to 0.95).
+    pub threshold: Option<f64>,
+    /// Assistant turns kept verbatim.
+    pub keep_turns: Option<usize>,
+}
+
+/// `[loop_guard]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopGuardSection {
+    /// Identical calls in a row before a reminder (0: off).
+    pub repeat_limit: Option<u32>,
+    /// Tool turns without progress before a reminder (0: off).
+    pub no_progress_turns: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -120,6 +146,11 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderSection>,
     /// `[permissions]` and the rules files, layered.
     pub permissions: PermissionSettings,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_time: Option<Duration>,
+    pub compaction: rein_core::compaction::CompactionConfig,
+    pub loop_guard: rein_core::engine::LoopGuardConfig,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -172,6 +203,11 @@ impl Config {
             local: LocalSection::default(),
             providers: BTreeMap::new(),
             permissions: PermissionSettings::default(),
+            max_tokens: None,
+            max_cost_usd: None,
+            max_wall_time: None,
+            compaction: Default::default(),
+            loop_guard: Default::default(),
         };
         for path in [
             home.join("config.toml"),
@@ -236,6 +272,49 @@ impl Config {
                 bail!("stream_idle_timeout_secs must be at least 1");
             }
             self.stream_idle_timeout = Duration::from_secs(s);
+        }
+        if let Some(n) = file.max_tokens {
+            if n == 0 {
+                bail!("max_tokens must be at least 1");
+            }
+            self.max_tokens = Some(n);
+        }
+        if let Some(c) = file.max_cost_usd {
+            if !(c > 0.0 && c.is_finite()) {
+                bail!("max_cost_usd must be a positive number of dollars");
+            }
+            self.max_cost_usd = Some(c);
+        }
+        if let Some(s) = file.max_wall_time_secs {
+            if s == 0 {
+                bail!("max_wall_time_secs must be at least 1");
+            }
+            self.max_wall_time = Some(Duration::from_secs(s));
+        }
+        if let Some(c) = file.compaction {
+            if let Some(t) = c.threshold {
+                if !(0.1..=0.95).contains(&t) {
+                    bail!("[compaction] threshold must be between 0.1 and 0.95, got {t}");
+                }
+                self.compaction.threshold = t;
+            }
+            if let Some(k) = c.keep_turns {
+                if k == 0 {
+                    bail!("[compaction] keep_turns must be at least 1");
+                }
+                self.compaction.keep_turns = k;
+            }
+            if let Some(e) = c.enabled {
+                self.compaction.enabled = e;
+            }
+        }
+        if let Some(g) = file.loop_guard {
+            if let Some(n) = g.repeat_limit {
+                self.loop_guard.repeat_limit = n;
+            }
+            if let Some(n) = g.no_progress_turns {
+                self.loop_guard.no_progress_turns = (n > 0).then_some(n);
+            }
         }
         for (name, section) in file.providers {
             self.providers.entry(name).or_default().merge_from(section);
@@ -307,6 +386,11 @@ mod tests {
             local: LocalSection::default(),
             providers: BTreeMap::new(),
             permissions: PermissionSettings::default(),
+            max_tokens: None,
+            max_cost_usd: None,
+            max_wall_time: None,
+            compaction: Default::default(),
+            loop_guard: Default::default(),
         };
         let file: ConfigFile =
             toml::from_str("[replay]\nscript = \"s.json\"\nmax_turns = 1").unwrap_or_default();
@@ -338,6 +422,11 @@ mod tests {
             local: LocalSection::default(),
             providers: BTreeMap::new(),
             permissions: PermissionSettings::default(),
+            max_tokens: None,
+            max_cost_usd: None,
+            max_wall_time: None,
+            compaction: Default::default(),
+            loop_guard: Default::default(),
         };
         let file: ConfigFile = toml::from_str(
             "[local]\nmodel_path = \"m.gguf\"\ncontext_size = 4096\nthreads = 2\ngrammar = false\ntool_results_as_user = true\n",
@@ -361,4 +450,27 @@ mod tests {
         let zero: ConfigFile = toml::from_str("[local]\nthreads = 0\n").unwrap();
         assert!(cfg.apply(zero, Path::new("/")).is_err());
     }
+}
+
+/// A duration from the command line: seconds, or a number with s, m or h.
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let (num, unit) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("`{text}` is not a duration: write seconds, or 90s, 10m, 2h"))?;
+    let secs = match unit {
+        "s" | "sec" | "secs" => n,
+        "m" | "min" | "mins" => n * 60.0,
+        "h" | "hour" | "hours" => n * 3600.0,
+        _ => bail!("`{text}` is not a duration: write seconds, or 90s, 10m, 2h"),
+    };
+    if !(secs > 0.0 && secs.is_finite() && secs < 1e9) {
+        bail!("`{text}` is not a positive duration");
+    }
+    Ok(Duration::from_secs_f64(secs))
 }

@@ -130,6 +130,26 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     if let Some(n) = args.max_turns {
         cfg.max_turns = n;
     }
+    if let Some(n) = args.max_tokens {
+        if n == 0 {
+            return Err(Failure::usage(anyhow!("--max-tokens must be at least 1")));
+        }
+        cfg.max_tokens = Some(n);
+    }
+    if let Some(c) = args.max_cost {
+        if !(c > 0.0 && c.is_finite()) {
+            return Err(Failure::usage(anyhow!(
+                "--max-cost must be a positive number of dollars, got {c}"
+            )));
+        }
+        cfg.max_cost_usd = Some(c);
+    }
+    if let Some(t) = &args.max_wall_time {
+        cfg.max_wall_time = Some(
+            crate::config::parse_duration(t)
+                .map_err(|e| Failure::usage(anyhow!("--max-wall-time: {e}")))?,
+        );
+    }
     if let Some(s) = args.script {
         cfg.replay_script = Some(s);
     }
@@ -183,16 +203,33 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         None
     };
 
+    let memory = crate::memory::for_run(&cfg, &workspace).await;
+    // TODO(memory prompt): hand `memory_note` to the engine (`.system_note(memory_note)`).
+    #[allow(unused_variables)]
+    let memory_note: String = memory.note;
     let mut builder = AgentEngine::builder(provider, store)
         .workspace(&workspace)
         .tools(rein_tools::builtin_tools())
+        .tools(memory.tools)
         .max_turns(cfg.max_turns)
         .tool_timeout(cfg.tool_timeout)
         .provider_retries(cfg.provider_retries)
         .permissions(permissions(&cfg, mode))
+        .compaction(cfg.compaction.clone())
+        .loop_guard(cfg.loop_guard.clone())
+        .output_spill(Arc::new(rein_store::FileSpill::new(&cfg.home)))
         .project_rules(Arc::new(ProjectRulesFile::for_workspace(&workspace)));
     if let Some(n) = cfg.max_concurrent_tools {
         builder = builder.max_concurrent_tools(n);
+    }
+    if let Some(n) = cfg.max_tokens {
+        builder = builder.max_tokens(n);
+    }
+    if let Some(c) = cfg.max_cost_usd {
+        builder = builder.max_cost_usd(c);
+    }
+    if let Some(t) = cfg.max_wall_time {
+        builder = builder.max_wall_time(t);
     }
     let engine = builder
         .build()
@@ -224,4 +261,90 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         engine.run(request, cancel, &mut sink).await
     };
     Ok(exit::for_stop(outcome.reason))
+}
+
+/// `rein compact [SESSION]`.
+pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
+    let workspace = resolve_workspace(args.workspace.as_deref())?;
+    let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
+    if let Some(path) = args.model_path {
+        cfg.provider = Some("local".into());
+        cfg.local.model_path = Some(path);
+    }
+    if let Some(p) = args.provider {
+        cfg.provider = Some(p);
+    }
+    if let Some(m) = args.model {
+        cfg.model = Some(m);
+    }
+    if let Some(s) = args.script {
+        cfg.replay_script = Some(s);
+    }
+    cfg.validate().map_err(Failure::usage)?;
+    let store = open_store(&cfg)?;
+    let id = match args.session {
+        Some(id) => {
+            store
+                .get_session(&id)
+                .await
+                .map_err(|e| match e {
+                    rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous(_) => {
+                        Failure::usage(anyhow!("{e}"))
+                    }
+                    other => Failure::harness(anyhow!("{other}")),
+                })?
+                .id
+        }
+        None => {
+            let ws = workspace.display().to_string();
+            let latest = store
+                .list_sessions(Some(&ws), 1)
+                .await
+                .map_err(|e| Failure::harness(anyhow!("{e}")))?;
+            match latest.into_iter().next() {
+                Some(s) => s.id,
+                None => return Err(Failure::usage(anyhow!("no session to compact in {ws}"))),
+            }
+        }
+    };
+    let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
+    let engine = AgentEngine::builder(provider, store)
+        .workspace(&workspace)
+        .tools(rein_tools::builtin_tools())
+        .compaction(cfg.compaction.clone())
+        .build()
+        .context("cannot start the engine")
+        .map_err(Failure::usage)?;
+    let cancel = CancellationToken::new();
+    watch_signals(cancel.clone(), true);
+    let mut note = None;
+    let mut sink = FnSink(|event: Event| {
+        if let Event::Compaction {
+            summarized,
+            replaced_messages,
+            tokens_before,
+            tokens_after,
+            note: why,
+            ..
+        } = event
+        {
+            note = Some(format!(
+                "compacted session {id}: {replaced_messages} messages {} (about {tokens_before} → {tokens_after} tokens){}",
+                if summarized { "summarized" } else { "dropped" },
+                why.map(|w| format!("; {w}")).unwrap_or_default()
+            ));
+        }
+    });
+    let changed = engine
+        .compact_session(&id, cancel, &mut sink)
+        .await
+        .map_err(|e| Failure::harness(anyhow!("{e}")))?;
+    match note {
+        Some(n) => output::out(&n),
+        None if !changed => output::out(&format!(
+            "session {id}: nothing to compact (it has no turns older than the ones kept)"
+        )),
+        None => {}
+    }
+    Ok(exit::COMPLETED)
 }

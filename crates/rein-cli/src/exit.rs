@@ -10,6 +10,14 @@ pub const HARNESS_ERROR: i32 = 1;
 pub const USAGE: i32 = 2;
 pub const MAX_TURNS: i32 = 3;
 pub const PROVIDER_ERROR: i32 = 4;
+/// The token budget (`--max-tokens`) was used up.
+pub const MAX_TOKENS: i32 = 5;
+/// The cost budget (`--max-cost`) was used up.
+pub const MAX_COST: i32 = 6;
+/// The time budget (`--max-wall-time`) ran out.
+pub const MAX_WALL_TIME: i32 = 7;
+/// The loop guard stopped a model that repeated itself.
+pub const REPETITION: i32 = 8;
 /// Cancelled by Ctrl-C / SIGTERM (128 + SIGINT, as shells do).
 pub const CANCELLED: i32 = 130;
 
@@ -19,6 +27,10 @@ pub fn for_stop(reason: StopReason) -> i32 {
         StopReason::MaxTurns => MAX_TURNS,
         StopReason::Cancelled => CANCELLED,
         StopReason::ProviderError => PROVIDER_ERROR,
+        StopReason::MaxTokens => MAX_TOKENS,
+        StopReason::MaxCost => MAX_COST,
+        StopReason::MaxWallTime => MAX_WALL_TIME,
+        StopReason::Repetition => REPETITION,
         _ => HARNESS_ERROR,
     }
 }

@@ -4,6 +4,7 @@ mod cli;
 mod config;
 mod exec;
 mod exit;
+mod memory;
 mod model;
 mod output;
 mod permissions;
@@ -35,8 +36,10 @@ fn main() {
     let result = runtime.block_on(async move {
         match cli.command {
             cli::Command::Exec(args) => exec::run(args).await,
+            cli::Command::Compact(args) => exec::compact(args).await,
             cli::Command::Sessions(cmd) => sessions::run(cmd).await,
             cli::Command::Model(cmd) => model::run(cmd),
+            cli::Command::Memory(cmd) => memory::run(cmd).await,
         }
     });
     let code = match result {

@@ -176,17 +176,21 @@ impl HumanOutput {
                 usage,
                 final_text,
                 error,
+                totals,
             } => {
                 if *reason == StopReason::Completed {
                     out(final_text.trim_end());
                 }
                 self.refusals.report();
-                let tokens = format!(
+                let mut tokens = format!(
                     "{turns} turn{} · {} input / {} output tokens",
                     if *turns == 1 { "" } else { "s" },
                     usage.input_tokens,
                     usage.output_tokens
                 );
+                if totals.calls > 0 {
+                    tokens.push_str(&format!(" · {}", cost_text(totals)));
+                }
                 let id = self.session_id.as_deref().unwrap_or("-");
                 match reason {
                     StopReason::Completed => err(&format!("done · {tokens} · session {id}")),
@@ -204,5 +208,19 @@ impl HumanOutput {
             }
             _ => {}
         }
+    }
+}
+
+/// The cost of ledger totals, honest about unknown prices.
+pub fn cost_text(t: &rein_core::LedgerTotals) -> String {
+    if t.unpriced_calls == t.calls {
+        "cost unknown".to_string()
+    } else if t.unpriced_calls > 0 {
+        format!(
+            "${:.4} (+{} calls of unknown price)",
+            t.cost_usd, t.unpriced_calls
+        )
+    } else {
+        format!("${:.4}", t.cost_usd)
     }
 }

@@ -321,6 +321,11 @@ mod tests {
             local: Default::default(),
             providers: Default::default(),
             permissions: Default::default(),
+            max_tokens: None,
+            max_cost_usd: None,
+            max_wall_time: None,
+            compaction: Default::default(),
+            loop_guard: Default::default(),
         };
         assert_eq!(auto_select(&cfg), None);
         let models = home.path().join("models");

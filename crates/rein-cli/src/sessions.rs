@@ -57,7 +57,7 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
                 }
             }
         }
-        SessionsCommand::Show { id, json } => {
+        SessionsCommand::Show { id, json, all } => {
             let info = store.get_session(&id).await.map_err(store_failure)?;
             let messages = store.messages(&info.id).await.map_err(store_failure)?;
             if json {
@@ -76,8 +76,55 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
                 rein_core::time::format_datetime(info.updated_at),
                 info.message_count
             ));
-            for m in &messages {
-                print_message(m);
+            let compactions = store.compactions(&info.id).await.map_err(store_failure)?;
+            match compactions.last() {
+                Some(last) if !all => {
+                    out(&format!(
+                        "\n── {} earlier messages compacted ({} compaction{}; `rein sessions show --all` shows them) ──",
+                        last.upto_seq,
+                        compactions.len(),
+                        if compactions.len() == 1 { "" } else { "s" }
+                    ));
+                    print_message(&last.summary);
+                    for m in messages.iter().skip(last.upto_seq as usize) {
+                        print_message(m);
+                    }
+                }
+                _ => {
+                    for (i, m) in messages.iter().enumerate() {
+                        print_message(m);
+                        let seq = i as u64 + 1;
+                        for c in compactions.iter().filter(|c| c.upto_seq == seq) {
+                            let how = if c.summarized {
+                                "summarized"
+                            } else {
+                                "dropped"
+                            };
+                            out(&format!(
+                                "\n── compaction: messages 1–{seq} {how} for the model from here on ──"
+                            ));
+                        }
+                    }
+                }
+            }
+            let (ledger, unreadable) = store.ledger(&info.id).await.map_err(store_failure)?;
+            if !ledger.is_empty() || unreadable > 0 {
+                let t = rein_core::LedgerTotals::of(&ledger);
+                out("\n── model calls ──");
+                out(&format!(
+                    "{} calls · {} input ({} cached) · {} output ({} reasoning) tokens · {}",
+                    t.calls,
+                    t.input_tokens,
+                    t.cached_input_tokens,
+                    t.output_tokens,
+                    t.reasoning_tokens,
+                    crate::output::cost_text(&t)
+                ));
+                if unreadable > 0 {
+                    out(&format!(
+                        "note: {unreadable} ledger rows could not be read and are not counted"
+                    ));
+                }
             }
             let todos = store.todos(&info.id).await.map_err(store_failure)?;
             if !todos.is_empty() {

@@ -6,6 +6,7 @@ mod cli {
     mod cancel;
     mod exec;
     mod http_providers;
+    mod memory;
     mod model;
     mod permissions;
     mod sessions;

@@ -20,7 +20,7 @@ use crate::permission::{PermissionMode, Permissions, Rule, Verdict};
 use crate::schema::{ToolCall, ToolResult, ToolSpec};
 use crate::schema_check;
 use crate::text::truncate_middle;
-use crate::tool::{Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
+use crate::tool::{OutputSpill, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
 
 /// How long a cancelled or timed-out tool gets to return what it has.
 const GRACE: Duration = Duration::from_secs(3);
@@ -32,6 +32,10 @@ pub struct GateLimits {
     pub max_concurrent_tools: Option<usize>,
     /// Largest observation passed to the model, in bytes.
     pub max_output_bytes: usize,
+    /// Outputs larger than this are saved to a file (when the engine has
+    /// somewhere to save them) and the model gets a head/tail preview and
+    /// the file's path instead.
+    pub spill_bytes: usize,
 }
 
 impl Default for GateLimits {
@@ -40,6 +44,7 @@ impl Default for GateLimits {
             tool_timeout: Duration::from_secs(120),
             max_concurrent_tools: None,
             max_output_bytes: 64 * 1024,
+            spill_bytes: 16 * 1024,
         }
     }
 }
@@ -57,6 +62,7 @@ pub struct Gate {
     locks: PathLocks,
     limits: GateLimits,
     semaphore: Option<Arc<Semaphore>>,
+    spill: Option<Arc<dyn OutputSpill>>,
 }
 
 /// The permission state of one run, shared by its calls.
@@ -133,6 +139,7 @@ impl Gate {
                 .max_concurrent_tools
                 .map(|n| Arc::new(Semaphore::new(n.max(1)))),
             limits,
+            spill: None,
         };
         for tool in tools {
             let spec = tool.spec();
@@ -151,6 +158,17 @@ impl Gate {
             }
         }
         gate
+    }
+
+    /// Save big outputs here instead of cutting them.
+    pub fn with_spill(mut self, spill: Arc<dyn OutputSpill>) -> Self {
+        self.spill = Some(spill);
+        self
+    }
+
+    /// What the named tool does, if there is one.
+    pub fn access(&self, name: &str) -> Option<ToolAccess> {
+        self.by_name.get(name).map(|&i| self.tools[i].access)
     }
 
     /// The tools the model may see: in plan mode none that write (programs
@@ -177,6 +195,11 @@ impl Gate {
         events: &GateEvents,
     ) -> GateOutcome {
         let started = Instant::now();
+        let mut ctx = ctx;
+        let session_id = ctx.session_id.clone();
+        if let Some(spill) = &self.spill {
+            ctx.read_roots.push(spill.dir(&session_id));
+        }
         let output = match self.run_inner(call, ctx, policy, events).await {
             Ok(out) => out,
             Err(e) => ToolOutput::error(format!("error: {e}")),
@@ -185,11 +208,43 @@ impl Gate {
             result: ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                output: truncate_middle(&output.content, self.limits.max_output_bytes),
+                output: self.bound_output(&session_id, &call.id, output.content),
                 is_error: output.is_error,
             },
             duration: started.elapsed(),
         }
+    }
+
+    /// An observation the context can hold: big outputs go to a file with a
+    /// preview in their place, or are cut to their head and tail.
+    fn bound_output(&self, session_id: &str, call_id: &str, content: String) -> String {
+        let limits = &self.limits;
+        if content.len() <= limits.spill_bytes.min(limits.max_output_bytes) {
+            return content;
+        }
+        if let Some(spill) = &self.spill
+            && content.len() > limits.spill_bytes
+        {
+            match spill.save(session_id, call_id, &content) {
+                Ok(path) => {
+                    let preview_bytes = (limits.spill_bytes / 2).clamp(1024, 8 * 1024);
+                    return format!(
+                        "{}\n[rein: the whole output ({} bytes, {} lines) is saved in {}; read parts of it with read_file (offset, limit) or search it with grep]",
+                        truncate_middle(&content, preview_bytes),
+                        content.len(),
+                        content.lines().count(),
+                        path.display()
+                    );
+                }
+                Err(e) => {
+                    return format!(
+                        "{}\n[rein: the output was cut; saving it whole failed: {e}]",
+                        truncate_middle(&content, limits.max_output_bytes)
+                    );
+                }
+            }
+        }
+        truncate_middle(&content, limits.max_output_bytes)
     }
 
     async fn run_inner(

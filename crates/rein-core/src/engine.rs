@@ -12,8 +12,17 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+mod compact;
+mod guard;
+mod state;
+
+use guard::LoopGuard;
+pub use guard::LoopGuardConfig;
+use state::{Conversation, Opened, Tracker};
+
 use crate::approval::{Approvals, ProjectRules};
 use crate::assemble::AssistantAssembler;
+use crate::compaction::{self, CompactionConfig, CompactionReason, TaskLedger};
 use crate::context::{self, PromptFacts};
 use crate::dispatch::{Gate, GateEvents, GateLimits, RunPolicy};
 use crate::event::{Event, EventSink, StopReason};
@@ -23,6 +32,8 @@ use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
 use crate::schema::{AssistantMessage, Message, ToolCall, ToolResult, Usage};
 use crate::store::{NewSession, SessionStore, StoreError};
 use crate::text::preview;
+use crate::tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, TokenCounter};
+use crate::tool::OutputSpill;
 use crate::tool::{Tool, ToolContext};
 
 /// A failure to build an engine.
@@ -46,6 +57,16 @@ pub struct EngineConfig {
     pub permissions: Permissions,
     /// Who answers approval requests (default: nobody, so they are refused).
     pub approvals: Approvals,
+    /// Most input + output tokens over all model calls of a run.
+    pub max_tokens: Option<u64>,
+    /// Most spent on model calls in a run, in US dollars (known prices only).
+    pub max_cost_usd: Option<f64>,
+    /// Longest a run may take.
+    pub max_wall_time: Option<Duration>,
+    pub loop_guard: LoopGuardConfig,
+    pub compaction: CompactionConfig,
+    /// Extra text at the end of the system prompt (long-term memory).
+    pub system_note: Option<String>,
 }
 
 impl Default for EngineConfig {
@@ -57,6 +78,12 @@ impl Default for EngineConfig {
             limits: GateLimits::default(),
             permissions: Permissions::new(PermissionMode::Default),
             approvals: Approvals::Refuse,
+            max_tokens: None,
+            max_cost_usd: None,
+            max_wall_time: None,
+            loop_guard: LoopGuardConfig::default(),
+            compaction: CompactionConfig::default(),
+            system_note: None,
         }
     }
 }
@@ -69,6 +96,7 @@ pub struct AgentEngineBuilder {
     tools: Vec<Arc<dyn Tool>>,
     config: EngineConfig,
     project_rules: Option<Arc<dyn ProjectRules>>,
+    spill: Option<Arc<dyn OutputSpill>>,
 }
 
 impl AgentEngineBuilder {
@@ -87,6 +115,47 @@ impl AgentEngineBuilder {
     /// Who answers approval requests.
     pub fn approvals(mut self, approvals: Approvals) -> Self {
         self.config.approvals = approvals;
+        self
+    }
+
+    /// Token budget of a run (input + output over every call).
+    pub fn max_tokens(mut self, n: u64) -> Self {
+        self.config.max_tokens = Some(n);
+        self
+    }
+
+    /// Cost budget of a run in US dollars.
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        self.config.max_cost_usd = Some(usd);
+        self
+    }
+
+    /// Wall-clock budget of a run.
+    pub fn max_wall_time(mut self, d: Duration) -> Self {
+        self.config.max_wall_time = Some(d);
+        self
+    }
+
+    pub fn loop_guard(mut self, g: LoopGuardConfig) -> Self {
+        self.config.loop_guard = g;
+        self
+    }
+
+    pub fn compaction(mut self, c: CompactionConfig) -> Self {
+        self.config.compaction = c;
+        self
+    }
+
+    /// Text added to the end of the system prompt.
+    pub fn system_note(mut self, note: impl Into<String>) -> Self {
+        self.config.system_note = Some(note.into());
+        self
+    }
+
+    /// Where tool outputs too big for the context are saved (see
+    /// `GateLimits::spill_bytes`).
+    pub fn output_spill(mut self, spill: Arc<dyn OutputSpill>) -> Self {
+        self.spill = Some(spill);
         self
     }
 
@@ -156,7 +225,10 @@ impl AgentEngineBuilder {
             .ok_or_else(|| EngineError::Workspace {
                 path: self.workspace.display().to_string(),
             })?;
-        let gate = Gate::new(self.tools, self.config.limits.clone());
+        let mut gate = Gate::new(self.tools, self.config.limits.clone());
+        if let Some(spill) = self.spill {
+            gate = gate.with_spill(spill);
+        }
         Ok(AgentEngine {
             inner: Arc::new(Inner {
                 provider: self.provider,
@@ -200,6 +272,8 @@ pub struct RunOutcome {
     pub usage: Usage,
     pub final_text: String,
     pub error: Option<String>,
+    /// This run's model calls, summed from its ledger entries.
+    pub totals: LedgerTotals,
 }
 
 struct Inner {
@@ -225,11 +299,12 @@ enum TurnFailure {
 }
 
 /// Mutable state of one run.
-struct RunState {
+pub(crate) struct RunState {
     session_id: String,
     turns: u32,
     usage: Usage,
     final_text: String,
+    totals: LedgerTotals,
 }
 
 impl RunState {
@@ -241,6 +316,7 @@ impl RunState {
             usage: self.usage,
             final_text: self.final_text,
             error,
+            totals: self.totals,
         }
     }
 }
@@ -257,6 +333,7 @@ impl AgentEngine {
             tools: Vec::new(),
             config: EngineConfig::default(),
             project_rules: None,
+            spill: None,
         }
     }
 
@@ -298,8 +375,107 @@ impl AgentEngine {
             usage: outcome.usage,
             final_text: outcome.final_text.clone(),
             error: outcome.error.clone(),
+            totals: outcome.totals.clone(),
         });
         outcome
+    }
+
+    /// Compact a stored session now (`rein compact`): summarise all but its
+    /// last turns. Returns false when there was nothing to compact.
+    pub async fn compact_session(
+        &self,
+        id: &str,
+        cancel: CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> Result<bool, StoreError> {
+        let store = &self.inner.store;
+        let info = store.get_session(id).await?;
+        let stored = store.messages(&info.id).await?;
+        let mut requests = compaction::user_requests(&stored);
+        let latest = requests.pop().unwrap_or_default();
+        let (view, seqs) = self.model_view(&info.id, stored).await?;
+        let counter: Arc<dyn TokenCounter> = self
+            .inner
+            .provider
+            .token_counter()
+            .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()));
+        let repaired = repair_history(view);
+        let seqs = if repaired.added.is_empty() {
+            seqs
+        } else {
+            // Made-up results shift positions; their seqs are unknown.
+            let added: std::collections::HashSet<usize> =
+                repaired.added.iter().map(|(i, _)| *i).collect();
+            let mut it = seqs.into_iter();
+            (0..repaired.messages.len())
+                .map(|i| {
+                    if added.contains(&i) {
+                        None
+                    } else {
+                        it.next().flatten()
+                    }
+                })
+                .collect()
+        };
+        let mut conv = Conversation::new(repaired.messages, seqs, counter.as_ref());
+        let before = conv.messages.len();
+        let ledger = TaskLedger {
+            latest_instruction: latest,
+            earlier_requests: requests,
+            todos: store.todos(&info.id).await?,
+            ..Default::default()
+        };
+        let mut st = RunState {
+            session_id: info.id.clone(),
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            totals: LedgerTotals::default(),
+        };
+        self.compact(
+            &info.id,
+            &mut conv,
+            CompactionReason::Manual,
+            &ledger,
+            counter.as_ref(),
+            &cancel,
+            sink,
+            &mut st,
+        )
+        .await?;
+        Ok(conv.messages.len() != before)
+    }
+
+    /// Record one model call in the session's ledger and the run's totals.
+    /// A ledger that cannot be written is a notice, never a stop.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn record_call(
+        &self,
+        session_id: &str,
+        kind: CallKind,
+        usage: Usage,
+        ok: bool,
+        began: std::time::Instant,
+        sink: &mut dyn EventSink,
+        st: &mut RunState,
+    ) {
+        let provider = &self.inner.provider;
+        let entry = LedgerEntry {
+            kind,
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+            usage,
+            cost_usd: provider.pricing().map(|p| p.cost(&usage)),
+            ok,
+            duration_ms: began.elapsed().as_millis() as u64,
+            at: crate::time::now_millis(),
+        };
+        st.totals.add(&entry);
+        if let Err(e) = self.inner.store.add_ledger(session_id, &entry).await {
+            sink.emit(Event::Notice {
+                message: format!("the cost ledger could not record a model call: {e}"),
+            });
+        }
     }
 
     /// Run in a background task and read its events as a stream. Dropping
@@ -326,35 +502,30 @@ impl AgentEngine {
         sink: &mut dyn EventSink,
     ) -> RunOutcome {
         let harness = |e: StoreError| Some(e.to_string());
+        let early = |reason, error| RunOutcome {
+            session_id: None,
+            reason,
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            error,
+            totals: LedgerTotals::default(),
+        };
         if cancel.is_cancelled() {
-            return RunOutcome {
-                session_id: None,
-                reason: StopReason::Cancelled,
-                turns: 0,
-                usage: Usage::default(),
-                final_text: String::new(),
-                error: None,
-            };
+            return early(StopReason::Cancelled, None);
         }
         let inner = &self.inner;
-        let (session_id, mut messages, resumed) = match self.open_session(&request).await {
+        let opened = match self.open_session(&request).await {
             Ok(s) => s,
-            Err(e) => {
-                return RunOutcome {
-                    session_id: None,
-                    reason: StopReason::HarnessError,
-                    turns: 0,
-                    usage: Usage::default(),
-                    final_text: String::new(),
-                    error: harness(e),
-                };
-            }
+            Err(e) => return early(StopReason::HarnessError, harness(e)),
         };
+        let session_id = opened.id.clone();
         let mut st = RunState {
             session_id: session_id.clone(),
             turns: 0,
             usage: Usage::default(),
             final_text: String::new(),
+            totals: LedgerTotals::default(),
         };
         let mode = request.mode.unwrap_or(inner.permissions.mode);
         let plan = mode == PermissionMode::Plan;
@@ -363,7 +534,7 @@ impl AgentEngine {
             provider: inner.provider.name().to_string(),
             model: inner.provider.model().to_string(),
             workspace: inner.workspace.display().to_string(),
-            resumed,
+            resumed: opened.resumed,
             mode,
             plan,
         });
@@ -371,16 +542,38 @@ impl AgentEngine {
             Ok(p) => Arc::new(p),
             Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
         };
-        let user = Message::user(request.prompt);
-        if let Err(e) = self.commit(&session_id, &user, sink).await {
-            return st.stop(StopReason::HarnessError, harness(e));
+        let counter: Arc<dyn TokenCounter> = inner
+            .provider
+            .token_counter()
+            .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()));
+        let mut conv = Conversation::new(opened.messages, opened.seqs, counter.as_ref());
+        let user = Message::user(request.prompt.clone());
+        match self.commit(&session_id, &user, sink).await {
+            Ok(seq) => conv.push(user, Some(seq), counter.as_ref()),
+            Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
         }
-        messages.push(user);
+        let mut track = Tracker {
+            ledger: TaskLedger {
+                latest_instruction: request.prompt.clone(),
+                earlier_requests: opened.earlier_requests,
+                todos: inner.store.todos(&session_id).await.unwrap_or_default(),
+                ..Default::default()
+            },
+            guard: LoopGuard::new(inner.config.loop_guard.clone()),
+        };
+        if inner.config.max_cost_usd.is_some() && inner.provider.pricing().is_none() {
+            sink.emit(Event::Notice {
+                message: format!(
+                    "max_cost_usd is set but the prices of {} are unknown: the cost budget cannot stop this run",
+                    inner.provider.model()
+                ),
+            });
+        }
 
         let tools = inner.gate.specs(mode);
         let agents_md = context::read_agents_md(&inner.workspace);
         let date = crate::time::format_date(crate::time::now_millis());
-        let system = context::system_prompt(&PromptFacts {
+        let mut system = context::system_prompt(&PromptFacts {
             workspace: &inner.workspace,
             date: &date,
             os: std::env::consts::OS,
@@ -388,31 +581,96 @@ impl AgentEngine {
             plan,
             agents_md: agents_md.as_deref(),
         });
-        let mut req = ModelRequest {
-            system,
-            messages,
-            tools,
-            max_output_tokens: None,
-        };
-        let fixed_tokens = context::estimate_fixed_tokens(&req);
-        let mut history_tokens: u64 = req
-            .messages
-            .iter()
-            .map(context::estimate_message_tokens)
-            .sum();
+        if let Some(note) = &inner.config.system_note
+            && !note.trim().is_empty()
+        {
+            system.push('\n');
+            system.push_str(note.trim_end());
+            system.push('\n');
+        }
+        let fixed_tokens = counter.count(&system)
+            + tools
+                .iter()
+                .map(|t| {
+                    counter.count(&t.name)
+                        + counter.count(&t.description)
+                        + counter.count(&t.parameters.to_string())
+                })
+                .sum::<u64>();
+        let fixed_chars = (system.len()
+            + tools
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+                .sum::<usize>()) as u64;
         let window = inner.provider.capabilities().context_window;
+        let started = tokio::time::Instant::now();
 
         loop {
             if cancel.is_cancelled() {
                 return st.stop(StopReason::Cancelled, None);
             }
-            if st.turns >= inner.config.max_turns {
-                return st.stop(StopReason::MaxTurns, None);
+            if let Some(reason) = self.budget_exceeded(&st, started) {
+                return st.stop(reason, None);
             }
             st.turns += 1;
             sink.emit(Event::TurnStarted { turn: st.turns });
 
-            let (assistant, failure) = match self.model_turn(&req, cancel, sink).await {
+            let cfg = &inner.config.compaction;
+            if cfg.enabled
+                && let Some(w) = window
+                && (fixed_tokens + conv.tokens()) as f64 > cfg.threshold * w as f64
+                && let Err(e) = self
+                    .compact(
+                        &session_id,
+                        &mut conv,
+                        CompactionReason::Threshold,
+                        &track.ledger,
+                        counter.as_ref(),
+                        cancel,
+                        sink,
+                        &mut st,
+                    )
+                    .await
+            {
+                return st.stop(StopReason::HarnessError, harness(e));
+            }
+
+            let mut req = ModelRequest {
+                system: system.clone(),
+                messages: conv.messages.clone(),
+                tools: tools.clone(),
+                max_output_tokens: None,
+            };
+            let mut outcome = self
+                .model_turn(&session_id, &req, cancel, sink, &mut st)
+                .await;
+            if let Err(TurnFailure::Provider(e, partial)) = &outcome
+                && e.kind == ProviderErrorKind::ContextLengthExceeded
+                && partial.content.is_empty()
+                && inner.config.compaction.enabled
+            {
+                // Compact, then try the turn once more.
+                if let Err(e) = self
+                    .compact(
+                        &session_id,
+                        &mut conv,
+                        CompactionReason::ContextLengthExceeded,
+                        &track.ledger,
+                        counter.as_ref(),
+                        cancel,
+                        sink,
+                        &mut st,
+                    )
+                    .await
+                {
+                    return st.stop(StopReason::HarnessError, harness(e));
+                }
+                req.messages = conv.messages.clone();
+                outcome = self
+                    .model_turn(&session_id, &req, cancel, sink, &mut st)
+                    .await;
+            }
+            let (assistant, failure) = match outcome {
                 Ok(a) => (a, None),
                 Err(TurnFailure::Cancelled(partial)) => {
                     (partial, Some((StopReason::Cancelled, None)))
@@ -424,6 +682,9 @@ impl AgentEngine {
             };
             if let Some(u) = &assistant.usage {
                 st.usage.add(u);
+                if u.input_tokens > 0 {
+                    counter.observe(fixed_chars + conv.chars(), u.input_tokens);
+                }
             }
             if assistant.content.is_empty()
                 && let Some((reason, error)) = failure
@@ -434,34 +695,83 @@ impl AgentEngine {
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
             let actual = assistant.usage.map(|u| u.input_tokens + u.output_tokens);
             let message = Message::Assistant(assistant);
-            if let Err(e) = self.commit(&session_id, &message, sink).await {
-                return st.stop(StopReason::HarnessError, harness(e));
-            }
-            history_tokens += context::estimate_message_tokens(&message);
+            let seq = match self.commit(&session_id, &message, sink).await {
+                Ok(seq) => seq,
+                Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
+            };
+            conv.push(message, Some(seq), counter.as_ref());
             sink.emit(Event::TokenUpdate {
-                estimated: fixed_tokens + history_tokens,
+                estimated: fixed_tokens + conv.tokens(),
                 actual,
                 window,
             });
             if let Some((reason, error)) = failure {
                 return st.stop(reason, error);
             }
-            req.messages.push(message);
             if calls.is_empty() {
                 return st.stop(StopReason::Completed, None);
             }
+            let note = match track.guard.before(&calls) {
+                guard::Verdict::Run => None,
+                guard::Verdict::Remind(n) => Some(n),
+                guard::Verdict::Stop(why) => {
+                    for call in &calls {
+                        let r = Message::Tool(ToolResult {
+                            call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            output: format!("error: not run: {why}; the run was stopped"),
+                            is_error: true,
+                        });
+                        match self.commit(&session_id, &r, sink).await {
+                            Ok(seq) => conv.push(r, Some(seq), counter.as_ref()),
+                            Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
+                        }
+                    }
+                    return st.stop(StopReason::Repetition, Some(why));
+                }
+            };
             let (results, fault) = self
-                .run_tools(&session_id, calls, &policy, cancel, sink)
+                .run_tools(&session_id, calls.clone(), &policy, note, cancel, sink)
                 .await;
-            for r in results {
-                let m = Message::Tool(r);
-                history_tokens += context::estimate_message_tokens(&m);
-                req.messages.push(m);
+            let wrote = track.observe(&calls, &results, st.turns, &inner.gate);
+            track.guard.after(results.iter().map(|(r, _)| r), wrote);
+            for (r, seq) in results {
+                conv.push(Message::Tool(r), seq, counter.as_ref());
             }
             if let Some(e) = fault {
                 return st.stop(StopReason::HarnessError, harness(e));
             }
+            if let Ok(todos) = inner.store.todos(&session_id).await
+                && todos != track.ledger.todos
+            {
+                track.ledger.todos = todos.clone();
+                sink.emit(Event::TodosUpdated { todos });
+            }
         }
+    }
+
+    /// The budget this run has used up, if any.
+    fn budget_exceeded(&self, st: &RunState, started: tokio::time::Instant) -> Option<StopReason> {
+        let cfg = &self.inner.config;
+        if st.turns >= cfg.max_turns {
+            return Some(StopReason::MaxTurns);
+        }
+        if let Some(max) = cfg.max_tokens
+            && st.totals.input_tokens + st.totals.output_tokens >= max
+        {
+            return Some(StopReason::MaxTokens);
+        }
+        if let Some(max) = cfg.max_cost_usd
+            && st.totals.cost_usd >= max
+        {
+            return Some(StopReason::MaxCost);
+        }
+        if let Some(max) = cfg.max_wall_time
+            && started.elapsed() >= max
+        {
+            return Some(StopReason::MaxWallTime);
+        }
+        None
     }
 
     /// The permission state of a run: the session's earlier approvals
@@ -490,11 +800,9 @@ impl AgentEngine {
         })
     }
 
-    /// Create the session, or load and repair the one to resume.
-    async fn open_session(
-        &self,
-        request: &RunRequest,
-    ) -> Result<(String, Vec<Message>, bool), StoreError> {
+    /// Create the session, or load and repair the one to resume: the
+    /// model's view is the latest compaction's summary and what follows it.
+    async fn open_session(&self, request: &RunRequest) -> Result<Opened, StoreError> {
         let store = &self.inner.store;
         match &request.resume {
             None => {
@@ -505,11 +813,20 @@ impl AgentEngine {
                         model: self.inner.provider.model().to_string(),
                     })
                     .await?;
-                Ok((info.id, Vec::new(), false))
+                Ok(Opened {
+                    id: info.id,
+                    messages: Vec::new(),
+                    seqs: Vec::new(),
+                    resumed: false,
+                    earlier_requests: Vec::new(),
+                })
             }
             Some(id) => {
                 let info = store.get_session(id).await?;
-                let repaired = repair_history(store.messages(&info.id).await?);
+                let stored = store.messages(&info.id).await?;
+                let earlier_requests = compaction::user_requests(&stored);
+                let (view, seqs) = self.model_view(&info.id, stored).await?;
+                let repaired = repair_history(view);
                 // Results made up for the last message's dangling calls are
                 // stored too, so the transcript says what happened (earlier
                 // ones are rebuilt the same way on every load).
@@ -518,17 +835,64 @@ impl AgentEngine {
                     .iter()
                     .rposition(|m| matches!(m, Message::Assistant(_)))
                     .unwrap_or(0);
+                let mut seq_of: std::collections::HashMap<usize, u64> = Default::default();
                 for (index, result) in &repaired.added {
                     if *index > last_assistant {
-                        store
+                        let seq = store
                             .append_message(&info.id, &Message::Tool(result.clone()))
                             .await?;
+                        seq_of.insert(*index, seq);
                     }
                 }
+                // Sequence numbers follow the repaired messages: kept ones
+                // keep theirs, made-up ones have none unless just stored.
+                let mut seqs_iter = seqs.into_iter();
+                let added: std::collections::HashSet<usize> =
+                    repaired.added.iter().map(|(i, _)| *i).collect();
+                let repaired_seqs: Vec<Option<u64>> = (0..repaired.messages.len())
+                    .map(|i| {
+                        if added.contains(&i) {
+                            seq_of.get(&i).copied()
+                        } else {
+                            seqs_iter.next().flatten()
+                        }
+                    })
+                    .collect();
                 store
                     .set_model(&info.id, self.inner.provider.model())
                     .await?;
-                Ok((info.id, repaired.messages, true))
+                Ok(Opened {
+                    id: info.id,
+                    messages: repaired.messages,
+                    seqs: repaired_seqs,
+                    resumed: true,
+                    earlier_requests,
+                })
+            }
+        }
+    }
+
+    /// What the model sees of stored messages: after a compaction, its
+    /// summary and the messages after it.
+    async fn model_view(
+        &self,
+        id: &str,
+        stored: Vec<Message>,
+    ) -> Result<(Vec<Message>, Vec<Option<u64>>), StoreError> {
+        let compactions = self.inner.store.compactions(id).await?;
+        match compactions.last() {
+            Some(c) if (c.upto_seq as usize) <= stored.len() => {
+                let mut messages = vec![c.summary.clone()];
+                let mut seqs = vec![None];
+                for (i, m) in stored.into_iter().enumerate().skip(c.upto_seq as usize) {
+                    messages.push(m);
+                    seqs.push(Some(i as u64 + 1));
+                }
+                Ok((messages, seqs))
+            }
+            _ => {
+                let seqs = (1..=stored.len() as u64).map(Some).collect();
+                Ok((stored, seqs))
             }
         }
     }
@@ -539,37 +903,54 @@ impl AgentEngine {
         session_id: &str,
         message: &Message,
         sink: &mut dyn EventSink,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         let seq = self.inner.store.append_message(session_id, message).await?;
         sink.emit(Event::MessageCommitted {
             seq,
             message: message.clone(),
         });
-        Ok(())
+        Ok(seq)
     }
 
     /// One model call, retried while nothing has been streamed yet.
     async fn model_turn(
         &self,
+        session_id: &str,
         req: &ModelRequest,
         cancel: &CancellationToken,
         sink: &mut dyn EventSink,
+        st: &mut RunState,
     ) -> Result<AssistantMessage, TurnFailure> {
         let cfg = &self.inner.config;
         let mut attempt = 0u32;
         loop {
             let mut asm = AssistantAssembler::default();
+            let began = std::time::Instant::now();
             let result = self.stream_once(req, cancel, sink, &mut asm).await;
             let err = match result {
-                Ok(()) => return Ok(asm.finish()),
+                Ok(()) => {
+                    let answer = asm.finish();
+                    let usage = answer.usage.unwrap_or_default();
+                    self.record_call(session_id, CallKind::Turn, usage, true, began, sink, st)
+                        .await;
+                    return Ok(answer);
+                }
                 Err(e) => e,
             };
+            let partial = asm.partial();
+            let usage = partial.usage.unwrap_or_default();
             if err.kind == ProviderErrorKind::Cancelled || cancel.is_cancelled() {
-                return Err(TurnFailure::Cancelled(asm.partial()));
+                self.record_call(session_id, CallKind::Turn, usage, false, began, sink, st)
+                    .await;
+                return Err(TurnFailure::Cancelled(partial));
             }
             if !(err.is_retryable() && asm.is_empty() && attempt < cfg.provider_retries) {
-                return Err(TurnFailure::Provider(err, asm.partial()));
+                self.record_call(session_id, CallKind::Turn, usage, false, began, sink, st)
+                    .await;
+                return Err(TurnFailure::Provider(err, partial));
             }
+            self.record_call(session_id, CallKind::Retry, usage, false, began, sink, st)
+                .await;
             attempt += 1;
             let delay = backoff(cfg.retry_base_delay, attempt, err.retry_after);
             sink.emit(Event::Retry {
@@ -627,9 +1008,10 @@ impl AgentEngine {
         session_id: &str,
         calls: Vec<ToolCall>,
         policy: &Arc<RunPolicy>,
+        note: Option<String>,
         cancel: &CancellationToken,
         sink: &mut dyn EventSink,
-    ) -> (Vec<ToolResult>, Option<StoreError>) {
+    ) -> (Vec<(ToolResult, Option<u64>)>, Option<StoreError>) {
         enum Msg {
             Event(Event),
             Done(usize, crate::dispatch::GateOutcome),
@@ -651,6 +1033,7 @@ impl AgentEngine {
                 cancel: cancel.clone(),
                 store: self.inner.store.clone(),
                 sandbox: Default::default(),
+                read_roots: Vec::new(),
             };
             let call = call.clone();
             let tx = tx.clone();
@@ -665,7 +1048,7 @@ impl AgentEngine {
             });
         }
         drop(tx);
-        let mut slots: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut slots: Vec<Option<(ToolResult, Option<u64>)>> = vec![None; calls.len()];
         let mut fault = None;
         while let Some(msg) = rx.recv().await {
             let (index, outcome) = match msg {
@@ -675,7 +1058,11 @@ impl AgentEngine {
                 }
                 Msg::Done(index, outcome) => (index, outcome),
             };
-            let r = outcome.result;
+            let mut r = outcome.result;
+            if let Some(n) = &note {
+                r.output.push_str("\n\n");
+                r.output.push_str(n);
+            }
             sink.emit(Event::ToolFinished {
                 call_id: r.call_id.clone(),
                 name: r.name.clone(),
@@ -683,24 +1070,30 @@ impl AgentEngine {
                 is_error: r.is_error,
                 output_preview: preview(&r.output, 4, 300),
             });
-            if fault.is_none()
-                && let Err(e) = self
+            let mut seq = None;
+            if fault.is_none() {
+                match self
                     .commit(session_id, &Message::Tool(r.clone()), sink)
                     .await
-            {
-                fault = Some(e);
+                {
+                    Ok(s) => seq = Some(s),
+                    Err(e) => fault = Some(e),
+                }
             }
-            slots[index] = Some(r);
+            slots[index] = Some((r, seq));
         }
         let results = slots
             .into_iter()
             .zip(calls)
             .map(|(slot, call)| {
-                slot.unwrap_or_else(|| ToolResult {
-                    call_id: call.id,
-                    name: call.name,
-                    output: "error: the harness lost this call's result".to_string(),
-                    is_error: true,
+                slot.unwrap_or_else(|| {
+                    let lost = ToolResult {
+                        call_id: call.id,
+                        name: call.name,
+                        output: "error: the harness lost this call's result".to_string(),
+                        is_error: true,
+                    };
+                    (lost, None)
                 })
             })
             .collect();

@@ -4,8 +4,10 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::approval::{ApprovalDecision, ApprovalReply, ApprovalRequest};
+use crate::compaction::CompactionReason;
 use crate::permission::PermissionMode;
-use crate::schema::{Message, Usage};
+use crate::schema::{Message, Todo, Usage};
+use crate::tokens::LedgerTotals;
 
 /// Why a run stopped. Each reason maps to its own exit code in the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -22,6 +24,14 @@ pub enum StopReason {
     ProviderError,
     /// The harness itself failed (for example the session store).
     HarnessError,
+    /// The run's token budget (`max_tokens`) was used up.
+    MaxTokens,
+    /// The run's cost budget (`max_cost_usd`) was used up.
+    MaxCost,
+    /// The run's time budget (`max_wall_time`) ran out.
+    MaxWallTime,
+    /// The model repeated itself or made no progress, after a reminder.
+    Repetition,
 }
 
 impl StopReason {
@@ -32,6 +42,10 @@ impl StopReason {
             StopReason::Cancelled => "cancelled",
             StopReason::ProviderError => "provider_error",
             StopReason::HarnessError => "harness_error",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::MaxCost => "max_cost",
+            StopReason::MaxWallTime => "max_wall_time",
+            StopReason::Repetition => "repetition",
         }
     }
 }
@@ -105,6 +119,19 @@ pub enum Event {
         suggested_rules: Vec<String>,
         suggested_mode: Option<PermissionMode>,
     },
+    /// Older turns were replaced by a summary (or dropped, when `summarized`
+    /// is false; `note` says why).
+    Compaction {
+        reason: CompactionReason,
+        summarized: bool,
+        replaced_messages: u64,
+        tokens_before: u64,
+        tokens_after: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// The todo list changed.
+    TodosUpdated { todos: Vec<Todo> },
     /// Something the user should know that is not an error of the run.
     Notice { message: String },
     /// Context size: `estimated` for the request just sent, `actual` as the
@@ -126,6 +153,8 @@ pub enum Event {
         /// What went wrong, for provider and harness errors.
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// This run's model calls from the ledger: tokens and cost.
+        totals: LedgerTotals,
     },
 }
 

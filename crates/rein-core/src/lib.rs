@@ -3,6 +3,7 @@
 
 pub mod approval;
 pub mod assemble;
+pub mod compaction;
 pub mod context;
 pub mod dispatch;
 pub mod engine;
@@ -10,6 +11,7 @@ pub mod event;
 pub mod glob;
 pub mod history;
 pub mod locks;
+pub mod memory;
 pub mod memory_store;
 pub mod permission;
 pub mod provider;
@@ -18,6 +20,7 @@ pub mod schema_check;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod tokens;
 pub mod tool;
 
 pub use approval::{
@@ -30,6 +33,7 @@ pub use engine::{
     AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunOutcome, RunRequest, RunStream,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
+pub use memory::{Added, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, NewMemory};
 pub use memory_store::MemoryStore;
 pub use permission::{
     Assessment, PermissionMode, Permissions, Risk, Rule, Rules, SandboxMode, SandboxPolicy,
@@ -42,6 +46,7 @@ pub use schema::{
     AssistantMessage, ContentPart, FinishReason, Message, ReasoningBlock, Role, StreamChunk, Todo,
     TodoStatus, ToolCall, ToolResult, ToolSpec, Usage,
 };
-pub use store::{NewSession, SessionInfo, SessionStore, StoreError};
+pub use store::{CompactionRecord, NewSession, SessionInfo, SessionStore, StoreError};
+pub use tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, Pricing, TokenCounter};
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
+pub use tool::{OutputSpill, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};

@@ -7,15 +7,24 @@ use std::sync::{Mutex, PoisonError};
 use async_trait::async_trait;
 
 use crate::schema::{Message, Todo};
-use crate::store::{NewSession, SessionInfo, SessionStore, StoreError};
+use crate::store::{CompactionRecord, NewSession, SessionInfo, SessionStore, StoreError};
+use crate::tokens::LedgerEntry;
 
 /// One session: its record, messages, todos and approval grants.
 type Entry = (SessionInfo, Vec<Message>, Vec<Todo>, Vec<String>);
+
+/// A session's ledger and compactions.
+#[derive(Default)]
+struct Extra {
+    ledger: Vec<LedgerEntry>,
+    compactions: Vec<CompactionRecord>,
+}
 
 #[derive(Default)]
 struct Data {
     order: Vec<String>,
     sessions: HashMap<String, Entry>,
+    extra: HashMap<String, Extra>,
 }
 
 /// An in-memory session store.
@@ -125,6 +134,7 @@ impl SessionStore for MemoryStore {
             let id = resolve_prefix(d.order.iter(), id)?;
             d.order.retain(|x| *x != id);
             d.sessions.remove(&id);
+            d.extra.remove(&id);
             Ok(())
         })
     }
@@ -203,6 +213,61 @@ impl SessionStore for MemoryStore {
                 s.3.push(rule.to_string());
             }
             Ok(())
+        })
+    }
+
+    async fn add_ledger(&self, id: &str, entry: &LedgerEntry) -> Result<(), StoreError> {
+        self.with(|d| {
+            if !d.sessions.contains_key(id) {
+                return Err(StoreError::NotFound(id.into()));
+            }
+            d.extra
+                .entry(id.to_string())
+                .or_default()
+                .ledger
+                .push(entry.clone());
+            Ok(())
+        })
+    }
+
+    async fn ledger(&self, id: &str) -> Result<(Vec<LedgerEntry>, usize), StoreError> {
+        self.with(|d| {
+            if !d.sessions.contains_key(id) {
+                return Err(StoreError::NotFound(id.into()));
+            }
+            Ok((
+                d.extra
+                    .get(id)
+                    .map(|e| e.ledger.clone())
+                    .unwrap_or_default(),
+                0,
+            ))
+        })
+    }
+
+    async fn add_compaction(&self, id: &str, record: &CompactionRecord) -> Result<(), StoreError> {
+        self.with(|d| {
+            if !d.sessions.contains_key(id) {
+                return Err(StoreError::NotFound(id.into()));
+            }
+            d.extra
+                .entry(id.to_string())
+                .or_default()
+                .compactions
+                .push(record.clone());
+            Ok(())
+        })
+    }
+
+    async fn compactions(&self, id: &str) -> Result<Vec<CompactionRecord>, StoreError> {
+        self.with(|d| {
+            if !d.sessions.contains_key(id) {
+                return Err(StoreError::NotFound(id.into()));
+            }
+            Ok(d.extra
+                .get(id)
+                .map(|e| e.compactions.clone())
+                .unwrap_or_default())
         })
     }
 

@@ -328,12 +328,34 @@ impl Permissions {
         }
     }
 
-    /// The secret folders under home, as absolute paths.
+    /// The secret folders under home, as absolute paths: both as home is
+    /// written and with symlinks resolved (a home reached through a symlink
+    /// must not open a way around the check).
     pub fn secret_dirs(&self) -> Vec<PathBuf> {
-        match &self.home {
-            Some(home) => SECRET_HOME_DIRS.iter().map(|d| home.join(d)).collect(),
-            None => Vec::new(),
+        let Some(home) = &self.home else {
+            return Vec::new();
+        };
+        let mut homes = vec![home.clone()];
+        if let Ok(real) = std::fs::canonicalize(home)
+            && real != *home
+        {
+            homes.push(real);
         }
+        let mut dirs = Vec::new();
+        for h in &homes {
+            for d in SECRET_HOME_DIRS {
+                let dir = h.join(d);
+                if let Ok(real) = std::fs::canonicalize(&dir)
+                    && !dirs.contains(&real)
+                {
+                    dirs.push(real);
+                }
+                if !dirs.contains(&dir) {
+                    dirs.push(dir);
+                }
+            }
+        }
+        dirs
     }
 
     /// The sandbox for tools that run programs in `mode`.

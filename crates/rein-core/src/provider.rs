@@ -105,6 +105,17 @@ pub trait Provider: Send + Sync {
 
     fn capabilities(&self) -> Capabilities;
 
+    /// The model's own tokenizer, when it is available offline.
+    fn token_counter(&self) -> Option<std::sync::Arc<dyn crate::tokens::TokenCounter>> {
+        None
+    }
+
+    /// The model's prices, when known (None: cost unknown; local models
+    /// cost nothing and say so with zero prices).
+    fn pricing(&self) -> Option<crate::tokens::Pricing> {
+        None
+    }
+
     /// Start one model call. The returned stream must end promptly when
     /// `cancel` fires (yielding a `Cancelled` error or simply ending).
     async fn stream(

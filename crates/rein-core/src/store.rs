@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::schema::{Message, Todo};
+use crate::tokens::LedgerEntry;
 
 /// A stored session's description.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,4 +80,33 @@ pub trait SessionStore: Send + Sync {
 
     /// The session's approval rules, in the order they were granted.
     async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError>;
+
+    /// Record one model call in the session's ledger.
+    async fn add_ledger(&self, id: &str, entry: &LedgerEntry) -> Result<(), StoreError>;
+
+    /// The session's ledger in call order, and how many stored rows could
+    /// not be read (they are skipped, never fatal).
+    async fn ledger(&self, id: &str) -> Result<(Vec<LedgerEntry>, usize), StoreError>;
+
+    /// Store a compaction: the model sees `summary` instead of messages
+    /// 1..=`upto_seq` from now on. The messages themselves stay stored.
+    async fn add_compaction(&self, id: &str, record: &CompactionRecord) -> Result<(), StoreError>;
+
+    /// The session's compactions, oldest first.
+    async fn compactions(&self, id: &str) -> Result<Vec<CompactionRecord>, StoreError>;
+}
+
+/// A compaction of a session's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionRecord {
+    /// The last stored message the summary replaces.
+    pub upto_seq: u64,
+    /// The message that stands for them (a user message holding the
+    /// summary and the task ledger).
+    pub summary: Message,
+    /// Whether the model wrote the summary (false: the fallback dropped
+    /// the oldest turns instead).
+    pub summarized: bool,
+    /// Unix milliseconds.
+    pub at: i64,
 }

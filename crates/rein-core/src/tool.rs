@@ -51,6 +51,19 @@ pub struct ToolContext {
     /// The sandbox a tool that runs programs must apply (set by the gate
     /// from the run's permission mode).
     pub sandbox: SandboxPolicy,
+    /// Folders outside the workspace that reading tools may open: where
+    /// this session's big tool outputs are saved.
+    pub read_roots: Vec<PathBuf>,
+}
+
+/// Saves tool outputs too big for the context, so that the model can read
+/// them in pieces later.
+pub trait OutputSpill: Send + Sync {
+    /// The folder this session's outputs go to.
+    fn dir(&self, session_id: &str) -> PathBuf;
+
+    /// Save one call's whole output; returns the file's path.
+    fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, String>;
 }
 
 /// What a successful tool call returns.

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod engine {
+    mod context_scenarios;
     mod loop_scenarios;
     mod permission_scenarios;
     pub mod support;

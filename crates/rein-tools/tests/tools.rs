@@ -9,6 +9,8 @@ mod bash;
 mod common;
 #[path = "tools/edit.rs"]
 mod edit;
+#[path = "tools/escape.rs"]
+mod escape;
 #[path = "tools/files.rs"]
 mod files;
 #[path = "tools/gate.rs"]

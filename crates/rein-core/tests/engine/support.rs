@@ -18,6 +18,12 @@ pub struct Scripted {
     /// When the script runs out, keep answering with this.
     pub repeat: Option<Vec<StreamChunk>>,
     pub chunk_delay: Duration,
+    pub window: u64,
+    pub pricing: Option<Pricing>,
+    /// Summary requests (compaction) answered, without using the script.
+    pub summaries: Mutex<u32>,
+    /// What summary requests get: None = a fixed, good summary.
+    pub summary_reply: Option<Result<String, ProviderError>>,
 }
 
 impl Scripted {
@@ -32,6 +38,10 @@ impl Scripted {
             requests: Mutex::new(Vec::new()),
             repeat: None,
             chunk_delay: Duration::ZERO,
+            window: 1000,
+            pricing: None,
+            summaries: Mutex::new(0),
+            summary_reply: None,
         }
     }
 
@@ -51,15 +61,47 @@ impl Provider for Scripted {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             parallel_tool_calls: true,
-            context_window: Some(1000),
+            context_window: Some(self.window),
             ..Default::default()
         }
+    }
+    fn pricing(&self) -> Option<Pricing> {
+        self.pricing
     }
     async fn stream(
         &self,
         request: &ModelRequest,
         _cancel: &CancellationToken,
     ) -> Result<ChunkStream, ProviderError> {
+        if request.system == rein_core::compaction::SUMMARY_SYSTEM {
+            let n = {
+                let mut n = self.summaries.lock().unwrap();
+                *n += 1;
+                *n
+            };
+            let reply = match &self.summary_reply {
+                None => Ok(format!(
+                    "## Goal\nFinish the task.\n## Current state\nSummary number {n}.\n## Next step\nContinue."
+                )),
+                Some(r) => r.clone(),
+            };
+            let chunks = match reply {
+                Ok(t) => {
+                    let mut c = text(&t);
+                    c.insert(
+                        0,
+                        StreamChunk::Usage(Usage {
+                            input_tokens: 300,
+                            output_tokens: 40,
+                            ..Default::default()
+                        }),
+                    );
+                    c
+                }
+                Err(e) => return Err(e),
+            };
+            return Ok(Box::pin(stream::iter(chunks.into_iter().map(Ok))));
+        }
         self.requests.lock().unwrap().push(request.clone());
         let step = self.steps.lock().unwrap().pop();
         let chunks = match step {
@@ -229,6 +271,12 @@ pub fn harness(
         // The loop's own scenarios: every call runs. Permission scenarios
         // pick their own mode.
         .mode(rein_core::PermissionMode::Auto)
+        // The scripted model's window is tiny; compaction has its own
+        // scenarios.
+        .compaction(rein_core::compaction::CompactionConfig {
+            enabled: false,
+            ..Default::default()
+        })
         .retry_base_delay(Duration::from_millis(1));
     Harness {
         engine: configure(builder).build().unwrap(),

@@ -52,6 +52,7 @@ impl Env {
                 mode: rein_core::SandboxMode::Off,
                 ..Default::default()
             },
+            read_roots: Vec::new(),
         }
     }
 

@@ -1,0 +1,220 @@
+//! Long-term memory through the binary: the tools in runs, `rein memory`,
+//! and a memory database that cannot be used.
+
+use serde_json::{Value, json};
+
+use super::support::*;
+
+fn run_script(env: &Env, name: &str, turns: Value, extra: &[&str]) -> Vec<Value> {
+    let script = env.script(name, &json!({ "turns": turns }));
+    let mut args = vec![
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+    ];
+    args.extend_from_slice(extra);
+    args.push("go");
+    let o = env.rein(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    json_lines(&o)
+}
+
+fn tool_output(events: &[Value], tool: &str) -> (bool, String) {
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished" && e["name"] == tool)
+        .unwrap_or_else(|| panic!("no {tool} call in {events:?}"));
+    (
+        finished["is_error"].as_bool().unwrap(),
+        finished["output_preview"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn a_memory_written_in_one_run_is_found_in_the_next_and_managed_from_the_command_line() {
+    let env = Env::new();
+    // Plan mode: memory_write is not a workspace write, so it is offered.
+    let events = run_script(
+        &env,
+        "write.json",
+        json!([
+            {"tool_calls": [{"name": "memory_write", "arguments": {
+                "action": "add",
+                "title": "Running the tests",
+                "content": "Use `make check`; plain cargo test misses the fixtures.",
+                "tags": ["ci"]
+            }}]},
+            {"text": "noted"}
+        ]),
+        &["--mode", "plan"],
+    );
+    let (is_error, output) = tool_output(&events, "memory_write");
+    assert!(!is_error, "{output}");
+    assert_eq!(output, "saved memory m1 (this project): Running the tests");
+    assert!(env.home.path().join("memory.db").exists());
+
+    let events = run_script(
+        &env,
+        "search.json",
+        json!([
+            {"tool_calls": [{"name": "memory_search", "arguments": {"query": "how to run the tests?"}}]},
+            {"text": "found it"}
+        ]),
+        &[],
+    );
+    let (is_error, output) = tool_output(&events, "memory_search");
+    assert!(!is_error, "{output}");
+    assert!(output.contains("m1 · Running the tests [ci]"), "{output}");
+    assert!(
+        output.contains("plain cargo test misses the fixtures"),
+        "{output}"
+    );
+
+    let o = env.rein(&["memory", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("ID"), "{table}");
+    assert!(
+        lines[1].starts_with("m1 ") && lines[1].contains("Running the tests"),
+        "{table}"
+    );
+    let o = env.rein(&["memory", "list", "--all", "--json"]);
+    let listed = json_lines(&o);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["uses"], 1);
+    assert_eq!(
+        listed[0]["project"].as_str().unwrap(),
+        std::fs::canonicalize(env.ws.path())
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    // Another workspace does not list this project's memory.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let o = env.rein(&["memory", "list", "-C", elsewhere.path().to_str().unwrap()]);
+    assert!(
+        stdout(&o).starts_with("no memories for this project"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = env.rein(&["memory", "show", "m1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("title     Running the tests"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).ends_with("misses the fixtures.\n"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = env.rein(&["memory", "rm", "m1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "removed memory m1 (Running the tests)\n");
+    let o = env.rein(&["memory", "list", "--all"]);
+    assert_eq!(stdout(&o), "no memories yet\n");
+
+    assert_clean_failure(&env.rein(&["memory", "rm", "m1"]), 2, "memory m1 not found");
+    assert_clean_failure(
+        &env.rein(&["memory", "show", "m42"]),
+        2,
+        "memory m42 not found",
+    );
+    assert_clean_failure(
+        &env.rein(&["memory", "show", "nonsense"]),
+        2,
+        "`nonsense` is not a memory id",
+    );
+}
+
+#[test]
+fn a_locked_memory_database_is_an_observation_and_the_run_loses_nothing() {
+    let env = Env::new();
+    let o = env.rein(&["memory", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let db = env.home.path().join("memory.db");
+    let other = rusqlite::Connection::open(&db).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+
+    let events = run_script(
+        &env,
+        "locked.json",
+        json!([
+            {"tool_calls": [{"name": "memory_write", "arguments": {
+                "action": "add", "title": "t", "content": "kept for later"
+            }}]},
+            {"text": "carried on without memory"}
+        ]),
+        &[],
+    );
+    let (is_error, output) = tool_output(&events, "memory_write");
+    assert!(is_error);
+    assert!(
+        output.contains("memory is unavailable right now (database locked: "),
+        "{output}"
+    );
+    assert!(output.contains(&db.display().to_string()), "{output}");
+    assert!(output.ends_with("continue without it"), "{output}");
+    let last = events.last().unwrap();
+    assert_eq!(last["reason"], "completed");
+    assert_eq!(last["final_text"], "carried on without memory");
+
+    // Every message of the run is in the session.
+    let stored = stored(&env, &session_id(&events));
+    let roles: Vec<&str> = stored.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{stored:?}"
+    );
+    assert!(
+        stored[2]
+            .to_string()
+            .contains("memory is unavailable right now"),
+        "{}",
+        stored[2]
+    );
+
+    other.execute_batch("COMMIT").unwrap();
+    let o = env.rein(&["memory", "list", "--all"]);
+    assert_eq!(stdout(&o), "no memories yet\n");
+}
+
+#[test]
+fn a_memory_file_that_cannot_be_opened_is_one_note_and_the_run_goes_on() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("memory.db"),
+        "not a database\n".repeat(100),
+    )
+    .unwrap();
+    let events = run_script(&env, "plain.json", json!([{"text": "fine"}]), &[]);
+    assert_eq!(events.last().unwrap()["reason"], "completed");
+    let o = env.rein(&[
+        "exec",
+        "--provider",
+        "replay",
+        "--script",
+        env.home.path().join("plain.json").to_str().unwrap(),
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("note: running without long-term memory"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].contains("memory.db"), "{err}");
+    // The subcommands say what is wrong, in one line.
+    let o = env.rein(&["memory", "list"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}

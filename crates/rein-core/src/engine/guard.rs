@@ -1,0 +1,199 @@
+//! The loop guard: the same calls over and over, or turns that change
+//! nothing and learn nothing, first get a reminder, then stop the run.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+use crate::schema::{ToolCall, ToolResult};
+
+/// Loop guard settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopGuardConfig {
+    /// The same calls (names and arguments) this many turns in a row get a
+    /// reminder; one more stops the run (default 3; 0 turns the check off).
+    pub repeat_limit: u32,
+    /// Tool turns in a row with no write and no new output that get a
+    /// reminder; two more stop the run (default 10; None turns it off).
+    pub no_progress_turns: Option<u32>,
+}
+
+impl Default for LoopGuardConfig {
+    fn default() -> Self {
+        LoopGuardConfig {
+            repeat_limit: 3,
+            no_progress_turns: Some(10),
+        }
+    }
+}
+
+/// What the guard says about a turn's calls before they run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Run,
+    /// Run them, with this reminder added to each observation.
+    Remind(String),
+    /// Do not run them: the run stops for repetition.
+    Stop(String),
+}
+
+#[derive(Debug, Default)]
+pub struct LoopGuard {
+    config: LoopGuardConfig,
+    last: Option<Vec<String>>,
+    repeats: u32,
+    seen: HashSet<u64>,
+    idle: u32,
+}
+
+fn signature(call: &ToolCall) -> String {
+    // Arguments compared as JSON values, so spacing and key order do not
+    // make two identical calls look different.
+    let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| call.arguments.trim().to_string());
+    format!("{}\u{0}{args}", call.name)
+}
+
+fn hash(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+impl LoopGuard {
+    pub fn new(config: LoopGuardConfig) -> Self {
+        LoopGuard {
+            config,
+            ..Default::default()
+        }
+    }
+
+    /// Check a turn's calls before they run.
+    pub fn before(&mut self, calls: &[ToolCall]) -> Verdict {
+        let mut sigs: Vec<String> = calls.iter().map(signature).collect();
+        sigs.sort();
+        if self.last.as_ref() == Some(&sigs) {
+            self.repeats += 1;
+        } else {
+            self.repeats = 1;
+            self.last = Some(sigs);
+        }
+        let limit = self.config.repeat_limit;
+        if limit > 0 && self.repeats > limit {
+            return Verdict::Stop(format!(
+                "the same tool call was made {} times in a row, after a reminder",
+                self.repeats
+            ));
+        }
+        if limit > 0 && self.repeats == limit {
+            return Verdict::Remind(format!(
+                "[rein: you have made this exact call {limit} times in a row. Repeating it will \
+                 not give a different result; change your approach, or answer if you are done. \
+                 The next identical call stops the run.]"
+            ));
+        }
+        if let Some(n) = self.config.no_progress_turns
+            && self.idle >= n
+        {
+            if self.idle >= n + 2 {
+                return Verdict::Stop(format!(
+                    "{} tool turns in a row changed nothing and found nothing new",
+                    self.idle
+                ));
+            }
+            return Verdict::Remind(format!(
+                "[rein: the last {} tool turns changed no file and returned nothing new. Step \
+                 back: state what is blocking you and try a different approach, or answer. The \
+                 run stops if this goes on.]",
+                self.idle
+            ));
+        }
+        Verdict::Run
+    }
+
+    /// Record a turn's results: `wrote` says whether a call that changes
+    /// files succeeded.
+    pub fn after<'a>(&mut self, results: impl IntoIterator<Item = &'a ToolResult>, wrote: bool) {
+        let mut new_info = false;
+        for r in results {
+            if self.seen.insert(hash(&r.output)) {
+                new_info = true;
+            }
+        }
+        if wrote || new_info {
+            self.idle = 0;
+        } else {
+            self.idle += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(args: &str) -> ToolCall {
+        ToolCall {
+            id: "x".into(),
+            name: "bash".into(),
+            arguments: args.into(),
+        }
+    }
+
+    fn out(text: &str) -> ToolResult {
+        ToolResult {
+            call_id: "x".into(),
+            name: "bash".into(),
+            output: text.into(),
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn the_third_identical_call_gets_a_reminder_and_the_fourth_stops() {
+        let mut g = LoopGuard::new(LoopGuardConfig::default());
+        assert_eq!(g.before(&[call(r#"{"command": "ls"}"#)]), Verdict::Run);
+        // Spacing and key order do not hide a repeat.
+        assert_eq!(g.before(&[call(r#"{"command":"ls"}"#)]), Verdict::Run);
+        assert!(matches!(
+            g.before(&[call(r#"{ "command" : "ls" }"#)]),
+            Verdict::Remind(_)
+        ));
+        assert!(matches!(
+            g.before(&[call(r#"{"command": "ls"}"#)]),
+            Verdict::Stop(_)
+        ));
+    }
+
+    #[test]
+    fn a_different_call_resets_the_count() {
+        let mut g = LoopGuard::new(LoopGuardConfig::default());
+        for _ in 0..2 {
+            assert_eq!(g.before(&[call(r#"{"command": "ls"}"#)]), Verdict::Run);
+        }
+        assert_eq!(g.before(&[call(r#"{"command": "pwd"}"#)]), Verdict::Run);
+        assert_eq!(g.before(&[call(r#"{"command": "ls"}"#)]), Verdict::Run);
+    }
+
+    #[test]
+    fn turns_without_writes_or_new_output_are_flagged_then_stopped() {
+        let mut g = LoopGuard::new(LoopGuardConfig {
+            repeat_limit: 0,
+            no_progress_turns: Some(2),
+        });
+        g.before(&[call("1")]);
+        g.after(&[out("same")], false); // new output: progress
+        g.before(&[call("2")]);
+        g.after(&[out("same")], false);
+        g.before(&[call("3")]);
+        g.after(&[out("same")], false);
+        assert!(matches!(g.before(&[call("4")]), Verdict::Remind(_)));
+        g.after(&[out("same")], false);
+        g.before(&[call("5")]);
+        g.after(&[out("same")], false);
+        assert!(matches!(g.before(&[call("6")]), Verdict::Stop(_)));
+        // A write is progress.
+        g.after(&[out("same")], true);
+        assert_eq!(g.before(&[call("7")]), Verdict::Run);
+    }
+}

@@ -1,0 +1,138 @@
+//! What one run keeps as it goes: the conversation with its token counts,
+//! and the facts the task ledger and the loop guard need.
+
+use crate::compaction::{TaskLedger, is_test_command};
+use crate::dispatch::Gate;
+use crate::engine::guard::LoopGuard;
+use crate::schema::{Message, ToolCall, ToolResult};
+use crate::text::truncate_middle;
+use crate::tokens::{TokenCounter, count_message, message_text};
+use crate::tool::ToolAccess;
+
+/// A session as it was opened.
+pub(crate) struct Opened {
+    pub id: String,
+    pub messages: Vec<Message>,
+    /// Store sequence number of each message (None: not stored as is).
+    pub seqs: Vec<Option<u64>>,
+    pub resumed: bool,
+    /// The user's requests stored before this run.
+    pub earlier_requests: Vec<String>,
+}
+
+/// The messages the model sees, each counted once when it arrives, so
+/// a turn costs work proportional to what is new.
+pub(crate) struct Conversation {
+    pub messages: Vec<Message>,
+    pub seqs: Vec<Option<u64>>,
+    counts: Vec<u64>,
+    total: u64,
+    chars: u64,
+}
+
+impl Conversation {
+    pub fn new(messages: Vec<Message>, seqs: Vec<Option<u64>>, counter: &dyn TokenCounter) -> Self {
+        let mut c = Conversation {
+            messages: Vec::with_capacity(messages.len()),
+            seqs: Vec::with_capacity(messages.len()),
+            counts: Vec::new(),
+            total: 0,
+            chars: 0,
+        };
+        let mut seqs = seqs.into_iter();
+        for m in messages {
+            c.push(m, seqs.next().flatten(), counter);
+        }
+        c
+    }
+
+    pub fn push(&mut self, m: Message, seq: Option<u64>, counter: &dyn TokenCounter) {
+        let n = count_message(counter, &m);
+        self.total += n;
+        self.chars += message_text(&m).len() as u64;
+        self.counts.push(n);
+        self.messages.push(m);
+        self.seqs.push(seq);
+    }
+
+    /// Replace everything (after a compaction), recounting.
+    pub fn replace(
+        &mut self,
+        messages: Vec<Message>,
+        seqs: Vec<Option<u64>>,
+        counter: &dyn TokenCounter,
+    ) {
+        *self = Conversation::new(messages, seqs, counter);
+    }
+
+    /// Estimated tokens of the messages.
+    pub fn tokens(&self) -> u64 {
+        self.total
+    }
+
+    /// Characters of the messages' text (for calibrating estimates).
+    pub fn chars(&self) -> u64 {
+        self.chars
+    }
+}
+
+/// Facts kept for the task ledger and the loop guard.
+pub(crate) struct Tracker {
+    pub ledger: TaskLedger,
+    pub guard: LoopGuard,
+}
+
+impl Tracker {
+    /// Note what a turn's calls did; true when a call that changes files
+    /// succeeded.
+    pub fn observe(
+        &mut self,
+        calls: &[ToolCall],
+        results: &[(ToolResult, Option<u64>)],
+        turn: u32,
+        gate: &Gate,
+    ) -> bool {
+        let mut wrote = false;
+        for (call, (result, _)) in calls.iter().zip(results) {
+            let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+            let access = gate.access(&call.name);
+            if access == Some(ToolAccess::Write) && !result.is_error {
+                wrote = true;
+                if let Some(path) = args.get("path").and_then(|p| p.as_str()) {
+                    let first = result.output.lines().next().unwrap_or("").trim();
+                    self.ledger.files.insert(
+                        path.to_string(),
+                        format!(
+                            "{} at turn {turn}: {}",
+                            call.name,
+                            truncate_middle(first, 160)
+                        ),
+                    );
+                }
+            }
+            if access == Some(ToolAccess::Execute)
+                && let Some(cmd) = args.get("command").and_then(|c| c.as_str())
+                && is_test_command(cmd)
+            {
+                self.ledger.last_test = Some(format!(
+                    "`{}` (turn {turn}):\n{}",
+                    truncate_middle(cmd.trim(), 200),
+                    tail(&result.output, 800)
+                ));
+            }
+        }
+        wrote
+    }
+}
+
+/// The last `max` bytes of `text`, on a character boundary.
+fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}

@@ -1,0 +1,229 @@
+//! Token accounting: counting with the model's own tokenizer when one is
+//! available offline, a calibrated estimate otherwise, and what calls cost.
+
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::schema::{ContentPart, Message, Usage};
+
+/// Counts tokens of text the way one model does.
+pub trait TokenCounter: Send + Sync {
+    fn count(&self, text: &str) -> u64;
+
+    /// True for a real tokenizer, false for an estimate.
+    fn exact(&self) -> bool;
+
+    /// Learn from a provider's reported figure: `chars` characters of
+    /// request were `tokens` tokens. Exact counters ignore it.
+    fn observe(&self, _chars: u64, _tokens: u64) {}
+}
+
+/// Characters per token learned from reported usage (an exponential
+/// average over this session's calls), for models without an offline
+/// tokenizer. Starts at 4 bytes a token.
+pub struct CalibratedEstimator {
+    state: Mutex<(f64, u32)>,
+}
+
+impl Default for CalibratedEstimator {
+    fn default() -> Self {
+        CalibratedEstimator {
+            state: Mutex::new((4.0, 0)),
+        }
+    }
+}
+
+impl CalibratedEstimator {
+    pub fn chars_per_token(&self) -> f64 {
+        match self.state.lock() {
+            Ok(s) => s.0,
+            Err(p) => p.into_inner().0,
+        }
+    }
+}
+
+impl TokenCounter for CalibratedEstimator {
+    fn count(&self, text: &str) -> u64 {
+        let cpt = self.chars_per_token().max(0.5);
+        (text.len() as f64 / cpt).ceil() as u64
+    }
+
+    fn exact(&self) -> bool {
+        false
+    }
+
+    fn observe(&self, chars: u64, tokens: u64) {
+        if chars < 200 || tokens == 0 {
+            return;
+        }
+        let sample = (chars as f64 / tokens as f64).clamp(0.5, 12.0);
+        let mut s = match self.state.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        // The first sample replaces the prior; later ones move it halfway.
+        s.0 = if s.1 == 0 {
+            sample
+        } else {
+            s.0 * 0.5 + sample * 0.5
+        };
+        s.1 += 1;
+    }
+}
+
+/// Per-message overhead of chat formats (role markers and separators).
+pub const MESSAGE_OVERHEAD: u64 = 4;
+
+/// The text of a message as a model reads it, for counting.
+pub fn message_text(m: &Message) -> String {
+    match m {
+        Message::System { content } | Message::User { content } => content.clone(),
+        Message::Tool(r) => r.output.clone(),
+        Message::Assistant(a) => {
+            let mut s = String::new();
+            for p in &a.content {
+                match p {
+                    ContentPart::Text { text } => s.push_str(text),
+                    ContentPart::Reasoning(r) => s.push_str(&r.text),
+                    ContentPart::ToolCall(c) => {
+                        s.push_str(&c.name);
+                        s.push(' ');
+                        s.push_str(&c.arguments);
+                    }
+                }
+                s.push('\n');
+            }
+            s
+        }
+    }
+}
+
+/// Tokens of one message with `counter`.
+pub fn count_message(counter: &dyn TokenCounter, m: &Message) -> u64 {
+    counter.count(&message_text(m)) + MESSAGE_OVERHEAD
+}
+
+/// Prices of a model, in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pricing {
+    pub input: f64,
+    /// Cached input tokens (billed instead of `input` for those).
+    pub cached_input: f64,
+    pub output: f64,
+}
+
+impl Pricing {
+    /// The cost of one call's usage. Reasoning tokens are output tokens.
+    pub fn cost(&self, u: &Usage) -> f64 {
+        let cached = u.cached_input_tokens.min(u.input_tokens);
+        let fresh = u.input_tokens - cached;
+        (fresh as f64 * self.input
+            + cached as f64 * self.cached_input
+            + u.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+/// What kind of model call a ledger entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// A turn of the agent loop.
+    Turn,
+    /// A failed attempt that was retried.
+    Retry,
+    /// Summarising history for compaction.
+    Compaction,
+    /// A short call for a session title.
+    Title,
+}
+
+/// One model call the harness made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    pub kind: CallKind,
+    pub provider: String,
+    pub model: String,
+    pub usage: Usage,
+    /// None when the model's prices are unknown.
+    pub cost_usd: Option<f64>,
+    /// Whether the call produced an answer.
+    pub ok: bool,
+    pub duration_ms: u64,
+    /// Unix milliseconds.
+    pub at: i64,
+}
+
+/// Sums over ledger entries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LedgerTotals {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    pub reasoning_tokens: u64,
+    /// Sum of the known costs.
+    pub cost_usd: f64,
+    /// Calls whose cost is unknown (their tokens are in the sums).
+    pub unpriced_calls: u64,
+}
+
+impl LedgerTotals {
+    pub fn add(&mut self, e: &LedgerEntry) {
+        self.calls += 1;
+        self.input_tokens += e.usage.input_tokens;
+        self.cached_input_tokens += e.usage.cached_input_tokens;
+        self.output_tokens += e.usage.output_tokens;
+        self.reasoning_tokens += e.usage.reasoning_tokens;
+        match e.cost_usd {
+            Some(c) => self.cost_usd += c,
+            None => self.unpriced_calls += 1,
+        }
+    }
+
+    pub fn of(entries: &[LedgerEntry]) -> LedgerTotals {
+        let mut t = LedgerTotals::default();
+        for e in entries {
+            t.add(e);
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimator_converges_to_the_reported_ratio() {
+        let est = CalibratedEstimator::default();
+        // The provider's tokenizer sees 3 characters a token.
+        for _ in 0..6 {
+            est.observe(30_000, 10_000);
+        }
+        let text = "x".repeat(9_000);
+        let n = est.count(&text) as f64;
+        assert!((n - 3_000.0).abs() / 3_000.0 < 0.10, "{n}");
+        // Tiny samples teach nothing.
+        est.observe(10, 100);
+        assert!((est.chars_per_token() - 3.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn cost_bills_cached_input_at_its_own_price() {
+        let p = Pricing {
+            input: 2.0,
+            cached_input: 0.5,
+            output: 8.0,
+        };
+        let u = Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 400_000,
+            output_tokens: 100_000,
+            reasoning_tokens: 50_000,
+        };
+        let c = p.cost(&u);
+        assert!((c - (1.2 + 0.2 + 0.8)).abs() < 1e-9, "{c}");
+    }
+}
