@@ -604,6 +604,15 @@ impl AgentEngine {
                 .sum::<usize>()) as u64;
         let window = inner.provider.capabilities().context_window;
         let started = tokio::time::Instant::now();
+        // One request for the whole run: its messages are lent from the
+        // conversation for each call (swapped, never copied), so a turn
+        // costs the same however long the history is.
+        let mut req = ModelRequest {
+            system,
+            messages: Vec::new(),
+            tools,
+            max_output_tokens: None,
+        };
 
         loop {
             if cancel.is_cancelled() {
@@ -635,15 +644,11 @@ impl AgentEngine {
                 return st.stop(StopReason::HarnessError, harness(e));
             }
 
-            let mut req = ModelRequest {
-                system: system.clone(),
-                messages: conv.messages.clone(),
-                tools: tools.clone(),
-                max_output_tokens: None,
-            };
+            std::mem::swap(&mut req.messages, &mut conv.messages);
             let mut outcome = self
                 .model_turn(&session_id, &req, cancel, sink, &mut st)
                 .await;
+            std::mem::swap(&mut req.messages, &mut conv.messages);
             if let Err(TurnFailure::Provider(e, partial)) = &outcome
                 && e.kind == ProviderErrorKind::ContextLengthExceeded
                 && partial.content.is_empty()
@@ -665,10 +670,11 @@ impl AgentEngine {
                 {
                     return st.stop(StopReason::HarnessError, harness(e));
                 }
-                req.messages = conv.messages.clone();
+                std::mem::swap(&mut req.messages, &mut conv.messages);
                 outcome = self
                     .model_turn(&session_id, &req, cancel, sink, &mut st)
                     .await;
+                std::mem::swap(&mut req.messages, &mut conv.messages);
             }
             let (assistant, failure) = match outcome {
                 Ok(a) => (a, None),
