@@ -187,11 +187,10 @@ fn read_file(path: &Path) -> Result<Option<(ConfigFile, String)>> {
 }
 
 impl Config {
-    /// Layer the user file, the project file and the environment.
-    pub fn load(workspace: &Path) -> Result<Config> {
-        let home = rein_home()?;
-        let mut cfg = Config {
-            home: home.clone(),
+    /// Built-in settings, before any file.
+    pub fn defaults(home: PathBuf) -> Config {
+        Config {
+            home,
             provider: None,
             model: None,
             max_turns: 50,
@@ -208,7 +207,13 @@ impl Config {
             max_wall_time: None,
             compaction: Default::default(),
             loop_guard: Default::default(),
-        };
+        }
+    }
+
+    /// Layer the user file, the project file and the environment.
+    pub fn load(workspace: &Path) -> Result<Config> {
+        let home = rein_home()?;
+        let mut cfg = Config::defaults(home.clone());
         for path in [
             home.join("config.toml"),
             workspace.join(".rein").join("config.toml"),
@@ -357,9 +362,61 @@ fn env_string(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// A duration from the command line: seconds, or a number with s, m or h.
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let (num, unit) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("`{text}` is not a duration: write seconds, or 90s, 10m, 2h"))?;
+    let secs = match unit {
+        "s" | "sec" | "secs" => n,
+        "m" | "min" | "mins" => n * 60.0,
+        "h" | "hour" | "hours" => n * 3600.0,
+        _ => bail!("`{text}` is not a duration: write seconds, or 90s, 10m, 2h"),
+    };
+    if !(secs > 0.0 && secs.is_finite() && secs < 1e9) {
+        bail!("`{text}` is not a positive duration");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_readme_config_example_is_a_valid_config_file() {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("```toml\n").unwrap() + "```toml\n".len();
+        let end = start + readme[start..].find("```").unwrap();
+        let file: ConfigFile = toml::from_str(&readme[start..end]).unwrap();
+        let mut cfg = Config::defaults(PathBuf::from("/h"));
+        let text = &readme[start..end];
+        let mut file = file;
+        if let Some(p) = file.permissions.take() {
+            cfg.permissions
+                .apply(p, Path::new("README.md"), text)
+                .unwrap();
+        }
+        cfg.apply(file, Path::new("/")).unwrap();
+        assert_eq!(cfg.max_tokens, Some(2_000_000));
+        assert_eq!(cfg.compaction.keep_turns, 3);
+    }
+
+    #[test]
+    fn durations_take_seconds_or_a_unit_and_refuse_nonsense() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        for bad in ["", "abc", "-5", "0", "10x", "inf"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn files_reject_unknown_keys_with_the_line() {
@@ -450,27 +507,4 @@ mod tests {
         let zero: ConfigFile = toml::from_str("[local]\nthreads = 0\n").unwrap();
         assert!(cfg.apply(zero, Path::new("/")).is_err());
     }
-}
-
-/// A duration from the command line: seconds, or a number with s, m or h.
-pub fn parse_duration(text: &str) -> Result<Duration> {
-    let t = text.trim();
-    let (num, unit) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-        Some((i, _)) => (&t[..i], &t[i..]),
-        None => (t, "s"),
-    };
-    let n: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| anyhow!("`{text}` is not a duration: write seconds, or 90s, 10m, 2h"))?;
-    let secs = match unit {
-        "s" | "sec" | "secs" => n,
-        "m" | "min" | "mins" => n * 60.0,
-        "h" | "hour" | "hours" => n * 3600.0,
-        _ => bail!("`{text}` is not a duration: write seconds, or 90s, 10m, 2h"),
-    };
-    if !(secs > 0.0 && secs.is_finite() && secs < 1e9) {
-        bail!("`{text}` is not a positive duration");
-    }
-    Ok(Duration::from_secs_f64(secs))
 }

@@ -175,6 +175,9 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         );
     }
     let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
+    // Building a tokenizer's tables takes a moment: off the async threads.
+    let model = provider.model().to_string();
+    tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     let store = open_store(&cfg)?;
 
     let resume = if args.last {
@@ -204,13 +207,12 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     };
 
     let memory = crate::memory::for_run(&cfg, &workspace).await;
-    // TODO(memory prompt): hand `memory_note` to the engine (`.system_note(memory_note)`).
-    #[allow(unused_variables)]
     let memory_note: String = memory.note;
     let mut builder = AgentEngine::builder(provider, store)
         .workspace(&workspace)
         .tools(rein_tools::builtin_tools())
         .tools(memory.tools)
+        .system_note(memory_note)
         .max_turns(cfg.max_turns)
         .tool_timeout(cfg.tool_timeout)
         .provider_retries(cfg.provider_retries)

@@ -110,7 +110,9 @@ impl rein_core::Provider for Canned {
         _cancel: &CancellationToken,
     ) -> Result<rein_core::ChunkStream, rein_core::ProviderError> {
         use rein_core::{FinishReason, StreamChunk, ToolCall, Usage};
-        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut chunks = vec![StreamChunk::TextDelta(format!("step {n}"))];
         if n < self.turns {
             chunks.push(StreamChunk::ToolCall(ToolCall {
@@ -129,22 +131,31 @@ impl rein_core::Provider for Canned {
         } else {
             FinishReason::Stop
         }));
-        Ok(Box::pin(futures_util::stream::iter(chunks.into_iter().map(Ok))))
+        Ok(Box::pin(futures_util::stream::iter(
+            chunks.into_iter().map(Ok),
+        )))
     }
 }
 
 /// A stored session with `messages` messages of history (user prompt, then
 /// assistant calls and results).
 async fn session_with_history(store: &MemoryStore, messages: usize) -> String {
-    use rein_core::{AssistantMessage, ContentPart, Message, NewSession, SessionStore, ToolCall, ToolResult};
+    use rein_core::{
+        AssistantMessage, ContentPart, Message, NewSession, SessionStore, ToolCall, ToolResult,
+    };
     let info = store.create_session(NewSession::default()).await.unwrap();
-    store.append_message(&info.id, &Message::user("start")).await.unwrap();
+    store
+        .append_message(&info.id, &Message::user("start"))
+        .await
+        .unwrap();
     let mut i = 1;
     while i < messages {
         let id = format!("h{i}");
         let call = Message::Assistant(AssistantMessage {
             content: vec![
-                ContentPart::Text { text: format!("Looking at part {i} of the code.") },
+                ContentPart::Text {
+                    text: format!("Looking at part {i} of the code."),
+                },
                 ContentPart::ToolCall(ToolCall {
                     id: id.clone(),
                     name: "noop".into(),

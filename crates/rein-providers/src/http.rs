@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use rein_core::{
-    Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
-    StreamChunk,
+    Capabilities, ChunkStream, ModelRequest, Pricing, Provider, ProviderError, ProviderErrorKind,
+    StreamChunk, TokenCounter,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -267,6 +267,20 @@ impl Provider for HttpProvider {
                 .context_window
                 .or_else(|| crate::catalog::context_window(&self.endpoint.model)),
         }
+    }
+
+    /// OpenAI's own tokenizer for OpenAI's models on the OpenAI APIs; other
+    /// models (an OpenAI-compatible server's, Claude) have none offline.
+    fn token_counter(&self) -> Option<Arc<dyn TokenCounter>> {
+        if self.protocol.kind().starts_with("openai") {
+            crate::tokens::openai_counter(&self.endpoint.model)
+        } else {
+            None
+        }
+    }
+
+    fn pricing(&self) -> Option<Pricing> {
+        crate::catalog::pricing(&self.endpoint.model)
     }
 
     async fn stream(

@@ -4,6 +4,9 @@
 //! - [`replay`]: plays a JSON script of model turns (demos, tests, bug
 //!   reports).
 //! - [`local`] (feature `local`): a GGUF model run in-process with llama.cpp.
+//!
+//! [`tokens`] counts tokens with OpenAI's tokenizers offline and
+//! [`catalog`] knows context windows and prices of well-known models.
 
 pub mod anthropic;
 pub mod catalog;
@@ -17,6 +20,7 @@ pub mod protocol;
 pub mod replay;
 pub mod retry_after;
 pub mod sse;
+pub mod tokens;
 
 #[cfg(feature = "local")]
 pub use local::{LocalConfig, LocalProvider};

@@ -17,6 +17,7 @@
 //!   "description": "free text, ignored",   // optional
 //!   "model": "replay",                     // optional; the model name reported (default "replay")
 //!   "context_window": 128000,              // optional; reported in Capabilities (default: unknown)
+//!   "pricing": {"input": 2.0, "cached_input": 0.5, "output": 8.0},  // optional; US$ per million tokens
 //!   "turns": [                             // required, at least one turn
 //!     {
 //!       "reasoning": "optional thinking text",
@@ -46,6 +47,7 @@
 //! | `description` | string, optional | Free text for the reader (what the script reproduces); ignored. |
 //! | `model` | string, optional | Model name the provider reports. Default `"replay"`. |
 //! | `context_window` | integer, optional | Context window in tokens, reported in the capabilities. |
+//! | `pricing` | object, optional | The model's prices the provider reports, in US$ per million tokens: `input` and `output` (required numbers ≥ 0) and `cached_input` (default: the `input` price). Without it the prices are unknown, as for an unlisted model. |
 //! | `turns` | array, required | The model turns, played one per model call, in order. Must not be empty. |
 //!
 //! A turn (every field optional, but a turn must have at least one of
@@ -110,7 +112,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::stream;
 use rein_core::{
-    CancellationToken, Capabilities, ChunkStream, FinishReason, ModelRequest, Provider,
+    CancellationToken, Capabilities, ChunkStream, FinishReason, ModelRequest, Pricing, Provider,
     ProviderError, ProviderErrorKind, StreamChunk, Usage,
 };
 use serde::{Deserialize, Deserializer};
@@ -162,6 +164,8 @@ pub struct ReplayScript {
     pub model: String,
     /// Context window reported in [`Capabilities`].
     pub context_window: Option<u64>,
+    /// Prices reported by [`Provider::pricing`]; `None`: unknown.
+    pub pricing: Option<Pricing>,
     /// The turns, played one per model call.
     pub turns: Vec<ReplayTurn>,
 }
@@ -172,6 +176,7 @@ impl Default for ReplayScript {
             description: None,
             model: DEFAULT_MODEL.to_string(),
             context_window: None,
+            pricing: None,
             turns: Vec::new(),
         }
     }
@@ -405,7 +410,39 @@ struct RawScript {
     description: Option<String>,
     model: Option<String>,
     context_window: Option<u64>,
+    pricing: Option<RawPricing>,
     turns: Vec<RawTurn>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPricing {
+    input: f64,
+    cached_input: Option<f64>,
+    output: f64,
+}
+
+impl RawPricing {
+    fn check(self) -> Result<Pricing, ReplayError> {
+        let pricing = Pricing {
+            input: self.input,
+            cached_input: self.cached_input.unwrap_or(self.input),
+            output: self.output,
+        };
+        for (name, value) in [
+            ("input", pricing.input),
+            ("cached_input", pricing.cached_input),
+            ("output", pricing.output),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(ReplayError::invalid(
+                    None,
+                    format!("`pricing.{name}` must be a price of at least 0, not {value}"),
+                ));
+            }
+        }
+        Ok(pricing)
+    }
 }
 
 #[derive(Deserialize)]
@@ -527,10 +564,12 @@ impl ReplayScript {
             .enumerate()
             .map(|(i, t)| convert_turn(t).map_err(|m| ReplayError::invalid(Some(i + 1), m)))
             .collect::<Result<Vec<_>, _>>()?;
+        let pricing = raw.pricing.map(RawPricing::check).transpose()?;
         Ok(ReplayScript {
             description: raw.description,
             model: raw.model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             context_window: raw.context_window,
+            pricing,
             turns,
         })
     }
@@ -743,6 +782,10 @@ impl Provider for ReplayProvider {
             prompt_caching: false,
             context_window: self.script.context_window,
         }
+    }
+
+    fn pricing(&self) -> Option<Pricing> {
+        self.script.pricing
     }
 
     async fn stream(

@@ -10,4 +10,5 @@ mod providers {
     mod openai_responses;
     mod replay;
     mod sse_props;
+    mod tokens;
 }

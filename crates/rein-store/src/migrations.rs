@@ -44,6 +44,21 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq),
         UNIQUE (session_id, rule)
     );",
+    // 3: the ledger of model calls (each a `LedgerEntry` JSON) and the
+    // compactions of a session's history (each a `CompactionRecord` JSON).
+    "CREATE TABLE ledger (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,
+        body       TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE TABLE compactions (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,
+        upto_seq   INTEGER NOT NULL,
+        body       TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );",
 ];
 
 /// The schema version this build writes (the number of migration steps).
@@ -171,6 +186,31 @@ mod tests {
         let err = migrate(&mut conn, STEPS).unwrap_err();
         assert!(matches!(err, Fail::Corrupt(_)), "{err:?}");
         assert_eq!(user_version(&conn).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_version_2_database_gains_the_ledger_and_keeps_its_rows() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, &MIGRATIONS[..2]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions (id, workspace, title, model, created_at, updated_at)
+             VALUES ('s1', '/w', 't', 'm', 1, 2);
+             INSERT INTO grants (session_id, seq, rule) VALUES ('s1', 1, 'bash(ls)');",
+        )
+        .unwrap();
+        migrate(&mut conn, MIGRATIONS).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), 3);
+        let rule: String = conn
+            .query_row("SELECT rule FROM grants WHERE session_id = 's1'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(rule, "bash(ls)");
+        conn.execute(
+            "INSERT INTO ledger (session_id, seq, body) VALUES ('s1', 1, '{}')",
+            [],
+        )
+        .unwrap();
     }
 
     #[test]

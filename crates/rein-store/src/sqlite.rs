@@ -13,7 +13,9 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use rein_core::memory_store::{new_session_id, resolve_prefix};
 use rein_core::time::now_millis;
-use rein_core::{Message, NewSession, SessionInfo, SessionStore, StoreError, Todo};
+use rein_core::{
+    CompactionRecord, LedgerEntry, Message, NewSession, SessionInfo, SessionStore, StoreError, Todo,
+};
 
 use crate::error::{Context, Fail};
 use crate::migrations::{MIGRATIONS, check_known, migrate, user_version};
@@ -310,7 +312,8 @@ fn delete_session(conn: &mut Connection, wanted: &str) -> Result<(), Fail> {
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("deleting a session")?;
     let id = resolve(&tx, wanted)?;
-    // Messages and todos go with it (ON DELETE CASCADE).
+    // Messages, todos, grants, the ledger and compactions go with it (ON
+    // DELETE CASCADE).
     tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])
         .ctx("deleting a session")?;
     tx.commit().ctx("committing a deletion")
@@ -452,6 +455,98 @@ fn grants(conn: &mut Connection, id: &str) -> Result<Vec<String>, Fail> {
     Ok(rules)
 }
 
+fn add_ledger(conn: &mut Connection, id: &str, body: &str) -> Result<(), Fail> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("recording a model call")?;
+    ensure_exists(&tx, id)?;
+    tx.execute(
+        "INSERT INTO ledger (session_id, seq, body)
+         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger WHERE session_id = ?1), ?2)",
+        params![id, body],
+    )
+    .ctx("recording a model call")?;
+    tx.commit().ctx("committing a model call")
+}
+
+/// The ledger in call order and how many rows could not be read: a row
+/// that does not parse (a damaged file, a newer rein's shape) is skipped,
+/// since costs are informative and must never make a session unreadable.
+fn ledger(conn: &mut Connection, id: &str) -> Result<(Vec<LedgerEntry>, usize), Fail> {
+    let tx = conn.transaction().ctx("reading the ledger")?;
+    ensure_exists(&tx, id)?;
+    let mut entries = Vec::new();
+    let mut skipped = 0usize;
+    {
+        let mut stmt = tx
+            .prepare_cached("SELECT body FROM ledger WHERE session_id = ?1 ORDER BY seq")
+            .ctx("reading the ledger")?;
+        let mut rows = stmt.query([id]).ctx("reading the ledger")?;
+        while let Some(row) = rows.next().ctx("reading the ledger")? {
+            let parsed = row
+                .get_ref(0)
+                .ok()
+                .and_then(|v| v.as_bytes().ok())
+                .and_then(|bytes| serde_json::from_slice::<LedgerEntry>(bytes).ok());
+            match parsed {
+                Some(entry) => entries.push(entry),
+                None => skipped += 1,
+            }
+        }
+    }
+    tx.finish().ctx("reading the ledger")?;
+    Ok((entries, skipped))
+}
+
+fn add_compaction(conn: &mut Connection, id: &str, upto_seq: i64, body: &str) -> Result<(), Fail> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("saving a compaction")?;
+    ensure_exists(&tx, id)?;
+    tx.execute(
+        "INSERT INTO compactions (session_id, seq, upto_seq, body)
+         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM compactions WHERE session_id = ?1),
+                 ?2, ?3)",
+        params![id, upto_seq, body],
+    )
+    .ctx("saving a compaction")?;
+    tx.commit().ctx("committing a compaction")
+}
+
+/// The compactions, oldest first. Unlike the ledger, a damaged row fails
+/// the read: it decides what the model sees, like a message does.
+fn compactions(conn: &mut Connection, id: &str) -> Result<Vec<CompactionRecord>, Fail> {
+    let tx = conn.transaction().ctx("reading compactions")?;
+    ensure_exists(&tx, id)?;
+    let mut out = Vec::new();
+    {
+        let mut stmt = tx
+            .prepare_cached("SELECT seq, body FROM compactions WHERE session_id = ?1 ORDER BY seq")
+            .ctx("reading compactions")?;
+        let mut rows = stmt.query([id]).ctx("reading compactions")?;
+        while let Some(row) = rows.next().ctx("reading compactions")? {
+            let seq: i64 = row.get(0).ctx("reading compactions")?;
+            let parsed = row
+                .get_ref(1)
+                .map_err(|e| e.to_string())
+                .and_then(|v| v.as_bytes().map_err(|e| e.to_string()))
+                .and_then(|bytes| {
+                    serde_json::from_slice::<CompactionRecord>(bytes).map_err(|e| e.to_string())
+                });
+            match parsed {
+                Ok(record) => out.push(record),
+                Err(e) => {
+                    return Err(Fail::Corrupt(format!(
+                        "compaction {seq} of session {id} cannot be read: {e}"
+                    )));
+                }
+            }
+        }
+    }
+    tx.finish().ctx("reading compactions")?;
+    Ok(out)
+}
+
 fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Other(format!("encoding {what}: {e}")))
 }
@@ -533,6 +628,35 @@ impl SessionStore for SqliteStore {
     async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError> {
         let id = id.to_string();
         self.run(move |conn| grants(conn, &id)).await
+    }
+
+    async fn add_ledger(&self, id: &str, entry: &LedgerEntry) -> Result<(), StoreError> {
+        let body = to_json(entry, "a ledger entry")?;
+        let id = id.to_string();
+        self.run(move |conn| add_ledger(conn, &id, &body)).await
+    }
+
+    async fn ledger(&self, id: &str) -> Result<(Vec<LedgerEntry>, usize), StoreError> {
+        let id = id.to_string();
+        self.run(move |conn| ledger(conn, &id)).await
+    }
+
+    async fn add_compaction(&self, id: &str, record: &CompactionRecord) -> Result<(), StoreError> {
+        let body = to_json(record, "a compaction")?;
+        let upto_seq = i64::try_from(record.upto_seq).map_err(|_| {
+            StoreError::Other(format!(
+                "compaction up to message {} is out of range",
+                record.upto_seq
+            ))
+        })?;
+        let id = id.to_string();
+        self.run(move |conn| add_compaction(conn, &id, upto_seq, &body))
+            .await
+    }
+
+    async fn compactions(&self, id: &str) -> Result<Vec<CompactionRecord>, StoreError> {
+        let id = id.to_string();
+        self.run(move |conn| compactions(conn, &id)).await
     }
 }
 

@@ -4,6 +4,10 @@
 
 #[path = "store/fixtures.rs"]
 mod fixtures;
+#[path = "store/ledger.rs"]
+mod ledger;
+#[path = "store/memory.rs"]
+mod memory;
 
 use std::collections::HashSet;
 use std::sync::Arc;

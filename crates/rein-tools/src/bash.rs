@@ -133,9 +133,11 @@ impl Tool for Bash {
 }
 
 /// The permission facts of a command line: rules match each simple command
-/// of the PARSED line (every one must be allowed), the classifier gives the
-/// risk, and a line that does not parse is opaque (only a bare `bash` rule
-/// covers it).
+/// of the PARSED line and each command it runs through a wrapper or shell
+/// code (see [`crate::shell::rule_subjects`]; every one must be allowed,
+/// and a deny rule denies the line when it matches any), the classifier
+/// gives the risk, and a line that does not parse is opaque (only a bare
+/// `bash` rule covers it).
 pub fn assess_command(
     command: &str,
     workspace: &std::path::Path,
@@ -149,12 +151,7 @@ pub fn assess_command(
     };
     match crate::shell::parse(command) {
         Ok(parsed) => {
-            a.subjects = parsed
-                .commands
-                .iter()
-                .map(|c| c.text())
-                .filter(|t| !t.trim().is_empty())
-                .collect();
+            a.subjects = crate::shell::rule_subjects(&parsed);
             if a.subjects.is_empty() {
                 a.subjects.push(command.trim().to_string());
             }
@@ -193,7 +190,10 @@ async fn call_bash(
 /// on this machine: always when its mode is `Off` (nothing is required),
 /// otherwise when bubblewrap or Landlock works (Landlock is enough for
 /// read-only mode too). When this is false, commands run unsandboxed, so
-/// the permission gate must ask before every one.
+/// the permission gate must ask before every one. Landlock counts although
+/// it cannot keep `.rein`, `.git/hooks` and `.git/config` read-only (see
+/// the [`sandbox`] module); bubblewrap creates the missing ones itself
+/// before each command, and refuses the command when it cannot.
 pub fn bash_is_sandboxed(policy: &SandboxPolicy) -> bool {
     sandbox::can_apply(policy)
 }

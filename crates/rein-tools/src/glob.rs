@@ -60,7 +60,7 @@ impl Tool for Glob {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::parse_args("glob", args)?;
-        let root = workspace::resolve_or_root(&ctx.workspace, args.path.as_deref())?;
+        let root = workspace::resolve_or_root_for_read(&ctx, args.path.as_deref())?;
         let shown_root = workspace::display(&ctx.workspace, &root);
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => {}

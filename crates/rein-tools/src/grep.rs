@@ -70,7 +70,7 @@ impl Tool for Grep {
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::parse_args("grep", args)?;
         let matcher = build_matcher(&args.pattern, args.case_insensitive.unwrap_or(false))?;
-        let root = workspace::resolve_or_root(&ctx.workspace, args.path.as_deref())?;
+        let root = workspace::resolve_or_root_for_read(&ctx, args.path.as_deref())?;
         let shown_root = workspace::display(&ctx.workspace, &root);
         let meta = std::fs::metadata(&root)
             .map_err(|_| ToolError(format!("`{shown_root}` does not exist")))?;

@@ -16,6 +16,7 @@ pub mod edit_file;
 mod edit_match;
 pub mod glob;
 pub mod grep;
+pub mod memory;
 pub mod read_file;
 pub mod sandbox;
 pub mod shell;
@@ -28,6 +29,7 @@ pub use bash::Bash;
 pub use edit_file::EditFile;
 pub use glob::Glob;
 pub use grep::Grep;
+pub use memory::{MemorySearch, MemoryWrite, memory_tools};
 pub use read_file::ReadFile;
 pub use todo::TodoWrite;
 pub use write_file::WriteFile;
@@ -63,9 +65,9 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
 }
 
 /// The permission facts of a call that touches one path given in `key`:
-/// rules match the path relative to the workspace. A path that cannot be
-/// resolved is still described (the call itself then fails with the
-/// reason).
+/// rules match the path relative to the workspace (absolute for a read
+/// inside one of the context's read roots). A path that cannot be resolved
+/// is still described (the call itself then fails with the reason).
 pub(crate) fn path_assessment(
     args: &Value,
     ctx: &ToolContext,
@@ -75,7 +77,8 @@ pub(crate) fn path_assessment(
 ) -> Assessment {
     let raw = args.get(key).and_then(Value::as_str);
     let resolved = match raw {
-        Some(p) => workspace::resolve(&ctx.workspace, p),
+        Some(p) if write => workspace::resolve(&ctx.workspace, p),
+        Some(p) => workspace::resolve_for_read(ctx, p),
         None => Ok(workspace::canonical_workspace(&ctx.workspace)),
     };
     let mut a = Assessment {

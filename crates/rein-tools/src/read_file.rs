@@ -27,7 +27,8 @@ const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// Path of the file, relative to the workspace (or absolute inside it).
+    /// Path of the file, relative to the workspace (or absolute inside it, or
+    /// the absolute path of a saved tool output).
     path: String,
     /// First line to show, 1-based. Defaults to 1.
     #[schemars(range(min = 1))]
@@ -47,8 +48,8 @@ impl Tool for ReadFile {
         ToolSpec {
             name: "read_file".into(),
             description: format!(
-                "Read a text file from the workspace, shown with line numbers like `cat -n` \
-                 (number, tab, line). Shows at most {DEFAULT_LIMIT} lines and about {} KiB per \
+                "Read a text file from the workspace (or a saved tool output, by the absolute \
+                 path a result gave), shown with line numbers like `cat -n` (number, tab, line). Shows at most {DEFAULT_LIMIT} lines and about {} KiB per \
                  call, starting at `offset` (1-based); a note at the end tells you the offset \
                  to continue from. Lines longer than {MAX_LINE_CHARS} characters are cut. \
                  Binary files are refused; use glob to list folders.",
@@ -74,15 +75,14 @@ impl Tool for ReadFile {
 
     fn locks(&self, args: &Value, ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {
         let args: Args = crate::parse_args("read_file", args.clone())?;
-        Ok(vec![PathLock::Read(workspace::resolve(
-            &ctx.workspace,
-            &args.path,
+        Ok(vec![PathLock::Read(workspace::resolve_for_read(
+            ctx, &args.path,
         )?)])
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::parse_args("read_file", args)?;
-        let path = workspace::resolve(&ctx.workspace, &args.path)?;
+        let path = workspace::resolve_for_read(&ctx, &args.path)?;
         let shown = workspace::display(&ctx.workspace, &path);
         let window = Window {
             offset: args.offset.unwrap_or(1).max(1),
@@ -224,6 +224,54 @@ mod tests {
 
     fn run(text: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
         render(text.as_bytes(), "f.txt", Window { offset, limit })
+    }
+
+    fn ctx(workspace: &Path, read_roots: Vec<std::path::PathBuf>) -> ToolContext {
+        ToolContext {
+            workspace: workspace.to_path_buf(),
+            session_id: "s".into(),
+            call_id: "c".into(),
+            cancel: rein_core::CancellationToken::new(),
+            store: std::sync::Arc::new(rein_core::MemoryStore::new()),
+            sandbox: rein_core::SandboxPolicy::default(),
+            read_roots,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_saved_output_in_a_read_root_is_read_and_described_by_its_absolute_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let ws = base.join("ws");
+        let outputs = base.join("data/sessions/s/outputs");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&outputs).unwrap();
+        let saved = outputs.join("call_7.txt");
+        std::fs::write(&saved, "line one\nline two\n").unwrap();
+        let args = serde_json::json!({"path": saved.to_str().unwrap(), "offset": 2});
+
+        let with_root = ctx(&ws, vec![outputs.clone()]);
+        let out = ReadFile
+            .call(args.clone(), with_root.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.content, "     2\tline two");
+        assert_eq!(
+            ReadFile.locks(&args, &with_root).unwrap(),
+            [PathLock::Read(saved.clone())]
+        );
+        let a = ReadFile.assess(&args, &with_root);
+        assert_eq!(a.subjects, [saved.display().to_string()]);
+        assert_eq!(a.reads, std::slice::from_ref(&saved));
+
+        // Without the read root the same path is outside the workspace.
+        let without = ctx(&ws, Vec::new());
+        let e = ReadFile
+            .call(args.clone(), without.clone())
+            .await
+            .unwrap_err();
+        assert!(e.0.contains("outside the workspace"), "{e}");
+        assert!(ReadFile.locks(&args, &without).is_err());
     }
 
     #[test]

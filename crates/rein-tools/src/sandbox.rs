@@ -6,11 +6,18 @@
 //!   and (unless the policy allows it) network namespaces, with no
 //!   capabilities. The whole filesystem is a read-only bind, `/dev` holds
 //!   only the harmless devices, `/tmp` and `/var/tmp` are private tmpfs, the
-//!   workspace is bound writable (not in read-only mode) with `.git/hooks`,
-//!   `.rein` and the policy's read-only paths bound read-only over it, and
-//!   hidden paths (plus container-runtime sockets) are covered with an empty
-//!   tmpfs (folders) or `/dev/null` (files). When the command exits, its PID
-//!   namespace and everything in it die.
+//!   workspace is bound writable (not in read-only mode) with `.rein`,
+//!   `.git/hooks`, `.git/config` (and `.git/config.worktree`) and the
+//!   policy's read-only paths bound read-only over it, and hidden paths
+//!   (plus container-runtime sockets) are covered with an empty tmpfs
+//!   (folders) or `/dev/null` (files). When the command exits, its PID
+//!   namespace and everything in it die. A bind needs an existing path, so
+//!   a missing `.rein/` (and, in a repository, `.git/hooks/` and
+//!   `.git/config`) is first created empty on the host; when that fails the
+//!   command does not run. With `.git/config` read-only, `git config`
+//!   writes, `git remote add` and setting a branch's upstream fail inside
+//!   the sandbox: that is intended (the config names commands git runs on
+//!   the host later: `core.hooksPath`, `core.fsmonitor`, aliases, filters).
 //! - **Landlock**, when bubblewrap is missing or namespaces are forbidden:
 //!   applied in the child just before `exec`. Reading and executing stay
 //!   allowed everywhere, writing only in the workspace (not in read-only
@@ -18,7 +25,13 @@
 //!   allowed; signals and abstract sockets cannot reach outside; every
 //!   capability is dropped. It cannot hide paths, make paths inside the
 //!   workspace read-only, or give the command a private `/tmp` or PID
-//!   namespace.
+//!   namespace. So under Landlock a command CAN write `.rein/` (rules the
+//!   next run loads), `.git/hooks/` and `.git/config` (code git runs on the
+//!   host later): only the classifier stands in the way (a `git config` that
+//!   sets a command is high risk; `echo … >> .git/config` is not seen), as
+//!   the protected paths of the permission gate bind file tools only. That
+//!   is a known limit, not a reason to refuse: Landlock still counts as a
+//!   sandbox for the permission gate.
 //!
 //! Environment variables whose names look secret are removed in every mode
 //! ([`scrub_env`]), also without a sandbox.
@@ -42,7 +55,7 @@ mod landlock;
 #[path = "sandbox/landlock_stub.rs"]
 mod landlock;
 
-pub use bwrap::{BwrapEntry, bwrap_args, bwrap_args_with};
+pub use bwrap::{BwrapEntry, bwrap_args, bwrap_args_with, ensure_protected};
 
 /// The environment variable that forces a sandbox kind.
 pub const FORCE_ENV: &str = "REIN_SANDBOX";
@@ -130,13 +143,16 @@ fn usable_or_none(kind: SandboxKind) -> SandboxKind {
 pub fn describe(kind: SandboxKind) -> &'static str {
     match kind {
         SandboxKind::Bubblewrap => {
-            "bubblewrap: read-only filesystem except the workspace, private /tmp, hidden \
-             credential folders, no network unless allowed, and no process outlives the command"
+            "bubblewrap: read-only filesystem except the workspace (where .rein, .git/hooks \
+             and .git/config stay read-only, so `git config` cannot write), private /tmp, \
+             hidden credential folders, no network unless allowed, and no process outlives the \
+             command"
         }
         SandboxKind::Landlock => {
             "landlock: writes only in the workspace and /tmp, no TCP unless allowed; it cannot \
-             hide folders, protect paths inside the workspace, give a private /tmp, or stop \
-             background processes from outliving the command"
+             hide folders, protect paths inside the workspace (commands can change .rein, \
+             .git/hooks and .git/config), give a private /tmp, or stop background processes \
+             from outliving the command"
         }
         SandboxKind::None => {
             "no sandbox: neither bubblewrap nor Landlock works here, so every shell command \
@@ -195,6 +211,9 @@ pub fn command(
     };
     let mut cmd = match kind {
         SandboxKind::Bubblewrap => {
+            if policy.mode != SandboxMode::ReadOnly {
+                bwrap::ensure_protected(workspace)?;
+            }
             let program = probe()
                 .bwrap
                 .clone()

@@ -1,12 +1,14 @@
 //! Workspace confinement: every path a file tool touches is resolved here to
 //! a canonical path (symlinks followed) and refused when it lies outside the
-//! workspace.
+//! workspace. Reading tools may also open paths inside the context's read
+//! roots (where this session's big tool outputs are saved), under the same
+//! rules: `..` and symlinks cannot leave a root.
 
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use rein_core::ToolError;
+use rein_core::{ToolContext, ToolError};
 
 /// How many symlinks a path may pass through before we give up.
 const MAX_SYMLINK_HOPS: u32 = 40;
@@ -19,6 +21,35 @@ const MAX_SYMLINK_HOPS: u32 = 40;
 /// and the rest appended; `..` is not allowed in that rest. Anything that
 /// ends up outside the workspace is refused.
 pub fn resolve(workspace: &Path, user_path: &str) -> Result<PathBuf, ToolError> {
+    resolve_within(workspace, &[], user_path)
+}
+
+/// Resolve a path a reading tool opens: like [`resolve`], but a path inside
+/// one of `ctx.read_roots` is accepted too. Relative paths are still
+/// relative to the workspace; a read root is reached by its absolute path.
+pub fn resolve_for_read(ctx: &ToolContext, user_path: &str) -> Result<PathBuf, ToolError> {
+    resolve_within(&ctx.workspace, &ctx.read_roots, user_path)
+}
+
+/// [`resolve_for_read`] treating a missing `path` as the workspace root.
+pub fn resolve_or_root_for_read(
+    ctx: &ToolContext,
+    user_path: Option<&str>,
+) -> Result<PathBuf, ToolError> {
+    match user_path {
+        Some(p) if !p.trim().is_empty() => resolve_for_read(ctx, p),
+        _ => Ok(canonical_workspace(&ctx.workspace)),
+    }
+}
+
+/// Resolve `user_path` to a canonical path inside the workspace or inside
+/// one of `read_roots` (absolute folders; each is canonicalized the same
+/// way, so a root given through a symlink still matches).
+pub fn resolve_within(
+    workspace: &Path,
+    read_roots: &[PathBuf],
+    user_path: &str,
+) -> Result<PathBuf, ToolError> {
     if user_path.trim().is_empty() {
         return Err(ToolError::new(
             "the path is empty; give a file path relative to the workspace",
@@ -38,25 +69,41 @@ pub fn resolve(workspace: &Path, user_path: &str) -> Result<PathBuf, ToolError> 
     };
     let resolved = canonicalize_loose(&joined, 0)
         .map_err(|e| ToolError(format!("cannot resolve the path `{user_path}`: {e}")))?;
-    if !resolved.starts_with(&root) {
-        let shown = if lexically_inside(&joined, &root) {
-            format!(
-                "`{user_path}` resolves (through a symlink) to {}, which is outside the workspace {}",
-                resolved.display(),
-                root.display()
-            )
-        } else {
-            format!(
-                "`{user_path}` is outside the workspace {} (resolves to {})",
-                root.display(),
-                resolved.display()
-            )
-        };
+    if resolved.starts_with(&root) {
+        return Ok(resolved);
+    }
+    let roots: Vec<PathBuf> = read_roots
+        .iter()
+        .filter(|r| r.is_absolute())
+        .filter_map(|r| canonicalize_loose(r, 0).ok())
+        .collect();
+    if roots.iter().any(|r| resolved.starts_with(r)) {
+        return Ok(resolved);
+    }
+    if let Some(r) = roots.iter().find(|r| lexically_inside(&joined, r)) {
         return Err(ToolError(format!(
-            "{shown}; only paths inside the workspace can be used"
+            "`{user_path}` resolves (through a symlink) to {}, which is outside {}; only paths \
+             inside the workspace or that folder can be read",
+            resolved.display(),
+            r.display()
         )));
     }
-    Ok(resolved)
+    let shown = if lexically_inside(&joined, &root) {
+        format!(
+            "`{user_path}` resolves (through a symlink) to {}, which is outside the workspace {}",
+            resolved.display(),
+            root.display()
+        )
+    } else {
+        format!(
+            "`{user_path}` is outside the workspace {} (resolves to {})",
+            root.display(),
+            resolved.display()
+        )
+    };
+    Err(ToolError(format!(
+        "{shown}; only paths inside the workspace can be used"
+    )))
 }
 
 /// Resolve like [`resolve`], treating a missing `path` as the workspace root.
@@ -223,6 +270,102 @@ mod tests {
         let e = resolve(&root, "link").unwrap_err();
         assert!(e.0.contains("outside the workspace"), "{e}");
         assert!(e.0.contains("symlink"), "{e}");
+    }
+
+    /// A workspace and, beside it, a read root holding `out.txt`.
+    fn ws_and_root() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let ws = base.join("ws");
+        let root = base.join("data/sessions/s1/outputs");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("out.txt"), "saved").unwrap();
+        std::fs::write(base.join("secret.txt"), "no").unwrap();
+        (dir, ws, root)
+    }
+
+    #[test]
+    fn a_path_inside_a_read_root_resolves_for_reading_only() {
+        let (_d, ws, root) = ws_and_root();
+        let file = root.join("out.txt");
+        let abs = file.to_str().unwrap();
+        let roots = [root.clone()];
+        assert_eq!(resolve_within(&ws, &roots, abs).unwrap(), file);
+        // Not yet written files inside the root resolve too.
+        assert_eq!(
+            resolve_within(&ws, &roots, root.join("later.txt").to_str().unwrap()).unwrap(),
+            root.join("later.txt")
+        );
+        // Writes (plain `resolve`) stay confined to the workspace.
+        let e = resolve(&ws, abs).unwrap_err();
+        assert!(e.0.contains("outside the workspace"), "{e}");
+        // Without read roots, reading is confined the same way.
+        assert!(resolve_within(&ws, &[], abs).is_err());
+        // The workspace itself still works.
+        std::fs::write(ws.join("a.txt"), "x").unwrap();
+        assert_eq!(
+            resolve_within(&ws, &roots, "a.txt").unwrap(),
+            ws.join("a.txt")
+        );
+    }
+
+    #[test]
+    fn dotdot_cannot_leave_a_read_root() {
+        let (_d, ws, root) = ws_and_root();
+        let roots = [root.clone()];
+        let escape = format!("{}/../../../../secret.txt", root.display());
+        let e = resolve_within(&ws, &roots, &escape).unwrap_err();
+        assert!(e.0.contains("outside"), "{e}");
+        // `..` that stays inside the root is fine.
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let inside = format!("{}/sub/../out.txt", root.display());
+        assert_eq!(
+            resolve_within(&ws, &roots, &inside).unwrap(),
+            root.join("out.txt")
+        );
+    }
+
+    #[test]
+    fn symlinks_cannot_leave_a_read_root() {
+        let (_d, ws, root) = ws_and_root();
+        let roots = [root.clone()];
+        let secret = root.parent().unwrap().join("../../../secret.txt");
+        std::os::unix::fs::symlink(&secret, root.join("link.txt")).unwrap();
+        let e = resolve_within(&ws, &roots, root.join("link.txt").to_str().unwrap()).unwrap_err();
+        assert!(e.0.contains("through a symlink"), "{e}");
+        // A dangling symlink pointing out is refused as well.
+        std::os::unix::fs::symlink("/nonexistent-rein-test/x", root.join("dangling")).unwrap();
+        assert!(resolve_within(&ws, &roots, root.join("dangling").to_str().unwrap()).is_err());
+        // A symlink inside the root pointing elsewhere inside it is fine.
+        std::os::unix::fs::symlink(root.join("out.txt"), root.join("alias.txt")).unwrap();
+        assert_eq!(
+            resolve_within(&ws, &roots, root.join("alias.txt").to_str().unwrap()).unwrap(),
+            root.join("out.txt")
+        );
+    }
+
+    #[test]
+    fn a_read_root_given_through_a_symlink_still_matches() {
+        let (d, ws, root) = ws_and_root();
+        let alias = d.path().join("alias-of-outputs");
+        std::os::unix::fs::symlink(&root, &alias).unwrap();
+        let roots = [alias.clone()];
+        assert_eq!(
+            resolve_within(&ws, &roots, alias.join("out.txt").to_str().unwrap()).unwrap(),
+            root.join("out.txt")
+        );
+        assert_eq!(
+            resolve_within(&ws, &roots, root.join("out.txt").to_str().unwrap()).unwrap(),
+            root.join("out.txt")
+        );
+    }
+
+    #[test]
+    fn relative_read_roots_are_ignored() {
+        let (_d, ws, root) = ws_and_root();
+        let relative = [PathBuf::from("data")];
+        assert!(resolve_within(&ws, &relative, root.join("out.txt").to_str().unwrap()).is_err());
     }
 
     #[test]

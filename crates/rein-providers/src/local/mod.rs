@@ -23,13 +23,15 @@ mod toolcall;
 mod utf8;
 mod worker;
 
+use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 
 use async_trait::async_trait;
 use futures_util::stream;
+use llama_cpp_2::model::LlamaModel;
 use rein_core::{
-    Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
-    StreamChunk,
+    Capabilities, ChunkStream, ModelRequest, Pricing, Provider, ProviderError, ProviderErrorKind,
+    StreamChunk, TokenCounter,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -44,6 +46,8 @@ pub struct LocalProvider {
     jobs: std_mpsc::Sender<Job>,
     model: String,
     n_ctx: u32,
+    /// The loaded model, shared with the worker, for counting tokens.
+    weights: Arc<LlamaModel>,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -66,7 +70,15 @@ impl LocalProvider {
             jobs,
             model: loaded.model_name,
             n_ctx: loaded.n_ctx,
+            weights: loaded.model,
         })
+    }
+
+    /// A counter with this model's own vocabulary (the GGUF's tokenizer).
+    pub fn gguf_counter(&self) -> GgufCounter {
+        GgufCounter {
+            model: Arc::clone(&self.weights),
+        }
     }
 
     /// The context window in use, in tokens.
@@ -94,6 +106,19 @@ impl Provider for LocalProvider {
         }
     }
 
+    fn token_counter(&self) -> Option<Arc<dyn TokenCounter>> {
+        Some(Arc::new(self.gguf_counter()))
+    }
+
+    /// A model on this machine costs nothing per token.
+    fn pricing(&self) -> Option<Pricing> {
+        Some(Pricing {
+            input: 0.0,
+            cached_input: 0.0,
+            output: 0.0,
+        })
+    }
+
     async fn stream(
         &self,
         request: &ModelRequest,
@@ -113,6 +138,51 @@ impl Provider for LocalProvider {
                 )
             })?;
         Ok(Box::pin(chunk_stream(rx)))
+    }
+}
+
+/// Counts tokens with a GGUF model's own vocabulary, the way the worker
+/// tokenizes prompts (special-token markers in the text count as the
+/// special tokens they are; no BOS is added). Tokenizing reads only the
+/// vocabulary, so it runs on the caller's thread, beside a generation, and
+/// takes microseconds for a message. Holding a counter keeps the model
+/// loaded.
+#[derive(Clone)]
+pub struct GgufCounter {
+    model: Arc<LlamaModel>,
+}
+
+impl std::fmt::Debug for GgufCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GgufCounter").finish_non_exhaustive()
+    }
+}
+
+impl GgufCounter {
+    /// The token ids of `text`.
+    pub fn tokenize(&self, text: &str) -> Vec<i32> {
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .into_iter()
+            .map(|t| t.0)
+            .collect()
+    }
+}
+
+impl TokenCounter for GgufCounter {
+    fn count(&self, text: &str) -> u64 {
+        if text.is_empty() {
+            return 0;
+        }
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .len() as u64
+    }
+
+    fn exact(&self) -> bool {
+        true
     }
 }
 

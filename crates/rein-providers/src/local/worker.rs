@@ -1,12 +1,14 @@
-//! The thread that owns the model: llama.cpp objects are neither async nor
+//! The thread that runs the model: llama.cpp contexts are neither async nor
 //! shareable, so one thread loads the model, keeps one context and its KV
-//! cache, and serves requests one at a time from a channel.
+//! cache, and serves requests one at a time from a channel. The model
+//! itself (weights and vocabulary) is read-only once loaded and is shared
+//! with the provider, which tokenizes with it for counting.
 
 use std::num::NonZeroU32;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::OnceLock;
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, OnceLock};
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -44,11 +46,14 @@ pub(crate) struct Job {
     pub(crate) tx: UnboundedSender<ChunkResult>,
 }
 
-/// Facts about the loaded model.
+/// Facts about the loaded model, and the model itself.
 #[derive(Debug, Clone)]
 pub(crate) struct Loaded {
     pub(crate) model_name: String,
     pub(crate) n_ctx: u32,
+    /// Shared read-only with the provider (llama.cpp's model is `Sync`:
+    /// tokenizing only reads the vocabulary).
+    pub(crate) model: Arc<LlamaModel>,
 }
 
 /// llama.cpp's backend may be initialised once per process.
@@ -101,12 +106,14 @@ fn worker_main(
     jobs: std_mpsc::Receiver<Job>,
 ) {
     let model = match load_model(backend, &config.model_path) {
-        Ok(m) => m,
+        Ok(m) => Arc::new(m),
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
+    // Declared after `model`: the context is dropped before this thread's
+    // handle on the model.
     let mut worker = match Worker::new(backend, &model, config) {
         Ok(w) => w,
         Err(e) => {
@@ -117,6 +124,7 @@ fn worker_main(
     let loaded = Loaded {
         model_name: worker.model_name.clone(),
         n_ctx: worker.ctx.n_ctx(),
+        model: Arc::clone(&model),
     };
     if ready.send(Ok(loaded)).is_err() {
         return;

@@ -69,6 +69,86 @@ fn always_hidden() -> Vec<PathBuf> {
     paths
 }
 
+/// Paths of the workspace no command may change, bound read-only over the
+/// writable workspace: rein's own settings (`.rein`, whose rules the next
+/// run loads) and what makes git run code on the host later (its hooks, and
+/// the repository's config, where `core.hooksPath`, `core.fsmonitor`,
+/// `alias.*`, filters, ... name commands). So `git config` writes, `git
+/// remote add` and setting a branch's upstream fail inside the sandbox, on
+/// purpose. `.git/config.worktree` matters only when the repository turns
+/// `extensions.worktreeConfig` on. Missing ones are created first by
+/// [`ensure_protected`], so a command cannot create them either.
+const PROTECTED: [&str; 4] = [".git/config", ".git/config.worktree", ".git/hooks", ".rein"];
+
+/// Create on the host the protected paths of `workspace` (canonical) that a
+/// command could otherwise create writable: an empty `.rein/` folder, and
+/// when `.git` is a folder, an empty `.git/hooks/`, an empty `.git/config`
+/// and (when the config mentions `worktreeConfig`) an empty
+/// `.git/config.worktree`. A bind needs an existing path: one that is
+/// missing would be left writable, and a command could write, say,
+/// `.rein/settings.json` for the next run to load. When a path cannot be
+/// created (other than on a read-only file system, where the command
+/// cannot create it either), or exists as a symlink to nothing, the
+/// command must not run: the error says why. For writable modes only
+/// (read-only mode binds the whole workspace read-only).
+pub fn ensure_protected(workspace: &Path) -> Result<(), String> {
+    ensure(&workspace.join(".rein"), Kind::Dir)?;
+    let git = workspace.join(".git");
+    // Not a repository (or a worktree's `.git` file pointing elsewhere):
+    // creating `.git` would make one.
+    if std::fs::metadata(&git).is_ok_and(|m| m.is_dir()) {
+        ensure(&git.join("hooks"), Kind::Dir)?;
+        let config = git.join("config");
+        ensure(&config, Kind::File)?;
+        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        if text.to_ascii_lowercase().contains("worktreeconfig") {
+            ensure(&git.join("config.worktree"), Kind::File)?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Dir,
+    File,
+}
+
+/// Create `path` as an empty folder or file unless something is there,
+/// then make sure it resolves to something that can be bound.
+fn ensure(path: &Path, kind: Kind) -> Result<(), String> {
+    let made = match kind {
+        Kind::Dir => std::fs::create_dir(path),
+        Kind::File => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(drop),
+    };
+    let refuse = |why: String| {
+        Err(format!(
+            "the command was not run: {} must exist so the sandbox can keep commands from \
+             changing it, and {why}",
+            path.display()
+        ))
+    };
+    match made {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        // Nothing can create it there, the command no more than rein.
+        Err(e) if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem => return Ok(()),
+        Err(e) => return refuse(format!("it could not be created: {e}")),
+    }
+    // Follows symlinks: a link to nothing cannot be bound, and a command
+    // could create its target.
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(e) => refuse(format!(
+            "it cannot be looked up (a symlink to nothing?): {e}"
+        )),
+    }
+}
+
 /// A path as found on the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BwrapEntry {
@@ -133,7 +213,7 @@ pub fn bwrap_args_with(
     mounted.insert(workspace.to_path_buf());
 
     if writable {
-        let mut protected: Vec<PathBuf> = [".git/hooks", ".rein"]
+        let mut protected: Vec<PathBuf> = PROTECTED
             .iter()
             .map(|p| workspace.join(p))
             .chain(policy.read_only.iter().map(|p| workspace.join(p)))
@@ -351,6 +431,99 @@ mod tests {
              --chdir /w -- bash -c x"
                 .replace("             ", "")
         );
+    }
+
+    #[test]
+    fn the_git_config_is_bound_read_only_next_to_the_hooks() {
+        let args = bwrap_args_with(
+            &policy(SandboxMode::WorkspaceWrite),
+            Path::new("/w"),
+            "x",
+            &[],
+            host(
+                &["/w", "/w/.git", "/w/.git/hooks", "/w/.rein"],
+                &["/w/.git/config", "/w/.git/config.worktree"],
+            ),
+        );
+        let s = render(&args);
+        let tail = s.split_once("--bind /w /w ").unwrap().1;
+        assert_eq!(
+            tail,
+            "--bind /w/.git /w/.git --ro-bind /w/.git/config /w/.git/config \
+             --ro-bind /w/.git/config.worktree /w/.git/config.worktree \
+             --ro-bind /w/.git/hooks /w/.git/hooks --ro-bind /w/.rein /w/.rein \
+             --chdir /w -- bash -c x"
+                .replace("             ", "")
+        );
+    }
+
+    #[test]
+    fn missing_protected_paths_are_created_empty_before_a_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        // Not a repository: only `.rein` is made, never a `.git`.
+        ensure_protected(&ws).unwrap();
+        assert!(ws.join(".rein").is_dir());
+        assert_eq!(std::fs::read_dir(ws.join(".rein")).unwrap().count(), 0);
+        assert!(!ws.join(".git").exists());
+
+        std::fs::create_dir(ws.join(".git")).unwrap();
+        ensure_protected(&ws).unwrap();
+        assert!(ws.join(".git/hooks").is_dir());
+        assert_eq!(std::fs::read(ws.join(".git/config")).unwrap(), b"");
+        assert!(!ws.join(".git/config.worktree").exists());
+
+        // What exists is left as it is; the worktree config is made when
+        // the repository uses it.
+        std::fs::write(ws.join(".rein/settings.json"), "{}").unwrap();
+        std::fs::write(
+            ws.join(".git/config"),
+            "[extensions]\n\tworktreeConfig = true\n",
+        )
+        .unwrap();
+        ensure_protected(&ws).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".rein/settings.json")).unwrap(),
+            "{}"
+        );
+        assert!(
+            std::fs::read_to_string(ws.join(".git/config"))
+                .unwrap()
+                .contains("worktreeConfig")
+        );
+        assert!(ws.join(".git/config.worktree").is_file());
+
+        // A worktree's `.git` file is not a folder to fill.
+        let dir2 = tempfile::tempdir().unwrap();
+        let ws2 = std::fs::canonicalize(dir2.path()).unwrap();
+        std::fs::write(ws2.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        ensure_protected(&ws2).unwrap();
+        assert!(ws2.join(".git").is_file());
+    }
+
+    #[test]
+    fn a_protected_path_that_cannot_be_made_refuses_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        // A link to nothing cannot be bound, and a command could create its
+        // target.
+        std::os::unix::fs::symlink(ws.join("nowhere"), ws.join(".rein")).unwrap();
+        let e = ensure_protected(&ws).unwrap_err();
+        assert!(e.contains("the command was not run"), "{e}");
+        assert!(e.contains(".rein"), "{e}");
+        assert!(!ws.join("nowhere").exists());
+
+        std::fs::remove_file(ws.join(".rein")).unwrap();
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::os::unix::fs::symlink(ws.join("gone"), ws.join(".git/hooks")).unwrap();
+        let e = ensure_protected(&ws).unwrap_err();
+        assert!(e.contains(".git/hooks"), "{e}");
+
+        // A path under a file cannot be created at all.
+        let file = ws.join("plain");
+        std::fs::write(&file, "").unwrap();
+        let e = ensure_protected(&file).unwrap_err();
+        assert!(e.contains("could not be created"), "{e}");
     }
 
     #[test]

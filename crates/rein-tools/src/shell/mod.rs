@@ -20,6 +20,7 @@ mod classify;
 mod parse;
 mod paths;
 mod rules;
+mod subjects;
 mod words;
 mod wrappers;
 
@@ -205,6 +206,25 @@ pub struct Danger {
     /// Short human phrases, e.g. "recursive delete outside the workspace:
     /// /home/u". Empty when the risk is low.
     pub reasons: Vec<String>,
+}
+
+/// What permission rules are matched against for `parsed`: the text of
+/// every simple command (argv joined by spaces, as [`SimpleCommand::text`]),
+/// and with each, the commands it runs through wrappers and shell code
+/// given as text, as the classifier sees them: `sudo`, `env`, `nice`,
+/// `nohup`, `timeout`, `time`, `command`, `builtin`, `exec`, `xargs` (its
+/// input words shown as `…`), `busybox`, `watch`, `find -exec`, `sh -c`,
+/// `bash -c`, `eval`, `trap`, `su -c`, a shell fed a here-document. A
+/// program named by a path out of the current folder (`/bin/rm x`,
+/// `../bin/rm x`, or any path after the line changes folders) is also given
+/// by its base name (`rm x`). Shell code that does not parse is given as its
+/// text. No duplicates; in the order found.
+///
+/// So a deny or ask rule `bash(rm *)` sees `env rm x`, `sh -c 'rm x'` and
+/// `/bin/rm x`, and an allow rule must cover every subject (`bash(env *)`
+/// alone no longer allows `env rm x`).
+pub fn rule_subjects(parsed: &ParsedCommand) -> Vec<String> {
+    subjects::rule_subjects(parsed)
 }
 
 /// Flag the dangerous commands of `parsed`.

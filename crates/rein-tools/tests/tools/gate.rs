@@ -178,12 +178,89 @@ async fn shell_rules_match_the_parsed_command_not_its_raw_text() {
         ("ls && \"rm\" -f a.txt", &["bash"], &["bash(rm *)"], "deny"),
         // A bare allow does not cover high-risk commands.
         ("git push --force", &["bash"], &[], "ask"),
-        ("git push --force", &["bash(git push --force)"], &[], "allow"),
+        (
+            "git push --force",
+            &["bash(git push --force)"],
+            &[],
+            "allow",
+        ),
         // A line that does not parse is covered only by a bare rule.
         ("echo 'unterminated", &["bash(echo *)"], &[], "ask"),
+        // Rules also see the commands run through wrappers and shell code,
+        // and a program named by its path also by its base name: an allow
+        // rule must cover each of them...
+        ("env rm a.txt", &["bash(env *)"], &[], "ask"),
+        ("sh -c 'rm a.txt'", &["bash(sh *)"], &[], "ask"),
+        (
+            "echo a.txt | xargs rm",
+            &["bash(echo *)", "bash(xargs *)"],
+            &[],
+            "ask",
+        ),
+        ("/usr/bin/git status", &["bash(/usr/bin/git *)"], &[], "ask"),
+        (
+            "timeout 60 git status",
+            &["bash(timeout *)", "bash(git status*)"],
+            &[],
+            "allow",
+        ),
+        (
+            "/usr/bin/git status",
+            &git,
+            &["bash(/usr/bin/git *)"],
+            "deny",
+        ),
+        // ...though a program of the project keeps its own spelling.
+        ("./gradlew build", &["bash(./gradlew *)"], &[], "allow"),
     ];
+    // ...and a deny rule catches every spelling, even under a bare allow.
+    let spellings = [
+        "rm a.txt",
+        "/bin/rm a.txt",
+        "/usr/bin/rm -f a.txt",
+        "../../../../../../bin/rm a.txt",
+        "cd /bin && ./rm a.txt",
+        "command rm a.txt",
+        "builtin command rm a.txt",
+        "exec rm a.txt",
+        "env rm a.txt",
+        "env -i PATH=/bin rm a.txt",
+        "/usr/bin/env rm a.txt",
+        "nice rm a.txt",
+        "nice -n 5 rm a.txt",
+        "nohup rm a.txt",
+        "timeout 5 rm a.txt",
+        "timeout -s KILL 5 /bin/rm a.txt",
+        "time rm a.txt",
+        "sudo rm a.txt",
+        "busybox rm a.txt",
+        "watch rm a.txt",
+        "watch 'ls; rm a.txt'",
+        "sh -c 'rm a.txt'",
+        "bash -c \"rm a.txt\"",
+        "bash -lc 'cd src && rm a.txt'",
+        "sh -c \"bash -c 'rm a.txt'\"",
+        "env sh -c 'rm a.txt'",
+        "eval 'rm a.txt'",
+        "eval rm a.txt",
+        "builtin eval 'rm a.txt'",
+        "bash <<< 'rm a.txt'",
+        "bash <<'EOF'\nrm a.txt\nEOF\n",
+        "trap 'rm a.txt' EXIT",
+        "echo a.txt | xargs rm",
+        "xargs rm < list.txt",
+        "xargs -I{} rm {} < list.txt",
+        "find . -name a.txt -exec rm {} \\;",
+        "find . -name a.txt -exec /bin/rm {} +",
+        "ls && (true; env rm a.txt)",
+    ];
+    let deny_rm: &[&str] = &["bash(rm *)"];
+    let denied: Vec<(&str, &[&str], &[&str], &str)> = spellings
+        .iter()
+        .map(|c| (*c, &["bash"][..], deny_rm, "deny"))
+        .collect();
     let mut wrong = Vec::new();
-    for (command, allow, deny, want) in cases {
+    for (command, allow, deny, want) in cases.iter().chain(&denied) {
         let got = match verdict(&env, command, allow, deny) {
             Allow => "allow",
             Ask { .. } => "ask",

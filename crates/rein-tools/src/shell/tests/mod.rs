@@ -2,3 +2,4 @@
 
 mod classify;
 mod parse;
+mod subjects;

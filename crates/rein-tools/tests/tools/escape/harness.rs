@@ -187,9 +187,9 @@ impl Fixture {
     }
 }
 
-/// Paths of the workspace no row may change (`.git/config` only file tools
-/// are kept from; no bash row here touches it). The credential entries
-/// matter when the workspace is the home.
+/// Paths of the workspace no row may change (under bubblewrap, commands
+/// find `.git/hooks`, `.git/config` and `.rein` read-only). The credential
+/// entries matter when the workspace is the home.
 pub const PROTECTED_PATHS: [&str; 10] = [
     ".git/hooks",
     ".git/config",
