@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """rein's embedded local model side by side with llama.cpp's own server.
 
-    python3 scripts/bench-local.py [--model PATH] [--order rein,server]
-                                   [--json OUT.json] [--no-build]
+    python3 scripts/bench-local.py [--model PATH] [--rounds 3]
+                                   [--order rein,server] [--json OUT.json]
+                                   [--no-build]
 
-One run measures both sides, one after the other (never at the same time):
+One run measures both sides, one after the other (never at the same time),
+for a few rounds whose order alternates; each request's fastest round is
+kept, since other processes on the machine only ever add time. With two
+threads on two cores any other busy process stalls both engines badly (their
+threads wait for each other at every step); on a shared machine, running the
+whole script under `nice -n -10` (as root) keeps such noise out, for both
+sides alike.
 
 1. rein: builds and runs the `local_bench` example in release
    (crates/rein-providers/examples/local_bench.rs). The workload is defined
@@ -454,9 +461,12 @@ def table(rein, server):
         ("peak RSS (VmHWM) after loading",
          mib(a["hwm_after_load"]), mib(b["hwm_after_load"]), ""),
         ("peak RSS (VmHWM) at the end", mib(a["hwm_end"]), mib(b["hwm_end"]),
-         ratio(a["hwm_end"], b["hwm_end"], False)),
+         f"{abs(b['hwm_end'] - a['hwm_end']) / 1024:.0f} MiB "
+         + ("less" if a["hwm_end"] <= b["hwm_end"] else "more")),
     ]
-    out = ["| | rein (embedded) | llama.cpp server (xllamacpp) | rein vs server |",
+    out = ["rein vs server: above 1× means rein is ahead (higher rate, shorter time).",
+           "",
+           "| | rein (embedded) | llama.cpp server (xllamacpp) | rein vs server |",
            "| --- | --- | --- | --- |"]
     out += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
     return "\n".join(out)
