@@ -430,25 +430,7 @@ mod tests {
 
     #[test]
     fn relative_script_paths_are_relative_to_the_config_file() {
-        let mut cfg = Config {
-            home: PathBuf::new(),
-            provider: None,
-            model: None,
-            max_turns: 50,
-            tool_timeout: Duration::from_secs(1),
-            max_concurrent_tools: None,
-            provider_retries: 0,
-            stream_idle_timeout: Duration::from_secs(1),
-            replay_script: None,
-            local: LocalSection::default(),
-            providers: BTreeMap::new(),
-            permissions: PermissionSettings::default(),
-            max_tokens: None,
-            max_cost_usd: None,
-            max_wall_time: None,
-            compaction: Default::default(),
-            loop_guard: Default::default(),
-        };
+        let mut cfg = Config::defaults(PathBuf::new());
         let file: ConfigFile =
             toml::from_str("[replay]\nscript = \"s.json\"\nmax_turns = 1").unwrap_or_default();
         assert!(
@@ -466,25 +448,7 @@ mod tests {
 
     #[test]
     fn the_local_section_layers_and_resolves_its_model_path() {
-        let mut cfg = Config {
-            home: PathBuf::new(),
-            provider: None,
-            model: None,
-            max_turns: 50,
-            tool_timeout: Duration::from_secs(1),
-            max_concurrent_tools: None,
-            provider_retries: 0,
-            stream_idle_timeout: Duration::from_secs(1),
-            replay_script: None,
-            local: LocalSection::default(),
-            providers: BTreeMap::new(),
-            permissions: PermissionSettings::default(),
-            max_tokens: None,
-            max_cost_usd: None,
-            max_wall_time: None,
-            compaction: Default::default(),
-            loop_guard: Default::default(),
-        };
+        let mut cfg = Config::defaults(PathBuf::new());
         let file: ConfigFile = toml::from_str(
             "[local]\nmodel_path = \"m.gguf\"\ncontext_size = 4096\nthreads = 2\ngrammar = false\ntool_results_as_user = true\n",
         )

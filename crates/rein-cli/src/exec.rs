@@ -109,24 +109,13 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
 pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
-    if let Some(path) = args.model_path {
-        match args.provider.as_deref() {
-            None | Some("local") => {}
-            Some(other) => {
-                return Err(Failure::usage(anyhow!(
-                    "--model-path is for the local provider, not `{other}`: drop --provider or pass --provider local"
-                )));
-            }
-        }
-        cfg.provider = Some("local".into());
-        cfg.local.model_path = Some(path);
-    }
-    if let Some(p) = args.provider {
-        cfg.provider = Some(p);
-    }
-    if let Some(m) = args.model {
-        cfg.model = Some(m);
-    }
+    apply_model_flags(
+        &mut cfg,
+        args.provider,
+        args.model,
+        args.model_path,
+        args.script,
+    )?;
     if let Some(n) = args.max_turns {
         cfg.max_turns = n;
     }
@@ -149,9 +138,6 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
             crate::config::parse_duration(t)
                 .map_err(|e| Failure::usage(anyhow!("--max-wall-time: {e}")))?,
         );
-    }
-    if let Some(s) = args.script {
-        cfg.replay_script = Some(s);
     }
     cfg.validate().map_err(Failure::usage)?;
     let mode = match (&args.mode, args.plan) {
@@ -181,27 +167,9 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     let store = open_store(&cfg)?;
 
     let resume = if args.last {
-        let ws = workspace.display().to_string();
-        let latest = store
-            .list_sessions(Some(&ws), 1)
-            .await
-            .map_err(|e| Failure::harness(anyhow!("{e}")))?;
-        match latest.into_iter().next() {
-            Some(s) => Some(s.id),
-            None => {
-                return Err(Failure::usage(anyhow!(
-                    "--last: no session to resume in {ws}"
-                )));
-            }
-        }
+        Some(latest_session(store.as_ref(), &workspace, "--last: no session to resume").await?)
     } else if let Some(id) = args.resume {
-        let info = store.get_session(&id).await.map_err(|e| match e {
-            rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous(_) => {
-                Failure::usage(anyhow!("--resume: {e}"))
-            }
-            other => Failure::harness(anyhow!("{other}")),
-        })?;
-        Some(info.id)
+        Some(find_session(store.as_ref(), &id, "--resume: ").await?)
     } else {
         None
     };
@@ -269,45 +237,18 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
 pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
-    if let Some(path) = args.model_path {
-        cfg.provider = Some("local".into());
-        cfg.local.model_path = Some(path);
-    }
-    if let Some(p) = args.provider {
-        cfg.provider = Some(p);
-    }
-    if let Some(m) = args.model {
-        cfg.model = Some(m);
-    }
-    if let Some(s) = args.script {
-        cfg.replay_script = Some(s);
-    }
+    apply_model_flags(
+        &mut cfg,
+        args.provider,
+        args.model,
+        args.model_path,
+        args.script,
+    )?;
     cfg.validate().map_err(Failure::usage)?;
     let store = open_store(&cfg)?;
     let id = match args.session {
-        Some(id) => {
-            store
-                .get_session(&id)
-                .await
-                .map_err(|e| match e {
-                    rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous(_) => {
-                        Failure::usage(anyhow!("{e}"))
-                    }
-                    other => Failure::harness(anyhow!("{other}")),
-                })?
-                .id
-        }
-        None => {
-            let ws = workspace.display().to_string();
-            let latest = store
-                .list_sessions(Some(&ws), 1)
-                .await
-                .map_err(|e| Failure::harness(anyhow!("{e}")))?;
-            match latest.into_iter().next() {
-                Some(s) => s.id,
-                None => return Err(Failure::usage(anyhow!("no session to compact in {ws}"))),
-            }
-        }
+        Some(id) => find_session(store.as_ref(), &id, "").await?,
+        None => latest_session(store.as_ref(), &workspace, "no session to compact").await?,
     };
     let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
     let engine = AgentEngine::builder(provider, store)
@@ -349,4 +290,69 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
         None => {}
     }
     Ok(exit::COMPLETED)
+}
+
+/// `--provider`, `--model`, `--model-path` and `--script` over the config.
+fn apply_model_flags(
+    cfg: &mut Config,
+    provider: Option<String>,
+    model: Option<String>,
+    model_path: Option<PathBuf>,
+    script: Option<PathBuf>,
+) -> Result<(), Failure> {
+    if let Some(path) = model_path {
+        match provider.as_deref() {
+            None | Some("local") => {}
+            Some(other) => {
+                return Err(Failure::usage(anyhow!(
+                    "--model-path is for the local provider, not `{other}`: drop --provider or pass --provider local"
+                )));
+            }
+        }
+        cfg.provider = Some("local".into());
+        cfg.local.model_path = Some(path);
+    }
+    if let Some(p) = provider {
+        cfg.provider = Some(p);
+    }
+    if let Some(m) = model {
+        cfg.model = Some(m);
+    }
+    if let Some(s) = script {
+        cfg.replay_script = Some(s);
+    }
+    Ok(())
+}
+
+/// The session an id or unique prefix names; unknown or ambiguous ids are
+/// usage errors (`context` prefixes their message).
+async fn find_session(
+    store: &dyn SessionStore,
+    id: &str,
+    context: &str,
+) -> Result<String, Failure> {
+    match store.get_session(id).await {
+        Ok(info) => Ok(info.id),
+        Err(e @ (rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous(_))) => {
+            Err(Failure::usage(anyhow!("{context}{e}")))
+        }
+        Err(other) => Err(Failure::harness(anyhow!("{other}"))),
+    }
+}
+
+/// The newest session of `workspace`; none is a usage error saying `none`.
+async fn latest_session(
+    store: &dyn SessionStore,
+    workspace: &Path,
+    none: &str,
+) -> Result<String, Failure> {
+    let ws = workspace.display().to_string();
+    let latest = store
+        .list_sessions(Some(&ws), 1)
+        .await
+        .map_err(|e| Failure::harness(anyhow!("{e}")))?;
+    match latest.into_iter().next() {
+        Some(s) => Ok(s.id),
+        None => Err(Failure::usage(anyhow!("{none} in {ws}"))),
+    }
 }

@@ -308,25 +308,7 @@ mod tests {
             return;
         }
         let home = tempfile::tempdir().unwrap();
-        let mut cfg = Config {
-            home: home.path().to_path_buf(),
-            provider: None,
-            model: None,
-            max_turns: 1,
-            tool_timeout: std::time::Duration::from_secs(1),
-            max_concurrent_tools: None,
-            provider_retries: 0,
-            stream_idle_timeout: std::time::Duration::from_secs(1),
-            replay_script: None,
-            local: Default::default(),
-            providers: Default::default(),
-            permissions: Default::default(),
-            max_tokens: None,
-            max_cost_usd: None,
-            max_wall_time: None,
-            compaction: Default::default(),
-            loop_guard: Default::default(),
-        };
+        let mut cfg = Config::defaults(home.path().to_path_buf());
         assert_eq!(auto_select(&cfg), None);
         let models = home.path().join("models");
         std::fs::create_dir_all(&models).unwrap();

@@ -400,23 +400,7 @@ impl AgentEngine {
             .token_counter()
             .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()));
         let repaired = repair_history(view);
-        let seqs = if repaired.added.is_empty() {
-            seqs
-        } else {
-            // Made-up results shift positions; their seqs are unknown.
-            let added: std::collections::HashSet<usize> =
-                repaired.added.iter().map(|(i, _)| *i).collect();
-            let mut it = seqs.into_iter();
-            (0..repaired.messages.len())
-                .map(|i| {
-                    if added.contains(&i) {
-                        None
-                    } else {
-                        it.next().flatten()
-                    }
-                })
-                .collect()
-        };
+        let seqs = state::realign_seqs(&repaired, seqs, &Default::default());
         let mut conv = Conversation::new(repaired.messages, seqs, counter.as_ref());
         let before = conv.messages.len();
         let ledger = TaskLedger {
@@ -850,20 +834,7 @@ impl AgentEngine {
                         seq_of.insert(*index, seq);
                     }
                 }
-                // Sequence numbers follow the repaired messages: kept ones
-                // keep theirs, made-up ones have none unless just stored.
-                let mut seqs_iter = seqs.into_iter();
-                let added: std::collections::HashSet<usize> =
-                    repaired.added.iter().map(|(i, _)| *i).collect();
-                let repaired_seqs: Vec<Option<u64>> = (0..repaired.messages.len())
-                    .map(|i| {
-                        if added.contains(&i) {
-                            seq_of.get(&i).copied()
-                        } else {
-                            seqs_iter.next().flatten()
-                        }
-                    })
-                    .collect();
+                let repaired_seqs = state::realign_seqs(&repaired, seqs, &seq_of);
                 store
                     .set_model(&info.id, self.inner.provider.model())
                     .await?;

@@ -312,8 +312,10 @@ pub struct Permissions {
     /// The harness's own state folder (kept read-only for commands).
     pub state_dir: Option<PathBuf>,
     /// The user's home folder (for the secret folders); None disables that
-    /// check.
+    /// check. Set it before the first decision: the folders are resolved
+    /// once.
     pub home: Option<PathBuf>,
+    secret_cache: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 impl Permissions {
@@ -332,6 +334,12 @@ impl Permissions {
     /// written and with symlinks resolved (a home reached through a symlink
     /// must not open a way around the check).
     pub fn secret_dirs(&self) -> Vec<PathBuf> {
+        self.secret_cache
+            .get_or_init(|| self.resolve_secret_dirs())
+            .clone()
+    }
+
+    fn resolve_secret_dirs(&self) -> Vec<PathBuf> {
         let Some(home) = &self.home else {
             return Vec::new();
         };
@@ -381,8 +389,9 @@ impl Permissions {
         workspace: &Path,
     ) -> Verdict {
         let deny = |why: String| Verdict::Deny { why };
+        let secrets = self.secret_cache.get_or_init(|| self.resolve_secret_dirs());
         for read in a.reads.iter().chain(&a.writes) {
-            if let Some(dir) = self.secret_dirs().iter().find(|d| read.starts_with(d)) {
+            if let Some(dir) = secrets.iter().find(|d| read.starts_with(d)) {
                 return deny(format!(
                     "{} is inside {}, which holds credentials and is never read",
                     read.display(),

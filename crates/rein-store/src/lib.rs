@@ -8,6 +8,7 @@
 //! ([`LongTermMemory`](rein_core::LongTermMemory)): its own SQLite file with
 //! a full-text index.
 
+mod conn;
 mod error;
 mod memory;
 mod migrations;

@@ -29,9 +29,10 @@ use crate::error::{Context, Fail};
 mod fts;
 mod schema;
 
+use crate::conn::is_busy;
 pub(crate) use fts::fts_query;
 pub use schema::MEMORY_SCHEMA_VERSION;
-use schema::{is_busy, prepare};
+use schema::prepare;
 
 /// bm25 weights of the indexed columns: a word in the title says more
 /// about an entry than the same word in its content; tags sit between.
@@ -132,19 +133,7 @@ impl SqliteMemory {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, Oops> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        let joined = tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(|poisoned| {
-                let guard = poisoned.into_inner();
-                if !guard.is_autocommit() {
-                    let _ = guard.execute_batch("ROLLBACK");
-                }
-                conn.clear_poison();
-                guard
-            });
-            f(&mut guard)
-        })
-        .await;
+        let joined = crate::conn::run_blocking(&self.conn, f).await;
         let shown = self.path.display().to_string();
         match joined {
             Ok(result) => result.map_err(|o| o.into_memory(&shown, self.busy_timeout)),

@@ -93,21 +93,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        let joined = tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(|poisoned| {
-                // A panic mid-operation: its transaction was rolled back as it
-                // unwound, but make sure before reusing the connection.
-                let guard = poisoned.into_inner();
-                if !guard.is_autocommit() {
-                    let _ = guard.execute_batch("ROLLBACK");
-                }
-                conn.clear_poison();
-                guard
-            });
-            f(&mut guard)
-        })
-        .await;
+        let joined = crate::conn::run_blocking(&self.conn, f).await;
         match joined {
             Ok(result) => result
                 .map_err(|f| f.into_store(&self.path.display().to_string(), self.busy_timeout)),
@@ -126,7 +112,7 @@ fn prepare(conn: &mut Connection, options: &SqliteOptions) -> Result<(), Fail> {
     // Reads the file header: a file that is not a database fails now, and a
     // newer rein's database is refused before anything in it is changed.
     check_known(user_version(conn)?, MIGRATIONS)?;
-    let mode = switch_to_wal(conn, options.busy_timeout)?;
+    let mode = crate::conn::switch_to_wal(conn, options.busy_timeout)?;
     // In WAL mode NORMAL loses nothing committed when the process crashes;
     // without WAL (a filesystem that cannot do it) only FULL is safe.
     let synchronous = if mode.eq_ignore_ascii_case("wal") {
@@ -139,28 +125,6 @@ fn prepare(conn: &mut Connection, options: &SqliteOptions) -> Result<(), Fail> {
     conn.pragma_update(None, "foreign_keys", "ON")
         .ctx("enabling foreign keys")?;
     migrate(conn, MIGRATIONS)
-}
-
-/// Put the database in WAL mode. SQLite answers "busy" to this pragma at
-/// once, without its busy handler, when other connections are opening the
-/// same fresh file; so retry, with jitter, until the busy timeout is spent.
-fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result<String, Fail> {
-    let deadline = std::time::Instant::now() + busy_timeout;
-    loop {
-        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
-            Ok(mode) => return Ok(mode),
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(
-                    e.code,
-                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                ) && std::time::Instant::now() < deadline =>
-            {
-                let pause = 5 + u64::from(std::process::id() % 7) * 3;
-                std::thread::sleep(Duration::from_millis(pause));
-            }
-            Err(e) => return Err(e).ctx("switching to WAL mode"),
-        }
-    }
 }
 
 const SESSION_COLUMNS: &str = "id, workspace, title, model, created_at, updated_at, message_count";

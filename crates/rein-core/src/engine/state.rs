@@ -9,6 +9,30 @@ use crate::text::truncate_middle;
 use crate::tokens::{TokenCounter, count_message, message_text};
 use crate::tool::ToolAccess;
 
+/// Sequence numbers for repaired messages: kept messages keep theirs,
+/// results made up by the repair have the one they were just stored with
+/// (`stored`, by index) or none.
+pub(crate) fn realign_seqs(
+    repaired: &crate::history::Repaired,
+    seqs: Vec<Option<u64>>,
+    stored: &std::collections::HashMap<usize, u64>,
+) -> Vec<Option<u64>> {
+    if repaired.added.is_empty() {
+        return seqs;
+    }
+    let added: std::collections::HashSet<usize> = repaired.added.iter().map(|(i, _)| *i).collect();
+    let mut kept = seqs.into_iter();
+    (0..repaired.messages.len())
+        .map(|i| {
+            if added.contains(&i) {
+                stored.get(&i).copied()
+            } else {
+                kept.next().flatten()
+            }
+        })
+        .collect()
+}
+
 /// A session as it was opened.
 pub(crate) struct Opened {
     pub id: String,

@@ -464,3 +464,27 @@ fn fastrand_suffix() -> String {
             .as_nanos()
     )
 }
+
+#[tokio::test]
+async fn the_system_note_ends_the_system_prompt_of_every_call() {
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[("t", "todos", json!({}))])),
+            Ok(text("ok")),
+        ]),
+        |b| {
+            b.tool(Arc::new(Todos))
+                .system_note("# Memory\n- [m1] build: use make")
+        },
+    );
+    h.run(RunRequest::new("go")).await;
+    let requests = h.provider.requests();
+    assert_eq!(requests.len(), 2);
+    for r in requests {
+        assert!(
+            r.system.trim_end().ends_with("- [m1] build: use make"),
+            "{}",
+            r.system
+        );
+    }
+}

@@ -1,7 +1,5 @@
 //! The memory database's schema and how a connection to it is set up.
 
-use std::time::Duration;
-
 use rusqlite::Connection;
 
 use super::Oops;
@@ -73,7 +71,7 @@ pub(super) fn prepare(
         .into());
     }
     check_known(version, MEMORY_MIGRATIONS)?;
-    let mode = switch_to_wal(conn, options.busy_timeout)?;
+    let mode = crate::conn::switch_to_wal(conn, options.busy_timeout)?;
     let synchronous = if mode.eq_ignore_ascii_case("wal") {
         "NORMAL"
     } else {
@@ -91,27 +89,4 @@ fn has_memories_table(conn: &Connection) -> Result<bool, Fail> {
         |r| r.get(0),
     )
     .ctx("inspecting the memory schema")
-}
-
-/// Put the database in WAL mode, retrying while other connections open
-/// the same fresh file (SQLite answers "busy" to this pragma at once).
-fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result<String, Fail> {
-    let deadline = std::time::Instant::now() + busy_timeout;
-    loop {
-        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
-            Ok(mode) => return Ok(mode),
-            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
-                let pause = 5 + u64::from(std::process::id() % 7) * 3;
-                std::thread::sleep(Duration::from_millis(pause));
-            }
-            Err(e) => return Err(e).ctx("switching the memory database to WAL mode"),
-        }
-    }
-}
-
-pub(super) fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
 }

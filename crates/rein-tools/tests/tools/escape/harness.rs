@@ -145,14 +145,12 @@ impl Fixture {
     }
 
     fn permissions(&self, case: &Case) -> Permissions {
-        Permissions {
-            mode: case.mode,
-            rules: case.rules.clone(),
-            network: false,
-            env_allow: Vec::new(),
-            state_dir: Some(self.state.clone()),
-            home: Some(self.perm_home.clone()),
-        }
+        let mut p = Permissions::new(case.mode);
+        p.rules = case.rules.clone();
+        p.network = false;
+        p.state_dir = Some(self.state.clone());
+        p.home = Some(self.perm_home.clone());
+        p
     }
 
     /// Everything under the base folder except the workspace (when the

@@ -1,0 +1,63 @@
+//! What both rein databases (sessions and memory) do with their one
+//! connection: switch to WAL mode safely, and run work on the blocking pool
+//! without ever reusing a connection left mid-transaction by a panic.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::error::{Context, Fail};
+
+/// Whether an error is SQLite's busy or locked answer.
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Put the database in WAL mode and return the journal mode it ended in.
+/// SQLite answers "busy" to this pragma at once, without its busy handler,
+/// when other connections are opening the same fresh file; so retry, with
+/// jitter, until the busy timeout is spent.
+pub(crate) fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result<String, Fail> {
+    let deadline = std::time::Instant::now() + busy_timeout;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) => return Ok(mode),
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                let pause = 5 + u64::from(std::process::id() % 7) * 3;
+                std::thread::sleep(Duration::from_millis(pause));
+            }
+            Err(e) => return Err(e).ctx("switching to WAL mode"),
+        }
+    }
+}
+
+/// Run `f` with the connection on the blocking pool. A panic mid-operation
+/// rolled its transaction back as it unwound; make sure before reusing the
+/// connection. `Err` is a task that did not finish (panicked or cancelled).
+pub(crate) async fn run_blocking<T, E, F>(
+    conn: &Arc<Mutex<Connection>>,
+    f: F,
+) -> Result<Result<T, E>, tokio::task::JoinError>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+{
+    let conn = Arc::clone(conn);
+    tokio::task::spawn_blocking(move || {
+        let mut guard = conn.lock().unwrap_or_else(|poisoned| {
+            let guard = poisoned.into_inner();
+            if !guard.is_autocommit() {
+                let _ = guard.execute_batch("ROLLBACK");
+            }
+            conn.clear_poison();
+            guard
+        });
+        f(&mut guard)
+    })
+    .await
+}
