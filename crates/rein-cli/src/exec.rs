@@ -212,6 +212,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         prompt,
         resume,
         mode: Some(mode),
+        control: None,
     };
     let outcome = if args.json {
         let mut refusals = Refusals::default();

@@ -13,8 +13,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod compact;
+mod control;
 mod guard;
 mod state;
+
+pub use control::RunControl;
 
 use guard::LoopGuard;
 pub use guard::LoopGuardConfig;
@@ -251,6 +254,8 @@ pub struct RunRequest {
     pub resume: Option<String>,
     /// The permission mode of this run (default: the engine's).
     pub mode: Option<PermissionMode>,
+    /// A handle to steer the run while it goes on (queued messages, mode).
+    pub control: Option<RunControl>,
 }
 
 impl RunRequest {
@@ -290,6 +295,14 @@ struct Inner {
 #[derive(Clone)]
 pub struct AgentEngine {
     inner: Arc<Inner>,
+}
+
+/// What every request of a run carries besides the history.
+struct FixedPart {
+    system: String,
+    tools: Vec<crate::schema::ToolSpec>,
+    tokens: u64,
+    chars: u64,
 }
 
 /// Why a model turn did not produce a message.
@@ -511,7 +524,7 @@ impl AgentEngine {
             final_text: String::new(),
             totals: LedgerTotals::default(),
         };
-        let mode = request.mode.unwrap_or(inner.permissions.mode);
+        let mut mode = request.mode.unwrap_or(inner.permissions.mode);
         let plan = mode == PermissionMode::Plan;
         sink.emit(Event::RunStarted {
             session_id: session_id.clone(),
@@ -522,7 +535,7 @@ impl AgentEngine {
             mode,
             plan,
         });
-        let policy = match self.run_policy(&session_id, mode, sink).await {
+        let mut policy = match self.run_policy(&session_id, mode, sink).await {
             Ok(p) => Arc::new(p),
             Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
         };
@@ -554,49 +567,21 @@ impl AgentEngine {
             });
         }
 
-        let tools = inner.gate.specs(mode);
         let agents_md = context::read_agents_md(&inner.workspace);
         let date = crate::time::format_date(crate::time::now_millis());
-        let mut system = context::system_prompt(&PromptFacts {
-            workspace: &inner.workspace,
-            date: &date,
-            os: std::env::consts::OS,
-            tools: &tools,
-            plan,
-            agents_md: agents_md.as_deref(),
-        });
-        if let Some(note) = &inner.config.system_note
-            && !note.trim().is_empty()
-        {
-            system.push('\n');
-            system.push_str(note.trim_end());
-            system.push('\n');
-        }
-        let fixed_tokens = counter.count(&system)
-            + tools
-                .iter()
-                .map(|t| {
-                    counter.count(&t.name)
-                        + counter.count(&t.description)
-                        + counter.count(&t.parameters.to_string())
-                })
-                .sum::<u64>();
-        let fixed_chars = (system.len()
-            + tools
-                .iter()
-                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-                .sum::<usize>()) as u64;
+        let mut fixed = self.fixed_part(mode, agents_md.as_deref(), &date, counter.as_ref());
         let window = inner.provider.capabilities().context_window;
         let started = tokio::time::Instant::now();
         // One request for the whole run: its messages are lent from the
         // conversation for each call (swapped, never copied), so a turn
         // costs the same however long the history is.
         let mut req = ModelRequest {
-            system,
+            system: std::mem::take(&mut fixed.system),
             messages: Vec::new(),
-            tools,
+            tools: std::mem::take(&mut fixed.tools),
             max_output_tokens: None,
         };
+        let control = request.control.clone().unwrap_or_default();
 
         loop {
             if cancel.is_cancelled() {
@@ -605,13 +590,35 @@ impl AgentEngine {
             if let Some(reason) = self.budget_exceeded(&st, started) {
                 return st.stop(reason, None);
             }
+            if let Some(m) = control.take_mode()
+                && m != mode
+            {
+                mode = m;
+                policy = match self.run_policy(&session_id, mode, sink).await {
+                    Ok(p) => Arc::new(p),
+                    Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
+                };
+                fixed = self.fixed_part(mode, agents_md.as_deref(), &date, counter.as_ref());
+                req.system = std::mem::take(&mut fixed.system);
+                req.tools = std::mem::take(&mut fixed.tools);
+                sink.emit(Event::ModeChanged { mode });
+            }
+            for text in control.take_queued() {
+                let user = Message::user(text.clone());
+                match self.commit(&session_id, &user, sink).await {
+                    Ok(seq) => conv.push(user, Some(seq), counter.as_ref()),
+                    Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
+                }
+                let earlier = std::mem::replace(&mut track.ledger.latest_instruction, text);
+                track.ledger.earlier_requests.push(earlier);
+            }
             st.turns += 1;
             sink.emit(Event::TurnStarted { turn: st.turns });
 
             let cfg = &inner.config.compaction;
             if cfg.enabled
                 && let Some(w) = window
-                && (fixed_tokens + conv.tokens()) as f64 > cfg.threshold * w as f64
+                && (fixed.tokens + conv.tokens()) as f64 > cfg.threshold * w as f64
                 && let Err(e) = self
                     .compact(
                         &session_id,
@@ -673,7 +680,7 @@ impl AgentEngine {
             if let Some(u) = &assistant.usage {
                 st.usage.add(u);
                 if u.input_tokens > 0 {
-                    counter.observe(fixed_chars + conv.chars(), u.input_tokens);
+                    counter.observe(fixed.chars + conv.chars(), u.input_tokens);
                 }
             }
             if assistant.content.is_empty()
@@ -691,7 +698,7 @@ impl AgentEngine {
             };
             conv.push(message, Some(seq), counter.as_ref());
             sink.emit(Event::TokenUpdate {
-                estimated: fixed_tokens + conv.tokens(),
+                estimated: fixed.tokens + conv.tokens(),
                 actual,
                 window,
             });
@@ -699,6 +706,10 @@ impl AgentEngine {
                 return st.stop(reason, error);
             }
             if calls.is_empty() {
+                if control.pending() > 0 {
+                    // The user wrote while the model answered: go on.
+                    continue;
+                }
                 return st.stop(StopReason::Completed, None);
             }
             let note = match track.guard.before(&calls) {
@@ -766,6 +777,53 @@ impl AgentEngine {
 
     /// The permission state of a run: the session's earlier approvals
     /// come back from the store.
+    /// The system prompt and tools a mode shows the model, and their size.
+    fn fixed_part(
+        &self,
+        mode: PermissionMode,
+        agents_md: Option<&str>,
+        date: &str,
+        counter: &dyn TokenCounter,
+    ) -> FixedPart {
+        let inner = &self.inner;
+        let tools = inner.gate.specs(mode);
+        let mut system = context::system_prompt(&PromptFacts {
+            workspace: &inner.workspace,
+            date,
+            os: std::env::consts::OS,
+            tools: &tools,
+            plan: mode == PermissionMode::Plan,
+            agents_md,
+        });
+        if let Some(note) = &inner.config.system_note
+            && !note.trim().is_empty()
+        {
+            system.push('\n');
+            system.push_str(note.trim_end());
+            system.push('\n');
+        }
+        let tokens = counter.count(&system)
+            + tools
+                .iter()
+                .map(|t| {
+                    counter.count(&t.name)
+                        + counter.count(&t.description)
+                        + counter.count(&t.parameters.to_string())
+                })
+                .sum::<u64>();
+        let chars = (system.len()
+            + tools
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+                .sum::<usize>()) as u64;
+        FixedPart {
+            system,
+            tools,
+            tokens,
+            chars,
+        }
+    }
+
     async fn run_policy(
         &self,
         session_id: &str,

@@ -130,6 +130,8 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         note: Option<String>,
     },
+    /// The permission mode changed at a turn boundary (see `RunControl`).
+    ModeChanged { mode: PermissionMode },
     /// The todo list changed.
     TodosUpdated { todos: Vec<Todo> },
     /// Something the user should know that is not an error of the run.

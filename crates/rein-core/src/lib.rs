@@ -30,7 +30,8 @@ pub use approval::{
 pub use assemble::AssistantAssembler;
 pub use dispatch::{Gate, GateEvents, GateLimits, RunPolicy, no_events};
 pub use engine::{
-    AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunOutcome, RunRequest, RunStream,
+    AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunControl, RunOutcome, RunRequest,
+    RunStream,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
 pub use memory::{Added, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, NewMemory};

@@ -214,6 +214,7 @@ fn bench_history(c: &mut Criterion) {
                                 prompt: "continue".into(),
                                 resume: Some(id),
                                 mode: None,
+                                control: None,
                             },
                             CancellationToken::new(),
                             &mut NullSink,

@@ -199,6 +199,7 @@ async fn a_resumed_session_starts_from_its_last_compaction() {
             prompt: "and now the docs".into(),
             resume: Some(id.clone()),
             mode: None,
+            control: None,
         })
         .await;
     assert_eq!(second.reason, StopReason::Completed);

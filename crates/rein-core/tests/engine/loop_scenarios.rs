@@ -290,6 +290,7 @@ async fn resume_continues_a_session_with_its_history_and_repairs_dangling_calls(
             prompt: "second question".into(),
             resume: Some(id[..12].to_string()),
             mode: None,
+            control: None,
         })
         .await;
     assert_eq!(second.session_id.as_deref(), Some(id.as_str()));
@@ -316,6 +317,7 @@ async fn resuming_an_unknown_session_is_a_harness_error_not_a_panic() {
             prompt: "x".into(),
             resume: Some("nope".into()),
             mode: None,
+            control: None,
         })
         .await;
     assert_eq!(outcome.reason, StopReason::HarnessError);
@@ -334,4 +336,141 @@ fn a_missing_workspace_fails_the_build_with_a_clear_error() {
         err.to_string(),
         "workspace /definitely/not/here does not exist or is not a directory"
     );
+}
+
+/// Runs `request` with a sink that calls `on` for every event first.
+async fn run_with_hook(
+    h: &Harness,
+    request: RunRequest,
+    mut on: impl FnMut(&Event) + Send,
+) -> (RunOutcome, Vec<Event>) {
+    let mut events = Vec::new();
+    let mut sink = FnSink(|e: Event| {
+        on(&e);
+        events.push(e);
+    });
+    let outcome = h
+        .engine
+        .run(request, CancellationToken::new(), &mut sink)
+        .await;
+    (outcome, events)
+}
+
+fn user_texts(req: &ModelRequest) -> Vec<String> {
+    req.messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_message_queued_while_tools_run_reaches_the_model_at_the_next_turn() {
+    let provider = Scripted::new(vec![
+        Ok(calls(&[("a", "sleep", json!({"ms": 1, "label": "one"}))])),
+        Ok(text("done, and also the docs")),
+    ]);
+    let h = harness(provider, |b| b);
+    let control = RunControl::new();
+    let steer = control.clone();
+    let request = RunRequest {
+        control: Some(control),
+        ..RunRequest::new("fix the bug")
+    };
+    let (outcome, events) = run_with_hook(&h, request, move |e| {
+        if matches!(e, Event::ToolStarted { .. }) {
+            steer.queue("also update the docs");
+        }
+    })
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(outcome.turns, 2);
+    let reqs = h.provider.requests();
+    assert_eq!(user_texts(&reqs[0]), ["fix the bug"]);
+    assert_eq!(
+        user_texts(&reqs[1]),
+        ["fix the bug", "also update the docs"]
+    );
+    // It comes after the tool result, so every call keeps its result.
+    assert!(matches!(
+        reqs[1].messages.last(),
+        Some(Message::User { .. })
+    ));
+    // Stored in the session like any message, and shown as committed.
+    let stored = h.stored(&outcome).await;
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|m| matches!(m, Message::User { .. }))
+            .count(),
+        2
+    );
+    assert!(events.iter().any(|e| matches!(e,
+        Event::MessageCommitted { message: Message::User { content }, .. } if content == "also update the docs")));
+}
+
+#[tokio::test]
+async fn a_message_queued_during_the_final_answer_keeps_the_run_going() {
+    let provider = Scripted::new(vec![Ok(text("all done")), Ok(text("docs updated too"))]);
+    let h = harness(provider, |b| b);
+    let control = RunControl::new();
+    let steer = control.clone();
+    let mut once = true;
+    let request = RunRequest {
+        control: Some(control),
+        ..RunRequest::new("fix the bug")
+    };
+    let (outcome, _) = run_with_hook(&h, request, move |e| {
+        if matches!(e, Event::TextDelta { .. }) && once {
+            once = false;
+            steer.queue("and the docs");
+        }
+    })
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(outcome.turns, 2);
+    assert_eq!(outcome.final_text, "docs updated too");
+    let reqs = h.provider.requests();
+    assert_eq!(user_texts(&reqs[1]), ["fix the bug", "and the docs"]);
+}
+
+#[tokio::test]
+async fn a_mode_change_mid_run_changes_the_tools_the_next_turn_offers() {
+    let provider = Scripted::new(vec![
+        Ok(calls(&[("a", "sleep", json!({"ms": 1, "label": "one"}))])),
+        Ok(text("planned")),
+    ]);
+    let written = Arc::new(Mutex::new(0));
+    let h = harness(provider, |b| b.tool(Arc::new(Writer(written.clone()))));
+    let control = RunControl::new();
+    let switch = control.clone();
+    let request = RunRequest {
+        control: Some(control),
+        ..RunRequest::new("look around")
+    };
+    let (outcome, events) = run_with_hook(&h, request, move |e| {
+        if matches!(e, Event::ToolStarted { .. }) {
+            switch.set_mode(PermissionMode::Plan);
+        }
+    })
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let reqs = h.provider.requests();
+    let names = |r: &ModelRequest| r.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    assert!(names(&reqs[0]).contains(&"write".to_string()));
+    assert!(!names(&reqs[1]).contains(&"write".to_string()));
+    assert_ne!(
+        reqs[0].system, reqs[1].system,
+        "the plan-mode prompt differs"
+    );
+    let changed: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModeChanged { mode } => Some(*mode),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, [PermissionMode::Plan]);
 }

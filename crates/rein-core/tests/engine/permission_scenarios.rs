@@ -133,6 +133,7 @@ async fn an_approval_for_the_session_is_asked_once_and_survives_a_resume() {
             prompt: "more".into(),
             resume: Some(id),
             mode: None,
+            control: None,
         },
         ApprovalDecision::deny(),
     )

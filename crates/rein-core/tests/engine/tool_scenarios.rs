@@ -106,6 +106,7 @@ async fn plan_mode_hides_write_tools_and_refuses_calls_to_them() {
             prompt: "plan it".into(),
             resume: None,
             mode: Some(rein_core::PermissionMode::Plan),
+            control: None,
         })
         .await;
     assert_eq!(outcome.reason, StopReason::Completed);
