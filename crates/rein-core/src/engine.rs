@@ -475,6 +475,68 @@ impl AgentEngine {
         }
     }
 
+    /// Ask the model for a short title of a session from its first request
+    /// and store it. The call is recorded in the session's cost ledger. On
+    /// any failure the title stays as it was (the first line of the prompt).
+    pub async fn title_session(
+        &self,
+        session_id: &str,
+        cancel: CancellationToken,
+    ) -> Result<String, String> {
+        let store = &self.inner.store;
+        let messages = store
+            .messages(session_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let first = messages
+            .iter()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.clone()),
+                _ => None,
+            })
+            .ok_or("the session has no request yet")?;
+        let request: String = first.chars().take(2000).collect();
+        let req = ModelRequest {
+            system: "You name coding sessions. Reply with a title of at most six words for \
+                     the user's request: no quotes, no final period, nothing else."
+                .to_string(),
+            messages: vec![Message::user(request)],
+            tools: Vec::new(),
+            max_output_tokens: Some(24),
+        };
+        let began = std::time::Instant::now();
+        let result = self.inner.provider.complete(&req, &cancel).await;
+        let mut st = RunState {
+            session_id: session_id.to_string(),
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            totals: LedgerTotals::default(),
+        };
+        let usage = result
+            .as_ref()
+            .ok()
+            .and_then(|a| a.usage)
+            .unwrap_or_default();
+        self.record_call(
+            session_id,
+            CallKind::Title,
+            usage,
+            result.is_ok(),
+            began,
+            &mut crate::event::NullSink,
+            &mut st,
+        )
+        .await;
+        let answer = result.map_err(|e| e.to_string())?;
+        let title = clean_title(&answer.text()).ok_or("the model gave no usable title")?;
+        store
+            .set_title(session_id, &title)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(title)
+    }
+
     /// Run in a background task and read its events as a stream. Dropping
     /// the stream cancels the run.
     pub fn run_stream(&self, request: RunRequest, cancel: CancellationToken) -> RunStream {
@@ -1148,6 +1210,19 @@ fn backoff(base: Duration, attempt: u32, retry_after: Option<Duration>) -> Durat
     capped.mul_f64(jitter)
 }
 
+/// A model's title answer made fit: one line, no quotes, at most 80 chars.
+fn clean_title(answer: &str) -> Option<String> {
+    let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let t = line
+        .trim_start_matches(|c: char| c == '#' || c == '*' || c.is_whitespace())
+        .trim_start_matches("Title:")
+        .trim()
+        .trim_matches(|c: char| c == '"' || c == '\'' || c == '`' || c == '*')
+        .trim_end_matches('.')
+        .trim();
+    (!t.is_empty()).then(|| t.chars().take(80).collect())
+}
+
 /// A session title from the first line of the prompt.
 fn title_of(prompt: &str) -> String {
     let line = prompt
@@ -1194,6 +1269,19 @@ mod tests {
             Duration::from_secs(7)
         );
         assert!(backoff(Duration::from_secs(10), 9, None) <= Duration::from_secs(38));
+    }
+
+    #[test]
+    fn model_titles_are_cleaned_to_one_plain_line() {
+        assert_eq!(
+            clean_title("\n\"Fix the failing test.\"\nmore").as_deref(),
+            Some("Fix the failing test")
+        );
+        assert_eq!(
+            clean_title("Title: Refactor parser").as_deref(),
+            Some("Refactor parser")
+        );
+        assert_eq!(clean_title("  \n "), None);
     }
 
     #[test]

@@ -474,3 +474,34 @@ async fn a_mode_change_mid_run_changes_the_tools_the_next_turn_offers() {
         .collect();
     assert_eq!(changed, [PermissionMode::Plan]);
 }
+
+#[tokio::test]
+async fn a_title_call_names_the_session_and_is_recorded_in_the_ledger() {
+    let provider = Scripted::new(vec![
+        Ok(text("fixed it")),
+        Ok(text("\"Fix the parser bug.\"")),
+    ]);
+    let h = harness(provider, |b| b);
+    let (outcome, _) = h
+        .run(RunRequest::new("the parser crashes on empty input, fix it"))
+        .await;
+    let id = outcome.session_id.clone().unwrap();
+    let title = h
+        .engine
+        .title_session(&id, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(title, "Fix the parser bug");
+    assert_eq!(
+        h.store.get_session(&id).await.unwrap().title,
+        "Fix the parser bug"
+    );
+    let (ledger, _) = h.store.ledger(&id).await.unwrap();
+    assert_eq!(ledger.last().unwrap().kind, CallKind::Title);
+    let title_req = h.provider.requests().pop().unwrap();
+    assert!(title_req.tools.is_empty());
+    assert_eq!(
+        user_texts(&title_req),
+        ["the parser crashes on empty input, fix it"]
+    );
+}
