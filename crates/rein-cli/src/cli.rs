@@ -6,10 +6,52 @@ use clap::{Args, Parser, Subcommand};
 
 /// rein: a coding agent for the terminal.
 #[derive(Debug, Parser)]
-#[command(name = "rein", version, about, long_about = None)]
+#[command(
+    name = "rein",
+    version,
+    about,
+    long_about = "rein: a coding agent for the terminal. With no command it opens the \
+                  interactive app in the current directory.",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub app: AppArgs,
+}
+
+/// Options of the interactive app (`rein` with no command).
+#[derive(Debug, Args)]
+pub struct AppArgs {
+    /// Continue the session with this id (or unique id prefix).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub resume: Option<String>,
+    /// Continue the most recent session of this workspace.
+    #[arg(long)]
+    pub last: bool,
+    /// Start in plan mode (same as `--mode plan`).
+    #[arg(long, conflicts_with = "mode")]
+    pub plan: bool,
+    /// Permission mode to start in: default, accept-edits, plan, auto or
+    /// bypass (Shift+Tab cycles the first four).
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+    /// Model provider (as for `rein exec`).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, for providers that serve several.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// GGUF model file for the local provider (implies `--provider local`).
+    #[arg(long, value_name = "FILE")]
+    pub model_path: Option<PathBuf>,
+    /// Replay script for `--provider replay`.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -62,7 +62,7 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
 }
 
 /// The engine's permission settings from the layered config.
-fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
+pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
     let mut p = Permissions::new(mode);
     p.rules = cfg.permissions.rules.clone();
     p.network = cfg.permissions.network;
@@ -175,32 +175,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     };
 
     let memory = crate::memory::for_run(&cfg, &workspace).await;
-    let memory_note: String = memory.note;
-    let mut builder = AgentEngine::builder(provider, store)
-        .workspace(&workspace)
-        .tools(rein_tools::builtin_tools())
-        .tools(memory.tools)
-        .system_note(memory_note)
-        .max_turns(cfg.max_turns)
-        .tool_timeout(cfg.tool_timeout)
-        .provider_retries(cfg.provider_retries)
-        .permissions(permissions(&cfg, mode))
-        .compaction(cfg.compaction.clone())
-        .loop_guard(cfg.loop_guard.clone())
-        .output_spill(Arc::new(rein_store::FileSpill::new(&cfg.home)))
-        .project_rules(Arc::new(ProjectRulesFile::for_workspace(&workspace)));
-    if let Some(n) = cfg.max_concurrent_tools {
-        builder = builder.max_concurrent_tools(n);
-    }
-    if let Some(n) = cfg.max_tokens {
-        builder = builder.max_tokens(n);
-    }
-    if let Some(c) = cfg.max_cost_usd {
-        builder = builder.max_cost_usd(c);
-    }
-    if let Some(t) = cfg.max_wall_time {
-        builder = builder.max_wall_time(t);
-    }
+    let builder = engine_builder(&cfg, &workspace, mode, provider, store, &memory);
     let engine = builder
         .build()
         .context("cannot start the engine")
@@ -232,6 +207,44 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         engine.run(request, cancel, &mut sink).await
     };
     Ok(exit::for_stop(outcome.reason))
+}
+
+/// The engine every interactive or headless run uses: built-in tools,
+/// memory, limits, permissions, compaction and spill from the config.
+pub fn engine_builder(
+    cfg: &Config,
+    workspace: &Path,
+    mode: PermissionMode,
+    provider: Arc<dyn rein_core::Provider>,
+    store: Arc<SqliteStore>,
+    memory: &crate::memory::RunMemory,
+) -> rein_core::AgentEngineBuilder {
+    let mut builder = AgentEngine::builder(provider, store)
+        .workspace(workspace)
+        .tools(rein_tools::builtin_tools())
+        .tools(memory.tools.clone())
+        .system_note(memory.note.clone())
+        .max_turns(cfg.max_turns)
+        .tool_timeout(cfg.tool_timeout)
+        .provider_retries(cfg.provider_retries)
+        .permissions(permissions(cfg, mode))
+        .compaction(cfg.compaction.clone())
+        .loop_guard(cfg.loop_guard.clone())
+        .output_spill(Arc::new(rein_store::FileSpill::new(&cfg.home)))
+        .project_rules(Arc::new(ProjectRulesFile::for_workspace(workspace)));
+    if let Some(n) = cfg.max_concurrent_tools {
+        builder = builder.max_concurrent_tools(n);
+    }
+    if let Some(n) = cfg.max_tokens {
+        builder = builder.max_tokens(n);
+    }
+    if let Some(c) = cfg.max_cost_usd {
+        builder = builder.max_cost_usd(c);
+    }
+    if let Some(t) = cfg.max_wall_time {
+        builder = builder.max_wall_time(t);
+    }
+    builder
 }
 
 /// `rein compact [SESSION]`.
@@ -294,7 +307,7 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
 }
 
 /// `--provider`, `--model`, `--model-path` and `--script` over the config.
-fn apply_model_flags(
+pub fn apply_model_flags(
     cfg: &mut Config,
     provider: Option<String>,
     model: Option<String>,
@@ -327,7 +340,7 @@ fn apply_model_flags(
 
 /// The session an id or unique prefix names; unknown or ambiguous ids are
 /// usage errors (`context` prefixes their message).
-async fn find_session(
+pub async fn find_session(
     store: &dyn SessionStore,
     id: &str,
     context: &str,
@@ -342,7 +355,7 @@ async fn find_session(
 }
 
 /// The newest session of `workspace`; none is a usage error saying `none`.
-async fn latest_session(
+pub async fn latest_session(
     store: &dyn SessionStore,
     workspace: &Path,
     none: &str,

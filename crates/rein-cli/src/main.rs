@@ -10,6 +10,7 @@ mod output;
 mod permissions;
 mod providers;
 mod sessions;
+mod tui;
 
 use clap::Parser;
 
@@ -35,11 +36,12 @@ fn main() {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            cli::Command::Exec(args) => exec::run(args).await,
-            cli::Command::Compact(args) => exec::compact(args).await,
-            cli::Command::Sessions(cmd) => sessions::run(cmd).await,
-            cli::Command::Model(cmd) => model::run(cmd),
-            cli::Command::Memory(cmd) => memory::run(cmd).await,
+            None => tui::run(cli.app).await,
+            Some(cli::Command::Exec(args)) => exec::run(args).await,
+            Some(cli::Command::Compact(args)) => exec::compact(args).await,
+            Some(cli::Command::Sessions(cmd)) => sessions::run(cmd).await,
+            Some(cli::Command::Model(cmd)) => model::run(cmd),
+            Some(cli::Command::Memory(cmd)) => memory::run(cmd).await,
         }
     });
     let code = match result {

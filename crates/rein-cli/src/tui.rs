@@ -1,0 +1,136 @@
+//! `rein` with no command: the interactive app in this workspace.
+
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use rein_core::{AgentEngine, Approvals, PermissionMode};
+
+use crate::cli::AppArgs;
+use crate::config::Config;
+use crate::exec::{
+    apply_model_flags, engine_builder, find_session, latest_session, open_store, resolve_workspace,
+};
+use crate::exit::Failure;
+use crate::providers;
+
+/// Split `/model` text: `provider:model`, a provider name, or a model name.
+pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>) {
+    let text = text.trim();
+    if let Some((p, m)) = text.split_once(':')
+        && (providers::BUILTIN.contains(&p) || cfg.providers.contains_key(p))
+    {
+        let m = m.trim();
+        return (Some(p.to_string()), (!m.is_empty()).then(|| m.to_string()));
+    }
+    if providers::BUILTIN.contains(&text) || cfg.providers.contains_key(text) {
+        return (Some(text.to_string()), None);
+    }
+    (None, Some(text.to_string()))
+}
+
+pub async fn run(args: AppArgs) -> Result<i32, Failure> {
+    let workspace = resolve_workspace(args.workspace.as_deref())?;
+    let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
+    apply_model_flags(
+        &mut cfg,
+        args.provider,
+        args.model,
+        args.model_path,
+        args.script,
+    )?;
+    cfg.validate().map_err(Failure::usage)?;
+    let mode = match (&args.mode, args.plan) {
+        (Some(m), _) => m
+            .parse::<PermissionMode>()
+            .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
+        (None, true) => PermissionMode::Plan,
+        (None, false) => cfg.permissions.mode.unwrap_or_default(),
+    };
+    let store = open_store(&cfg)?;
+    let resume = if args.last {
+        Some(latest_session(store.as_ref(), &workspace, "--last: no session to resume").await?)
+    } else if let Some(id) = args.resume {
+        Some(find_session(store.as_ref(), &id, "--resume: ").await?)
+    } else {
+        None
+    };
+    // Fail before the screen changes when there is no model to talk to.
+    let first = providers::build(&cfg).map_err(Failure::usage)?;
+    let model = first.model().to_string();
+    tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
+    let memory = crate::memory::for_run(&cfg, &workspace).await;
+
+    let mut notices = Vec::new();
+    if mode == PermissionMode::Bypass {
+        notices.push(
+            "bypass mode: no sandbox and no permission checks; commands can change anything this user can"
+                .to_string(),
+        );
+    } else if rein_tools::sandbox::available() == rein_tools::sandbox::SandboxKind::None {
+        notices.push(
+            "no sandbox works on this machine (install bubblewrap): every shell command needs approval"
+                .to_string(),
+        );
+    }
+
+    let home = cfg.home.clone();
+    let ws = workspace.clone();
+    let engine_store = store.clone();
+    let first = std::sync::Mutex::new(Some(first));
+    let factory = move |choice: Option<&str>| -> anyhow::Result<AgentEngine> {
+        let mut c = cfg.clone();
+        let provider = match choice {
+            None => match first.lock().ok().and_then(|mut f| f.take()) {
+                Some(p) => p,
+                None => providers::build(&c)?,
+            },
+            Some(text) => {
+                let (p, m) = model_choice(&c, text);
+                if p.is_some() {
+                    c.provider = p;
+                    c.model = None;
+                }
+                if m.is_some() {
+                    c.model = m;
+                }
+                providers::build(&c)?
+            }
+        };
+        engine_builder(&c, &ws, mode, provider, engine_store.clone(), &memory)
+            .approvals(Approvals::Events)
+            .build()
+            .context("cannot start the engine")
+    };
+    let setup = rein_tui::Setup {
+        workspace,
+        home,
+        store: store as Arc<dyn rein_core::SessionStore>,
+        engine: Box::new(factory),
+        mode,
+        resume,
+        notices,
+    };
+    rein_tui::run(setup)
+        .await
+        .map_err(|e| Failure::harness(anyhow!("{e:#}")))?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_choice_tells_providers_from_models() {
+        let cfg = Config::defaults(std::path::PathBuf::from("/nonexistent"));
+        assert_eq!(
+            model_choice(&cfg, "anthropic:claude-sonnet-4-5"),
+            (Some("anthropic".into()), Some("claude-sonnet-4-5".into()))
+        );
+        assert_eq!(model_choice(&cfg, "local"), (Some("local".into()), None));
+        assert_eq!(
+            model_choice(&cfg, "gpt-4.1"),
+            (None, Some("gpt-4.1".into()))
+        );
+    }
+}

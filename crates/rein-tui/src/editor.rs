@@ -1,0 +1,1116 @@
+//! The multi-line input box's state: text, cursor and collapsed pastes.
+//!
+//! Pure data, no I/O: the app feeds it keys and pastes and asks it how to
+//! draw itself. The cursor column counts grapheme clusters, so an emoji
+//! with a skin tone or a letter with a combining accent moves and deletes
+//! as one. Large pastes are collapsed to a placeholder token such as
+//! `[Pasted text #1 +42 lines]` that behaves as a single unit when deleted
+//! or stepped over; [`Editor::submit`] puts the real text back.
+//!
+//! Rendering wraps each logical line at grapheme boundaries by display
+//! columns (wide characters count two, a tab counts [`TAB_WIDTH`] and is
+//! drawn as that many spaces).
+
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
+
+/// A paste with more lines than this is collapsed to a placeholder.
+pub const PASTE_COLLAPSE_LINES: usize = 5;
+/// A paste with more characters than this is collapsed to a placeholder.
+pub const PASTE_COLLAPSE_CHARS: usize = 1000;
+/// Display columns of a tab in the input box.
+pub const TAB_WIDTH: usize = 4;
+
+/// What [`Editor::paste`] did with the pasted text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasteOutcome {
+    /// The (cleaned) text was inserted at the cursor.
+    Inserted,
+    /// The text was large: a placeholder was inserted and the text kept
+    /// aside until [`Editor::submit`].
+    Collapsed { placeholder: String },
+    /// Nothing was inserted; the reason is meant for the status line.
+    Rejected(String),
+}
+
+#[derive(Debug, Clone)]
+struct Paste {
+    token: String,
+    content: String,
+}
+
+/// The input box's state. `lines` is never empty and the cursor always
+/// sits on a grapheme boundary of `lines[row]`, never inside a placeholder.
+#[derive(Debug, Clone)]
+pub struct Editor {
+    lines: Vec<String>,
+    row: usize,
+    /// In grapheme clusters.
+    col: usize,
+    /// The column Up/Down try to keep while moving across shorter lines.
+    goal: Option<usize>,
+    pastes: Vec<Paste>,
+    paste_seq: usize,
+}
+
+impl Default for Editor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Space,
+    Word,
+    Punct,
+}
+
+fn class(g: &str) -> Class {
+    match g.chars().next() {
+        Some(c) if c.is_whitespace() => Class::Space,
+        Some(c) if c.is_alphanumeric() || c == '_' => Class::Word,
+        _ => Class::Punct,
+    }
+}
+
+fn g_count(s: &str) -> usize {
+    s.graphemes(true).count()
+}
+
+/// Byte offset of grapheme `col` (the end of the string past the last one).
+fn g_byte(s: &str, col: usize) -> usize {
+    s.grapheme_indices(true)
+        .nth(col)
+        .map_or(s.len(), |(i, _)| i)
+}
+
+fn g_width(g: &str) -> usize {
+    if g == "\t" {
+        TAB_WIDTH
+    } else {
+        UnicodeWidthStr::width(g)
+    }
+}
+
+fn to_u16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+/// Bidirectional overrides and isolates: invisible, and they can make the
+/// text on screen read differently from what is sent.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Normalise line ends to `\n`, drop ANSI escape sequences and every
+/// control character except `\n` and `\t`.
+fn clean_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\x1b' => match it.peek() {
+                Some('[') => {
+                    it.next();
+                    // CSI: parameters and intermediates up to a final byte.
+                    for c in it.by_ref() {
+                        if ('\x40'..='\x7e').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    it.next();
+                    // OSC: up to BEL or ST (ESC \).
+                    while let Some(c) = it.next() {
+                        if c == '\x07' {
+                            break;
+                        }
+                        if c == '\x1b' {
+                            if it.peek() == Some(&'\\') {
+                                it.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                Some(_) => {
+                    it.next();
+                }
+                None => {}
+            },
+            '\r' => {
+                if it.peek() == Some(&'\n') {
+                    it.next();
+                }
+                out.push('\n');
+            }
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() || is_bidi_control(c) => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Pasted bytes that look binary: a NUL, or more than 30% of characters
+/// that are control characters (escape, tab and line ends aside) or
+/// U+FFFD replacement characters left by a lossy decode.
+fn looks_binary(text: &str) -> bool {
+    if text.contains('\0') {
+        return true;
+    }
+    let mut total = 0usize;
+    let mut bad = 0usize;
+    for c in text.chars() {
+        total += 1;
+        if c == '\u{FFFD}' || (c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\x1b')) {
+            bad += 1;
+        }
+    }
+    total > 0 && bad * 10 > total * 3
+}
+
+/// Grapheme ranges `(start, end, width)` of the rows a line wraps to.
+fn wrap_line(line: &str, width: usize) -> Vec<(usize, usize, usize)> {
+    let mut rows = Vec::new();
+    let (mut start, mut w, mut n) = (0usize, 0usize, 0usize);
+    for (i, g) in line.graphemes(true).enumerate() {
+        let gw = g_width(g);
+        if w + gw > width && i > start {
+            rows.push((start, i, w));
+            start = i;
+            w = 0;
+        }
+        w += gw;
+        n = i + 1;
+    }
+    rows.push((start, n, w));
+    rows
+}
+
+fn render_graphemes(line: &str, start: usize, end: usize) -> String {
+    let mut s = String::new();
+    for g in line.graphemes(true).skip(start).take(end - start) {
+        if g == "\t" {
+            s.extend(std::iter::repeat_n(' ', TAB_WIDTH));
+        } else {
+            s.push_str(g);
+        }
+    }
+    s
+}
+
+impl Editor {
+    pub fn new() -> Editor {
+        Editor {
+            lines: vec![String::new()],
+            row: 0,
+            col: 0,
+            goal: None,
+            pastes: Vec::new(),
+            paste_seq: 0,
+        }
+    }
+
+    /// The text as shown: lines joined by `\n`, placeholders not expanded.
+    pub fn text(&self) -> String {
+        self.lines.join("\n")
+    }
+
+    /// The text with every paste placeholder replaced by its content.
+    pub fn expanded_text(&self) -> String {
+        let text = self.text();
+        if self.pastes.is_empty() {
+            return text;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        loop {
+            let next = self
+                .pastes
+                .iter()
+                .filter_map(|p| rest.find(&p.token).map(|i| (i, p)))
+                .min_by_key(|(i, _)| *i);
+            match next {
+                Some((i, p)) => {
+                    out.push_str(&rest[..i]);
+                    out.push_str(&p.content);
+                    rest = &rest[i + p.token.len()..];
+                }
+                None => {
+                    out.push_str(rest);
+                    return out;
+                }
+            }
+        }
+    }
+
+    /// The expanded text; the editor and its stored pastes are cleared.
+    pub fn submit(&mut self) -> String {
+        let text = self.expanded_text();
+        self.clear();
+        text
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.len() == 1 && self.lines[0].is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        *self = Editor::new();
+    }
+
+    /// Replace everything (stored pastes too); the cursor goes to the end.
+    pub fn set_text(&mut self, text: &str) {
+        self.clear();
+        self.insert_str(text);
+    }
+
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// `(row, column)`, the column in grapheme clusters.
+    pub fn cursor(&self) -> (usize, usize) {
+        (self.row, self.col)
+    }
+
+    /// The line the cursor is on.
+    pub fn current_line(&self) -> &str {
+        &self.lines[self.row]
+    }
+
+    /// The cursor column in `char`s (what [`crate::complete::at_token`]
+    /// takes).
+    pub fn cursor_char_col(&self) -> usize {
+        let line = &self.lines[self.row];
+        line[..g_byte(line, self.col)].chars().count()
+    }
+
+    fn line_len(&self, row: usize) -> usize {
+        g_count(&self.lines[row])
+    }
+
+    // ---- placeholders ----
+
+    /// Grapheme ranges of the placeholders on a line.
+    fn placeholder_spans(&self, row: usize) -> Vec<(usize, usize)> {
+        if self.pastes.is_empty() {
+            return Vec::new();
+        }
+        let line = &self.lines[row];
+        let mut spans = Vec::new();
+        for p in &self.pastes {
+            for (b, _) in line.match_indices(p.token.as_str()) {
+                spans.push((g_count(&line[..b]), g_count(&line[..b + p.token.len()])));
+            }
+        }
+        spans
+    }
+
+    fn placeholder_ending_at(&self, row: usize, col: usize) -> Option<usize> {
+        self.placeholder_spans(row)
+            .into_iter()
+            .find(|&(s, e)| e == col && s < col)
+            .map(|(s, _)| s)
+    }
+
+    fn placeholder_starting_at(&self, row: usize, col: usize) -> Option<usize> {
+        self.placeholder_spans(row)
+            .into_iter()
+            .find(|&(s, e)| s == col && e > col)
+            .map(|(_, e)| e)
+    }
+
+    /// Move the cursor out of a placeholder it landed inside (to its end).
+    fn snap(&mut self) {
+        if let Some((_, e)) = self
+            .placeholder_spans(self.row)
+            .into_iter()
+            .find(|&(s, e)| s < self.col && self.col < e)
+        {
+            self.col = e;
+        }
+    }
+
+    /// Forget pastes whose placeholder is no longer in the text.
+    fn prune_pastes(&mut self) {
+        if self.pastes.is_empty() {
+            return;
+        }
+        let text = self.text();
+        self.pastes.retain(|p| text.contains(&p.token));
+    }
+
+    // ---- editing primitives ----
+
+    /// Remove graphemes `[start, end)` of `row`; the cursor goes to `start`.
+    fn remove_cols(&mut self, row: usize, start: usize, end: usize) {
+        let line = &mut self.lines[row];
+        let bs = g_byte(line, start);
+        let be = g_byte(line, end);
+        line.replace_range(bs..be, "");
+        self.row = row;
+        self.col = g_count(&line[..bs]);
+    }
+
+    /// Join line `row + 1` onto `row`; the cursor goes to the seam.
+    fn join_next(&mut self, row: usize) {
+        if row + 1 >= self.lines.len() {
+            return;
+        }
+        let next = self.lines.remove(row + 1);
+        let line = &mut self.lines[row];
+        let seam = line.len();
+        line.push_str(&next);
+        self.row = row;
+        self.col = g_count(&line[..seam]);
+    }
+
+    /// Insert text without newlines at the cursor.
+    fn insert_inline(&mut self, s: &str) {
+        let line = &mut self.lines[self.row];
+        let b = g_byte(line, self.col);
+        line.insert_str(b, s);
+        self.col = g_count(&line[..b + s.len()]);
+    }
+
+    /// Insert already-cleaned text (may hold `\n`) at the cursor.
+    fn insert_clean(&mut self, s: &str) {
+        self.goal = None;
+        let mut parts = s.split('\n');
+        let first = parts.next().unwrap_or("");
+        let mut rest: Vec<String> = parts.map(str::to_string).collect();
+        let Some(last) = rest.last_mut() else {
+            self.insert_inline(first);
+            return;
+        };
+        let line = &mut self.lines[self.row];
+        let b = g_byte(line, self.col);
+        let tail = line.split_off(b);
+        line.push_str(first);
+        let seam = last.len();
+        last.push_str(&tail);
+        let col = g_count(&last[..seam]);
+        let n = rest.len();
+        let at = self.row + 1;
+        self.lines.splice(at..at, rest);
+        self.row += n;
+        self.col = col;
+    }
+
+    // ---- typing ----
+
+    /// Type one character. `\n`/`\r` start a new line; other control
+    /// characters except `\t` are ignored.
+    pub fn insert_char(&mut self, c: char) {
+        if c == '\n' || c == '\r' {
+            self.newline();
+            return;
+        }
+        if (c.is_control() && c != '\t') || is_bidi_control(c) {
+            return;
+        }
+        self.goal = None;
+        let mut buf = [0u8; 4];
+        self.insert_inline(c.encode_utf8(&mut buf));
+    }
+
+    /// Insert text at the cursor; line ends are normalised and control
+    /// characters other than `\n` and `\t` dropped.
+    pub fn insert_str(&mut self, s: &str) {
+        let clean = clean_text(s);
+        self.insert_clean(&clean);
+    }
+
+    pub fn newline(&mut self) {
+        self.goal = None;
+        let line = &mut self.lines[self.row];
+        let b = g_byte(line, self.col);
+        let tail = line.split_off(b);
+        self.lines.insert(self.row + 1, tail);
+        self.row += 1;
+        self.col = 0;
+    }
+
+    /// Replace the chars from `start_char` up to the cursor on the current
+    /// line with `replacement` (for accepting a completion).
+    pub fn replace_before_cursor(&mut self, start_char: usize, replacement: &str) {
+        self.goal = None;
+        let line = &self.lines[self.row];
+        let end = g_byte(line, self.col);
+        let start = line
+            .char_indices()
+            .nth(start_char)
+            .map_or(line.len(), |(i, _)| i);
+        if start > end {
+            return;
+        }
+        let line = &mut self.lines[self.row];
+        line.replace_range(start..end, "");
+        self.col = g_count(&line[..start]);
+        self.prune_pastes();
+        self.insert_str(replacement);
+    }
+
+    /// Paste text at the cursor. Line ends are normalised, escape
+    /// sequences and control characters (but `\n`, `\t`) dropped. Binary
+    /// data is refused; large text is collapsed to a placeholder.
+    pub fn paste(&mut self, text: &str) -> PasteOutcome {
+        if looks_binary(text) {
+            return PasteOutcome::Rejected("binary paste ignored".to_string());
+        }
+        let clean = clean_text(text);
+        if clean.is_empty() {
+            return PasteOutcome::Inserted;
+        }
+        let lines = clean.trim_end_matches('\n').split('\n').count();
+        let chars = clean.chars().count();
+        if lines <= PASTE_COLLAPSE_LINES && chars <= PASTE_COLLAPSE_CHARS {
+            self.insert_clean(&clean);
+            return PasteOutcome::Inserted;
+        }
+        self.goal = None;
+        self.paste_seq += 1;
+        let token = if lines > 1 {
+            format!("[Pasted text #{} +{} lines]", self.paste_seq, lines)
+        } else {
+            format!("[Pasted text #{} {} chars]", self.paste_seq, chars)
+        };
+        self.insert_inline(&token);
+        self.pastes.push(Paste {
+            token: token.clone(),
+            content: clean,
+        });
+        PasteOutcome::Collapsed { placeholder: token }
+    }
+
+    // ---- deleting ----
+
+    /// Delete the grapheme (or whole placeholder) before the cursor; at the
+    /// start of a line, join it onto the previous one.
+    pub fn backspace(&mut self) {
+        self.goal = None;
+        if self.col > 0 {
+            let start = self
+                .placeholder_ending_at(self.row, self.col)
+                .unwrap_or(self.col - 1);
+            self.remove_cols(self.row, start, self.col);
+            self.prune_pastes();
+        } else if self.row > 0 {
+            self.join_next(self.row - 1);
+        }
+    }
+
+    /// Delete the grapheme (or whole placeholder) under the cursor; at the
+    /// end of a line, join the next one onto it.
+    pub fn delete(&mut self) {
+        self.goal = None;
+        if self.col < self.line_len(self.row) {
+            let end = self
+                .placeholder_starting_at(self.row, self.col)
+                .unwrap_or(self.col + 1);
+            self.remove_cols(self.row, self.col, end);
+            self.prune_pastes();
+        } else {
+            self.join_next(self.row);
+        }
+    }
+
+    /// Ctrl+W: delete the word before the cursor (and the blanks after it).
+    pub fn delete_word_left(&mut self) {
+        if self.col == 0 {
+            self.backspace();
+            return;
+        }
+        self.goal = None;
+        let start = self.word_left_target();
+        self.remove_cols(self.row, start, self.col);
+        self.prune_pastes();
+    }
+
+    /// Alt+D: delete up to the end of the next word.
+    pub fn delete_word_right(&mut self) {
+        if self.col >= self.line_len(self.row) {
+            self.delete();
+            return;
+        }
+        self.goal = None;
+        let end = self.word_right_target();
+        self.remove_cols(self.row, self.col, end);
+        self.prune_pastes();
+    }
+
+    /// Ctrl+K: delete to the end of the line; at the end, join the next.
+    pub fn kill_to_end(&mut self) {
+        self.goal = None;
+        let len = self.line_len(self.row);
+        if self.col < len {
+            self.remove_cols(self.row, self.col, len);
+            self.prune_pastes();
+        } else {
+            self.join_next(self.row);
+        }
+    }
+
+    /// Ctrl+U: delete to the start of the line; at the start, join onto
+    /// the previous line.
+    pub fn kill_to_start(&mut self) {
+        self.goal = None;
+        if self.col > 0 {
+            self.remove_cols(self.row, 0, self.col);
+            self.prune_pastes();
+        } else if self.row > 0 {
+            self.join_next(self.row - 1);
+        }
+    }
+
+    // ---- moving ----
+
+    pub fn left(&mut self) {
+        self.goal = None;
+        if self.col > 0 {
+            self.col = self
+                .placeholder_ending_at(self.row, self.col)
+                .unwrap_or(self.col - 1);
+        } else if self.row > 0 {
+            self.row -= 1;
+            self.col = self.line_len(self.row);
+        }
+    }
+
+    pub fn right(&mut self) {
+        self.goal = None;
+        if self.col < self.line_len(self.row) {
+            self.col = self
+                .placeholder_starting_at(self.row, self.col)
+                .unwrap_or(self.col + 1);
+        } else if self.row + 1 < self.lines.len() {
+            self.row += 1;
+            self.col = 0;
+        }
+    }
+
+    /// Move to the previous logical line; false (and no move) on the first
+    /// line, so the caller can step through history instead.
+    pub fn up(&mut self) -> bool {
+        if self.row == 0 {
+            return false;
+        }
+        let goal = *self.goal.get_or_insert(self.col);
+        self.row -= 1;
+        self.col = goal.min(self.line_len(self.row));
+        self.snap();
+        true
+    }
+
+    /// Move to the next logical line; false (and no move) on the last line.
+    pub fn down(&mut self) -> bool {
+        if self.row + 1 >= self.lines.len() {
+            return false;
+        }
+        let goal = *self.goal.get_or_insert(self.col);
+        self.row += 1;
+        self.col = goal.min(self.line_len(self.row));
+        self.snap();
+        true
+    }
+
+    pub fn home(&mut self) {
+        self.goal = None;
+        self.col = 0;
+    }
+
+    pub fn end(&mut self) {
+        self.goal = None;
+        self.col = self.line_len(self.row);
+    }
+
+    fn word_left_target(&self) -> usize {
+        let gs: Vec<&str> = self.lines[self.row].graphemes(true).collect();
+        let mut i = self.col.min(gs.len());
+        while i > 0 && class(gs[i - 1]) == Class::Space {
+            i -= 1;
+        }
+        if let Some(s) = self.placeholder_ending_at(self.row, i) {
+            return s;
+        }
+        if i > 0 {
+            let c = class(gs[i - 1]);
+            while i > 0 && class(gs[i - 1]) == c {
+                i -= 1;
+            }
+        }
+        i
+    }
+
+    fn word_right_target(&self) -> usize {
+        let gs: Vec<&str> = self.lines[self.row].graphemes(true).collect();
+        let mut i = self.col.min(gs.len());
+        while i < gs.len() && class(gs[i]) == Class::Space {
+            i += 1;
+        }
+        if let Some(e) = self.placeholder_starting_at(self.row, i) {
+            return e;
+        }
+        if i < gs.len() {
+            let c = class(gs[i]);
+            while i < gs.len() && class(gs[i]) == c {
+                i += 1;
+            }
+        }
+        i
+    }
+
+    /// To the start of the word before the cursor (or the end of the
+    /// previous line when at the start of one).
+    pub fn word_left(&mut self) {
+        self.goal = None;
+        if self.col == 0 {
+            self.left();
+        } else {
+            self.col = self.word_left_target();
+        }
+    }
+
+    /// To the end of the word after the cursor (or the start of the next
+    /// line when at the end of one).
+    pub fn word_right(&mut self) {
+        self.goal = None;
+        if self.col >= self.line_len(self.row) {
+            self.right();
+        } else {
+            self.col = self.word_right_target();
+        }
+    }
+
+    // ---- rendering ----
+
+    /// The wrapped rows and the cursor's `(row, col)` among them. When the
+    /// cursor sits at the end of a row that fills the width, it goes to an
+    /// extra empty row below so it stays inside the box.
+    fn layout(&self, width: u16) -> (Vec<String>, (u16, u16)) {
+        let width = usize::from(width.max(1));
+        let mut rows = Vec::new();
+        let mut cursor = (0usize, 0usize);
+        for (li, line) in self.lines.iter().enumerate() {
+            let wrapped = wrap_line(line, width);
+            let last = wrapped.len() - 1;
+            for (k, &(start, end, w)) in wrapped.iter().enumerate() {
+                let here = li == self.row
+                    && start <= self.col
+                    && (self.col < end || (k == last && self.col == end));
+                if here {
+                    let x: usize = line
+                        .graphemes(true)
+                        .skip(start)
+                        .take(self.col - start)
+                        .map(g_width)
+                        .sum();
+                    cursor = (rows.len(), x);
+                }
+                rows.push(render_graphemes(line, start, end));
+                if here && k == last && self.col == end && w >= width {
+                    cursor = (rows.len(), 0);
+                    rows.push(String::new());
+                }
+            }
+        }
+        (rows, (to_u16(cursor.0), to_u16(cursor.1)))
+    }
+
+    /// The logical lines wrapped to `width` display columns (tabs drawn as
+    /// spaces). Includes an empty last row when the cursor needs one.
+    pub fn visual_lines(&self, width: u16) -> Vec<String> {
+        self.layout(width).0
+    }
+
+    /// The cursor's `(row, col)` within [`Editor::visual_lines`].
+    pub fn cursor_position(&self, width: u16) -> (u16, u16) {
+        self.layout(width).1
+    }
+
+    /// Rows the text needs at `width`, between 1 and `max`.
+    pub fn desired_height(&self, width: u16, max: u16) -> u16 {
+        to_u16(self.layout(width).0.len()).clamp(1, max.max(1))
+    }
+
+    /// The first visual row to draw in a box `height` rows tall so the
+    /// cursor stays visible (the view follows the cursor's row).
+    pub fn scroll_offset(&self, width: u16, height: u16) -> u16 {
+        let (row, _) = self.cursor_position(width);
+        row.saturating_sub(height.max(1) - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(s: &str) -> Editor {
+        let mut e = Editor::new();
+        for c in s.chars() {
+            e.insert_char(c);
+        }
+        e
+    }
+
+    #[test]
+    fn typing_builds_text_and_moves_cursor() {
+        let e = typed("hello");
+        assert_eq!(e.text(), "hello");
+        assert_eq!(e.cursor(), (0, 5));
+        assert!(!e.is_empty());
+        assert!(Editor::new().is_empty());
+        assert_eq!(e.line_count(), 1);
+    }
+
+    #[test]
+    fn control_characters_are_not_typed() {
+        let e = typed("a\x07b\x1bc\td");
+        assert_eq!(e.text(), "abc\td");
+    }
+
+    #[test]
+    fn newline_in_the_middle_splits_the_line() {
+        let mut e = typed("hello world");
+        for _ in 0..6 {
+            e.left();
+        }
+        e.newline();
+        assert_eq!(e.text(), "hello\n world");
+        assert_eq!(e.cursor(), (1, 0));
+        assert_eq!(e.line_count(), 2);
+    }
+
+    #[test]
+    fn backspace_at_line_start_joins_lines() {
+        let mut e = typed("ab\ncd");
+        e.home();
+        e.backspace();
+        assert_eq!(e.text(), "abcd");
+        assert_eq!(e.cursor(), (0, 2));
+        e.backspace();
+        assert_eq!(e.text(), "acd");
+        assert_eq!(e.cursor(), (0, 1));
+    }
+
+    #[test]
+    fn delete_at_line_end_joins_the_next_line() {
+        let mut e = typed("ab\ncd");
+        assert!(e.up());
+        e.end();
+        e.delete();
+        assert_eq!(e.text(), "abcd");
+        assert_eq!(e.cursor(), (0, 2));
+        e.delete();
+        assert_eq!(e.text(), "abd");
+    }
+
+    #[test]
+    fn combining_marks_and_emoji_move_as_one() {
+        let mut e = typed("e\u{301}x");
+        assert_eq!(e.cursor(), (0, 2));
+        e.left();
+        e.left();
+        assert_eq!(e.cursor(), (0, 0));
+        e.right();
+        assert_eq!(e.cursor(), (0, 1));
+        assert_eq!(e.cursor_char_col(), 2);
+        e.backspace();
+        assert_eq!(e.text(), "x");
+
+        let mut e = typed("a👍🏽b");
+        assert_eq!(e.cursor(), (0, 3));
+        e.left();
+        e.backspace();
+        assert_eq!(e.text(), "ab");
+        let mut e = typed("👍🏽");
+        e.home();
+        e.delete();
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn word_moves_skip_blanks_and_words() {
+        let mut e = typed("foo bar.baz  qux");
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 13));
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 8));
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 7));
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 4));
+        e.home();
+        e.word_right();
+        assert_eq!(e.cursor(), (0, 3));
+        e.word_right();
+        assert_eq!(e.cursor(), (0, 7));
+        // Across lines.
+        let mut e = typed("ab\ncd");
+        e.home();
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 2));
+        e.word_right();
+        assert_eq!(e.cursor(), (1, 0));
+    }
+
+    #[test]
+    fn delete_word_left_is_ctrl_w() {
+        let mut e = typed("git commit  -m");
+        e.delete_word_left();
+        assert_eq!(e.text(), "git commit  -");
+        e.delete_word_left();
+        assert_eq!(e.text(), "git commit  ");
+        e.delete_word_left();
+        assert_eq!(e.text(), "git ");
+        let mut e = typed("a\n");
+        e.delete_word_left();
+        assert_eq!(e.text(), "a");
+    }
+
+    #[test]
+    fn delete_word_right_deletes_to_word_end() {
+        let mut e = typed("foo bar baz");
+        e.home();
+        e.word_right();
+        e.delete_word_right();
+        assert_eq!(e.text(), "foo baz");
+    }
+
+    #[test]
+    fn kills_to_end_and_start() {
+        let mut e = typed("hello world");
+        for _ in 0..5 {
+            e.left();
+        }
+        e.kill_to_end();
+        assert_eq!(e.text(), "hello ");
+        e.left();
+        e.kill_to_start();
+        assert_eq!(e.text(), " ");
+        assert_eq!(e.cursor(), (0, 0));
+
+        let mut e = typed("ab\ncd");
+        assert!(e.up());
+        e.end();
+        e.kill_to_end();
+        assert_eq!(e.text(), "abcd");
+        let mut e = typed("ab\ncd");
+        e.home();
+        e.kill_to_start();
+        assert_eq!(e.text(), "abcd");
+        assert_eq!(e.cursor(), (0, 2));
+    }
+
+    #[test]
+    fn up_and_down_report_the_edges() {
+        let mut e = typed("first line\nx\nthird line");
+        assert!(!e.down());
+        assert_eq!(e.cursor(), (2, 10));
+        assert!(e.up());
+        assert_eq!(e.cursor(), (1, 1));
+        assert!(e.up());
+        // The goal column survives the short line.
+        assert_eq!(e.cursor(), (0, 10));
+        assert!(!e.up());
+        assert_eq!(e.cursor(), (0, 10));
+        assert!(e.down());
+        assert!(e.down());
+        assert!(!e.down());
+        let mut single = typed("one");
+        assert!(!single.up());
+        assert!(!single.down());
+    }
+
+    #[test]
+    fn insert_str_with_newlines_and_set_text() {
+        let mut e = typed("ad");
+        e.left();
+        e.insert_str("b\r\nc");
+        assert_eq!(e.text(), "ab\ncd");
+        assert_eq!(e.cursor(), (1, 1));
+        e.set_text("x\ny");
+        assert_eq!(e.text(), "x\ny");
+        assert_eq!(e.cursor(), (1, 1));
+        e.clear();
+        assert!(e.is_empty());
+        assert_eq!(e.cursor(), (0, 0));
+    }
+
+    #[test]
+    fn small_paste_is_inserted_with_crlf_normalised() {
+        let mut e = typed("<>");
+        e.left();
+        assert_eq!(e.paste("a\r\nb\rc\x1b[31md\x1b[0m"), PasteOutcome::Inserted);
+        assert_eq!(e.text(), "<a\nb\ncd>");
+        assert_eq!(e.cursor(), (2, 2));
+        assert_eq!(e.submit(), "<a\nb\ncd>");
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn large_paste_collapses_and_expands_on_submit() {
+        let big: String = (1..=42).map(|i| format!("line {i}\n")).collect();
+        let mut e = typed("see ");
+        let out = e.paste(&big);
+        let PasteOutcome::Collapsed { placeholder } = out else {
+            panic!("expected a collapsed paste, got {out:?}");
+        };
+        assert_eq!(placeholder, "[Pasted text #1 +42 lines]");
+        assert_eq!(e.text(), format!("see {placeholder}"));
+        assert_eq!(e.line_count(), 1);
+        e.insert_str(" and ");
+        let long = "x".repeat(1500);
+        let out = e.paste(&long);
+        assert_eq!(
+            out,
+            PasteOutcome::Collapsed {
+                placeholder: "[Pasted text #2 1500 chars]".to_string()
+            }
+        );
+        assert_eq!(e.submit(), format!("see {big} and {long}"));
+        assert!(e.is_empty());
+        // Numbering and stored pastes start afresh.
+        let out = e.paste(&big);
+        assert_eq!(
+            out,
+            PasteOutcome::Collapsed {
+                placeholder: "[Pasted text #1 +42 lines]".to_string()
+            }
+        );
+    }
+
+    #[test]
+    fn placeholder_is_deleted_and_stepped_over_whole() {
+        let big = "a\n".repeat(10);
+        let mut e = typed("x");
+        e.paste(&big);
+        e.insert_char('y');
+        e.left();
+        e.left();
+        assert_eq!(e.cursor(), (0, 1), "left steps over the placeholder");
+        e.right();
+        assert_eq!(e.cursor(), (0, 1 + "[Pasted text #1 +10 lines]".len()));
+        e.backspace();
+        assert_eq!(e.text(), "xy");
+        assert_eq!(e.submit(), "xy", "the deleted paste is forgotten");
+
+        let mut e = typed("x");
+        e.paste(&big);
+        e.home();
+        e.right();
+        e.delete();
+        assert_eq!(e.text(), "x");
+
+        let mut e = typed("x ");
+        e.paste(&big);
+        e.insert_char(' ');
+        e.delete_word_left();
+        assert_eq!(e.text(), "x ");
+    }
+
+    #[test]
+    fn up_down_never_land_inside_a_placeholder() {
+        let mut e = typed("abcdefghij\n");
+        e.paste(&"z\n".repeat(8));
+        e.up();
+        e.end();
+        assert!(e.down());
+        let (row, col) = e.cursor();
+        assert_eq!(row, 1);
+        assert_eq!(col, "[Pasted text #1 +8 lines]".len());
+    }
+
+    #[test]
+    fn binary_paste_is_rejected() {
+        let mut e = typed("keep");
+        let out = e.paste("PK\x03\x04\0\0\x14\0");
+        assert_eq!(
+            out,
+            PasteOutcome::Rejected("binary paste ignored".to_string())
+        );
+        let out = e.paste("\x01\x02\x03\u{FFFD}\u{FFFD}ab");
+        assert!(matches!(out, PasteOutcome::Rejected(_)));
+        assert_eq!(e.text(), "keep");
+    }
+
+    #[test]
+    fn paste_strips_control_and_bidi_characters() {
+        let mut e = Editor::new();
+        assert_eq!(
+            e.paste("a\x08b\tc\u{202E}d\x1b]0;title\x07e"),
+            PasteOutcome::Inserted
+        );
+        assert_eq!(e.text(), "ab\tcde");
+    }
+
+    #[test]
+    fn replace_before_cursor_accepts_a_completion() {
+        let mut e = typed("look at @sr please");
+        for _ in 0.." please".len() {
+            e.left();
+        }
+        e.replace_before_cursor(8, "@src/main.rs");
+        assert_eq!(e.text(), "look at @src/main.rs please");
+        assert_eq!(e.cursor(), (0, 20));
+    }
+
+    #[test]
+    fn wrapping_counts_display_columns() {
+        let e = typed("abcdefgh");
+        assert_eq!(e.visual_lines(3), vec!["abc", "def", "gh"]);
+        assert_eq!(e.cursor_position(3), (2, 2));
+        // Wide characters take two columns and never split.
+        let mut e = typed("a日本語b");
+        assert_eq!(e.visual_lines(4), vec!["a日", "本語", "b"]);
+        assert_eq!(e.cursor_position(4), (2, 1));
+        e.left();
+        e.left();
+        assert_eq!(e.cursor_position(4), (1, 2));
+        e.home();
+        assert_eq!(e.cursor_position(4), (0, 0));
+        assert_eq!(e.desired_height(4, 10), 3);
+        assert_eq!(e.desired_height(4, 2), 2);
+    }
+
+    #[test]
+    fn cursor_at_a_full_row_end_gets_its_own_row() {
+        let mut e = typed("abcd\nxy");
+        assert_eq!(e.visual_lines(4), vec!["abcd", "xy"]);
+        assert!(e.up());
+        e.end();
+        assert_eq!(e.visual_lines(4), vec!["abcd", "", "xy"]);
+        assert_eq!(e.cursor_position(4), (1, 0));
+        let e = typed("ab\u{65e5}");
+        assert_eq!(e.cursor_position(4), (1, 0));
+        assert_eq!(e.desired_height(4, 5), 2);
+    }
+
+    #[test]
+    fn wrapped_multiline_layout_and_emoji_width() {
+        let mut e = typed("👍🏽👍🏽👍🏽\n\tx");
+        // The cursor ends a full row, so it gets an empty row of its own.
+        assert_eq!(e.visual_lines(5), vec!["👍🏽👍🏽", "👍🏽", "    x", ""]);
+        assert_eq!(e.cursor_position(5), (3, 0));
+        assert!(e.up());
+        assert_eq!(e.cursor_position(5), (1, 0));
+        assert_eq!(Editor::new().visual_lines(10), vec![""]);
+        assert_eq!(Editor::new().desired_height(10, 5), 1);
+    }
+
+    #[test]
+    fn scroll_offset_follows_the_cursor() {
+        let mut e = typed("1\n2\n3\n4\n5");
+        assert_eq!(e.scroll_offset(10, 3), 2);
+        while e.up() {}
+        assert_eq!(e.scroll_offset(10, 3), 0);
+    }
+}

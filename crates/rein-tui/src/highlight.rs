@@ -1,0 +1,1058 @@
+//! Syntax highlighting for code blocks: a small lexer per language family,
+//! chosen by the fence tag. It only tells keywords, strings, comments,
+//! numbers, type names and function names apart; that is enough to make
+//! code readable in a terminal, and it is fast and never fails: unknown
+//! languages and odd input come out as plain code text.
+
+use crate::theme::{Role, Theme};
+use ratatui::text::{Line, Span};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lang {
+    Rust,
+    Python,
+    Js,
+    Ts,
+    Go,
+    C,
+    Cpp,
+    Java,
+    Sh,
+    Json,
+    Toml,
+    Yaml,
+    Sql,
+    Diff,
+    Html,
+}
+
+fn lang_of(tag: &str) -> Option<Lang> {
+    use Lang::*;
+    Some(match tag.trim().to_ascii_lowercase().as_str() {
+        "rust" | "rs" => Rust,
+        "python" | "py" | "python3" => Python,
+        "javascript" | "js" | "jsx" | "mjs" | "cjs" => Js,
+        "typescript" | "ts" | "tsx" => Ts,
+        "go" | "golang" => Go,
+        "c" => C,
+        "cpp" | "c++" | "cc" | "cxx" | "h" | "hpp" => Cpp,
+        "java" => Java,
+        "sh" | "bash" | "shell" | "zsh" | "console" => Sh,
+        "json" | "jsonc" => Json,
+        "toml" => Toml,
+        "yaml" | "yml" => Yaml,
+        "sql" => Sql,
+        "diff" | "patch" => Diff,
+        "html" | "htm" | "xml" | "svg" => Html,
+        _ => return None,
+    })
+}
+
+/// Whether `highlight` knows the language of this fence tag.
+pub fn language_known(lang: &str) -> bool {
+    lang_of(lang).is_some()
+}
+
+/// One source line made safe to draw: tabs become 4 spaces, other control
+/// characters are dropped.
+pub(crate) fn clean_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '\t' {
+            out.push_str("    ");
+        } else if !c.is_control() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Highlights `code` as language `lang` (a fence tag): one line per source
+/// line, tabs expanded.
+pub fn highlight(code: &str, lang: &str, theme: &Theme) -> Vec<Line<'static>> {
+    let lines: Vec<Vec<char>> = code
+        .lines()
+        .map(|l| clean_line(l).chars().collect())
+        .collect();
+    let spans: Vec<Vec<(Role, String)>> = match lang_of(lang) {
+        None => lines
+            .iter()
+            .map(|l| vec![(Role::CodeBlock, l.iter().collect())])
+            .collect(),
+        Some(Lang::Diff) => {
+            let roles = crate::diff::line_roles(code);
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let role = match roles.get(i) {
+                        Some(Role::Text) | None => Role::CodeBlock,
+                        Some(r) => *r,
+                    };
+                    vec![(role, l.iter().collect())]
+                })
+                .collect()
+        }
+        Some(Lang::Html) => {
+            let mut st = HState::Text;
+            lines.iter().map(|l| html_line(l, &mut st)).collect()
+        }
+        Some(lang) => {
+            let mut lx = Lexer {
+                lang,
+                spec: spec_of(lang),
+                state: State::Normal,
+                after_def: None,
+                str_start: None,
+            };
+            lines.iter().map(|l| lx.line(l)).collect()
+        }
+    };
+    spans.into_iter().map(|s| to_line(s, theme)).collect()
+}
+
+fn to_line(spans: Vec<(Role, String)>, theme: &Theme) -> Line<'static> {
+    let mut merged: Vec<(Role, String)> = Vec::new();
+    for (role, text) in spans {
+        if text.is_empty() {
+            continue;
+        }
+        match merged.last_mut() {
+            Some((r, t)) if *r == role => t.push_str(&text),
+            _ => merged.push((role, text)),
+        }
+    }
+    Line::from(
+        merged
+            .into_iter()
+            .map(|(r, t)| Span::styled(t, theme.style(r)))
+            .collect::<Vec<_>>(),
+    )
+}
+
+#[derive(Default)]
+struct Out {
+    spans: Vec<(Role, String)>,
+}
+
+impl Out {
+    fn push(&mut self, role: Role, chars: &[char]) {
+        self.spans.push((role, chars.iter().collect()));
+    }
+}
+
+fn starts(c: &[char], i: usize, pat: &str) -> bool {
+    pat.chars()
+        .enumerate()
+        .all(|(k, p)| c.get(i + k) == Some(&p))
+}
+
+/// The end of the run of chars from `i` that satisfy `f`.
+fn run(c: &[char], i: usize, f: impl Fn(char) -> bool) -> usize {
+    let mut j = i;
+    while j < c.len() && f(c[j]) {
+        j += 1;
+    }
+    j
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tick {
+    No,
+    Escaped,
+    Raw,
+}
+
+struct Spec {
+    /// Space-separated.
+    keywords: &'static str,
+    types: &'static str,
+    line_comments: &'static [&'static str],
+    block: Option<(&'static str, &'static str)>,
+    nested: bool,
+    quotes: &'static [char],
+    multiline_quotes: bool,
+    backslash: bool,
+    raw_single: bool,
+    triple: bool,
+    backtick: Tick,
+    cap_types: bool,
+    nocase: bool,
+    hash_word: bool,
+    functions: bool,
+}
+
+const BASE: Spec = Spec {
+    keywords: "",
+    types: "",
+    line_comments: &["//"],
+    block: Some(("/*", "*/")),
+    nested: false,
+    quotes: &['"', '\''],
+    multiline_quotes: false,
+    backslash: true,
+    raw_single: false,
+    triple: false,
+    backtick: Tick::No,
+    cap_types: false,
+    nocase: false,
+    hash_word: false,
+    functions: true,
+};
+
+const RUST: Spec = Spec {
+    keywords: "as async await break const continue crate dyn else enum extern false fn for if \
+        impl in let loop match mod move mut pub ref return self Self static struct super \
+        trait true type unsafe use where while yield union macro_rules",
+    types: "i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool char str",
+    nested: true,
+    quotes: &['"'],
+    multiline_quotes: true,
+    cap_types: true,
+    ..BASE
+};
+
+const PYTHON: Spec = Spec {
+    keywords: "False None True and as assert async await break class continue def del elif else \
+        except finally for from global if import in is lambda nonlocal not or pass raise \
+        return try while with yield match case self",
+    types: "int float str bool list dict set tuple bytes object type complex frozenset \
+        bytearray",
+    line_comments: &["#"],
+    block: None,
+    triple: true,
+    ..BASE
+};
+
+const JS_KW: &str = "break case catch class const continue debugger default delete do else export \
+        extends finally for function if import in instanceof let new of return super \
+        switch this throw try typeof var void while with yield async await static get \
+        set true false null undefined from";
+
+const JS: Spec = Spec {
+    keywords: JS_KW,
+    backtick: Tick::Escaped,
+    cap_types: true,
+    ..BASE
+};
+
+const TS: Spec = Spec {
+    keywords: "break case catch class const continue debugger default delete do else export \
+        extends finally for function if import in instanceof let new of return super \
+        switch this throw try typeof var while with yield async await static get set \
+        true false null undefined from interface type enum implements private protected \
+        public readonly abstract declare namespace keyof as is",
+    types: "string number boolean any unknown never void object symbol bigint",
+    backtick: Tick::Escaped,
+    cap_types: true,
+    ..BASE
+};
+
+const GO: Spec = Spec {
+    keywords: "break case chan const continue default defer else fallthrough for func go goto \
+        if import interface map package range return select struct switch type var true \
+        false nil iota",
+    types: "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 \
+        rune string uint uint8 uint16 uint32 uint64 uintptr any",
+    backtick: Tick::Raw,
+    cap_types: true,
+    ..BASE
+};
+
+const C_TYPES: &str = "char double float int long short signed unsigned void bool size_t \
+        ssize_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t wchar_t FILE";
+
+const C: Spec = Spec {
+    keywords: "auto break case const continue default do else enum extern for goto if inline \
+        register restrict return sizeof static struct switch typedef union volatile \
+        while NULL true false",
+    types: C_TYPES,
+    ..BASE
+};
+
+const CPP: Spec = Spec {
+    keywords: "auto break case const continue default do else enum extern for goto if inline \
+        register return sizeof static struct switch typedef union volatile while NULL \
+        true false alignas alignof catch class constexpr const_cast decltype delete \
+        dynamic_cast explicit export friend mutable namespace new noexcept nullptr \
+        operator private protected public reinterpret_cast static_assert static_cast \
+        template this throw try typeid typename using virtual override final co_await \
+        co_return co_yield concept requires",
+    types: C_TYPES,
+    ..BASE
+};
+
+const JAVA: Spec = Spec {
+    keywords: "abstract assert break case catch class const continue default do else enum \
+        extends final finally for goto if implements import instanceof interface native \
+        new package private protected public return static strictfp super switch \
+        synchronized this throw throws transient try volatile while var record sealed \
+        permits yield true false null",
+    types: "boolean byte char double float int long short void",
+    triple: true,
+    cap_types: true,
+    ..BASE
+};
+
+const SH: Spec = Spec {
+    keywords: "if then else elif fi for while until do done case esac function in return export \
+        local readonly declare unset shift exit break continue select time",
+    line_comments: &["#"],
+    block: None,
+    multiline_quotes: true,
+    raw_single: true,
+    backtick: Tick::Escaped,
+    hash_word: true,
+    ..BASE
+};
+
+const JSON: Spec = Spec {
+    keywords: "true false null",
+    quotes: &['"'],
+    functions: false,
+    ..BASE
+};
+
+const TOML: Spec = Spec {
+    keywords: "true false inf nan",
+    line_comments: &["#"],
+    block: None,
+    raw_single: true,
+    triple: true,
+    functions: false,
+    ..BASE
+};
+
+const YAML: Spec = Spec {
+    keywords: "true false null yes no on off",
+    line_comments: &["#"],
+    block: None,
+    raw_single: true,
+    nocase: true,
+    hash_word: true,
+    functions: false,
+    ..BASE
+};
+
+const SQL: Spec = Spec {
+    keywords: "select from where and or not insert into values update set delete create table \
+        drop alter add column index primary key foreign references join inner left right \
+        outer full cross on as group by order having limit offset union all distinct \
+        case when then else end is null like in between exists default unique check \
+        constraint view trigger begin commit rollback transaction if returning with \
+        recursive asc desc true false cascade replace conflict do nothing",
+    types: "int integer bigint smallint text varchar char boolean real double float decimal \
+        numeric date time timestamp blob serial json jsonb uuid",
+    line_comments: &["--"],
+    backslash: false,
+    raw_single: true,
+    nocase: true,
+    ..BASE
+};
+
+fn spec_of(lang: Lang) -> &'static Spec {
+    match lang {
+        Lang::Rust => &RUST,
+        Lang::Python => &PYTHON,
+        Lang::Js => &JS,
+        Lang::Ts => &TS,
+        Lang::Go => &GO,
+        Lang::C => &C,
+        Lang::Cpp => &CPP,
+        Lang::Java => &JAVA,
+        Lang::Sh => &SH,
+        Lang::Json => &JSON,
+        Lang::Toml => &TOML,
+        Lang::Yaml => &YAML,
+        Lang::Sql => &SQL,
+        // Handled elsewhere; a harmless spec for completeness.
+        Lang::Diff | Lang::Html => &BASE,
+    }
+}
+
+/// What carries over from one line to the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Normal,
+    Block(u32),
+    Str {
+        close: Vec<char>,
+        escapes: bool,
+        multiline: bool,
+    },
+}
+
+/// Keywords that name what follows: a function or a type.
+const DEF_WORDS: &str = "fn def func function";
+const TYPE_WORDS: &str = "class struct enum trait interface type union";
+
+struct Lexer {
+    lang: Lang,
+    spec: &'static Spec,
+    state: State,
+    /// The role of the name that follows the previous token (`fn x`).
+    after_def: Option<Role>,
+    /// Index in this line's output where the open string started.
+    str_start: Option<usize>,
+}
+
+fn is_ident_start(c: char, lang: Lang) -> bool {
+    c.is_alphabetic() || c == '_' || (c == '$' && matches!(lang, Lang::Js | Lang::Ts))
+}
+
+fn is_ident_char(c: char, lang: Lang) -> bool {
+    c.is_alphanumeric() || c == '_' || (c == '$' && matches!(lang, Lang::Js | Lang::Ts))
+}
+
+impl Lexer {
+    fn line(&mut self, c: &[char]) -> Vec<(Role, String)> {
+        let mut out = Out::default();
+        self.str_start = None;
+        self.after_def = None;
+        let mut i = 0;
+        if self.state == State::Normal {
+            i = self.line_start(c, &mut out);
+        }
+        while i < c.len() {
+            let j = self.step(c, i, &mut out);
+            i = if j > i {
+                j
+            } else {
+                out.push(Role::CodeBlock, &c[i..i + 1]);
+                i + 1
+            };
+        }
+        if let State::Str {
+            multiline: false, ..
+        } = self.state
+        {
+            self.state = State::Normal;
+        }
+        out.spans
+    }
+
+    fn step(&mut self, c: &[char], i: usize, out: &mut Out) -> usize {
+        match self.state.clone() {
+            State::Normal => self.normal(c, i, out),
+            State::Block(depth) => {
+                let (open, close) = self.spec.block.unwrap_or(("/*", "*/"));
+                let mut depth = depth;
+                let mut j = i;
+                while j < c.len() {
+                    if starts(c, j, close) {
+                        j += close.chars().count();
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else if self.spec.nested && starts(c, j, open) {
+                        j += open.chars().count();
+                        depth += 1;
+                    } else {
+                        j += 1;
+                    }
+                }
+                let j = j.min(c.len());
+                out.push(Role::Comment, &c[i..j]);
+                self.state = if depth == 0 {
+                    State::Normal
+                } else {
+                    State::Block(depth)
+                };
+                j
+            }
+            State::Str { close, escapes, .. } => {
+                let mut j = i;
+                let mut closed = false;
+                while j < c.len() {
+                    if escapes && c[j] == '\\' {
+                        j += 2;
+                    } else if !close.is_empty() && c[j..].starts_with(&close) {
+                        j += close.len();
+                        closed = true;
+                        break;
+                    } else {
+                        j += 1;
+                    }
+                }
+                let j = j.min(c.len());
+                out.push(Role::StringLit, &c[i..j]);
+                if closed {
+                    self.state = State::Normal;
+                    self.mark_key(c, j, out);
+                }
+                j
+            }
+        }
+    }
+
+    /// A JSON or YAML string followed by `:` is a key.
+    fn mark_key(&mut self, c: &[char], j: usize, out: &mut Out) {
+        if let Some(start) = self.str_start.take() {
+            let k = run(c, j, char::is_whitespace);
+            if matches!(self.lang, Lang::Json | Lang::Yaml) && c.get(k) == Some(&':') {
+                for s in out.spans.iter_mut().skip(start) {
+                    s.0 = Role::Function;
+                }
+            }
+        }
+    }
+
+    fn open_string(
+        &mut self,
+        c: &[char],
+        start: usize,
+        q: usize,
+        escapes: bool,
+        out: &mut Out,
+    ) -> usize {
+        let qc = c[q];
+        let triple = self.spec.triple && c.get(q + 1) == Some(&qc) && c.get(q + 2) == Some(&qc);
+        let (close, multiline) = if triple {
+            (vec![qc; 3], true)
+        } else if qc == '`' {
+            (vec![qc], true)
+        } else {
+            (vec![qc], self.spec.multiline_quotes)
+        };
+        let body = q + close.len();
+        self.str_start = Some(out.spans.len());
+        out.push(Role::StringLit, &c[start..body]);
+        self.state = State::Str {
+            close,
+            escapes,
+            multiline,
+        };
+        body
+    }
+
+    fn line_start(&mut self, c: &[char], out: &mut Out) -> usize {
+        let k = run(c, 0, char::is_whitespace);
+        match self.lang {
+            Lang::C | Lang::Cpp if c.get(k) == Some(&'#') => {
+                out.push(Role::CodeBlock, &c[..k]);
+                let s = run(c, k + 1, char::is_whitespace);
+                let e = run(c, s, |x| x.is_alphanumeric() || x == '_');
+                out.push(Role::Keyword, &c[k..e]);
+                let s2 = run(c, e, char::is_whitespace);
+                if c.get(s2) == Some(&'<')
+                    && let Some(p) = c[s2..].iter().position(|&x| x == '>')
+                {
+                    out.push(Role::CodeBlock, &c[e..s2]);
+                    out.push(Role::StringLit, &c[s2..s2 + p + 1]);
+                    return s2 + p + 1;
+                }
+                e
+            }
+            Lang::Toml if c.get(k) == Some(&'[') => {
+                out.push(Role::CodeBlock, &c[..k]);
+                let e = c[k..]
+                    .iter()
+                    .rposition(|&x| x == ']')
+                    .map_or(c.len(), |p| k + p + 1);
+                out.push(Role::TypeName, &c[k..e]);
+                e
+            }
+            Lang::Toml => {
+                let e = run(c, k, |x| x.is_alphanumeric() || "_-.".contains(x));
+                let eq = run(c, e, char::is_whitespace);
+                if e > k && c.get(eq) == Some(&'=') {
+                    out.push(Role::CodeBlock, &c[..k]);
+                    out.push(Role::Function, &c[k..e]);
+                    return e;
+                }
+                0
+            }
+            Lang::Yaml => {
+                let mut k = k;
+                if starts(c, 0, "---") || starts(c, 0, "...") {
+                    out.push(Role::Keyword, &c[..3]);
+                    return 3;
+                }
+                out.push(Role::CodeBlock, &c[..k]);
+                if c.get(k) == Some(&'-') && c.get(k + 1).is_none_or(|x| x.is_whitespace()) {
+                    out.push(Role::Keyword, &c[k..k + 1]);
+                    let s = run(c, k + 1, char::is_whitespace);
+                    out.push(Role::CodeBlock, &c[k + 1..s]);
+                    k = s;
+                }
+                if c.get(k).is_some_and(|x| !"\"'{[#&*!|>%@`".contains(*x)) {
+                    let mut j = k;
+                    while j < c.len() {
+                        if c[j] == ':' && c.get(j + 1).is_none_or(|x| x.is_whitespace()) {
+                            out.push(Role::Function, &c[k..j]);
+                            return j;
+                        }
+                        if c[j] == '#' && c[j - 1].is_whitespace() {
+                            break;
+                        }
+                        j += 1;
+                    }
+                }
+                k
+            }
+            _ => 0,
+        }
+    }
+
+    fn normal(&mut self, c: &[char], i: usize, out: &mut Out) -> usize {
+        let n = c.len();
+        let ch = c[i];
+        let s = self.spec;
+        let lang = self.lang;
+        if ch.is_whitespace() {
+            let j = run(c, i, char::is_whitespace);
+            out.push(Role::CodeBlock, &c[i..j]);
+            return j;
+        }
+        let after_def = std::mem::take(&mut self.after_def);
+        for lc in s.line_comments {
+            if starts(c, i, lc) && (!s.hash_word || i == 0 || c[i - 1].is_whitespace()) {
+                out.push(Role::Comment, &c[i..]);
+                return n;
+            }
+        }
+        if let Some((open, _)) = s.block
+            && starts(c, i, open)
+        {
+            let j = i + open.chars().count();
+            out.push(Role::Comment, &c[i..j]);
+            self.state = State::Block(1);
+            return j;
+        }
+        if let Some(j) = self.string_prefix(c, i, out) {
+            return j;
+        }
+        if s.quotes.contains(&ch) {
+            let escapes = s.backslash && !(ch == '\'' && s.raw_single);
+            return self.open_string(c, i, i, escapes, out);
+        }
+        if ch == '`' && s.backtick != Tick::No {
+            return self.open_string(c, i, i, s.backtick == Tick::Escaped, out);
+        }
+        if lang == Lang::Rust && ch == '\'' {
+            return rust_quote(c, i, i, out);
+        }
+        if ch.is_ascii_digit()
+            || (ch == '.'
+                && c.get(i + 1).is_some_and(char::is_ascii_digit)
+                && (i == 0 || !is_ident_char(c[i - 1], lang)))
+        {
+            let j = number_end(c, i);
+            out.push(Role::Number, &c[i..j]);
+            return j;
+        }
+        if is_ident_start(ch, lang) {
+            return self.ident(c, i, after_def, out);
+        }
+        if lang == Lang::Sh && ch == '$' {
+            let j = match c.get(i + 1) {
+                Some('{') => c[i..]
+                    .iter()
+                    .position(|&x| x == '}')
+                    .map_or(n, |p| i + p + 1),
+                Some(&x) if x.is_alphabetic() || x == '_' => {
+                    run(c, i + 1, |y| is_ident_char(y, lang))
+                }
+                Some(&x) if x.is_ascii_digit() || "#?@*!$-".contains(x) => i + 2,
+                _ => i + 1,
+            };
+            out.push(Role::TypeName, &c[i..j]);
+            return j;
+        }
+        if ch == '@'
+            && matches!(lang, Lang::Python | Lang::Java | Lang::Js | Lang::Ts)
+            && c.get(i + 1).is_some_and(|&x| is_ident_start(x, lang))
+        {
+            let j = run(c, i + 1, |y| is_ident_char(y, lang) || y == '.');
+            out.push(Role::Function, &c[i..j]);
+            return j;
+        }
+        out.push(Role::CodeBlock, &c[i..i + 1]);
+        i + 1
+    }
+
+    /// Prefixed strings: Rust `r#"…"#`, `b"…"`, `b'x'`; Python `f"…"`, `rb'…'`.
+    fn string_prefix(&mut self, c: &[char], i: usize, out: &mut Out) -> Option<usize> {
+        match self.lang {
+            Lang::Rust => {
+                let mut j = i;
+                if matches!(c[j], 'b' | 'c') {
+                    j += 1;
+                }
+                if c.get(j) == Some(&'r') {
+                    let k = run(c, j + 1, |x| x == '#');
+                    if c.get(k) == Some(&'"') {
+                        let mut close = vec!['"'];
+                        close.extend(std::iter::repeat_n('#', k - j - 1));
+                        self.str_start = Some(out.spans.len());
+                        out.push(Role::StringLit, &c[i..k + 1]);
+                        self.state = State::Str {
+                            close,
+                            escapes: false,
+                            multiline: true,
+                        };
+                        return Some(k + 1);
+                    }
+                } else if j > i && c.get(j) == Some(&'"') {
+                    return Some(self.open_string(c, i, j, true, out));
+                } else if j > i && c[i] == 'b' && c.get(j) == Some(&'\'') {
+                    return Some(rust_quote(c, i, j, out));
+                }
+                None
+            }
+            Lang::Python => {
+                let j = run(c, i, |x| "rRbBuUfF".contains(x));
+                if j > i && j - i <= 2 && matches!(c.get(j), Some('"' | '\'')) {
+                    let raw = c[i..j].iter().any(|x| *x == 'r' || *x == 'R');
+                    return Some(self.open_string(c, i, j, !raw, out));
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn ident(&mut self, c: &[char], i: usize, after_def: Option<Role>, out: &mut Out) -> usize {
+        let s = self.spec;
+        let j = run(c, i, |x| is_ident_char(x, self.lang));
+        let word: String = c[i..j].iter().collect();
+        if self.lang == Lang::Rust
+            && c.get(j) == Some(&'!')
+            && matches!(c.get(j + 1), Some('(' | '[' | '{'))
+        {
+            out.push(Role::Function, &c[i..j + 1]);
+            return j + 1;
+        }
+        let listed = |list: &str| {
+            list.split_ascii_whitespace()
+                .any(|k| k == word || (s.nocase && k.eq_ignore_ascii_case(&word)))
+        };
+        let role = if listed(s.keywords) {
+            let names = |l: &str| l.split(' ').any(|k| k == word);
+            self.after_def = if names(DEF_WORDS) {
+                Some(Role::Function)
+            } else if names(TYPE_WORDS) {
+                Some(Role::TypeName)
+            } else {
+                None
+            };
+            Role::Keyword
+        } else if listed(s.types) {
+            Role::TypeName
+        } else if let Some(role) = after_def.filter(|_| s.functions) {
+            role
+        } else if self.lang == Lang::Go && c.get(j) == Some(&'(') {
+            // Go's exported functions are capitalised too.
+            Role::Function
+        } else if s.cap_types
+            && word.starts_with(|x: char| x.is_uppercase())
+            && (word.chars().count() == 1 || word.chars().any(char::is_lowercase))
+        {
+            Role::TypeName
+        } else if s.functions && c.get(j) == Some(&'(') {
+            Role::Function
+        } else {
+            Role::CodeBlock
+        };
+        out.spans.push((role, word));
+        j
+    }
+}
+
+/// A Rust char literal (`'x'`, `'\n'`, `b'x'`) or a lifetime (`'a`); `q`
+/// is the quote's index, `start` where the token starts.
+fn rust_quote(c: &[char], start: usize, q: usize, out: &mut Out) -> usize {
+    let n = c.len();
+    if c.get(q + 1) == Some(&'\\') {
+        let mut j = (q + 3).min(n);
+        while j < n && c[j] != '\'' {
+            j += 1;
+        }
+        let j = (j + 1).min(n);
+        out.push(Role::StringLit, &c[start..j]);
+        return j;
+    }
+    if c.get(q + 1).is_some() && c.get(q + 2) == Some(&'\'') {
+        out.push(Role::StringLit, &c[start..q + 3]);
+        return q + 3;
+    }
+    let j = run(c, q + 1, |x| x.is_alphanumeric() || x == '_');
+    out.push(Role::Keyword, &c[start..j]);
+    j
+}
+
+fn number_end(c: &[char], i: usize) -> usize {
+    let hex = c[i] == '0' && matches!(c.get(i + 1), Some('x' | 'X'));
+    let mut j = i + 1;
+    while j < c.len() {
+        let x = c[j];
+        let more = x.is_ascii_alphanumeric()
+            || x == '_'
+            || (x == '.' && c.get(j + 1).is_some_and(char::is_ascii_digit))
+            || ((x == '+' || x == '-') && !hex && matches!(c[j - 1], 'e' | 'E'));
+        if !more {
+            break;
+        }
+        j += 1;
+    }
+    j
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HState {
+    Text,
+    Tag,
+    Comment,
+    Str(char),
+}
+
+fn html_line(c: &[char], st: &mut HState) -> Vec<(Role, String)> {
+    let mut out = Out::default();
+    let n = c.len();
+    let mut i = 0;
+    while i < n {
+        let j = match *st {
+            HState::Comment => {
+                let end = (i..n).find(|&k| starts(c, k, "-->")).map(|k| k + 3);
+                if end.is_some() {
+                    *st = HState::Text;
+                }
+                let j = end.unwrap_or(n);
+                out.push(Role::Comment, &c[i..j]);
+                j
+            }
+            HState::Str(q) => {
+                let end = c[i..].iter().position(|&x| x == q).map(|p| i + p + 1);
+                if end.is_some() {
+                    *st = HState::Tag;
+                }
+                let j = end.unwrap_or(n);
+                out.push(Role::StringLit, &c[i..j]);
+                j
+            }
+            HState::Tag => {
+                let ch = c[i];
+                let (role, j) = if ch.is_whitespace() {
+                    (Role::CodeBlock, run(c, i, char::is_whitespace))
+                } else if ch == '>' {
+                    *st = HState::Text;
+                    (Role::Keyword, i + 1)
+                } else if starts(c, i, "/>") || starts(c, i, "?>") {
+                    *st = HState::Text;
+                    (Role::Keyword, i + 2)
+                } else if ch == '"' || ch == '\'' {
+                    *st = HState::Str(ch);
+                    (Role::StringLit, i + 1)
+                } else if ch == '=' || ch == '/' || ch == '?' {
+                    (Role::CodeBlock, i + 1)
+                } else {
+                    let j = run(c, i, |x| !x.is_whitespace() && !"=>/?\"'".contains(x));
+                    (Role::TypeName, j.max(i + 1))
+                };
+                out.push(role, &c[i..j]);
+                j
+            }
+            HState::Text => {
+                let (role, j) = if starts(c, i, "<!--") {
+                    *st = HState::Comment;
+                    (Role::Comment, i + 4)
+                } else if c[i] == '<'
+                    && c.get(i + 1)
+                        .is_some_and(|&x| x.is_alphabetic() || "/!?".contains(x))
+                {
+                    let s = if "/!?".contains(c[i + 1]) {
+                        i + 2
+                    } else {
+                        i + 1
+                    };
+                    *st = HState::Tag;
+                    (
+                        Role::Keyword,
+                        run(c, s, |x| x.is_alphanumeric() || "-:_.".contains(x)),
+                    )
+                } else if c[i] == '&' {
+                    let e = run(c, i + 1, |x| x.is_alphanumeric() || x == '#');
+                    if c.get(e) == Some(&';') && e > i + 1 {
+                        (Role::Number, e + 1)
+                    } else {
+                        (Role::CodeBlock, i + 1)
+                    }
+                } else {
+                    (Role::CodeBlock, run(c, i + 1, |x| x != '<' && x != '&'))
+                };
+                out.push(role, &c[i..j]);
+                j
+            }
+        };
+        i = j.max(i + 1);
+    }
+    out.spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::theme::ColorLevel;
+    use ratatui::style::Modifier;
+
+    fn color() -> Theme {
+        Theme::with_level(ColorLevel::TrueColor)
+    }
+
+    /// Asserts that the span whose trimmed text is `token` on line `line`
+    /// has the style of `role`.
+    fn check(code: &str, lang: &str, line: usize, token: &str, role: Role) {
+        let t = color();
+        let lines = highlight(code, lang, &t);
+        let spans: Vec<(String, _)> = lines[line]
+            .spans
+            .iter()
+            .map(|s| (s.content.trim().to_string(), s.style))
+            .collect();
+        let found = spans.iter().find(|(text, _)| text == token);
+        match found {
+            Some((_, style)) => assert_eq!(*style, t.style(role), "{token:?} in {code:?}"),
+            None => panic!("no span {token:?} in {spans:?}"),
+        }
+    }
+
+    #[test]
+    fn languages_are_recognised_by_tag_and_alias() {
+        for tag in [
+            "Rust", "rs", "PY", "jsx", "tsx", "c++", "hpp", "zsh", "yml", "patch", "xml",
+        ] {
+            assert!(language_known(tag), "{tag}");
+        }
+        assert!(!language_known("brainfuck"));
+        assert!(!language_known(""));
+    }
+
+    #[test]
+    fn one_line_per_source_line_and_tabs_expanded() {
+        let t = Theme::plain();
+        assert_eq!(highlight("a\nb\n", "rust", &t).len(), 2);
+        assert_eq!(highlight("a\n\nb", "nope", &t).len(), 3);
+        assert!(highlight("", "rust", &t).is_empty());
+        let l = &highlight("\tx", "python", &t)[0];
+        let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text, "    x");
+    }
+
+    #[test]
+    fn rust_tokens_get_their_roles() {
+        let code =
+            "pub fn main() -> Result<u32, String> { let s = \"a\\\"b\"; 0x1F + 1.5e3 } // done";
+        check(code, "rust", 0, "pub", Role::Keyword);
+        check(code, "rust", 0, "main", Role::Function);
+        check(code, "rust", 0, "String", Role::TypeName);
+        check(code, "rust", 0, "\"a\\\"b\"", Role::StringLit);
+        check(code, "rust", 0, "0x1F", Role::Number);
+        check(code, "rust", 0, "1.5e3", Role::Number);
+        check(code, "rust", 0, "// done", Role::Comment);
+        check("println!(\"x\")", "rust", 0, "println!", Role::Function);
+        check("let c = 'x';", "rust", 0, "'x'", Role::StringLit);
+        check("fn f<'a>()", "rust", 0, "'a", Role::Keyword);
+    }
+
+    #[test]
+    fn multi_line_strings_and_comments_carry_across_lines() {
+        let rs = "let s = r#\"one\n\"quoted\" two\n\"#; fn";
+        check(rs, "rust", 1, "\"quoted\" two", Role::StringLit);
+        check(rs, "rust", 2, "fn", Role::Keyword);
+        let py = "x = '''start\nmiddle # not a comment\nend''' # comment";
+        check(py, "py", 1, "middle # not a comment", Role::StringLit);
+        check(py, "py", 2, "# comment", Role::Comment);
+        let js = "const s = `a ${b}\nc`; let d";
+        check(js, "js", 1, "c`", Role::StringLit);
+        check(js, "js", 1, "let", Role::Keyword);
+        let c = "int a; /* one\ntwo */ return";
+        check(c, "c", 1, "two */", Role::Comment);
+        check(c, "c", 1, "return", Role::Keyword);
+        let nested = "/* a /* b */ still\n*/ fn";
+        check(nested, "rust", 1, "fn", Role::Keyword);
+        // A C string does not run past the end of its line.
+        check("s = \"open\nint x;", "c", 1, "int", Role::TypeName);
+    }
+
+    #[test]
+    fn other_languages_get_their_roles() {
+        check("def go(x):", "python", 0, "go", Role::Function);
+        check("class thing:", "python", 0, "thing", Role::TypeName);
+        check("func (r T) Name() error {", "go", 0, "Name", Role::Function);
+        check(
+            "func (r T) Name() error {",
+            "go",
+            0,
+            "error",
+            Role::TypeName,
+        );
+        check("SELECT id FROM t -- c", "sql", 0, "SELECT", Role::Keyword);
+        check("SELECT id FROM t -- c", "sql", 0, "-- c", Role::Comment);
+        check("echo $HOME # hi", "bash", 0, "$HOME", Role::TypeName);
+        check("echo a#b", "sh", 0, "echo a#b", Role::CodeBlock);
+        check("{\"k\": true}", "json", 0, "\"k\"", Role::Function);
+        check("{\"k\": \"v\"}", "json", 0, "\"v\"", Role::StringLit);
+        check("[deps]\nname = \"x\"", "toml", 0, "[deps]", Role::TypeName);
+        check("[deps]\nname = \"x\"", "toml", 1, "name", Role::Function);
+        check("- key: yes # c", "yaml", 0, "key", Role::Function);
+        check("- key: yes # c", "yaml", 0, "yes", Role::Keyword);
+        check("#include <stdio.h>", "c", 0, "#include", Role::Keyword);
+        check("#include <stdio.h>", "c", 0, "<stdio.h>", Role::StringLit);
+        check("@Override public", "java", 0, "@Override", Role::Function);
+        let html = "<a href=\"x\">t</a> <!-- c\nc -->";
+        check(html, "html", 0, "<a", Role::Keyword);
+        check(html, "html", 0, "\"x\"", Role::StringLit);
+        check(html, "html", 1, "c -->", Role::Comment);
+        check("+added\n-gone", "diff", 0, "+added", Role::DiffAdd);
+        check("+added\n-gone", "diff", 1, "-gone", Role::DiffDel);
+    }
+
+    #[test]
+    fn unknown_language_is_plain_code_text() {
+        let t = color();
+        let lines = highlight("fn x\n\"y\"", "klingon", &t);
+        assert_eq!(lines.len(), 2);
+        for l in &lines {
+            for s in &l.spans {
+                assert_eq!(s.style, t.style(Role::CodeBlock));
+            }
+        }
+    }
+
+    #[test]
+    fn plain_theme_has_no_colour_but_keeps_comment_italics() {
+        let t = Theme::plain();
+        let lines = highlight("fn main() {} // c", "rust", &t);
+        assert!(lines[0].spans.iter().all(|s| s.style.fg.is_none()));
+        let comment = lines[0].spans.iter().find(|s| s.content == "// c");
+        assert!(comment.is_some_and(|s| s.style.add_modifier.contains(Modifier::ITALIC)));
+    }
+
+    #[test]
+    fn never_panics_and_keeps_the_text_on_odd_input() {
+        let tricky = "r#\"é\"# b'\\' '\\u{1F600}' \"\u{1F600}\\\n/* ✓ /* */\n'''x\"\"\"\n\
+            `${é}` $ @\t#x <a b='c' <!-- é\n0x 1e+ .5 'a 中文() @@ -1 +2 @@\n\\ \r\u{7}";
+        let langs = [
+            "rust", "py", "js", "ts", "go", "c", "cpp", "java", "sh", "json", "toml", "yaml",
+            "sql", "diff", "html", "none",
+        ];
+        let t = color();
+        let mut inputs: Vec<&str> = vec![
+            "", "\n", "\n\n", "'", "\"", "`", "/*", "r#", "r#\"", "b'", "'''", "<", "<!--", "$",
+            "${", "@", "&", "-", "---", "0x", "\\",
+        ];
+        inputs.extend(tricky.char_indices().map(|(i, _)| &tricky[..i]));
+        inputs.push(tricky);
+        for lang in langs {
+            for input in &inputs {
+                let lines = highlight(input, lang, &t);
+                assert_eq!(lines.len(), input.lines().count(), "{lang} {input:?}");
+                for (line, src) in lines.iter().zip(input.lines()) {
+                    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                    assert_eq!(text, clean_line(src), "{lang} {input:?}");
+                }
+            }
+        }
+    }
+}

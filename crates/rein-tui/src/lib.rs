@@ -1,0 +1,19 @@
+//! rein's terminal app: the transcript, the input box, the status line and
+//! the approval modal, drawn with ratatui on crossterm. It only reads the
+//! engine's events and sends decisions back (approvals, cancel, queued
+//! messages, the permission mode); it never reaches into the engine.
+
+pub mod app;
+pub mod cells;
+pub mod complete;
+pub mod diff;
+pub mod editor;
+pub mod highlight;
+pub mod history;
+pub mod markdown;
+pub mod render;
+mod run;
+pub mod screen;
+pub mod theme;
+
+pub use run::{EngineFactory, Setup, run};

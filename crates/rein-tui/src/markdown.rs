@@ -1,0 +1,884 @@
+//! Markdown to terminal lines: pulldown-cmark's events, word-wrapped to a
+//! width in display columns, styled by the theme.
+//!
+//! It is called again on a growing string while a model streams its
+//! answer, so it renders any prefix of a document sensibly (an unclosed
+//! code fence is a code block so far) and costs time linear in the input.
+
+use crate::highlight::{clean_line, highlight};
+use crate::theme::{Role, Theme};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// The text of `lines`: spans concatenated, lines joined with `\n`.
+pub fn plain_text(lines: &[Line]) -> String {
+    lines
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Renders markdown `src` into lines at most `width` columns wide (code
+/// blocks are cut, not wrapped).
+pub fn render_markdown(src: &str, width: u16, theme: &Theme) -> Vec<Line<'static>> {
+    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let events: Vec<Event> = Parser::new_ext(src, opts).collect();
+    let mut r = Renderer {
+        theme,
+        width: usize::from(width).max(1),
+        out: Vec::new(),
+        containers: Vec::new(),
+        lists: Vec::new(),
+        pending_blank: false,
+        blank_due: None,
+        inline: Vec::new(),
+        styles: Vec::new(),
+        quotes: 0,
+        heading: false,
+        links: Vec::new(),
+        code: None,
+        html: None,
+        table: None,
+    };
+    for i in 0..events.len() {
+        r.event(&events, i);
+    }
+    r.flush_inline();
+    r.out
+}
+
+/// Styled text: what inline events collect before a block is wrapped.
+type Seg = (String, Style);
+
+/// A block quote or list item: what it puts before each line.
+struct Container {
+    first: Vec<Span<'static>>,
+    rest: Vec<Span<'static>>,
+    first_used: bool,
+}
+
+struct List {
+    next: Option<u64>,
+    loose: bool,
+    items: usize,
+}
+
+struct Table {
+    aligns: Vec<Alignment>,
+    /// (is the header, cells)
+    rows: Vec<(bool, Vec<Vec<Seg>>)>,
+    cur: Vec<Vec<Seg>>,
+}
+
+struct Renderer<'t> {
+    theme: &'t Theme,
+    width: usize,
+    out: Vec<Line<'static>>,
+    containers: Vec<Container>,
+    lists: Vec<List>,
+    pending_blank: bool,
+    /// A separating blank line, drawn only once something follows it (so
+    /// that a block that draws nothing, like an empty fence while
+    /// streaming, leaves no blank line at the end).
+    blank_due: Option<Line<'static>>,
+    inline: Vec<Seg>,
+    styles: Vec<Style>,
+    quotes: usize,
+    heading: bool,
+    /// (url, index in `inline` where the link text starts, is an image)
+    links: Vec<(String, usize, bool)>,
+    code: Option<(String, String)>,
+    html: Option<String>,
+    table: Option<Table>,
+}
+
+fn width_of(spans: &[Span]) -> usize {
+    spans.iter().map(|s| s.content.width()).sum()
+}
+
+/// Whether the list starting at `events[start]` is loose (its items hold
+/// paragraphs); pulldown-cmark drops the paragraphs of tight lists.
+fn list_is_loose(events: &[Event], start: usize) -> bool {
+    let mut depth = 0usize;
+    for i in start + 1..events.len() {
+        match &events[i] {
+            Event::Start(Tag::List(_)) => depth += 1,
+            Event::End(TagEnd::List(_)) if depth == 0 => return false,
+            Event::End(TagEnd::List(_)) => depth -= 1,
+            Event::Start(Tag::Item) if depth == 0 => {
+                if matches!(events.get(i + 1), Some(Event::Start(Tag::Paragraph))) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+impl Renderer<'_> {
+    fn style(&self, role: Role) -> Style {
+        self.theme.style(role)
+    }
+
+    fn current_style(&self) -> Style {
+        let mut s = Style::new();
+        if self.quotes > 0 {
+            s = s.patch(self.style(Role::Quote));
+        }
+        if self.heading {
+            s = s.patch(self.style(Role::Heading));
+        }
+        for p in &self.styles {
+            s = s.patch(*p);
+        }
+        s
+    }
+
+    fn push_inline(&mut self, text: &str, style: Style) {
+        let text = clean_line(&text.replace('\n', " "));
+        self.inline.push((text, style));
+    }
+
+    /// The columns left for content after the containers' prefixes.
+    fn avail(&self) -> usize {
+        let pw: usize = self.containers.iter().map(|c| width_of(&c.rest)).sum();
+        self.width.saturating_sub(pw).max(1)
+    }
+
+    fn emit(&mut self, content: Vec<Span<'static>>) {
+        if let Some(blank) = self.blank_due.take() {
+            self.out.push(blank);
+        }
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        for c in &mut self.containers {
+            if c.first_used {
+                spans.extend(c.rest.iter().cloned());
+            } else {
+                c.first_used = true;
+                spans.extend(c.first.iter().cloned());
+            }
+        }
+        if content.iter().all(|s| s.content.trim().is_empty()) {
+            trim_end(&mut spans);
+        } else {
+            spans.extend(content);
+        }
+        self.out.push(Line::from(merge(spans)));
+    }
+
+    fn emit_blank(&mut self) {
+        let mut spans: Vec<Span<'static>> = self
+            .containers
+            .iter()
+            .flat_map(|c| c.rest.iter().cloned())
+            .collect();
+        trim_end(&mut spans);
+        self.blank_due = Some(Line::from(merge(spans)));
+    }
+
+    fn flush_inline(&mut self) {
+        if self.inline.iter().all(|(t, _)| t.trim().is_empty()) {
+            self.inline.clear();
+            return;
+        }
+        let segs = std::mem::take(&mut self.inline);
+        for line in wrap(&segs, self.avail()) {
+            self.emit(line);
+        }
+    }
+
+    /// Before a block: finish loose inline text, then the blank line that
+    /// separates it from the previous block.
+    fn begin_block(&mut self) {
+        self.flush_inline();
+        if self.pending_blank && !self.out.is_empty() {
+            self.emit_blank();
+        }
+        self.pending_blank = false;
+    }
+
+    fn event(&mut self, events: &[Event], i: usize) {
+        match &events[i] {
+            Event::Start(tag) => self.start(tag, events, i),
+            Event::End(tag) => self.end(*tag),
+            Event::Text(t) => {
+                if let Some((_, code)) = &mut self.code {
+                    code.push_str(t);
+                } else if let Some(html) = &mut self.html {
+                    html.push_str(t);
+                } else {
+                    self.push_inline(t, self.current_style());
+                }
+            }
+            Event::Code(t) => {
+                let s = self.current_style().patch(self.style(Role::InlineCode));
+                self.push_inline(t, s);
+            }
+            Event::Html(t) => match &mut self.html {
+                Some(html) => html.push_str(t),
+                None => self.push_inline(t, self.current_style()),
+            },
+            Event::InlineHtml(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                self.push_inline(t, self.current_style());
+            }
+            Event::FootnoteReference(t) => {
+                self.push_inline(&format!("[^{t}]"), self.current_style())
+            }
+            Event::SoftBreak => self.inline.push((" ".into(), self.current_style())),
+            Event::HardBreak => self.inline.push(("\n".into(), self.current_style())),
+            Event::Rule => {
+                self.begin_block();
+                let rule = "─".repeat(self.avail());
+                self.emit(vec![Span::styled(rule, self.style(Role::Rule))]);
+                self.pending_blank = true;
+            }
+            Event::TaskListMarker(done) => {
+                let mark = if *done { "[x] " } else { "[ ] " };
+                let style = self.style(Role::ListMarker);
+                if let Some(c) = self.containers.last_mut() {
+                    c.first.push(Span::styled(mark, style));
+                    c.rest.push(Span::raw("    "));
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, tag: &Tag, events: &[Event], i: usize) {
+        match tag {
+            Tag::Paragraph => self.begin_block(),
+            Tag::Heading { level, .. } => {
+                self.begin_block();
+                self.heading = true;
+                let marks = "#".repeat(*level as usize);
+                self.push_inline(&format!("{marks} "), self.current_style());
+            }
+            Tag::BlockQuote(_) => {
+                self.begin_block();
+                let bar = vec![Span::styled("▌ ", self.style(Role::Quote))];
+                self.containers.push(Container {
+                    first: bar.clone(),
+                    rest: bar,
+                    first_used: false,
+                });
+                self.quotes += 1;
+            }
+            Tag::CodeBlock(kind) => {
+                self.begin_block();
+                let lang = match kind {
+                    CodeBlockKind::Fenced(info) => info
+                        .split(|c: char| c.is_whitespace() || c == ',' || c == '{' || c == '}')
+                        .map(|s| s.trim_start_matches('.'))
+                        .find(|s| !s.is_empty())
+                        .unwrap_or("")
+                        .to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                self.code = Some((lang, String::new()));
+            }
+            Tag::HtmlBlock => {
+                self.begin_block();
+                self.html = Some(String::new());
+            }
+            Tag::List(start) => {
+                self.begin_block();
+                self.lists.push(List {
+                    next: *start,
+                    loose: list_is_loose(events, i),
+                    items: 0,
+                });
+            }
+            Tag::Item => {
+                self.flush_inline();
+                let depth = self.lists.len().max(1);
+                let (marker, blank) = match self.lists.last_mut() {
+                    Some(l) => {
+                        l.items += 1;
+                        let marker = match &mut l.next {
+                            Some(n) => {
+                                let m = format!("{n}. ");
+                                *n += 1;
+                                m
+                            }
+                            None => ["• ", "◦ ", "▪ "][(depth - 1) % 3].to_string(),
+                        };
+                        (marker, l.loose && l.items > 1)
+                    }
+                    None => ("• ".to_string(), false),
+                };
+                if blank && !self.out.is_empty() {
+                    self.emit_blank();
+                }
+                self.pending_blank = false;
+                let pad = " ".repeat(marker.width());
+                self.containers.push(Container {
+                    first: vec![Span::styled(marker, self.style(Role::ListMarker))],
+                    rest: vec![Span::raw(pad)],
+                    first_used: false,
+                });
+            }
+            Tag::Table(aligns) => {
+                self.begin_block();
+                self.table = Some(Table {
+                    aligns: aligns.clone(),
+                    rows: Vec::new(),
+                    cur: Vec::new(),
+                });
+            }
+            Tag::TableHead | Tag::TableRow => {
+                if let Some(t) = &mut self.table {
+                    t.cur.clear();
+                }
+            }
+            Tag::TableCell => self.inline.clear(),
+            Tag::Emphasis => self.styles.push(self.style(Role::Emphasis)),
+            Tag::Strong => self.styles.push(self.style(Role::Strong)),
+            Tag::Strikethrough => self
+                .styles
+                .push(Style::new().add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
+                let image = matches!(tag, Tag::Image { .. });
+                self.styles.push(self.style(Role::Link));
+                if image {
+                    self.push_inline("[", self.current_style());
+                }
+                self.links
+                    .push((dest_url.to_string(), self.inline.len(), image));
+            }
+            Tag::FootnoteDefinition(_)
+            | Tag::DefinitionList
+            | Tag::DefinitionListTitle
+            | Tag::DefinitionListDefinition
+            | Tag::MetadataBlock(_) => self.begin_block(),
+            Tag::Superscript | Tag::Subscript => self.styles.push(Style::new()),
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Paragraph
+            | TagEnd::FootnoteDefinition
+            | TagEnd::DefinitionList
+            | TagEnd::DefinitionListTitle
+            | TagEnd::DefinitionListDefinition
+            | TagEnd::MetadataBlock(_) => {
+                self.flush_inline();
+                self.pending_blank = true;
+            }
+            TagEnd::Heading(_) => {
+                self.flush_inline();
+                self.heading = false;
+                self.pending_blank = true;
+            }
+            TagEnd::BlockQuote(_) => {
+                self.flush_inline();
+                self.containers.pop();
+                self.quotes = self.quotes.saturating_sub(1);
+                self.pending_blank = true;
+            }
+            TagEnd::CodeBlock => {
+                if let Some((lang, code)) = self.code.take() {
+                    self.code_block(&code, &lang);
+                }
+                self.pending_blank = true;
+            }
+            TagEnd::HtmlBlock => {
+                if let Some(html) = self.html.take() {
+                    let style = self.current_style();
+                    for line in html.lines() {
+                        self.push_inline(line, style);
+                        self.inline.push(("\n".into(), style));
+                    }
+                    self.flush_inline();
+                }
+                self.pending_blank = true;
+            }
+            TagEnd::List(_) => {
+                self.flush_inline();
+                self.lists.pop();
+                self.pending_blank = true;
+            }
+            TagEnd::Item => {
+                self.flush_inline();
+                if self.containers.last().is_some_and(|c| !c.first_used) {
+                    self.emit(Vec::new());
+                }
+                self.containers.pop();
+            }
+            TagEnd::Table => {
+                if let Some(t) = self.table.take() {
+                    self.render_table(t);
+                }
+                self.pending_blank = true;
+            }
+            TagEnd::TableHead | TagEnd::TableRow => {
+                if let Some(t) = &mut self.table {
+                    let cells = std::mem::take(&mut t.cur);
+                    t.rows.push((tag == TagEnd::TableHead, cells));
+                }
+            }
+            TagEnd::TableCell => {
+                let cell = std::mem::take(&mut self.inline);
+                if let Some(t) = &mut self.table {
+                    t.cur.push(cell);
+                }
+            }
+            TagEnd::Emphasis
+            | TagEnd::Strong
+            | TagEnd::Strikethrough
+            | TagEnd::Superscript
+            | TagEnd::Subscript => {
+                self.styles.pop();
+            }
+            TagEnd::Link | TagEnd::Image => {
+                let style = self.current_style();
+                self.styles.pop();
+                if let Some((url, start, image)) = self.links.pop() {
+                    if image {
+                        self.inline.push(("]".into(), style));
+                    }
+                    let text: String = self.inline[start.min(self.inline.len())..]
+                        .iter()
+                        .map(|(t, _)| t.as_str())
+                        .collect();
+                    let same = url == text || url.strip_prefix("mailto:") == Some(text.as_str());
+                    if !url.is_empty() && (image || !same) {
+                        let dim = self.current_style().patch(self.style(Role::Dim));
+                        self.push_inline(&format!(" ({url})"), dim);
+                    }
+                }
+            }
+        }
+    }
+
+    fn code_block(&mut self, code: &str, lang: &str) {
+        let avail = self.avail().saturating_sub(2).max(1);
+        for line in highlight(code, lang, self.theme) {
+            let mut spans = vec![Span::raw("  ")];
+            spans.extend(cut(line.spans, avail, self.style(Role::Dim)));
+            self.emit(spans);
+        }
+    }
+
+    fn render_table(&mut self, t: Table) {
+        let ncols = t.rows.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
+        if ncols == 0 {
+            return;
+        }
+        let cell_w = |c: &Vec<Seg>| c.iter().map(|(s, _)| s.width()).sum::<usize>();
+        let mut widths = vec![0usize; ncols];
+        for (_, row) in &t.rows {
+            for (k, c) in row.iter().enumerate() {
+                widths[k] = widths[k].max(cell_w(c));
+            }
+        }
+        let total = widths.iter().sum::<usize>() + 3 * (ncols - 1);
+        let strong = self.style(Role::Strong);
+        let sep = self.style(Role::Rule);
+        let avail = self.avail();
+        for (header, row) in &t.rows {
+            let cells = (0..ncols).map(|k| {
+                let segs: Vec<Seg> = row.get(k).cloned().unwrap_or_default();
+                match header {
+                    true => segs
+                        .into_iter()
+                        .map(|(s, st)| (s, st.patch(strong)))
+                        .collect(),
+                    false => segs,
+                }
+            });
+            if total > avail {
+                let mut segs: Vec<Seg> = Vec::new();
+                for (k, cell) in cells.enumerate() {
+                    if k > 0 {
+                        segs.push((" │ ".into(), sep));
+                    }
+                    segs.extend(cell);
+                }
+                for line in wrap(&segs, avail) {
+                    self.emit(line);
+                }
+                continue;
+            }
+            let mut spans = Vec::new();
+            for (k, cell) in cells.enumerate() {
+                if k > 0 {
+                    spans.push(Span::styled(" │ ", sep));
+                }
+                let pad = widths[k].saturating_sub(cell_w(&cell));
+                let (left, right) = match t.aligns.get(k) {
+                    Some(Alignment::Right) => (pad, 0),
+                    Some(Alignment::Center) => (pad / 2, pad - pad / 2),
+                    _ => (0, pad),
+                };
+                spans.push(Span::raw(" ".repeat(left)));
+                spans.extend(cell.into_iter().map(|(s, st)| Span::styled(s, st)));
+                spans.push(Span::raw(" ".repeat(right)));
+            }
+            trim_end(&mut spans);
+            self.emit(spans);
+            if *header {
+                let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+                self.emit(vec![Span::styled(rule.join("─┼─"), sep)]);
+            }
+        }
+    }
+}
+
+/// Drops trailing whitespace from the last spans.
+fn trim_end(spans: &mut Vec<Span<'static>>) {
+    while let Some(last) = spans.last_mut() {
+        let trimmed = last.content.trim_end().len();
+        if trimmed == 0 {
+            spans.pop();
+        } else {
+            last.content.to_mut().truncate(trimmed);
+            break;
+        }
+    }
+}
+
+/// Joins neighbouring spans of the same style; drops empty ones.
+fn merge(spans: Vec<Span<'static>>) -> Vec<Span<'static>> {
+    let mut out: Vec<Span<'static>> = Vec::with_capacity(spans.len());
+    for s in spans {
+        if s.content.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.style == s.style => last.content.to_mut().push_str(&s.content),
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+/// Cuts a line to `avail` columns, ending it with `…` when it was longer.
+fn cut(spans: Vec<Span<'static>>, avail: usize, ellipsis: Style) -> Vec<Span<'static>> {
+    if width_of(&spans) <= avail {
+        return spans;
+    }
+    let limit = avail.saturating_sub(1);
+    let mut used = 0;
+    let mut out = Vec::new();
+    'outer: for s in spans {
+        let mut text = String::new();
+        for c in s.content.chars() {
+            let cw = c.width().unwrap_or(0);
+            if used + cw > limit {
+                out.push(Span::styled(text, s.style));
+                break 'outer;
+            }
+            used += cw;
+            text.push(c);
+        }
+        out.push(Span::styled(text, s.style));
+    }
+    out.push(Span::styled("…", ellipsis));
+    out
+}
+
+/// Greedy word wrap of styled text into lines of at most `avail` columns;
+/// `\n` forces a break, a word longer than a line is broken.
+fn wrap(segs: &[Seg], avail: usize) -> Vec<Vec<Span<'static>>> {
+    let mut w = Wrapper {
+        avail: avail.max(1),
+        lines: Vec::new(),
+        cur: Vec::new(),
+        cur_w: 0,
+    };
+    let mut word: Vec<(char, Style)> = Vec::new();
+    let mut space: Option<Style> = None;
+    for (text, style) in segs {
+        for c in text.chars() {
+            match c {
+                '\n' => {
+                    w.place(&mut word, space.take());
+                    w.newline();
+                }
+                ' ' => {
+                    w.place(&mut word, space.take());
+                    space = Some(*style);
+                }
+                _ => word.push((c, *style)),
+            }
+        }
+    }
+    w.place(&mut word, space);
+    if !w.cur.is_empty() {
+        w.newline();
+    }
+    w.lines
+}
+
+struct Wrapper {
+    avail: usize,
+    lines: Vec<Vec<Span<'static>>>,
+    cur: Vec<Span<'static>>,
+    cur_w: usize,
+}
+
+impl Wrapper {
+    fn newline(&mut self) {
+        self.lines.push(merge(std::mem::take(&mut self.cur)));
+        self.cur_w = 0;
+    }
+
+    fn push(&mut self, c: char, style: Style) {
+        self.cur_w += c.width().unwrap_or(0);
+        match self.cur.last_mut() {
+            Some(last) if last.style == style => last.content.to_mut().push(c),
+            _ => self.cur.push(Span::styled(c.to_string(), style)),
+        }
+    }
+
+    /// Places a word, preceded by a space in `space`'s style when it is not
+    /// at the start of a line.
+    fn place(&mut self, word: &mut Vec<(char, Style)>, space: Option<Style>) {
+        if word.is_empty() {
+            return;
+        }
+        let ww: usize = word.iter().map(|(c, _)| c.width().unwrap_or(0)).sum();
+        let sp = usize::from(space.is_some() && self.cur_w > 0);
+        if self.cur_w + sp + ww > self.avail {
+            if ww <= self.avail || self.cur_w + sp >= self.avail {
+                if self.cur_w > 0 {
+                    self.newline();
+                }
+            } else if let Some(s) = space.filter(|_| sp == 1) {
+                self.push(' ', s);
+            }
+        } else if let Some(s) = space.filter(|_| sp == 1) {
+            self.push(' ', s);
+        }
+        for (c, style) in word.drain(..) {
+            if self.cur_w + c.width().unwrap_or(0) > self.avail && self.cur_w > 0 {
+                self.newline();
+            }
+            self.push(c, style);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::theme::ColorLevel;
+
+    fn render(src: &str, width: u16) -> String {
+        plain_text(&render_markdown(src, width, &Theme::plain()))
+    }
+
+    const DOC: &str = "\
+# Rein
+
+An *agent harness* that runs **tools** for you, with `inline code`, a
+[link](https://example.com/docs) and ~~old~~ text that goes on long enough to wrap.
+
+## Steps
+
+1. Install it:
+   ```sh
+   cargo install rein # then run it
+   ```
+2. Configure the model and the tools you trust, which can take a while to get right.
+   - nested item
+     - deeper item
+- [x] done
+- [ ] todo
+
+> A quote that is long enough to need wrapping inside the quote bar.
+> > nested
+
+| Tool | Purpose | Risk |
+|:-----|:-------:|-----:|
+| read | reads files | low |
+| bash | runs commands | high |
+
+---
+
+```rust
+fn main() {
+    println!(\"hello\");
+}
+```
+";
+
+    #[test]
+    fn snapshot_of_a_representative_document_at_width_80() {
+        insta::assert_snapshot!(render(DOC, 80));
+    }
+
+    #[test]
+    fn snapshot_of_a_representative_document_at_width_40() {
+        insta::assert_snapshot!(render(DOC, 40));
+    }
+
+    #[test]
+    fn lines_never_exceed_the_width() {
+        for w in [20u16, 40, 80] {
+            for line in render_markdown(DOC, w, &Theme::plain()) {
+                assert!(line.width() <= usize::from(w), "{w}: {line:?}");
+            }
+        }
+        // Narrower than the prefixes: no panic, no endless loop.
+        for w in 0..6 {
+            assert!(!render_markdown(DOC, w, &Theme::plain()).is_empty());
+        }
+    }
+
+    #[test]
+    fn no_blank_line_at_start_or_end_and_one_between_blocks() {
+        assert_eq!(
+            render("\n\npara one\n\n\n\npara two\n\n", 40),
+            "para one\n\npara two"
+        );
+        assert_eq!(render("", 40), "");
+        // Blocks that draw nothing yet (while streaming) add no blank line.
+        assert_eq!(render("para\n\n```", 40), "para");
+        assert_eq!(render("para\n\n>", 40), "para");
+        assert_eq!(render("para\n\n- ", 40), "para\n\n•");
+    }
+
+    #[test]
+    fn streaming_partial_fences_render_as_code_so_far() {
+        let src = "Look:\n\n```rust\nfn main() {\n    let x = 1;";
+        assert_eq!(render(src, 40), "Look:\n\n  fn main() {\n      let x = 1;");
+        let t = Theme::with_level(ColorLevel::TrueColor);
+        let lines = render_markdown(src, 40, &t);
+        let fn_span = lines[2].spans.iter().find(|s| s.content == "fn");
+        assert_eq!(fn_span.map(|s| s.style), Some(t.style(Role::Keyword)));
+        // Every prefix of a document renders without panicking.
+        for (i, _) in DOC.char_indices() {
+            render_markdown(&DOC[..i], 30, &t);
+        }
+    }
+
+    #[test]
+    fn nested_lists_wrap_with_hanging_indent() {
+        let src = "- outer item with enough words to wrap around\n  - inner item with \
+            enough words to wrap too\n- [ ] a task with enough words to wrap";
+        insta::assert_snapshot!(render(src, 24), @r"
+        • outer item with enough
+          words to wrap around
+          ◦ inner item with
+            enough words to wrap
+            too
+        • [ ] a task with enough
+              words to wrap
+        ");
+    }
+
+    #[test]
+    fn ordered_lists_number_from_their_start() {
+        assert_eq!(render("7. seven\n8. eight", 40), "7. seven\n8. eight");
+        assert_eq!(render("- a\n\n- b", 40), "• a\n\n• b");
+    }
+
+    #[test]
+    fn wide_characters_wrap_by_display_width() {
+        let out = render("中文字符很宽 这是一个测试句子", 10);
+        assert_eq!(out, "中文字符很\n宽 这是一\n个测试句子");
+        for line in out.lines() {
+            assert!(line.width() <= 10, "{line}");
+        }
+        assert_eq!(render("abcdefghijklmnop", 5), "abcde\nfghij\nklmno\np");
+    }
+
+    #[test]
+    fn table_falls_back_to_rows_at_narrow_width() {
+        let src = "| Name | Description |\n|---|---|\n| a | first letter |\n| b | second |";
+        assert_eq!(
+            render(src, 40),
+            "Name │ Description\n─────┼─────────────\na    │ first letter\nb    │ second"
+        );
+        insta::assert_snapshot!(render(src, 12), @r"
+        Name │
+        Description
+        a │ first
+        letter
+        b │ second
+        ");
+    }
+
+    #[test]
+    fn code_block_is_highlighted_in_colour_and_plain_without() {
+        let src = "```rust\nlet x = 1;\n```";
+        let t = Theme::with_level(ColorLevel::Ansi256);
+        let lines = render_markdown(src, 40, &t);
+        let kw = lines[0].spans.iter().find(|s| s.content == "let");
+        assert_eq!(kw.map(|s| s.style), Some(t.style(Role::Keyword)));
+        assert!(kw.is_some_and(|s| s.style.fg.is_some()));
+        let plain = render_markdown(src, 40, &Theme::plain());
+        assert!(plain[0].spans.iter().all(|s| s.style.fg.is_none()));
+        assert_eq!(plain_text(&plain), "  let x = 1;");
+    }
+
+    #[test]
+    fn long_code_lines_are_cut_with_an_ellipsis() {
+        assert_eq!(render("    0123456789abcdef", 10), "  0123456…");
+    }
+
+    #[test]
+    fn links_show_their_url_when_it_differs_from_the_text() {
+        let t = Theme::with_level(ColorLevel::Ansi16);
+        let lines = render_markdown("see [docs](https://x.io) or <https://y.io>", 80, &t);
+        assert_eq!(
+            plain_text(&lines),
+            "see docs (https://x.io) or https://y.io"
+        );
+        let docs = lines[0].spans.iter().find(|s| s.content == "docs");
+        assert_eq!(docs.map(|s| s.style), Some(t.style(Role::Link)));
+        let url = lines[0].spans.iter().find(|s| s.content.contains("x.io"));
+        assert!(url.is_some_and(|s| s.style.add_modifier.contains(Modifier::DIM)));
+    }
+
+    #[test]
+    fn inline_styles_and_headings() {
+        let t = Theme::with_level(ColorLevel::Ansi16);
+        let lines = render_markdown("## Title\n\n**b** *i* ~~s~~ `c`", 80, &t);
+        assert_eq!(plain_text(&lines), "## Title\n\nb i s c");
+        assert_eq!(lines[0].spans[0].style, t.style(Role::Heading));
+        let style = |text: &str| {
+            lines[2]
+                .spans
+                .iter()
+                .find(|s| s.content == text)
+                .map(|s| s.style)
+        };
+        assert_eq!(style("b"), Some(t.style(Role::Strong)));
+        assert_eq!(style("i"), Some(t.style(Role::Emphasis)));
+        assert!(style("s").is_some_and(|s| s.add_modifier.contains(Modifier::CROSSED_OUT)));
+        assert_eq!(style("c"), Some(t.style(Role::InlineCode)));
+    }
+
+    #[test]
+    fn quotes_nest_and_html_is_plain_text() {
+        assert_eq!(render("> a\n>\n> > b", 40), "▌ a\n▌\n▌ ▌ b");
+        assert_eq!(render("<div>\nhi\n</div>", 40), "<div>\nhi\n</div>");
+        assert_eq!(render("a <b>x</b>\nc  \nd", 40), "a <b>x</b> c\nd");
+    }
+
+    #[test]
+    fn a_two_thousand_line_document_renders_in_one_pass() {
+        let block = "## Section\n\nSome *text* with `code` and a [link](http://a.b).\n\n\
+            - item one\n- item two\n\n```py\nx = 1  # c\n```\n\n\
+            | a | b |\n|---|---|\n| 1 | 2 |\n\n";
+        let small: String = block.repeat(10);
+        let big: String = block.repeat(140);
+        assert!(big.lines().count() >= 2000);
+        let n_small = render_markdown(&small, 80, &Theme::plain()).len();
+        let n_big = render_markdown(&big, 80, &Theme::plain()).len();
+        // Each block renders the same wherever it is: no state leaks along
+        // the document, and the output grows linearly with it.
+        assert_eq!(n_big + 1, 14 * (n_small + 1));
+    }
+}

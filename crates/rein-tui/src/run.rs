@@ -1,0 +1,461 @@
+//! The event loop: terminal keys, engine events and a spinner tick in; runs
+//! started, cancelled and steered out.
+
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use crossterm::event::{Event as TermEvent, EventStream};
+use futures_util::StreamExt;
+use rein_core::{
+    AgentEngine, CancellationToken, Event, Message, PermissionMode, RunControl, RunRequest,
+    SessionStore, TokenCounter,
+};
+use tokio::sync::mpsc;
+
+use crate::app::{Action, App, Status};
+use crate::cells::Cell;
+use crate::history::InputHistory;
+use crate::render;
+use crate::screen::{self, Screen};
+use crate::theme::Theme;
+
+/// Builds an engine for a model name (None: the configured one).
+pub type EngineFactory = Box<dyn Fn(Option<&str>) -> anyhow::Result<AgentEngine> + Send + Sync>;
+
+/// What the `rein` command hands the app.
+pub struct Setup {
+    pub workspace: PathBuf,
+    /// `$REIN_HOME`: input history and logs live here.
+    pub home: PathBuf,
+    pub store: Arc<dyn SessionStore>,
+    pub engine: EngineFactory,
+    pub mode: PermissionMode,
+    /// Continue this session at start.
+    pub resume: Option<String>,
+    /// Lines to show first (sandbox notes and the like).
+    pub notices: Vec<String>,
+}
+
+struct Running {
+    cancel: CancellationToken,
+    control: RunControl,
+}
+
+/// Things finished off the loop.
+enum Side {
+    Compacted(Result<bool, String>),
+    Title,
+}
+
+/// Run the app until the user quits. The terminal is restored on every
+/// way out, panics included.
+pub async fn run(setup: Setup) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(anyhow!(
+            "the interactive app needs a terminal; use `rein exec \"task\"` for scripts and pipes"
+        ));
+    }
+    let log = LogRedirect::start(&setup.home).context("cannot open the log file")?;
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        screen::restore();
+        hook(info);
+    }));
+    let result = event_loop(setup).await;
+    screen::restore();
+    let _ = std::panic::take_hook();
+    drop(log);
+    result
+}
+
+async fn event_loop(setup: Setup) -> anyhow::Result<()> {
+    let theme = Theme::detect();
+    let history = InputHistory::load(setup.home.join("history.jsonl"));
+    let mut engine = (setup.engine)(None)?;
+    let status = Status {
+        provider: engine.provider().name().to_string(),
+        model: engine.provider().model().to_string(),
+        mode: setup.mode,
+        cost_known: true,
+        context_window: engine.provider().capabilities().context_window,
+        ..Default::default()
+    };
+    let mut app = App::new(theme, setup.workspace.clone(), history, status);
+    let (tx, mut events) = mpsc::unbounded_channel::<Event>();
+    let (side_tx, mut side) = mpsc::unbounded_channel::<Side>();
+    let mut running: Option<Running> = None;
+    let mut titled = false;
+
+    for n in &setup.notices {
+        app.notice(n.clone());
+    }
+    if let Some(id) = &setup.resume {
+        resume(&mut app, setup.store.as_ref(), id).await;
+    }
+    app.push_cell(Cell::Info {
+        title: format!("rein · {}", setup.workspace.display()),
+        lines: vec![
+            "Enter sends · Shift+Enter or Ctrl+J new line · Esc cancels · Shift+Tab mode · /help"
+                .into(),
+        ],
+    });
+
+    let mut screen = Screen::start(render::MIN_HEIGHT)?;
+    let mut keys = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(90));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+
+    loop {
+        paint(&mut app, &mut screen)?;
+        let mut actions = Vec::new();
+        tokio::select! {
+            k = keys.next() => match k {
+                Some(Ok(TermEvent::Key(key))) => actions = app.on_key(key),
+                Some(Ok(TermEvent::Paste(text))) => app.on_paste(&text),
+                Some(Ok(TermEvent::Resize(_, _))) => {
+                    let want = render::desired_height(&app, screen.size().width, screen.size().height);
+                    screen.reshape(want)?;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(anyhow!("cannot read the terminal: {e}")),
+                None => break,
+            },
+            Some(ev) = events.recv() => {
+                let first_run = matches!(&ev, Event::RunStarted { resumed: false, .. });
+                if let Event::RunStarted { session_id, .. } = &ev
+                    && first_run && !titled {
+                    titled = true;
+                    spawn_title(&engine, session_id.clone(), side_tx.clone());
+                }
+                let stopped = matches!(ev, Event::Stopped { .. });
+                actions = app.on_event(ev);
+                if stopped {
+                    running = None;
+                }
+            }
+            Some(s) = side.recv() => match s {
+                Side::Compacted(r) => {
+                    app.status.running = false;
+                    match r {
+                        Ok(true) => {}
+                        Ok(false) => app.notice("nothing to compact: the session has no turns older than the ones kept"),
+                        Err(e) => app.error(format!("/compact: {e}")),
+                    }
+                }
+                Side::Title => {}
+            },
+            _ = tick.tick(), if app.animating() || app.hint.is_some() => app.on_tick(),
+        }
+        for action in actions {
+            match action {
+                Action::Quit => {}
+                Action::Submit(prompt) => {
+                    let cancel = CancellationToken::new();
+                    let control = RunControl::new();
+                    let request = RunRequest {
+                        prompt,
+                        resume: app.status.session_id.clone(),
+                        mode: Some(app.status.mode),
+                        control: Some(control.clone()),
+                    };
+                    let e = engine.clone();
+                    let mut sink = tx.clone();
+                    let c = cancel.clone();
+                    tokio::spawn(async move {
+                        e.run(request, c, &mut sink).await;
+                    });
+                    running = Some(Running { cancel, control });
+                }
+                Action::Queue(text) => {
+                    // With no run left, the app sends what is queued as the
+                    // next run when it sees the run's end.
+                    if let Some(r) = &running {
+                        r.control.queue(text);
+                    }
+                }
+                Action::Cancel => {
+                    if let Some(r) = &running {
+                        r.cancel.cancel();
+                    }
+                }
+                Action::SetMode(mode) => {
+                    if let Some(r) = &running {
+                        r.control.set_mode(mode);
+                    }
+                }
+                Action::NewSession => {
+                    titled = false;
+                    app.notice("new session: the next message starts it");
+                }
+                Action::LoadSessions => {
+                    let ws = setup.workspace.display().to_string();
+                    match setup.store.list_sessions(Some(&ws), 50).await {
+                        Ok(list) => app.open_resume(list),
+                        Err(e) => app.error(format!("cannot list sessions: {e}")),
+                    }
+                }
+                Action::Resume(id) => resume(&mut app, setup.store.as_ref(), &id).await,
+                Action::Compact => {
+                    if let Some(id) = app.status.session_id.clone() {
+                        app.status.running = true;
+                        app.notice("compacting…");
+                        let e = engine.clone();
+                        let mut sink = tx.clone();
+                        let side_tx = side_tx.clone();
+                        tokio::spawn(async move {
+                            let r = e
+                                .compact_session(&id, CancellationToken::new(), &mut sink)
+                                .await
+                                .map_err(|e| e.to_string());
+                            let _ = side_tx.send(Side::Compacted(r));
+                        });
+                    }
+                }
+                Action::SwitchModel(None) => app.notice(format!(
+                    "model: {} ({}) · switch with /model NAME",
+                    app.status.model, app.status.provider
+                )),
+                Action::SwitchModel(Some(name)) => match (setup.engine)(Some(&name)) {
+                    Ok(e) => {
+                        engine = e;
+                        app.status.model = engine.provider().model().to_string();
+                        app.status.provider = engine.provider().name().to_string();
+                        app.status.context_window = engine.provider().capabilities().context_window;
+                        app.notice(format!(
+                            "model: {} ({}) from the next turn",
+                            app.status.model, app.status.provider
+                        ));
+                    }
+                    Err(e) => app.error(format!("/model {name}: {e:#}")),
+                },
+                Action::ShowCost => show_cost(&mut app, setup.store.as_ref()).await,
+                Action::ShowContext => show_context(&mut app, &engine).await,
+            }
+        }
+        if app.should_quit {
+            if let Some(r) = &running {
+                r.cancel.cancel();
+            }
+            break;
+        }
+    }
+    paint(&mut app, &mut screen)?;
+    screen.finish();
+    Ok(())
+}
+
+/// Print finished cells, fit the viewport, draw.
+fn paint(app: &mut App, screen: &mut Screen) -> anyhow::Result<()> {
+    let size = screen.size();
+    let cells = app.drain_inserts();
+    if !cells.is_empty() {
+        let lines = render::transcript_lines(&cells, size.width, &app.theme);
+        screen.insert(lines)?;
+    }
+    let mut want = render::desired_height(app, size.width, size.height);
+    if app.running() && app.modal.is_none() {
+        // While a run goes on the viewport only grows: no jumping.
+        want = want.max(screen.height());
+    }
+    if want != screen.height() {
+        screen.reshape(want)?;
+    }
+    screen.draw(|f| render::draw(app, f))?;
+    Ok(())
+}
+
+async fn resume(app: &mut App, store: &dyn SessionStore, id: &str) {
+    let info = match store.get_session(id).await {
+        Ok(i) => i,
+        Err(e) => {
+            app.error(format!("cannot resume {id}: {e}"));
+            return;
+        }
+    };
+    match store.messages(&info.id).await {
+        Ok(messages) => {
+            app.push_cell(Cell::Info {
+                title: format!("Resumed “{}” ({})", info.title, info.id),
+                lines: Vec::new(),
+            });
+            app.replay(&messages);
+            app.status.session_id = Some(info.id.clone());
+            if let Ok(todos) = store.todos(&info.id).await {
+                app.set_todos(todos);
+            }
+            if let Ok((entries, _)) = store.ledger(&info.id).await {
+                let totals = rein_core::LedgerTotals::of(&entries);
+                app.status.cost_usd = totals.cost_usd;
+                app.status.cost_known = totals.unpriced_calls == 0;
+            }
+        }
+        Err(e) => app.error(format!("cannot read session {}: {e}", info.id)),
+    }
+}
+
+async fn show_cost(app: &mut App, store: &dyn SessionStore) {
+    let Some(id) = app.status.session_id.clone() else {
+        app.notice("no session yet: nothing spent");
+        return;
+    };
+    match store.ledger(&id).await {
+        Ok((entries, skipped)) => {
+            let t = rein_core::LedgerTotals::of(&entries);
+            let mut lines = vec![
+                format!("model calls   {}", t.calls),
+                format!(
+                    "input tokens  {} ({} cached)",
+                    t.input_tokens, t.cached_input_tokens
+                ),
+                format!("output tokens {}", t.output_tokens),
+                format!(
+                    "cost          ${:.4}{}",
+                    t.cost_usd,
+                    if t.unpriced_calls > 0 {
+                        format!(" + {} calls at unknown prices", t.unpriced_calls)
+                    } else {
+                        String::new()
+                    }
+                ),
+            ];
+            if skipped > 0 {
+                lines.push(format!("({skipped} unreadable ledger rows skipped)"));
+            }
+            app.push_cell(Cell::Info {
+                title: format!("Cost of session {id}"),
+                lines,
+            });
+        }
+        Err(e) => app.error(format!("cannot read the ledger: {e}")),
+    }
+}
+
+async fn show_context(app: &mut App, engine: &AgentEngine) {
+    let window = app.status.context_window;
+    let Some(id) = app.status.session_id.clone() else {
+        app.notice("no session yet: the context holds only the system prompt and tools");
+        return;
+    };
+    let messages = match engine.store().messages(&id).await {
+        Ok(m) => m,
+        Err(e) => {
+            app.error(format!("cannot read the session: {e}"));
+            return;
+        }
+    };
+    let counter: Arc<dyn TokenCounter> = engine
+        .provider()
+        .token_counter()
+        .unwrap_or_else(|| Arc::new(rein_core::CalibratedEstimator::default()));
+    let mut by_kind = [0u64; 4];
+    let mut biggest: Vec<(u64, String)> = Vec::new();
+    for m in &messages {
+        let (k, text, label) = match m {
+            Message::User { content } => (0, content.clone(), None),
+            Message::Assistant(a) => {
+                let mut t = a.text();
+                for c in a.tool_calls() {
+                    t.push_str(&c.arguments);
+                }
+                (1, t, None)
+            }
+            Message::Tool(r) => (2, r.output.clone(), Some(r.name.clone())),
+            Message::System { content } => (3, content.clone(), None),
+        };
+        let n = counter.count(&text);
+        by_kind[k] += n;
+        if let Some(l) = label {
+            biggest.push((n, l));
+        }
+    }
+    biggest.sort_by_key(|b| std::cmp::Reverse(b.0));
+    let total: u64 = by_kind.iter().sum();
+    let pct = |n: u64| match window {
+        Some(w) if w > 0 => format!(" ({:.0}%)", n as f64 / w as f64 * 100.0),
+        _ => String::new(),
+    };
+    let mut lines = vec![
+        format!(
+            "in the last request  {}{} of a {} window",
+            app.status.context_tokens.unwrap_or(0),
+            pct(app.status.context_tokens.unwrap_or(0)),
+            window
+                .map(|w| w.to_string())
+                .unwrap_or_else(|| "unknown".into())
+        ),
+        format!(
+            "stored history      {total} tokens in {} messages",
+            messages.len()
+        ),
+        format!("  user messages     {}{}", by_kind[0], pct(by_kind[0])),
+        format!("  model replies     {}{}", by_kind[1], pct(by_kind[1])),
+        format!("  tool results      {}{}", by_kind[2], pct(by_kind[2])),
+    ];
+    for (n, name) in biggest.into_iter().take(3) {
+        lines.push(format!("    largest: {name} {n}"));
+    }
+    lines.push("the rest is the system prompt and the tool definitions".into());
+    app.push_cell(Cell::Info {
+        title: "Context".into(),
+        lines,
+    });
+}
+
+/// A short model-written title for a new session, recorded in the ledger.
+/// Skipped for the local model (its first-line title stays: no extra call)
+/// and the replay provider (its script has no title answers).
+fn spawn_title(engine: &AgentEngine, session_id: String, side: mpsc::UnboundedSender<Side>) {
+    let name = engine.provider().name();
+    if name == "local" || name == "replay" {
+        return;
+    }
+    let e = engine.clone();
+    tokio::spawn(async move {
+        let _ = e.title_session(&session_id, CancellationToken::new()).await;
+        let _ = side.send(Side::Title);
+    });
+}
+
+/// While the app runs, anything written to stderr (a library's log, a
+/// panic message) goes to `$REIN_HOME/logs/tui.log` instead of the screen.
+struct LogRedirect {
+    saved: Option<i32>,
+}
+
+impl LogRedirect {
+    fn start(home: &std::path::Path) -> std::io::Result<LogRedirect> {
+        let dir = home.join("logs");
+        std::fs::create_dir_all(&dir)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("tui.log"))?;
+        // SAFETY: dup/dup2 on valid descriptors; the saved copy is put back
+        // on drop.
+        let saved = unsafe { libc::dup(2) };
+        if saved < 0 {
+            return Ok(LogRedirect { saved: None });
+        }
+        if unsafe { libc::dup2(file.as_raw_fd(), 2) } < 0 {
+            unsafe { libc::close(saved) };
+            return Ok(LogRedirect { saved: None });
+        }
+        Ok(LogRedirect { saved: Some(saved) })
+    }
+}
+
+impl Drop for LogRedirect {
+    fn drop(&mut self) {
+        if let Some(fd) = self.saved.take() {
+            // SAFETY: `fd` is our saved copy of the original stderr.
+            unsafe {
+                libc::dup2(fd, 2);
+                libc::close(fd);
+            }
+        }
+    }
+}
