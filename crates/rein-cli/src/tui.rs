@@ -29,6 +29,12 @@ pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>
 }
 
 pub async fn run(args: AppArgs) -> Result<i32, Failure> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Failure::usage(anyhow!(
+            "the interactive app needs a terminal; use `rein exec \"task\"` for scripts and pipes"
+        )));
+    }
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
     apply_model_flags(

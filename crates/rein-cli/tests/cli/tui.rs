@@ -1,0 +1,205 @@
+//! The interactive app driven for real in tmux: keys in, screen out.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::support::*;
+
+/// A private tmux server (its own socket) holding one session.
+struct Tmux {
+    socket: String,
+    session: &'static str,
+}
+
+impl Tmux {
+    fn start(env: &Env, args: &[&str]) -> Tmux {
+        let socket = format!("rein-test-{}-{}", std::process::id(), fastrand_id());
+        let t = Tmux {
+            socket,
+            session: "app",
+        };
+        let bin = env!("CARGO_BIN_EXE_rein");
+        let mut line = format!(
+            "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY REIN_HOME='{}' TERM=xterm-256color '{bin}'",
+            env.home.path().display()
+        );
+        for a in args {
+            line.push_str(&format!(" '{a}'"));
+        }
+        line.push_str("; echo \"rein exited with $?\"; sleep 60");
+        let ok = Command::new("tmux")
+            .args(["-L", &t.socket, "new-session", "-d", "-s", t.session])
+            .args(["-x", "100", "-y", "30", "-c"])
+            .arg(env.ws.path())
+            .arg(line)
+            .status()
+            .expect("tmux must be installed for the app's end-to-end test (apt-get install tmux)");
+        assert!(ok.success(), "tmux could not start a session");
+        t
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let ok = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", self.session])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    fn type_text(&self, text: &str) {
+        let ok = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-l", "-t", self.session, text])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    /// The screen and the scrollback above it.
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-S", "-300", "-t"])
+            .arg(self.session)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Wait until the pane shows `text` (10 s at most).
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if screen.contains(text) {
+                return screen;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                panic!("the screen never showed {text:?}; it shows:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn fastrand_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn write_project(ws: &Path) {
+    std::fs::write(
+        ws.join("calc.py"),
+        "def mean(v):\n    return sum(v) / (len(v) - 1)\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_app_runs_a_task_with_an_approval_shows_the_diff_and_resumes_after_a_restart() {
+    let env = Env::new();
+    write_project(env.ws.path());
+    let script = env.script(
+        "tui.json",
+        &json!({
+            "model": "replay-tui",
+            "context_window": 32000,
+            "turns": [
+                {"reasoning": "Run the tests first.",
+                 "text": "I'll run the tests.",
+                 "tool_calls": [{"name": "bash", "arguments": {"command": "echo checking && false"}}],
+                 "usage": {"input_tokens": 1200, "output_tokens": 60}},
+                {"text": "Fixing `mean`.",
+                 "tool_calls": [{"name": "edit_file", "arguments": {
+                     "path": "calc.py",
+                     "old_string": "    return sum(v) / (len(v) - 1)",
+                     "new_string": "    return sum(v) / len(v)"}}],
+                 "usage": {"input_tokens": 1500, "output_tokens": 45}},
+                {"text": "## Fixed\n\n`mean` divided by one less than the count.",
+                 "usage": {"input_tokens": 1800, "output_tokens": 30}}
+            ]
+        }),
+    );
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("ask rein to do something");
+    app.type_text("fix the mean function");
+    app.keys(&["Enter"]);
+
+    // The command needs approval in the default mode: the modal shows it.
+    let screen = app.wait_for("Allow bash?");
+    assert!(screen.contains("echo checking && false"), "{screen}");
+    assert!(screen.contains("[y] once"), "{screen}");
+    app.keys(&["y"]);
+
+    // Then the edit, with its change.
+    let screen = app.wait_for("Allow edit_file?");
+    assert!(screen.contains("return sum(v) / len(v)"), "{screen}");
+    app.keys(&["y"]);
+
+    app.wait_for("Fixed");
+    let screen = app.wait_for("divided by one less");
+    // The command's cell: its exit status and output.
+    assert!(screen.contains("bash echo checking && false"), "{screen}");
+    assert!(screen.contains("exit 1"), "{screen}");
+    assert!(screen.contains("└ checking"), "{screen}");
+    // The edit's cell: a diff with line numbers.
+    assert!(screen.contains("edit_file calc.py"), "{screen}");
+    assert!(screen.contains("│-    return sum(v) / (len(v) - 1)"), "{screen}");
+    assert!(screen.contains("│+    return sum(v) / len(v)"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("calc.py")).unwrap(),
+        "def mean(v):\n    return sum(v) / len(v)\n"
+    );
+    app.wait_for("ask rein to do something");
+    app.type_text("/quit");
+    app.keys(&["Enter"]);
+    app.wait_for("rein exited with 0");
+    drop(app);
+
+    // A new app: /resume lists the session and brings its transcript back.
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("ask rein to do something");
+    app.type_text("/resume");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("Resume a session");
+    assert!(screen.contains("fix the mean function"), "{screen}");
+    app.keys(&["Enter"]);
+    app.wait_for("Resumed");
+    // The whole transcript comes back: the last answer is in it.
+    let screen = app.wait_for("divided by one less");
+    assert!(screen.contains("› fix the mean function"), "{screen}");
+    assert!(screen.contains("│+    return sum(v) / len(v)"), "{screen}");
+    // The session id shows in the status line.
+    let sessions = env.rein(&["sessions", "list", "--json"]);
+    let id = json_lines(&sessions)[0]["id"].as_str().unwrap()[..12].to_string();
+    assert!(!id.is_empty(), "{}", stdout(&sessions));
+    app.wait_for(&id);
+    // Ctrl+C twice on an empty input quits and gives the terminal back.
+    app.keys(&["C-c"]);
+    app.wait_for("press Ctrl+C again to quit");
+    app.keys(&["C-c"]);
+    app.wait_for("rein exited with 0");
+}
+
+#[test]
+fn the_app_refuses_to_start_without_a_terminal_with_one_clear_line() {
+    let env = Env::new();
+    let script = env.script("t.json", &json!({"model": "m", "turns": []}));
+    let out = env.rein(&["--provider", "replay", "--script", &script]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("needs a terminal"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
