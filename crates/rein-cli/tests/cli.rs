@@ -10,6 +10,6 @@ mod cli {
     mod model;
     mod permissions;
     mod sessions;
-    mod tui;
     pub mod support;
+    mod tui;
 }

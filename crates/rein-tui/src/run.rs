@@ -63,6 +63,11 @@ pub async fn run(setup: Setup) -> anyhow::Result<()> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         screen::restore();
+        // A panic caught in a render path is logged; any other one ends
+        // the app, so its message goes to the real terminal too.
+        if !RENDERING.load(std::sync::atomic::Ordering::SeqCst) {
+            restore_stderr();
+        }
         hook(info);
     }));
     let result = event_loop(setup).await;
@@ -125,16 +130,26 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                 None => break,
             },
             Some(ev) = events.recv() => {
-                let first_run = matches!(&ev, Event::RunStarted { resumed: false, .. });
-                if let Event::RunStarted { session_id, .. } = &ev
-                    && first_run && !titled {
-                    titled = true;
-                    spawn_title(&engine, session_id.clone(), side_tx.clone());
-                }
-                let stopped = matches!(ev, Event::Stopped { .. });
-                actions = app.on_event(ev);
-                if stopped {
-                    running = None;
+                let mut next = Some(ev);
+                let mut batch = 0;
+                // Take what else is waiting before drawing: one frame for a
+                // burst of deltas, so keys never wait behind frames.
+                while let Some(ev) = next.take() {
+                    if let Event::RunStarted { session_id, resumed: false, .. } = &ev
+                        && !titled
+                    {
+                        titled = true;
+                        spawn_title(&engine, session_id.clone(), side_tx.clone());
+                    }
+                    let stopped = matches!(ev, Event::Stopped { .. });
+                    actions.extend(app.on_event(ev));
+                    if stopped {
+                        running = None;
+                    }
+                    batch += 1;
+                    if batch < 512 && !matches!(actions.last(), Some(Action::Submit(_))) {
+                        next = events.try_recv().ok();
+                    }
                 }
             }
             Some(s) = side.recv() => match s {
@@ -264,7 +279,26 @@ fn paint(app: &mut App, screen: &mut Screen) -> anyhow::Result<()> {
     if want != screen.height() {
         screen.reshape(want)?;
     }
-    screen.draw(|f| render::draw(app, f))?;
+    let mut failed = None;
+    screen.draw(|f| {
+        RENDERING.store(true, std::sync::atomic::Ordering::SeqCst);
+        let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| render::draw(app, f)));
+        RENDERING.store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Err(p) = drawn {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            failed = Some(why);
+        }
+    })?;
+    if let Some(why) = failed {
+        // Show it once, as a cell; the app and the session go on.
+        app.error(format!(
+            "a screen failed to draw ({why}); details are in the log under REIN_HOME/logs"
+        ));
+    }
     Ok(())
 }
 
@@ -420,11 +454,26 @@ fn spawn_title(engine: &AgentEngine, session_id: String, side: mpsc::UnboundedSe
     });
 }
 
+/// True while a frame is drawn: a panic there is caught and shown as a
+/// line in the app instead of ending it.
+static RENDERING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The real stderr while it points at the log file (-1 when not).
+static SAVED_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+fn restore_stderr() {
+    let fd = SAVED_STDERR.swap(-1, std::sync::atomic::Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: `fd` is our saved copy of the original stderr.
+        unsafe {
+            libc::dup2(fd, 2);
+            libc::close(fd);
+        }
+    }
+}
+
 /// While the app runs, anything written to stderr (a library's log, a
 /// panic message) goes to `$REIN_HOME/logs/tui.log` instead of the screen.
-struct LogRedirect {
-    saved: Option<i32>,
-}
+struct LogRedirect;
 
 impl LogRedirect {
     fn start(home: &std::path::Path) -> std::io::Result<LogRedirect> {
@@ -438,24 +487,19 @@ impl LogRedirect {
         // on drop.
         let saved = unsafe { libc::dup(2) };
         if saved < 0 {
-            return Ok(LogRedirect { saved: None });
+            return Ok(LogRedirect);
         }
         if unsafe { libc::dup2(file.as_raw_fd(), 2) } < 0 {
             unsafe { libc::close(saved) };
-            return Ok(LogRedirect { saved: None });
+            return Ok(LogRedirect);
         }
-        Ok(LogRedirect { saved: Some(saved) })
+        SAVED_STDERR.store(saved, std::sync::atomic::Ordering::SeqCst);
+        Ok(LogRedirect)
     }
 }
 
 impl Drop for LogRedirect {
     fn drop(&mut self) {
-        if let Some(fd) = self.saved.take() {
-            // SAFETY: `fd` is our saved copy of the original stderr.
-            unsafe {
-                libc::dup2(fd, 2);
-                libc::close(fd);
-            }
-        }
+        restore_stderr();
     }
 }

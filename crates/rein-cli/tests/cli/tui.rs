@@ -52,7 +52,15 @@ impl Tmux {
 
     fn type_text(&self, text: &str) {
         let ok = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-l", "-t", self.session, text])
+            .args([
+                "-L",
+                &self.socket,
+                "send-keys",
+                "-l",
+                "-t",
+                self.session,
+                text,
+            ])
             .status()
             .unwrap();
         assert!(ok.success());
@@ -156,7 +164,10 @@ fn the_app_runs_a_task_with_an_approval_shows_the_diff_and_resumes_after_a_resta
     assert!(screen.contains("└ checking"), "{screen}");
     // The edit's cell: a diff with line numbers.
     assert!(screen.contains("edit_file calc.py"), "{screen}");
-    assert!(screen.contains("│-    return sum(v) / (len(v) - 1)"), "{screen}");
+    assert!(
+        screen.contains("│-    return sum(v) / (len(v) - 1)"),
+        "{screen}"
+    );
     assert!(screen.contains("│+    return sum(v) / len(v)"), "{screen}");
     assert_eq!(
         std::fs::read_to_string(env.ws.path().join("calc.py")).unwrap(),
