@@ -113,7 +113,7 @@ pub struct App {
     /// The answer streaming in, not yet flushed.
     pub stream_text: String,
     /// True when part of this answer was already flushed.
-    stream_continued: bool,
+    pub stream_continued: bool,
     pub stream_reasoning: String,
     last_reasoning: Option<String>,
     history: InputHistory,
@@ -534,73 +534,72 @@ impl App {
 
     // ---------------------------------------------------------- completion
 
-    fn complete(&mut self) {
+    /// What completes the text before the cursor: candidates, where the
+    /// token starts (char column) and whether it is a /command.
+    fn candidates(&mut self) -> Option<Popup> {
         let line = self.editor.text();
-        let (row, col) = self.editor.cursor();
+        let (row, _) = self.editor.cursor();
         if row == 0 && line.starts_with('/') && !line.contains(char::is_whitespace) {
             let items: Vec<String> = complete::complete_slash(&line)
                 .into_iter()
                 .map(str::to_string)
                 .collect();
-            match items.len() {
-                0 => {}
-                1 => {
-                    self.editor.set_text(&format!("{} ", items[0]));
-                    self.popup = None;
-                }
-                _ => {
-                    self.popup = Some(Popup {
-                        items,
-                        selected: 0,
-                        replace_chars: line.chars().count(),
-                        slash: true,
-                    })
-                }
-            }
-            return;
+            return Some(Popup {
+                items,
+                selected: 0,
+                replace_chars: 0,
+                slash: true,
+            });
         }
-        let _ = (row, col);
         let current = self.editor.current_line().to_string();
         let col = self.editor.cursor_char_col();
-        if let Some((start, query)) = complete::at_token(&current, col) {
-            let index = self
-                .files
-                .get_or_insert_with(|| FileIndex::build(&self.workspace, FILE_INDEX_LIMIT));
-            let items = index.complete(&query, 8);
-            match items.len() {
-                0 => self.hint = Some(format!("no file matches @{query}")),
-                1 => {
-                    let chosen = items[0].clone();
-                    self.editor
-                        .replace_before_cursor(start, &format!("@{chosen} "));
-                    self.popup = None;
-                }
-                _ => {
-                    self.popup = Some(Popup {
-                        items,
-                        selected: 0,
-                        replace_chars: start,
-                        slash: false,
-                    })
-                }
-            }
+        let (start, query) = complete::at_token(&current, col)?;
+        let index = self
+            .files
+            .get_or_insert_with(|| FileIndex::build(&self.workspace, FILE_INDEX_LIMIT));
+        let items = index.complete(&query, 8);
+        if items.is_empty() {
+            self.hint = Some(format!("no file matches @{query}"));
+        }
+        Some(Popup {
+            items,
+            selected: 0,
+            replace_chars: start,
+            slash: false,
+        })
+    }
+
+    /// Put a chosen completion into the input.
+    fn apply_completion(&mut self, p: &Popup, chosen: &str) {
+        if p.slash {
+            self.editor.set_text(&format!("{chosen} "));
+        } else {
+            self.editor
+                .replace_before_cursor(p.replace_chars, &format!("@{chosen} "));
         }
     }
 
-    /// Keep an open popup in step with what is typed.
-    fn refresh_popup(&mut self) {
-        if let Some(p) = &self.popup {
-            let slash = p.slash;
-            self.popup = None;
-            let line = self.editor.text();
-            if slash && (line.contains(char::is_whitespace) || !line.starts_with('/')) {
-                return;
-            }
-            self.complete();
-            // A unique match completes only on Tab, not while typing.
-            if self.popup.is_none() && !slash {
+    /// Tab: a single candidate is applied, several open the popup.
+    fn complete(&mut self) {
+        let Some(p) = self.candidates() else {
+            return;
+        };
+        match p.items.len() {
+            0 => self.popup = None,
+            1 => {
+                let chosen = p.items[0].clone();
+                self.apply_completion(&p, &chosen);
                 self.popup = None;
             }
+            _ => self.popup = Some(p),
+        }
+    }
+
+    /// Keep an open popup in step with what is typed; typing never applies
+    /// a completion by itself (only Tab or Enter do).
+    fn refresh_popup(&mut self) {
+        if self.popup.is_some() {
+            self.popup = self.candidates().filter(|p| !p.items.is_empty());
         }
     }
 
@@ -617,12 +616,7 @@ impl App {
             KeyCode::Tab | KeyCode::Enter => {
                 let p = self.popup.take()?;
                 let chosen = p.items.get(p.selected)?.clone();
-                if p.slash {
-                    self.editor.set_text(&format!("{chosen} "));
-                } else {
-                    self.editor
-                        .replace_before_cursor(p.replace_chars, &format!("@{chosen} "));
-                }
+                self.apply_completion(&p, &chosen);
             }
             _ => return None,
         }
@@ -1016,6 +1010,16 @@ impl App {
         }
         if self.hint.as_deref() == Some("cancelling…") {
             self.hint = None;
+        }
+        // After a cancel, what was queued comes back to the input, unsent.
+        if reason == StopReason::Cancelled && !self.queued.is_empty() {
+            let back = std::mem::take(&mut self.queued).join("\n\n");
+            let draft = self.editor.text();
+            self.editor.set_text(&if draft.trim().is_empty() {
+                back
+            } else {
+                format!("{back}\n{draft}")
+            });
         }
         // Messages typed too late for the run go out as the next one.
         if !self.queued.is_empty() {

@@ -122,8 +122,10 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
-/// Wrap plain text to `width` columns (by characters; long words broken).
+/// Wrap plain text to `width` columns at spaces (a word longer than the
+/// width is broken); tabs become spaces, control characters go.
 pub fn wrap_plain(text: &str, width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthChar;
     let width = width.max(1);
     let mut out = Vec::new();
     for raw in text.split('\n') {
@@ -132,22 +134,26 @@ pub fn wrap_plain(text: &str, width: usize) -> Vec<String> {
             .chars()
             .filter(|c| !c.is_control())
             .collect();
-        if line.is_empty() {
-            out.push(String::new());
-            continue;
-        }
         let mut cur = String::new();
         let mut w = 0;
-        for c in line.chars() {
-            let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-            if w + cw > width && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+        for word in line.split_inclusive(' ') {
+            let ww = word.trim_end().width();
+            if w + ww > width && !cur.is_empty() {
+                out.push(cur.trim_end().to_string());
+                cur.clear();
                 w = 0;
             }
-            cur.push(c);
-            w += cw;
+            for c in word.chars() {
+                let cw = c.width().unwrap_or(0);
+                if w + cw > width && !cur.is_empty() && c != ' ' {
+                    out.push(std::mem::take(&mut cur));
+                    w = 0;
+                }
+                cur.push(c);
+                w += cw;
+            }
         }
-        out.push(cur);
+        out.push(cur.trim_end().to_string());
     }
     out
 }

@@ -37,7 +37,7 @@ pub fn live_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     if !app.stream_text.trim().is_empty() {
         let cell = Cell::Assistant {
             text: app.stream_text.clone(),
-            continued: false,
+            continued: app.stream_continued,
         };
         out.extend(cell.lines(width, theme, app.tick));
     }
@@ -86,9 +86,9 @@ fn modal_height(app: &App, width: u16) -> u16 {
                 .map(|p| wrap_plain(&p.request.summary, width.saturating_sub(4) as usize).len())
                 .unwrap_or(1)
                 .min(6) as u16;
-            7 + summary + preview
+            6 + summary + preview
         }
-        Some(Modal::Resume { sessions, .. }) => (sessions.len() as u16).min(10) + 4,
+        Some(Modal::Resume { sessions, .. }) => (sessions.len() as u16).min(10) + 3,
         Some(Modal::PlanDone) => 5,
     }
 }
@@ -111,7 +111,7 @@ pub fn draw(app: &App, frame: &mut Frame) {
     let theme = &app.theme;
     if area.width < MIN_WIDTH || area.height < 3 {
         let msg = format!(
-            "terminal too small ({}×{}): rein needs {MIN_WIDTH}×{MIN_HEIGHT}",
+            "terminal too small ({}×{}): rein needs {MIN_WIDTH} columns and 3 rows",
             area.width, area.height
         );
         frame.render_widget(
@@ -409,7 +409,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
             selected,
         }) => {
             let matches = App::resume_matches(sessions, filter);
-            let rows = area.height.saturating_sub(4) as usize;
+            let rows = area.height.saturating_sub(3) as usize;
             let start = selected.saturating_sub(rows.saturating_sub(1));
             let now = rein_core::time::now_millis() as i64;
             let mut lines: Vec<Line> = vec![Line::from(vec![
