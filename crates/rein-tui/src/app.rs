@@ -108,6 +108,9 @@ pub struct App {
     pub queued: Vec<String>,
     /// Finished cells, waiting to go to the scrollback.
     inserts: Vec<Cell>,
+    /// The last cells printed to the scrollback, to draw again after a
+    /// resize (the terminal rewraps what it holds; we redraw what shows).
+    printed: VecDeque<Cell>,
     /// Cells that still change (running tools).
     pub live: Vec<Cell>,
     /// The answer streaming in, not yet flushed.
@@ -128,6 +131,7 @@ pub struct App {
     pre_plan_mode: Option<PermissionMode>,
 }
 
+const PRINTED_KEPT: usize = 200;
 const CTRL_C_WINDOW: Duration = Duration::from_secs(2);
 const FILE_INDEX_LIMIT: usize = 20_000;
 
@@ -147,6 +151,7 @@ impl App {
             approvals: VecDeque::new(),
             queued: Vec::new(),
             inserts: Vec::new(),
+            printed: VecDeque::new(),
             live: Vec::new(),
             stream_text: String::new(),
             stream_continued: false,
@@ -165,7 +170,30 @@ impl App {
 
     /// Finished cells to print above the app, oldest first.
     pub fn drain_inserts(&mut self) -> Vec<Cell> {
-        std::mem::take(&mut self.inserts)
+        let cells = std::mem::take(&mut self.inserts);
+        self.printed.extend(cells.iter().cloned());
+        if self.printed.len() > PRINTED_KEPT {
+            let extra = self.printed.len() - PRINTED_KEPT;
+            self.printed.drain(..extra);
+        }
+        cells
+    }
+
+    /// The newest printed cells, enough to fill `rows` at this width: what
+    /// a resized screen draws again.
+    pub fn printed_tail(&self, rows: usize, width: u16) -> Vec<ratatui::text::Line<'static>> {
+        let mut tail: Vec<ratatui::text::Line<'static>> = Vec::new();
+        for cell in self.printed.iter().rev() {
+            let mut lines =
+                crate::render::transcript_lines(std::slice::from_ref(cell), width, &self.theme);
+            lines.extend(tail);
+            tail = lines;
+            if tail.len() >= rows {
+                break;
+            }
+        }
+        let skip = tail.len().saturating_sub(rows);
+        tail.split_off(skip)
     }
 
     /// Add a finished cell to the transcript.

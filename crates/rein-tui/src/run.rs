@@ -121,9 +121,11 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
             k = keys.next() => match k {
                 Some(Ok(TermEvent::Key(key))) => actions = app.on_key(key),
                 Some(Ok(TermEvent::Paste(text))) => app.on_paste(&text),
-                Some(Ok(TermEvent::Resize(_, _))) => {
-                    let want = render::desired_height(&app, screen.size().width, screen.size().height);
-                    screen.reshape(want)?;
+                Some(Ok(TermEvent::Resize(w, h))) => {
+                    let want = render::desired_height(&app, w, h);
+                    screen.reset(want)?;
+                    let rows = h.saturating_sub(want) as usize;
+                    screen.insert(app.printed_tail(rows, w))?;
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(anyhow!("cannot read the terminal: {e}")),

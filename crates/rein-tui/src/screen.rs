@@ -166,6 +166,25 @@ impl Screen {
         Ok(())
     }
 
+    /// After a resize: clear the screen (the terminal has rewrapped what it
+    /// showed) and start again at the top with a viewport of `height` rows;
+    /// the caller prints the newest cells again above it.
+    pub fn reset(&mut self, height: u16) -> io::Result<()> {
+        let size = self.term.size()?;
+        let mut out = io::stdout();
+        crossterm::execute!(out, MoveTo(0, 0), Clear(CtClear::All))?;
+        let height = height.min(size.height).max(1);
+        self.term = Terminal::with_options(
+            Back::new(Some(Position::new(0, 0))),
+            TerminalOptions {
+                viewport: Viewport::Inline(height),
+            },
+        )?;
+        self.size = size;
+        self.area = Rect::new(0, 0, size.width, height);
+        Ok(())
+    }
+
     /// Print finished lines above the viewport, into the scrollback.
     pub fn insert(&mut self, lines: Vec<Line<'static>>) -> io::Result<()> {
         let chunk = self.size.height.max(2) as usize;

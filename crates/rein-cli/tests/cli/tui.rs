@@ -50,6 +50,24 @@ impl Tmux {
         assert!(ok.success());
     }
 
+    fn resize(&self, w: u16, h: u16) {
+        let ok = Command::new("tmux")
+            .args(["-L", &self.socket, "resize-window", "-t", self.session])
+            .args(["-x", &w.to_string(), "-y", &h.to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    /// Only what is on the screen now.
+    fn visible(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", self.session])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     fn type_text(&self, text: &str) {
         let ok = Command::new("tmux")
             .args([
@@ -174,6 +192,32 @@ fn the_app_runs_a_task_with_an_approval_shows_the_diff_and_resumes_after_a_resta
         "def mean(v):\n    return sum(v) / len(v)\n"
     );
     app.wait_for("ask rein to do something");
+
+    // A narrower terminal: the app redraws the newest cells at the new
+    // width, with no leftovers of the wider frame.
+    app.resize(60, 24);
+    let start = Instant::now();
+    let screen = loop {
+        let s = app.visible();
+        if s.contains("divided by one less") && s.contains("ask rein")
+            || start.elapsed() > Duration::from_secs(10)
+        {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(screen.contains("divided by one less"), "{screen}");
+    for line in screen.lines() {
+        assert!(
+            line.chars().count() <= 60,
+            "a line wider than the screen: {line:?}\n{screen}"
+        );
+        // The rule above the input, rewrapped by the terminal, would leave
+        // a shorter piece behind.
+        if !line.is_empty() && line.chars().all(|c| c == '─') {
+            assert_eq!(line.chars().count(), 60, "a leftover rule: {screen}");
+        }
+    }
     app.type_text("/quit");
     app.keys(&["Enter"]);
     app.wait_for("rein exited with 0");
