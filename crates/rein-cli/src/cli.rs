@@ -37,18 +37,8 @@ pub struct AppArgs {
     /// bypass (Shift+Tab cycles the first four).
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
-    /// Model provider (as for `rein exec`).
-    #[arg(long, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model name, for providers that serve several.
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// GGUF model file for the local provider (implies `--provider local`).
-    #[arg(long, value_name = "FILE")]
-    pub model_path: Option<PathBuf>,
-    /// Replay script for `--provider replay`.
-    #[arg(long, value_name = "FILE")]
-    pub script: Option<PathBuf>,
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -71,19 +61,31 @@ pub enum Command {
     Compact(CompactArgs),
 }
 
+/// Which model a command talks to.
+#[derive(Debug, Args, Default)]
+pub struct ModelArgs {
+    /// Model provider: anthropic, openai, openai-responses, local, replay, or
+    /// a [providers.NAME] from config.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, for providers that serve several.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// GGUF model file for the local provider (implies `--provider local`).
+    #[arg(long, value_name = "FILE")]
+    pub model_path: Option<PathBuf>,
+    /// Replay script for `--provider replay`.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct CompactArgs {
     /// Session id or unique prefix (default: the newest of this workspace).
     pub session: Option<String>,
-    /// Model provider for the summary (as for `rein exec`).
-    #[arg(long, value_name = "NAME")]
-    pub provider: Option<String>,
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    #[arg(long, value_name = "FILE")]
-    pub model_path: Option<PathBuf>,
-    #[arg(long, value_name = "FILE")]
-    pub script: Option<PathBuf>,
+    /// The model that writes the summary.
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -124,19 +126,8 @@ pub struct ExecArgs {
     /// checks: only for throwaway machines).
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
-    /// Model provider: anthropic, openai, openai-responses, local, replay, or
-    /// a [providers.NAME] from config.
-    #[arg(long, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model name, for providers that serve several.
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// GGUF model file for the local provider (implies `--provider local`).
-    #[arg(long, value_name = "FILE")]
-    pub model_path: Option<PathBuf>,
-    /// Replay script for `--provider replay`.
-    #[arg(long, value_name = "FILE")]
-    pub script: Option<PathBuf>,
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,

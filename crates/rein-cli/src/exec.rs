@@ -11,7 +11,7 @@ use rein_core::{
 };
 use rein_store::SqliteStore;
 
-use crate::cli::ExecArgs;
+use crate::cli::{ExecArgs, ModelArgs};
 use crate::config::Config;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
@@ -108,14 +108,7 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
 
 pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
-    let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
-    apply_model_flags(
-        &mut cfg,
-        args.provider,
-        args.model,
-        args.model_path,
-        args.script,
-    )?;
+    let mut cfg = load_config(&workspace, args.models)?;
     if let Some(n) = args.max_turns {
         cfg.max_turns = n;
     }
@@ -140,13 +133,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         );
     }
     cfg.validate().map_err(Failure::usage)?;
-    let mode = match (&args.mode, args.plan) {
-        (Some(m), _) => m
-            .parse::<PermissionMode>()
-            .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
-        (None, true) => PermissionMode::Plan,
-        (None, false) => cfg.permissions.mode.unwrap_or_default(),
-    };
+    let mode = start_mode(&cfg, args.mode.as_deref(), args.plan)?;
     let prompt = read_prompt(&args.prompt)?;
     if mode == PermissionMode::Bypass {
         output::err(
@@ -250,14 +237,7 @@ pub fn engine_builder(
 /// `rein compact [SESSION]`.
 pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
-    let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
-    apply_model_flags(
-        &mut cfg,
-        args.provider,
-        args.model,
-        args.model_path,
-        args.script,
-    )?;
+    let cfg = load_config(&workspace, args.models)?;
     cfg.validate().map_err(Failure::usage)?;
     let store = open_store(&cfg)?;
     let id = match args.session {
@@ -306,14 +286,32 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     Ok(exit::COMPLETED)
 }
 
+/// The layered config of `workspace` with the model flags over it.
+pub fn load_config(workspace: &Path, models: ModelArgs) -> Result<Config, Failure> {
+    let mut cfg = Config::load(workspace).map_err(Failure::usage)?;
+    apply_model_flags(&mut cfg, models)?;
+    Ok(cfg)
+}
+
+/// The permission mode a run starts in: `--mode`, `--plan`, then config.
+pub fn start_mode(cfg: &Config, mode: Option<&str>, plan: bool) -> Result<PermissionMode, Failure> {
+    Ok(match (mode, plan) {
+        (Some(m), _) => m
+            .parse::<PermissionMode>()
+            .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
+        (None, true) => PermissionMode::Plan,
+        (None, false) => cfg.permissions.mode.unwrap_or_default(),
+    })
+}
+
 /// `--provider`, `--model`, `--model-path` and `--script` over the config.
-pub fn apply_model_flags(
-    cfg: &mut Config,
-    provider: Option<String>,
-    model: Option<String>,
-    model_path: Option<PathBuf>,
-    script: Option<PathBuf>,
-) -> Result<(), Failure> {
+fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> {
+    let ModelArgs {
+        provider,
+        model,
+        model_path,
+        script,
+    } = flags;
     if let Some(path) = model_path {
         match provider.as_deref() {
             None | Some("local") => {}

@@ -8,7 +8,8 @@ use rein_core::{AgentEngine, Approvals, PermissionMode};
 use crate::cli::AppArgs;
 use crate::config::Config;
 use crate::exec::{
-    apply_model_flags, engine_builder, find_session, latest_session, open_store, resolve_workspace,
+    engine_builder, find_session, latest_session, load_config, open_store, resolve_workspace,
+    start_mode,
 };
 use crate::exit::Failure;
 use crate::providers;
@@ -36,22 +37,9 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         )));
     }
     let workspace = resolve_workspace(args.workspace.as_deref())?;
-    let mut cfg = Config::load(&workspace).map_err(Failure::usage)?;
-    apply_model_flags(
-        &mut cfg,
-        args.provider,
-        args.model,
-        args.model_path,
-        args.script,
-    )?;
+    let cfg = load_config(&workspace, args.models)?;
     cfg.validate().map_err(Failure::usage)?;
-    let mode = match (&args.mode, args.plan) {
-        (Some(m), _) => m
-            .parse::<PermissionMode>()
-            .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
-        (None, true) => PermissionMode::Plan,
-        (None, false) => cfg.permissions.mode.unwrap_or_default(),
-    };
+    let mode = start_mode(&cfg, args.mode.as_deref(), args.plan)?;
     let store = open_store(&cfg)?;
     let resume = if args.last {
         Some(latest_session(store.as_ref(), &workspace, "--last: no session to resume").await?)

@@ -240,16 +240,9 @@ pub fn viewport(app: &App, width: u16, term_height: u16) -> String {
 
 /// Lines as text, trailing spaces trimmed.
 pub fn lines_text(lines: &[Line]) -> String {
-    lines
-        .iter()
-        .map(|l| {
-            l.spans
-                .iter()
-                .map(|s| s.content.as_ref())
-                .collect::<String>()
-                .trim_end()
-                .to_string()
-        })
+    rein_tui::markdown::plain_text(lines)
+        .lines()
+        .map(str::trim_end)
         .collect::<Vec<_>>()
         .join("\n")
 }
