@@ -1,0 +1,366 @@
+//! Engine events: the transcript, the live area and the status line follow
+//! the run.
+
+use rein_core::{ApprovalDecision, Event, Message, PermissionMode, StopReason, Todo, TodoStatus};
+
+use super::{Action, App, Modal, PendingApproval, stable_prefix};
+use crate::cells::{Cell, ToolState, proposed_change};
+
+impl App {
+    // --------------------------------------------------------------- events
+
+    /// An engine event. May ask the runtime to do something (a message that
+    /// was queued too late for the run is sent as the next one).
+    pub fn on_event(&mut self, event: Event) -> Vec<Action> {
+        match event {
+            Event::RunStarted {
+                session_id,
+                provider,
+                model,
+                mode,
+                ..
+            } => {
+                self.status.session_id = Some(session_id);
+                self.status.provider = provider;
+                self.status.model = model;
+                if !self.status.mode_pending {
+                    self.status.mode = mode;
+                }
+                self.status.running = true;
+            }
+            Event::TextDelta { text } => {
+                self.finish_reasoning();
+                self.stream_text.push_str(&text);
+                self.flush_stable_text();
+            }
+            Event::ReasoningDelta { text } => self.stream_reasoning.push_str(&text),
+            Event::Retry {
+                attempt,
+                max_retries,
+                delay_ms,
+                error,
+            } => self.notice(format!(
+                "retrying in {:.1} s (attempt {attempt} of {max_retries}): {error}",
+                delay_ms as f64 / 1000.0
+            )),
+            Event::ToolStarted {
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.finish_stream();
+                self.live.push(Cell::Tool {
+                    call_id,
+                    name,
+                    arguments,
+                    state: ToolState::Running,
+                });
+            }
+            Event::ToolFinished {
+                call_id,
+                duration_ms,
+                is_error,
+                output_preview,
+                ..
+            } => {
+                if let Some(state) = self.tool_state(&call_id) {
+                    *state = ToolState::Done {
+                        duration_ms,
+                        is_error,
+                        output: output_preview,
+                    };
+                }
+            }
+            Event::ApprovalRequired { request, reply } => {
+                let preview = self.live.iter().find_map(|c| match c {
+                    Cell::Tool {
+                        call_id,
+                        name,
+                        arguments,
+                        ..
+                    } if *call_id == request.call_id => proposed_change(name, arguments),
+                    _ => None,
+                });
+                if let Some(state) = self.tool_state(&request.call_id) {
+                    *state = ToolState::Waiting;
+                }
+                self.approvals.push_back(PendingApproval {
+                    request,
+                    reply,
+                    preview,
+                });
+                if self.modal.is_none() {
+                    self.popup = None;
+                    self.modal = Some(Modal::Approval { feedback: None });
+                }
+            }
+            Event::ApprovalResolved { call_id, decision } => {
+                self.approvals.retain(|p| p.request.call_id != call_id);
+                if self.approvals.is_empty() && matches!(self.modal, Some(Modal::Approval { .. })) {
+                    self.modal = None;
+                }
+                if let Some(state) = self.tool_state(&call_id)
+                    && *state == ToolState::Waiting
+                {
+                    *state = match decision {
+                        ApprovalDecision::Approve { .. } => ToolState::Running,
+                        ApprovalDecision::Deny { .. } => ToolState::Denied {
+                            why: "denied by you".into(),
+                        },
+                    };
+                }
+            }
+            Event::PermissionDenied { call_id, why, .. } => {
+                if let Some(state) = self.tool_state(&call_id) {
+                    *state = ToolState::Denied { why };
+                }
+                self.retire_tool(&call_id);
+            }
+            Event::Compaction {
+                summarized,
+                replaced_messages,
+                tokens_before,
+                tokens_after,
+                note,
+                ..
+            } => self.notice(format!(
+                "context compacted: {replaced_messages} older messages {} (about {tokens_before} → {tokens_after} tokens){}",
+                if summarized {
+                    "summarised"
+                } else {
+                    "dropped"
+                },
+                note.map(|n| format!("; {n}")).unwrap_or_default()
+            )),
+            Event::ModeChanged { mode } => {
+                self.status.mode = mode;
+                self.status.mode_pending = false;
+            }
+            Event::TodosUpdated { todos } => self.set_todos(todos),
+            Event::Notice { message } => self.notice(message),
+            Event::TokenUpdate {
+                estimated,
+                actual,
+                window,
+            } => {
+                self.status.context_tokens = Some(actual.unwrap_or(estimated).max(estimated));
+                if window.is_some() {
+                    self.status.context_window = window;
+                }
+            }
+            Event::MessageCommitted { message, .. } => match message {
+                Message::User { content } => {
+                    if let Some(i) = self.queued.iter().position(|q| *q == content) {
+                        self.queued.remove(i);
+                    }
+                    self.finish_stream();
+                    self.push_cell(Cell::User { text: content });
+                }
+                Message::Assistant(_) => self.finish_stream(),
+                Message::Tool(result) => {
+                    if let Some(ToolState::Done { output, .. }) = self.tool_state(&result.call_id)
+                    {
+                        *output = result.output;
+                    }
+                    self.retire_tool(&result.call_id);
+                }
+                _ => {}
+            },
+            Event::Stopped {
+                reason,
+                error,
+                final_text,
+                totals,
+                ..
+            } => return self.stopped(reason, error, final_text, totals),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    pub fn set_todos(&mut self, todos: Vec<Todo>) {
+        self.status.todos_total = todos.len();
+        self.status.todos_done = todos
+            .iter()
+            .filter(|t| t.status == TodoStatus::Completed)
+            .count();
+        self.todos = todos;
+    }
+
+    pub(super) fn stopped(
+        &mut self,
+        reason: StopReason,
+        error: Option<String>,
+        final_text: String,
+        totals: rein_core::LedgerTotals,
+    ) -> Vec<Action> {
+        self.finish_stream();
+        for cell in std::mem::take(&mut self.live) {
+            let cell = match cell {
+                Cell::Tool {
+                    call_id,
+                    name,
+                    arguments,
+                    state: ToolState::Running | ToolState::Waiting,
+                } => Cell::Tool {
+                    call_id,
+                    name,
+                    arguments,
+                    state: ToolState::Denied {
+                        why: "stopped before it finished".into(),
+                    },
+                },
+                other => other,
+            };
+            self.push_cell(cell);
+        }
+        self.approvals.clear();
+        if matches!(self.modal, Some(Modal::Approval { .. })) {
+            self.modal = None;
+        }
+        self.status.running = false;
+        self.status.mode_pending = false;
+        self.status.cost_usd += totals.cost_usd;
+        if totals.unpriced_calls > 0 {
+            self.status.cost_known = false;
+        }
+        match reason {
+            StopReason::Completed => {}
+            StopReason::Cancelled => self.notice("cancelled; what was produced is kept"),
+            other => self.error(format!(
+                "stopped ({}){}",
+                other.as_str(),
+                error.map(|e| format!(": {e}")).unwrap_or_default()
+            )),
+        }
+        if self.hint.as_deref() == Some("cancelling…") {
+            self.hint = None;
+        }
+        // After a cancel, what was queued comes back to the input, unsent.
+        if reason == StopReason::Cancelled && !self.queued.is_empty() {
+            let back = std::mem::take(&mut self.queued).join("\n\n");
+            let draft = self.editor.text();
+            self.editor.set_text(&if draft.trim().is_empty() {
+                back
+            } else {
+                format!("{back}\n{draft}")
+            });
+        }
+        // Messages typed too late for the run go out as the next one.
+        if !self.queued.is_empty() {
+            let next = std::mem::take(&mut self.queued).join("\n\n");
+            return self.start(next);
+        }
+        if reason == StopReason::Completed
+            && self.status.mode == PermissionMode::Plan
+            && !final_text.trim().is_empty()
+            && self.modal.is_none()
+        {
+            self.modal = Some(Modal::PlanDone);
+        }
+        Vec::new()
+    }
+
+    pub(super) fn tool_state(&mut self, id: &str) -> Option<&mut ToolState> {
+        self.live.iter_mut().find_map(|c| match c {
+            Cell::Tool { call_id, state, .. } if call_id == id => Some(state),
+            _ => None,
+        })
+    }
+
+    /// Move a finished tool cell from the live area to the transcript.
+    pub(super) fn retire_tool(&mut self, id: &str) {
+        if let Some(i) = self
+            .live
+            .iter()
+            .position(|c| matches!(c, Cell::Tool { call_id, .. } if call_id == id))
+        {
+            let cell = self.live.remove(i);
+            self.push_cell(cell);
+        }
+    }
+
+    pub(super) fn finish_reasoning(&mut self) {
+        if !self.stream_reasoning.trim().is_empty() {
+            let text = std::mem::take(&mut self.stream_reasoning);
+            self.last_reasoning = Some(text.clone());
+            self.push_cell(Cell::Reasoning {
+                text,
+                expanded: false,
+            });
+        }
+        self.stream_reasoning.clear();
+    }
+
+    /// The answer so far goes to the transcript.
+    pub(super) fn finish_stream(&mut self) {
+        self.finish_reasoning();
+        if !self.stream_text.trim().is_empty() {
+            let text = std::mem::take(&mut self.stream_text);
+            self.push_cell(Cell::Assistant {
+                text,
+                continued: self.stream_continued,
+            });
+        }
+        self.stream_text.clear();
+        self.stream_continued = false;
+    }
+
+    /// Complete paragraphs of a streaming answer go to the transcript as
+    /// they arrive, so the live area stays small however long the answer.
+    pub(super) fn flush_stable_text(&mut self) {
+        if let Some(cut) = stable_prefix(&self.stream_text) {
+            let rest = self.stream_text.split_off(cut);
+            let done = std::mem::replace(&mut self.stream_text, rest);
+            if !done.trim().is_empty() {
+                self.push_cell(Cell::Assistant {
+                    text: done,
+                    continued: self.stream_continued,
+                });
+                self.stream_continued = true;
+            }
+        }
+    }
+
+    /// Replay a stored session into the transcript (after /resume).
+    pub fn replay(&mut self, messages: &[Message]) {
+        let mut calls: Vec<(String, String, String)> = Vec::new();
+        for m in messages {
+            match m {
+                Message::User { content } => self.push_cell(Cell::User {
+                    text: content.clone(),
+                }),
+                Message::Assistant(a) => {
+                    let text = a.text();
+                    if !text.trim().is_empty() {
+                        self.push_cell(Cell::Assistant {
+                            text,
+                            continued: false,
+                        });
+                    }
+                    for c in a.tool_calls() {
+                        calls.push((c.id.clone(), c.name.clone(), c.arguments.clone()));
+                    }
+                }
+                Message::Tool(r) => {
+                    let (name, arguments) = calls
+                        .iter()
+                        .find(|(id, _, _)| *id == r.call_id)
+                        .map(|(_, n, a)| (n.clone(), a.clone()))
+                        .unwrap_or_else(|| (r.name.clone(), String::new()));
+                    self.push_cell(Cell::Tool {
+                        call_id: r.call_id.clone(),
+                        name,
+                        arguments,
+                        state: ToolState::Done {
+                            duration_ms: 0,
+                            is_error: r.is_error,
+                            output: r.output.clone(),
+                        },
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! Keys: editing, sending, cancelling, modes and slash commands.
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use rein_core::PermissionMode;
+
+use super::{Action, App, CTRL_C_WINDOW, Modal, cycle_mode, is_ctrl};
+use crate::cells::Cell;
+use crate::complete::{self, SLASH_COMMANDS};
+use crate::editor::PasteOutcome;
+
+impl App {
+    // ---------------------------------------------------------------- keys
+
+    pub fn on_paste(&mut self, text: &str) {
+        if let Some(Modal::Approval {
+            feedback: Some(ed), ..
+        }) = &mut self.modal
+        {
+            let _ = ed.paste(text);
+            return;
+        }
+        if self.modal.is_some() {
+            return;
+        }
+        if let PasteOutcome::Rejected(why) = self.editor.paste(text) {
+            self.hint = Some(why);
+        }
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Action> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        if self.modal.is_some() {
+            return self.modal_key(key);
+        }
+        if is_ctrl(&key, 'c') {
+            return self.ctrl_c();
+        }
+        if self.popup.is_some()
+            && let Some(actions) = self.popup_key(&key)
+        {
+            return actions;
+        }
+        match key.code {
+            KeyCode::Esc => {
+                if self.popup.take().is_some() {
+                    return Vec::new();
+                }
+                if self.running() {
+                    self.hint = Some("cancelling…".into());
+                    return vec![Action::Cancel];
+                }
+                Vec::new()
+            }
+            KeyCode::BackTab => {
+                let next = cycle_mode(self.status.mode);
+                self.set_mode(next)
+            }
+            KeyCode::Tab => {
+                self.complete();
+                Vec::new()
+            }
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.editor.newline();
+                Vec::new()
+            }
+            KeyCode::Enter => self.submit(),
+            _ if is_ctrl(&key, 'j') => {
+                self.editor.newline();
+                Vec::new()
+            }
+            _ if is_ctrl(&key, 'o') => {
+                if let Some(text) = self.last_reasoning.clone() {
+                    self.push_cell(Cell::Reasoning {
+                        text,
+                        expanded: true,
+                    });
+                } else {
+                    self.hint = Some("no reasoning to show yet".into());
+                }
+                Vec::new()
+            }
+            _ if is_ctrl(&key, 'd') && self.editor.is_empty() => {
+                self.should_quit = true;
+                vec![Action::Quit]
+            }
+            _ => {
+                self.edit_key(&key);
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) fn edit_key(&mut self, key: &KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Char('w') if ctrl => self.editor.delete_word_left(),
+            KeyCode::Char('k') if ctrl => self.editor.kill_to_end(),
+            KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
+            KeyCode::Char('b') if alt => self.editor.word_left(),
+            KeyCode::Char('f') if alt => self.editor.word_right(),
+            KeyCode::Char(c) if !ctrl => {
+                self.editor.insert_char(c);
+                self.history.reset_navigation();
+                self.refresh_popup();
+            }
+            KeyCode::Backspace if alt || ctrl => self.editor.delete_word_left(),
+            KeyCode::Backspace => {
+                self.editor.backspace();
+                self.refresh_popup();
+            }
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left if ctrl || alt => self.editor.word_left(),
+            KeyCode::Right if ctrl || alt => self.editor.word_right(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            KeyCode::Up if !self.editor.up() => {
+                let current = self.editor.text();
+                if let Some(prev) = self.history.prev(&current).map(str::to_string) {
+                    self.editor.set_text(&prev);
+                }
+            }
+            KeyCode::Down => {
+                if !self.editor.down()
+                    && let Some(next) = self.history.next().map(str::to_string)
+                {
+                    self.editor.set_text(&next);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn ctrl_c(&mut self) -> Vec<Action> {
+        if !self.editor.is_empty() {
+            self.editor.clear();
+            self.popup = None;
+            return Vec::new();
+        }
+        if let Some(at) = self.ctrl_c_at
+            && at.elapsed() <= CTRL_C_WINDOW
+        {
+            self.should_quit = true;
+            return vec![Action::Quit];
+        }
+        self.ctrl_c_at = Some(Instant::now());
+        self.hint = Some("press Ctrl+C again to quit".into());
+        if self.running() {
+            vec![Action::Cancel]
+        } else {
+            Vec::new()
+        }
+    }
+
+    pub(super) fn set_mode(&mut self, mode: PermissionMode) -> Vec<Action> {
+        if mode == self.status.mode {
+            return Vec::new();
+        }
+        if mode == PermissionMode::Plan && self.status.mode != PermissionMode::Plan {
+            self.pre_plan_mode = Some(self.status.mode);
+        }
+        self.status.mode = mode;
+        self.status.mode_pending = self.running();
+        vec![Action::SetMode(mode)]
+    }
+
+    pub(super) fn submit(&mut self) -> Vec<Action> {
+        let shown = self.editor.text();
+        if shown.trim().is_empty() {
+            return Vec::new();
+        }
+        // A trailing backslash continues the input on a new line.
+        if shown.ends_with('\\') && !shown.ends_with("\\\\") {
+            self.editor.backspace();
+            self.editor.newline();
+            return Vec::new();
+        }
+        let text = self.editor.submit();
+        self.popup = None;
+        self.hint = None;
+        let _ = self.history.push(&text);
+        if text.starts_with('/') && !text.starts_with("//") {
+            return self.slash(text.trim());
+        }
+        if self.running() {
+            self.queued.push(text.clone());
+            return vec![Action::Queue(text)];
+        }
+        self.start(text)
+    }
+
+    pub(super) fn start(&mut self, prompt: String) -> Vec<Action> {
+        self.status.running = true;
+        vec![Action::Submit(prompt)]
+    }
+
+    pub(super) fn slash(&mut self, line: &str) -> Vec<Action> {
+        let (cmd, arg) = match line.split_once(char::is_whitespace) {
+            Some((c, a)) => (c, a.trim()),
+            None => (line, ""),
+        };
+        let arg = (!arg.is_empty()).then(|| arg.to_string());
+        let busy = |app: &mut App, what: &str| {
+            app.error(format!(
+                "{what} needs the run to end first (Esc cancels it)"
+            ));
+            Vec::new()
+        };
+        match cmd {
+            "/quit" | "/exit" => {
+                self.should_quit = true;
+                vec![Action::Quit]
+            }
+            "/help" => {
+                let mut lines: Vec<String> = SLASH_COMMANDS
+                    .iter()
+                    .map(|(c, h)| format!("{c:<10} {h}"))
+                    .collect();
+                lines.push(String::new());
+                lines.extend(
+                    [
+                        "Enter      send (queued for the next turn while the model works)",
+                        "Shift+Enter, Ctrl+J  new line;  a line ending in \\ also continues",
+                        "Esc        cancel the running turn",
+                        "Ctrl+C     clear the input; twice on an empty input quits",
+                        "Shift+Tab  cycle the mode: default → accept-edits → plan → auto",
+                        "Tab        complete /commands and @paths",
+                        "Up/Down    input history",
+                        "Ctrl+O     show the last reasoning in full",
+                    ]
+                    .map(String::from),
+                );
+                self.push_cell(Cell::Info {
+                    title: "Commands and keys".into(),
+                    lines,
+                });
+                Vec::new()
+            }
+            "/new" => {
+                if self.running() {
+                    return busy(self, "/new");
+                }
+                self.status.session_id = None;
+                self.status.cost_usd = 0.0;
+                self.status.cost_known = true;
+                self.status.context_tokens = None;
+                self.todos.clear();
+                self.status.todos_done = 0;
+                self.status.todos_total = 0;
+                vec![Action::NewSession]
+            }
+            "/resume" => {
+                if self.running() {
+                    return busy(self, "/resume");
+                }
+                match arg {
+                    Some(id) => vec![Action::Resume(id)],
+                    None => vec![Action::LoadSessions],
+                }
+            }
+            "/plan" => {
+                let mut actions = self.set_mode(PermissionMode::Plan);
+                if let Some(task) = arg {
+                    if self.running() {
+                        self.queued.push(task.clone());
+                        actions.push(Action::Queue(task));
+                    } else {
+                        actions.extend(self.start(task));
+                    }
+                }
+                actions
+            }
+            "/compact" => {
+                if self.running() {
+                    return busy(self, "/compact");
+                }
+                if self.status.session_id.is_none() {
+                    self.error("/compact: no session yet");
+                    return Vec::new();
+                }
+                vec![Action::Compact]
+            }
+            "/todos" => {
+                let lines = if self.todos.is_empty() {
+                    vec!["(no todos)".to_string()]
+                } else {
+                    self.todos
+                        .iter()
+                        .map(|t| format!("{} {}", t.status.mark(), t.content))
+                        .collect()
+                };
+                self.push_cell(Cell::Info {
+                    title: format!(
+                        "Todos ({}/{})",
+                        self.status.todos_done, self.status.todos_total
+                    ),
+                    lines,
+                });
+                Vec::new()
+            }
+            "/model" => vec![Action::SwitchModel(arg)],
+            "/mode" => match arg {
+                None => {
+                    let next = cycle_mode(self.status.mode);
+                    self.set_mode(next)
+                }
+                Some(name) => match name.parse::<PermissionMode>() {
+                    Ok(PermissionMode::Bypass) => {
+                        self.error("/mode: bypass is only available as a command-line flag");
+                        Vec::new()
+                    }
+                    Ok(m) => self.set_mode(m),
+                    Err(e) => {
+                        self.error(format!("/mode: {e}"));
+                        Vec::new()
+                    }
+                },
+            },
+            "/cost" => vec![Action::ShowCost],
+            "/context" => vec![Action::ShowContext],
+            other => {
+                let msg = match complete::suggest_command(other) {
+                    Some(s) => {
+                        format!("unknown command {other}: did you mean {s}? (/help lists them)")
+                    }
+                    None => format!("unknown command {other} (/help lists them)"),
+                };
+                self.error(msg);
+                Vec::new()
+            }
+        }
+    }
+}
