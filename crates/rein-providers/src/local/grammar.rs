@@ -32,8 +32,17 @@ pub(crate) fn tool_call_grammar(tools: &[ToolSpec]) -> Option<ToolGrammar> {
     if tools.is_empty() {
         return None;
     }
-    let strict = calls_schema(tools, false);
-    let json_rules = llama_cpp_2::json_schema_to_grammar(&strict)
+    // Each tool keeps its own schema when the converter takes it; only the
+    // ones it cannot convert fall back to "any object" (one odd schema must
+    // not loosen every other tool's arguments).
+    let loose: Vec<bool> = tools
+        .iter()
+        .map(|t| {
+            let one = calls_schema(std::slice::from_ref(t), false);
+            llama_cpp_2::json_schema_to_grammar(&one).is_err()
+        })
+        .collect();
+    let json_rules = llama_cpp_2::json_schema_to_grammar(&calls_schema_with(tools, &loose))
         .or_else(|_| llama_cpp_2::json_schema_to_grammar(&calls_schema(tools, true)))
         .ok()?;
     Some(ToolGrammar {
@@ -73,13 +82,20 @@ fn regex_escape(text: &str) -> String {
 /// before `arguments` (the converter keeps the written order). With `loose`
 /// every tool's arguments are any object.
 pub(crate) fn calls_schema(tools: &[ToolSpec], loose: bool) -> String {
+    calls_schema_with(tools, &vec![loose; tools.len()])
+}
+
+/// As `calls_schema`, loosening only the tools marked in `loose`.
+fn calls_schema_with(tools: &[ToolSpec], loose: &[bool]) -> String {
+    let mut defs = serde_json::Map::new();
     let branches: Vec<String> = tools
         .iter()
-        .map(|t| {
+        .zip(loose)
+        .map(|(t, &loose)| {
             let params = if loose || !t.parameters.is_object() {
                 r#"{"type": "object"}"#.to_string()
             } else {
-                t.parameters.to_string()
+                hoist_defs(&t.name, &t.parameters, &mut defs).to_string()
             };
             format!(
                 r#"{{"type": "object", "properties": {{"name": {{"const": {}}}, "arguments": {params}}}, "required": ["name", "arguments"]}}"#,
@@ -87,7 +103,70 @@ pub(crate) fn calls_schema(tools: &[ToolSpec], loose: bool) -> String {
             )
         })
         .collect();
-    format!(r#"{{"anyOf": [{}]}}"#, branches.join(", "))
+    if defs.is_empty() {
+        format!(r#"{{"anyOf": [{}]}}"#, branches.join(", "))
+    } else {
+        format!(
+            r#"{{"anyOf": [{}], "$defs": {}}}"#,
+            branches.join(", "),
+            serde_json::Value::Object(defs)
+        )
+    }
+}
+
+/// A tool's parameter schema with its `$defs` (or `definitions`) moved to
+/// the combined document's root under `<tool>__<name>`, and its references
+/// rewritten to match: a reference like `#/$defs/Todo` points at the root
+/// of the whole document, where the tool's own definitions are not.
+fn hoist_defs(
+    tool: &str,
+    params: &serde_json::Value,
+    root: &mut serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    let mut params = params.clone();
+    let mut own = serde_json::Map::new();
+    if let Some(obj) = params.as_object_mut() {
+        for key in ["$defs", "definitions"] {
+            if let Some(serde_json::Value::Object(d)) = obj.remove(key) {
+                own.extend(d);
+            }
+        }
+    }
+    if own.is_empty() {
+        return params;
+    }
+    let rename = |r: &str| -> Option<String> {
+        let name = r
+            .strip_prefix("#/$defs/")
+            .or_else(|| r.strip_prefix("#/definitions/"))?;
+        Some(format!("#/$defs/{tool}__{name}"))
+    };
+    fn rewrite(v: &mut serde_json::Value, rename: &dyn Fn(&str) -> Option<String>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                if let Some(serde_json::Value::String(r)) = o.get_mut("$ref")
+                    && let Some(new) = rename(r)
+                {
+                    *r = new;
+                }
+                for child in o.values_mut() {
+                    rewrite(child, rename);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for child in a {
+                    rewrite(child, rename);
+                }
+            }
+            _ => {}
+        }
+    }
+    rewrite(&mut params, &rename);
+    for (name, mut def) in own {
+        rewrite(&mut def, &rename);
+        root.insert(format!("{tool}__{name}"), def);
+    }
+    params
 }
 
 /// The call shapes around the converter's rules (its root renamed).
@@ -126,6 +205,60 @@ mod tests {
             description: String::new(),
             parameters: params,
         }
+    }
+
+    #[test]
+    fn tool_definitions_move_to_the_root_so_references_resolve() {
+        let todo = tool(
+            "todo_write",
+            json!({
+                "type": "object",
+                "properties": {"todos": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+                "required": ["todos"],
+                "$defs": {"Item": {"type": "object", "properties": {
+                    "status": {"$ref": "#/$defs/Status"}}},
+                    "Status": {"type": "string", "enum": ["pending", "completed"]}}
+            }),
+        );
+        let read = tool(
+            "read_file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        );
+        let text = calls_schema(&[read.clone(), todo.clone()], false);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(v["$defs"]["todo_write__Item"].is_object(), "{text}");
+        assert_eq!(
+            v["$defs"]["todo_write__Item"]["properties"]["status"]["$ref"],
+            "#/$defs/todo_write__Status"
+        );
+        assert_eq!(
+            v["anyOf"][1]["properties"]["arguments"]["properties"]["todos"]["items"]["$ref"],
+            "#/$defs/todo_write__Item"
+        );
+        // llama.cpp's converter takes it, so neither tool is loosened.
+        assert!(llama_cpp_2::json_schema_to_grammar(&text).is_ok(), "{text}");
+        let g = tool_call_grammar(&[read, todo]).unwrap();
+        assert!(g.grammar.contains("pending"), "the enum is kept");
+    }
+
+    #[test]
+    fn a_schema_the_converter_rejects_loosens_only_its_own_tool() {
+        let read = tool(
+            "read_file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        );
+        let odd = tool(
+            "odd",
+            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}}),
+        );
+        assert!(
+            llama_cpp_2::json_schema_to_grammar(&calls_schema(std::slice::from_ref(&odd), false))
+                .is_err(),
+            "the test needs a schema the converter rejects"
+        );
+        let g = tool_call_grammar(&[read, odd]).unwrap();
+        // read_file's arguments are still held to its schema.
+        assert!(g.grammar.contains("path"), "{}", g.grammar);
     }
 
     #[test]
