@@ -126,6 +126,12 @@ impl App {
         let Some(modal) = self.modal.take() else {
             return Vec::new();
         };
+        // Ctrl+C in a modal is its Esc: deny, go back or close.
+        let key = if is_ctrl(&key, 'c') {
+            KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)
+        } else {
+            key
+        };
         match modal {
             Modal::Approval { feedback } => self.approval_key(key, feedback),
             Modal::Resume {

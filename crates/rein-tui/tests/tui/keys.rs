@@ -918,3 +918,19 @@ fn resume_with_no_sessions_says_so() {
         [Cell::Notice { .. }]
     ));
 }
+
+#[test]
+fn ctrl_c_in_the_approval_modal_denies_like_esc() {
+    let mut h = Harness::new();
+    running(&mut h);
+    let (event, mut rx) = approval("c1", "bash", "ls", Risk::Low, "commands need approval");
+    h.event(event);
+    assert!(matches!(h.app.modal, Some(Modal::Approval { .. })));
+    h.ctrl('c');
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        ApprovalDecision::Deny { feedback: None }
+    );
+    assert!(h.app.modal.is_none());
+    assert!(!h.app.should_quit);
+}
