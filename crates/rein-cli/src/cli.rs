@@ -39,6 +39,11 @@ pub struct AppArgs {
     pub mode: Option<String>,
     #[command(flatten)]
     pub models: ModelArgs,
+    /// Draw on the alternate screen instead of inline (the terminal's
+    /// scrollback then keeps nothing of the session); `[tui]
+    /// alternate_screen = true` in config does the same.
+    #[arg(long)]
+    pub alt_screen: bool,
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,

@@ -31,6 +31,16 @@ pub struct ConfigFile {
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSection>,
     pub permissions: Option<crate::permissions::PermissionsSection>,
+    pub tui: Option<TuiSection>,
+}
+
+/// `[tui]`: the interactive app.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuiSection {
+    /// Draw on the alternate screen (the terminal's scrollback keeps
+    /// nothing of the session; the screen is given back as it was on exit).
+    pub alternate_screen: Option<bool>,
 }
 
 /// `[providers.NAME]`: an HTTP model endpoint.
@@ -151,6 +161,8 @@ pub struct Config {
     pub max_wall_time: Option<Duration>,
     pub compaction: rein_core::compaction::CompactionConfig,
     pub loop_guard: rein_core::engine::LoopGuardConfig,
+    /// `[tui] alternate_screen`.
+    pub alternate_screen: bool,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -207,6 +219,7 @@ impl Config {
             max_wall_time: None,
             compaction: Default::default(),
             loop_guard: Default::default(),
+            alternate_screen: false,
         }
     }
 
@@ -248,6 +261,11 @@ impl Config {
     }
 
     fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
+        if let Some(t) = &file.tui
+            && let Some(a) = t.alternate_screen
+        {
+            self.alternate_screen = a;
+        }
         if file.provider.is_some() {
             self.provider = file.provider;
         }

@@ -68,6 +68,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     }
 
     let home = cfg.home.clone();
+    let alternate_screen = args.alt_screen || cfg.alternate_screen;
     let ws = workspace.clone();
     let engine_store = store.clone();
     let first = std::sync::Mutex::new(Some(first));
@@ -103,6 +104,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         mode,
         resume,
         notices,
+        alternate_screen,
     };
     rein_tui::run(setup)
         .await

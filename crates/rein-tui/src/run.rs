@@ -37,6 +37,8 @@ pub struct Setup {
     pub resume: Option<String>,
     /// Lines to show first (sandbox notes and the like).
     pub notices: Vec<String>,
+    /// Draw on the alternate screen instead of inline.
+    pub alternate_screen: bool,
 }
 
 struct Running {
@@ -109,7 +111,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
         ],
     });
 
-    let mut screen = Screen::start(render::MIN_HEIGHT)?;
+    let mut screen = Screen::start(render::MIN_HEIGHT, setup.alternate_screen)?;
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(90));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

@@ -84,6 +84,9 @@ impl Backend for Back {
 
 /// Put the terminal back as it was. Safe to call more than once and from
 /// the panic hook.
+/// True while the app draws on the alternate screen.
+static ALT_SCREEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub fn restore() {
     let mut out = io::stdout();
     let _ = crossterm::execute!(
@@ -92,6 +95,9 @@ pub fn restore() {
         DisableBracketedPaste,
         crossterm::cursor::Show
     );
+    if ALT_SCREEN.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        let _ = crossterm::execute!(out, crossterm::terminal::LeaveAlternateScreen);
+    }
     let _ = crossterm::terminal::disable_raw_mode();
     let _ = out.flush();
 }
@@ -104,10 +110,15 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// Raw mode, bracketed paste, and a first viewport of `height` rows.
-    pub fn start(height: u16) -> io::Result<Screen> {
+    /// Raw mode, bracketed paste (the alternate screen if asked), and a
+    /// first viewport of `height` rows.
+    pub fn start(height: u16, alternate: bool) -> io::Result<Screen> {
         crossterm::terminal::enable_raw_mode()?;
         let mut out = io::stdout();
+        if alternate {
+            crossterm::execute!(out, crossterm::terminal::EnterAlternateScreen, MoveTo(0, 0))?;
+            ALT_SCREEN.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         crossterm::execute!(out, EnableBracketedPaste)?;
         // Shift+Enter is only told apart from Enter where the terminal
         // speaks the keyboard enhancement protocol.

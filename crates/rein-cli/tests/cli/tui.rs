@@ -16,6 +16,11 @@ struct Tmux {
 
 impl Tmux {
     fn start(env: &Env, args: &[&str]) -> Tmux {
+        Tmux::start_after(env, "true", args)
+    }
+
+    /// Runs the shell command `before`, then the app.
+    fn start_after(env: &Env, before: &str, args: &[&str]) -> Tmux {
         let socket = format!("rein-test-{}-{}", std::process::id(), fastrand_id());
         let t = Tmux {
             socket,
@@ -23,7 +28,7 @@ impl Tmux {
         };
         let bin = env!("CARGO_BIN_EXE_rein");
         let mut line = format!(
-            "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY REIN_HOME='{}' TERM=xterm-256color '{bin}'",
+            "{before}; env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY REIN_HOME='{}' TERM=xterm-256color '{bin}'",
             env.home.path().display()
         );
         for a in args {
@@ -257,4 +262,25 @@ fn the_app_refuses_to_start_without_a_terminal_with_one_clear_line() {
     let err = stderr(&out);
     assert!(err.contains("needs a terminal"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn with_alt_screen_the_terminal_gets_its_screen_back_on_quit() {
+    let env = Env::new();
+    let script = env.script("t.json", &json!({"model": "m", "turns": [{"text": "hi"}]}));
+    let app = Tmux::start_after(
+        &env,
+        "echo shell-output-before-the-app",
+        &["--alt-screen", "--provider", "replay", "--script", &script],
+    );
+    let screen = app.wait_for("ask rein to do something");
+    assert!(!screen.contains("shell-output-before-the-app"), "{screen}");
+    app.type_text("/help");
+    app.keys(&["Enter"]);
+    app.wait_for("Commands and keys");
+    app.type_text("/quit");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("rein exited with 0");
+    assert!(screen.contains("shell-output-before-the-app"), "{screen}");
+    assert!(!screen.contains("Commands and keys"), "{screen}");
 }
