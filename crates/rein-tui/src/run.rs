@@ -115,12 +115,42 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(90));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // A terminal that closes (SIGHUP) or a kill (SIGTERM) ends the app the
+    // clean way: the run is cancelled and the terminal restored.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term_sig = signal(SignalKind::terminate()).ok();
+    let mut hup_sig = signal(SignalKind::hangup()).ok();
+    async fn next_signal(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
 
     loop {
         paint(&mut app, &mut screen)?;
         let mut actions = Vec::new();
         tokio::select! {
             k = keys.next() => match k {
+                Some(Ok(TermEvent::Key(key)))
+                    if key.code == crossterm::event::KeyCode::Char('z')
+                        && key.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) =>
+                {
+                    // Ctrl+Z: give the shell its terminal, stop, come back.
+                    screen::restore();
+                    // SAFETY: raising a signal on our own process.
+                    unsafe {
+                        libc::raise(libc::SIGTSTP);
+                    }
+                    screen.resume()?;
+                    let size = screen.size();
+                    let want = render::desired_height(&app, size.width, size.height);
+                    screen.reset(want)?;
+                    let rows = size.height.saturating_sub(want) as usize;
+                    screen.insert(app.printed_tail(rows, size.width))?;
+                }
                 Some(Ok(TermEvent::Key(key))) => actions = app.on_key(key),
                 Some(Ok(TermEvent::Paste(text))) => app.on_paste(&text),
                 Some(Ok(TermEvent::Resize(w, h))) => {
@@ -168,6 +198,8 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                 Side::Title => {}
             },
             _ = tick.tick(), if app.animating() || app.hint.is_some() => app.on_tick(),
+            _ = next_signal(&mut term_sig) => app.should_quit = true,
+            _ = next_signal(&mut hup_sig) => app.should_quit = true,
         }
         for action in actions {
             match action {

@@ -95,7 +95,7 @@ pub fn restore() {
         DisableBracketedPaste,
         crossterm::cursor::Show
     );
-    if ALT_SCREEN.swap(false, std::sync::atomic::Ordering::SeqCst) {
+    if ALT_SCREEN.load(std::sync::atomic::Ordering::SeqCst) {
         let _ = crossterm::execute!(out, crossterm::terminal::LeaveAlternateScreen);
     }
     let _ = crossterm::terminal::disable_raw_mode();
@@ -143,6 +143,18 @@ impl Screen {
             area: Rect::new(0, 0, size.width, height),
             size,
         })
+    }
+
+    /// Back in the foreground after a stop: raw mode and the app's
+    /// terminal modes again (the caller resets the screen).
+    pub fn resume(&mut self) -> io::Result<()> {
+        crossterm::terminal::enable_raw_mode()?;
+        let mut out = io::stdout();
+        if ALT_SCREEN.load(std::sync::atomic::Ordering::SeqCst) {
+            crossterm::execute!(out, crossterm::terminal::EnterAlternateScreen)?;
+        }
+        crossterm::execute!(out, EnableBracketedPaste)?;
+        Ok(())
     }
 
     pub fn size(&self) -> Size {
