@@ -128,11 +128,17 @@ pub struct App {
     pub hint: Option<String>,
     pub tick: usize,
     pub should_quit: bool,
+    /// When the current approval was put in front of the user, and how long
+    /// keys are held back after that (a key typed for the input just as
+    /// the modal opens must not answer it).
+    pub approval_shown: Option<Instant>,
+    pub approval_guard: Duration,
     /// The mode to go back to when a plan is executed.
     pre_plan_mode: Option<PermissionMode>,
 }
 
 const PRINTED_KEPT: usize = 200;
+const APPROVAL_GUARD: Duration = Duration::from_millis(300);
 const CTRL_C_WINDOW: Duration = Duration::from_secs(2);
 const FILE_INDEX_LIMIT: usize = 20_000;
 
@@ -166,6 +172,8 @@ impl App {
             tick: 0,
             should_quit: false,
             pre_plan_mode: None,
+            approval_shown: None,
+            approval_guard: APPROVAL_GUARD,
         }
     }
 

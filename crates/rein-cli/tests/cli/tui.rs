@@ -172,11 +172,14 @@ fn the_app_runs_a_task_with_an_approval_shows_the_diff_and_resumes_after_a_resta
     let screen = app.wait_for("Allow bash?");
     assert!(screen.contains("echo checking && false"), "{screen}");
     assert!(screen.contains("[y] once"), "{screen}");
+    // Keys are held back for a moment after a modal opens.
+    std::thread::sleep(Duration::from_millis(400));
     app.keys(&["y"]);
 
     // Then the edit, with its change.
     let screen = app.wait_for("Allow edit_file?");
     assert!(screen.contains("return sum(v) / len(v)"), "{screen}");
+    std::thread::sleep(Duration::from_millis(400));
     app.keys(&["y"]);
 
     app.wait_for("Fixed");

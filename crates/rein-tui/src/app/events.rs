@@ -92,6 +92,7 @@ impl App {
                 if self.modal.is_none() {
                     self.popup = None;
                     self.modal = Some(Modal::Approval { feedback: None });
+                    self.approval_shown = Some(std::time::Instant::now());
                 }
             }
             Event::ApprovalResolved { call_id, decision } => {

@@ -34,6 +34,14 @@ impl App {
             return Vec::new();
         }
         if self.modal.is_some() {
+            if matches!(self.modal, Some(Modal::Approval { feedback: None }))
+                && self
+                    .approval_shown
+                    .is_some_and(|at| at.elapsed() < self.approval_guard)
+            {
+                // Typed before the user could have read the question.
+                return Vec::new();
+            }
             return self.modal_key(key);
         }
         if is_ctrl(&key, 'c') {

@@ -262,5 +262,6 @@ impl App {
             p.reply.send(decision);
         }
         self.modal = (!self.approvals.is_empty()).then_some(Modal::Approval { feedback: None });
+        self.approval_shown = self.modal.is_some().then(std::time::Instant::now);
     }
 }

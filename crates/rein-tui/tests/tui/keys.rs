@@ -934,3 +934,23 @@ fn ctrl_c_in_the_approval_modal_denies_like_esc() {
     assert!(h.app.modal.is_none());
     assert!(!h.app.should_quit);
 }
+
+#[test]
+fn keys_typed_just_as_an_approval_opens_do_not_answer_it() {
+    let mut h = Harness::new();
+    h.app.approval_guard = std::time::Duration::from_secs(60);
+    running(&mut h);
+    let (event, mut rx) = approval("c1", "bash", "rm -rf build", Risk::High, "deletes files");
+    h.event(event);
+    // The user was typing "yes" for the input box.
+    h.type_str("yes");
+    assert!(rx.try_recv().is_err(), "no decision was sent");
+    assert!(matches!(h.app.modal, Some(Modal::Approval { .. })));
+    // Once the guard has passed, the same key answers.
+    h.app.approval_guard = std::time::Duration::ZERO;
+    h.press(KeyCode::Char('n'));
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        ApprovalDecision::Deny { feedback: None }
+    );
+}

@@ -87,13 +87,17 @@ impl Harness {
     }
 }
 
+/// An app whose approvals answer keys at once (the guard against keys
+/// typed just as a modal opens has its own test).
 fn new_app(dir: &TempDir, status: Status) -> App {
-    App::new(
+    let mut app = App::new(
         Theme::plain(),
         dir.path().join("ws"),
         InputHistory::load(dir.path().join("history.jsonl")),
         status,
-    )
+    );
+    app.approval_guard = std::time::Duration::ZERO;
+    app
 }
 
 pub fn key(code: KeyCode) -> KeyEvent {
