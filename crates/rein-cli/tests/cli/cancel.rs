@@ -31,10 +31,24 @@ fn start_slow_run(
     std::io::Lines<BufReader<std::process::ChildStdout>>,
     i32,
 ) {
+    start_run_of(env, "echo started; sleep 300 & echo $! > child.pid; wait")
+}
+
+/// A replay run whose one tool call is `command` (which must write the pid
+/// of a process to watch into `child.pid`), stopped once that has started.
+fn start_run_of(
+    env: &Env,
+    command: &str,
+) -> (
+    std::process::Child,
+    Vec<Value>,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+    i32,
+) {
     let script = env.script(
         "slow.json",
         &json!({"turns": [{"tool_calls": [{"name": "bash", "arguments": {
-            "command": "echo started; sleep 300 & echo $! > child.pid; wait"
+            "command": command
         }}]}]}),
     );
     let mut child = env
@@ -109,13 +123,42 @@ fn ctrl_c_during_bash_kills_the_child_and_keeps_what_was_produced() {
 }
 
 #[test]
-fn a_second_ctrl_c_exits_with_130_and_leaves_no_command_behind() {
+fn a_second_ctrl_c_exits_at_once_without_waiting_for_the_clean_stop() {
     let env = Env::new();
-    let (mut child, _events, _lines, grandchild) = start_slow_run(&env);
+    let (mut child, _events, lines, grandchild) = start_slow_run(&env);
+    // Hold the session database: the clean stop after the first Ctrl-C
+    // cannot store the cancelled result, so it cannot finish. Only the
+    // second Ctrl-C's hard exit can end the process now.
+    let db = rusqlite::Connection::open(env.home.path().join("sessions.db")).unwrap();
+    db.execute_batch("BEGIN EXCLUSIVE").unwrap();
     sigint(child.id() as i32);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended although its result could not be stored"
+    );
     sigint(child.id() as i32);
-    let status = child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    db.execute_batch("ROLLBACK").unwrap();
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("the second Ctrl-C did not end the process");
+    };
     assert_eq!(status.code(), Some(130));
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(
+        !rest.iter().any(|l| l.contains("\"stopped\"")),
+        "a hard exit prints no stopped event: {rest:?}"
+    );
     std::thread::sleep(Duration::from_millis(100));
     assert!(!alive(grandchild), "the sleep survived a hard exit");
 }
