@@ -179,6 +179,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                     actions.extend(app.on_event(ev));
                     if stopped {
                         running = None;
+                        refresh_cost(&mut app, setup.store.as_ref()).await;
                     }
                     batch += 1;
                     if batch < 512 && !matches!(actions.last(), Some(Action::Submit(_))) {
@@ -195,7 +196,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                         Err(e) => app.error(format!("/compact: {e}")),
                     }
                 }
-                Side::Title => {}
+                Side::Title => refresh_cost(&mut app, setup.store.as_ref()).await,
             },
             _ = tick.tick(), if app.animating() || app.hint.is_some() => app.on_tick(),
             _ = next_signal(&mut term_sig) => app.should_quit = true,
@@ -357,13 +358,20 @@ async fn resume(app: &mut App, store: &dyn SessionStore, id: &str) {
             if let Ok(todos) = store.todos(&info.id).await {
                 app.set_todos(todos);
             }
-            if let Ok((entries, _)) = store.ledger(&info.id).await {
-                let totals = rein_core::LedgerTotals::of(&entries);
-                app.status.cost_usd = totals.cost_usd;
-                app.status.cost_known = totals.unpriced_calls == 0;
-            }
+            refresh_cost(app, store).await;
         }
         Err(e) => app.error(format!("cannot read session {}: {e}", info.id)),
+    }
+}
+
+/// The session's cost from its ledger: every call, the title call too.
+async fn refresh_cost(app: &mut App, store: &dyn SessionStore) {
+    if let Some(id) = app.status.session_id.clone()
+        && let Ok((entries, _)) = store.ledger(&id).await
+    {
+        let totals = rein_core::LedgerTotals::of(&entries);
+        app.status.cost_usd = totals.cost_usd;
+        app.status.cost_known = totals.unpriced_calls == 0;
     }
 }
 
