@@ -17,7 +17,10 @@ use rein_store::SqliteStore;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let workspace = tempfile::tempdir()?;
-    std::fs::write(workspace.path().join("notes.txt"), "the build runs with make\n")?;
+    std::fs::write(
+        workspace.path().join("notes.txt"),
+        "the build runs with make\n",
+    )?;
 
     // Any `Provider` works here: an HTTP one from rein-providers, the local
     // model, or this scripted one.
@@ -54,9 +57,9 @@ async fn main() -> anyhow::Result<()> {
                 println!("approving {}: {}", request.tool, request.summary);
                 reply.approve(rein_core::ApprovalScope::Once);
             }
-            Event::ToolFinished {
-                name, is_error, ..
-            } => println!("tool {name} done (error: {is_error})"),
+            Event::ToolFinished { name, is_error, .. } => {
+                println!("tool {name} done (error: {is_error})")
+            }
             Event::Stopped {
                 reason, final_text, ..
             } => println!("stopped ({}): {final_text}", reason.as_str()),
