@@ -179,7 +179,14 @@ impl HumanOutput {
                 totals,
             } => {
                 if *reason == StopReason::Completed {
-                    out(final_text.trim_end());
+                    // On a terminal, an answer cannot carry escape
+                    // sequences to it; piped, it goes out as written.
+                    use std::io::IsTerminal;
+                    if std::io::stdout().is_terminal() {
+                        out(rein_tui::cells::sanitize(final_text.trim_end()).as_ref());
+                    } else {
+                        out(final_text.trim_end());
+                    }
                 }
                 self.refusals.report();
                 let mut tokens = format!(

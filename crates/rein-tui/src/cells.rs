@@ -93,8 +93,70 @@ pub fn call_summary(name: &str, arguments: &str) -> String {
     one_line(&text.unwrap_or_default())
 }
 
-/// First line only, control characters out.
+/// Text from a file, a command or a model made safe for the terminal:
+/// escape sequences (CSI, OSC, DCS and the two-byte ones, in their 7- and
+/// 8-bit forms) are removed whole, tabs become spaces, and every other
+/// control character but the newline is dropped. Without this a file's
+/// content could clear the screen, move the cursor or retitle the window.
+pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str("    "),
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters, then one final byte in @..~.
+                Some('[') => {
+                    for n in chars.by_ref() {
+                        if ('@'..='~').contains(&n) {
+                            break;
+                        }
+                    }
+                }
+                // OSC, DCS, SOS, PM, APC: up to BEL or ESC \.
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+                // Two-byte sequences (ESC 7, ESC c, ...).
+                _ => {}
+            },
+            '\u{9b}' => {
+                for n in chars.by_ref() {
+                    if ('@'..='~').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Skip a control string up to its terminator (BEL, ESC \ or ST).
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(n) = chars.next() {
+        match n {
+            '\u{7}' | '\u{9c}' => break,
+            '\u{1b}' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// First line only, made safe for the terminal.
 pub fn one_line(text: &str) -> String {
+    let clean = sanitize(text);
+    let text = clean.as_ref();
     let first = text.lines().next().unwrap_or("");
     let mut s: String = first.chars().filter(|c| !c.is_control()).collect();
     if text.lines().nth(1).is_some() {
@@ -128,12 +190,8 @@ pub fn wrap_plain(text: &str, width: usize) -> Vec<String> {
     use unicode_width::UnicodeWidthChar;
     let width = width.max(1);
     let mut out = Vec::new();
-    for raw in text.split('\n') {
-        let line: String = raw
-            .replace('\t', "    ")
-            .chars()
-            .filter(|c| !c.is_control())
-            .collect();
+    let text = sanitize(text);
+    for line in text.split('\n') {
         let mut cur = String::new();
         let mut w = 0;
         for word in line.split_inclusive(' ') {
@@ -214,7 +272,27 @@ impl Cell {
         )
     }
 
+    /// The cell's lines at `width`. Nothing in them can drive the terminal:
+    /// every text is sanitized, and a last pass drops any control character
+    /// a renderer let through.
     pub fn lines(&self, width: u16, theme: &Theme, tick: usize) -> Vec<Line<'static>> {
+        let mut lines = self.draw(width, theme, tick);
+        for line in &mut lines {
+            for span in &mut line.spans {
+                if span.content.chars().any(char::is_control) {
+                    span.content = span
+                        .content
+                        .chars()
+                        .filter(|c| !c.is_control())
+                        .collect::<String>()
+                        .into();
+                }
+            }
+        }
+        lines
+    }
+
+    fn draw(&self, width: u16, theme: &Theme, tick: usize) -> Vec<Line<'static>> {
         let w = width.max(8) as usize;
         match self {
             Cell::User { text } => {
@@ -232,7 +310,7 @@ impl Cell {
                 out
             }
             Cell::Assistant { text, continued } => {
-                let body = render_markdown(text, width.saturating_sub(2).max(8), theme);
+                let body = render_markdown(&sanitize(text), width.saturating_sub(2).max(8), theme);
                 body.into_iter()
                     .enumerate()
                     .map(|(i, l)| {
@@ -244,6 +322,7 @@ impl Cell {
                     .collect()
             }
             Cell::Reasoning { text, expanded } => {
+                let text = sanitize(text);
                 let dim = theme.style(Role::Dim).add_modifier(Modifier::ITALIC);
                 if *expanded {
                     let mut out = vec![Line::styled("∴ reasoning", dim)];
@@ -268,7 +347,7 @@ impl Cell {
                 state,
                 ..
             } => tool_lines(name, arguments, state, w, theme, tick),
-            Cell::Error { text } => wrap_plain(text, w.saturating_sub(2))
+            Cell::Error { text } => wrap_plain(&sanitize(text), w.saturating_sub(2))
                 .into_iter()
                 .enumerate()
                 .map(|(i, l)| {
@@ -278,7 +357,7 @@ impl Cell {
                     )
                 })
                 .collect(),
-            Cell::Notice { text } => wrap_plain(text, w.saturating_sub(2))
+            Cell::Notice { text } => wrap_plain(&sanitize(text), w.saturating_sub(2))
                 .into_iter()
                 .enumerate()
                 .map(|(i, l)| {
@@ -289,9 +368,12 @@ impl Cell {
                 })
                 .collect(),
             Cell::Info { title, lines } => {
-                let mut out = vec![Line::styled(title.clone(), theme.style(Role::Accent))];
+                let mut out = vec![Line::styled(
+                    one_line(&sanitize(title)),
+                    theme.style(Role::Accent),
+                )];
                 for l in lines {
-                    for piece in wrap_plain(l, w.saturating_sub(2)) {
+                    for piece in wrap_plain(&sanitize(l), w.saturating_sub(2)) {
                         out.push(Line::from(format!("  {piece}")));
                     }
                 }
@@ -309,7 +391,7 @@ fn tool_lines(
     theme: &Theme,
     tick: usize,
 ) -> Vec<Line<'static>> {
-    let summary = call_summary(name, arguments);
+    let summary = sanitize(&call_summary(name, arguments)).into_owned();
     let (mark, mark_style, suffix) = match state {
         ToolState::Running => (
             SPINNER[tick % SPINNER.len()].to_string(),
@@ -366,6 +448,8 @@ fn tool_lines(
         ToolState::Done {
             output, is_error, ..
         } => {
+            let output = sanitize(output);
+            let output = output.as_ref();
             if let Some(diff) = find_diff(output).filter(|_| !is_error) {
                 let (added, removed) = diff_stats(diff);
                 out.push(Line::styled(
@@ -410,7 +494,7 @@ fn tool_lines(
         }
         ToolState::Denied { why } => {
             out.push(Line::styled(
-                format!("  └ {}", fit(&one_line(why), body_w)),
+                format!("  └ {}", fit(&one_line(&sanitize(why)), body_w)),
                 theme.style(Role::Error),
             ));
         }
@@ -435,5 +519,26 @@ pub fn format_duration(ms: u64) -> String {
         format!("{:.1} s", ms as f64 / 1000.0)
     } else {
         format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+#[cfg(test)]
+mod sanitize_tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_go_whole_and_plain_text_stays() {
+        assert_eq!(sanitize("plain text\nline two"), "plain text\nline two");
+        assert_eq!(sanitize("a\x1b[31mred\x1b[0m b"), "ared b");
+        assert_eq!(sanitize("x\x1b]0;title\x07y"), "xy");
+        assert_eq!(
+            sanitize("x\x1b]8;;http://h\x1b\\link\x1b]8;;\x1b\\y"),
+            "xlinky"
+        );
+        assert_eq!(sanitize("\u{9b}2Jz"), "z");
+        assert_eq!(sanitize("tab\there\r\x08\x07!"), "tab    here!");
+        // An unterminated sequence at the end cannot swallow more than it.
+        assert_eq!(sanitize("ok\x1b]0;never ends"), "ok");
+        assert_eq!(sanitize("ok\x1b"), "ok");
     }
 }

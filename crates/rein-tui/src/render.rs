@@ -12,7 +12,7 @@ use rein_core::{Risk, SessionInfo};
 use unicode_width::UnicodeWidthStr;
 
 use crate::app::{App, Modal};
-use crate::cells::{Cell, fit, one_line, wrap_plain};
+use crate::cells::{Cell, fit, one_line, sanitize, wrap_plain};
 use crate::diff::render_diff;
 use crate::theme::{Role, Theme};
 
@@ -140,7 +140,10 @@ pub fn draw(app: &App, frame: &mut Frame) {
     } else {
         let mut lines = live_lines(app, w);
         if let Some(h) = &app.hint {
-            lines.push(Line::styled(fit(h, w as usize), theme.style(Role::Warning)));
+            lines.push(Line::styled(
+                fit(&one_line(h), w as usize),
+                theme.style(Role::Warning),
+            ));
         }
         let skip = lines.len().saturating_sub(body_h as usize);
         let shown: Vec<Line> = lines.into_iter().skip(skip).collect();
@@ -157,7 +160,8 @@ pub fn draw(app: &App, frame: &mut Frame) {
             .skip(start)
             .take(popup_h as usize)
             .map(|(i, item)| {
-                let text = fit(&format!("  {item}"), w as usize);
+                // File names can hold anything.
+                let text = fit(&format!("  {}", one_line(item)), w as usize);
                 if i == p.selected {
                     Line::styled(text, theme.style(Role::Selected))
                 } else {
@@ -241,7 +245,8 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     let model = if s.model.is_empty() {
         "no model".to_string()
     } else {
-        s.model.clone()
+        // A model's name can come from a GGUF file's metadata.
+        one_line(&s.model)
     };
     parts.push(vec![Span::styled(
         model,
@@ -338,7 +343,10 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
             };
             let inner_w = area.width.saturating_sub(4).max(8);
             let mut lines: Vec<Line> = Vec::new();
-            for l in wrap_plain(&r.summary, inner_w as usize).into_iter().take(6) {
+            for l in wrap_plain(&sanitize(&r.summary), inner_w as usize)
+                .into_iter()
+                .take(6)
+            {
                 lines.push(Line::styled(l, theme.style(Role::Strong)));
             }
             lines.push(Line::from(vec![
@@ -349,7 +357,10 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
                     ),
                     theme.style(risk_role),
                 ),
-                Span::styled(format!(" · {}", one_line(&r.why)), theme.style(Role::Dim)),
+                Span::styled(
+                    format!(" · {}", one_line(&sanitize(&r.why))),
+                    theme.style(Role::Dim),
+                ),
             ]));
             // The gate's summary of an edit may already show the change.
             if let Some(diff) = p.preview.as_ref().filter(|_| !r.summary.contains('\n')) {
@@ -398,7 +409,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
                 .borders(Borders::ALL)
                 .border_style(theme.style(risk_role))
                 .title(Line::styled(
-                    format!(" Allow {}? ", r.tool),
+                    format!(" Allow {}? ", one_line(&sanitize(&r.tool))),
                     theme.style(Role::Strong),
                 ));
             frame.render_widget(Paragraph::new(lines).block(block), area);
@@ -478,7 +489,7 @@ pub fn session_row(s: &SessionInfo, now_ms: i64, width: u16) -> String {
     let title = if s.title.trim().is_empty() {
         "(untitled)".to_string()
     } else {
-        one_line(&s.title)
+        one_line(&sanitize(&s.title))
     };
     let t = fit(&title, title_w);
     format!("{t:<title_w$}{tail}")
