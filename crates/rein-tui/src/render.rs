@@ -21,6 +21,8 @@ pub const MIN_WIDTH: u16 = 24;
 pub const MIN_HEIGHT: u16 = 6;
 const MAX_INPUT_LINES: u16 = 8;
 const MAX_POPUP: u16 = 6;
+/// Bytes of a streaming answer the live area renders (its tail).
+const LIVE_TEXT_TAIL: usize = 8 * 1024;
 
 /// Lines of the live area: the streaming reasoning and answer, running
 /// tools and queued messages.
@@ -35,9 +37,35 @@ pub fn live_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         out.extend(cell.lines(width, theme, app.tick));
     }
     if !app.stream_text.trim().is_empty() {
+        // Only the tail shows in the live area: an answer streaming a huge
+        // block without a paragraph break must not cost more per frame.
+        let text = &app.stream_text;
+        let tail = if text.len() > LIVE_TEXT_TAIL {
+            let mut cut = text.len() - LIVE_TEXT_TAIL;
+            while !text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let from = text[cut..].find('\n').map_or(cut, |i| cut + i + 1);
+            &text[from..]
+        } else {
+            text.as_str()
+        };
+        let mut shown = String::new();
+        if tail.len() < text.len() {
+            // Cut inside a code block: open it again so the tail stays code.
+            let before = &text[..text.len() - tail.len()];
+            let fences = before
+                .lines()
+                .filter(|l| l.trim_start().starts_with("```") || l.trim_start().starts_with("~~~"))
+                .count();
+            if fences % 2 == 1 {
+                shown.push_str("```\n");
+            }
+        }
+        shown.push_str(tail);
         let cell = Cell::Assistant {
-            text: app.stream_text.clone(),
-            continued: app.stream_continued,
+            text: shown,
+            continued: app.stream_continued || tail.len() < text.len(),
         };
         out.extend(cell.lines(width, theme, app.tick));
     }

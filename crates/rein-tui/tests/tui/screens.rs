@@ -660,3 +660,22 @@ fn control_sequences_in_an_approval_or_a_session_title_never_reach_the_terminal(
     assert!(!row.chars().any(|c| c.is_control()), "{row:?}");
     assert!(!row.contains("pwned"), "{row}");
 }
+
+#[test]
+fn a_huge_answer_without_paragraph_breaks_shows_only_its_tail_live() {
+    let mut h = Harness::new();
+    h.event(run_started(PermissionMode::Default));
+    let mut text = String::from("```\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("line {i}\n"));
+    }
+    h.event(Event::TextDelta { text });
+    // Still streaming inside one code block: nothing was flushed.
+    assert!(h.app.stream_text.len() > 100_000);
+    let lines = live_lines(&h.app, 80);
+    assert!(lines.len() < 2_000, "{} lines rendered live", lines.len());
+    let last = rein_tui::markdown::plain_text(&lines[lines.len() - 1..]);
+    assert!(last.contains("line 19999"), "{last}");
+    // Still drawn as code (indented under the answer), not as a paragraph.
+    assert!(last.starts_with("    line 19999"), "{last:?}");
+}
