@@ -6,7 +6,27 @@ use std::io::Write;
 use rein_core::{Event, Message, PermissionMode, StopReason};
 
 /// Write a line to stdout; a closed pipe is ignored.
+/// Whether stdout and stderr are terminals (asked once).
+fn terminals() -> (bool, bool) {
+    use std::io::IsTerminal;
+    static TERMINALS: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+    *TERMINALS.get_or_init(|| {
+        (
+            std::io::stdout().is_terminal(),
+            std::io::stderr().is_terminal(),
+        )
+    })
+}
+
+/// Write a line to stdout. On a terminal, text from models, files and
+/// commands cannot drive it: escape sequences are removed (piped, the
+/// text goes out exactly as it is).
 pub fn out(line: &str) {
+    let line = if terminals().0 {
+        rein_tui::cells::sanitize(line)
+    } else {
+        std::borrow::Cow::Borrowed(line)
+    };
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();
@@ -14,6 +34,11 @@ pub fn out(line: &str) {
 
 /// Write a line to stderr; failures are ignored.
 pub fn err(line: &str) {
+    let line = if terminals().1 {
+        rein_tui::cells::sanitize(line)
+    } else {
+        std::borrow::Cow::Borrowed(line)
+    };
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
@@ -179,14 +204,7 @@ impl HumanOutput {
                 totals,
             } => {
                 if *reason == StopReason::Completed {
-                    // On a terminal, an answer cannot carry escape
-                    // sequences to it; piped, it goes out as written.
-                    use std::io::IsTerminal;
-                    if std::io::stdout().is_terminal() {
-                        out(rein_tui::cells::sanitize(final_text.trim_end()).as_ref());
-                    } else {
-                        out(final_text.trim_end());
-                    }
+                    out(final_text.trim_end());
                 }
                 self.refusals.report();
                 let mut tokens = format!(

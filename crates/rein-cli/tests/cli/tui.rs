@@ -287,3 +287,24 @@ fn with_alt_screen_the_terminal_gets_its_screen_back_on_quit() {
     assert!(screen.contains("shell-output-before-the-app"), "{screen}");
     assert!(!screen.contains("Commands and keys"), "{screen}");
 }
+
+#[test]
+fn an_answer_that_would_clear_the_screen_is_printed_harmless_on_a_terminal() {
+    let env = Env::new();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [{"text": "gone?\u{1b}[2J\u{1b}[H\u{1b}]0;pwned\u{7} answer"}]}),
+    );
+    // `exec` on a terminal (the tmux pane), after a line of the shell's.
+    let t = Tmux::start_after(
+        &env,
+        "echo shell-line-that-must-stay",
+        &["exec", "--provider", "replay", "--script", &script, "hi"],
+    );
+    let screen = t.wait_for("rein exited with 0");
+    assert!(screen.contains("shell-line-that-must-stay"), "{screen}");
+    assert!(screen.contains("gone? answer"), "{screen}");
+    // Piped, the answer is passed on exactly as the model wrote it.
+    let piped = env.rein(&["exec", "--provider", "replay", "--script", &script, "hi"]);
+    assert!(stdout(&piped).contains("\u{1b}[2J"), "{}", stdout(&piped));
+}
