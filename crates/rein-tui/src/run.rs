@@ -522,11 +522,18 @@ struct LogRedirect;
 impl LogRedirect {
     fn start(home: &std::path::Path) -> std::io::Result<LogRedirect> {
         let dir = home.join("logs");
-        std::fs::create_dir_all(&dir)?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("tui.log"))?;
+        let log = std::fs::create_dir_all(&dir).and_then(|_| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("tui.log"))
+        });
+        // A home that cannot hold logs loses them, not the app: nothing may
+        // print over the screen either way.
+        let file = match log {
+            Ok(f) => f,
+            Err(_) => std::fs::OpenOptions::new().write(true).open("/dev/null")?,
+        };
         // SAFETY: dup/dup2 on valid descriptors; the saved copy is put back
         // on drop.
         let saved = unsafe { libc::dup(2) };
