@@ -189,7 +189,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
             }
             Some(s) = side.recv() => match s {
                 Side::Compacted(r) => {
-                    app.status.running = false;
+                    actions = app.busy_done();
                     match r {
                         Ok(true) => {}
                         Ok(false) => app.notice("nothing to compact: the session has no turns older than the ones kept"),

@@ -214,6 +214,17 @@ impl App {
         vec![Action::Submit(prompt)]
     }
 
+    /// Something that was not a run (a compaction) finished: the app is
+    /// idle again, and what was typed meanwhile is sent.
+    pub fn busy_done(&mut self) -> Vec<Action> {
+        self.status.running = false;
+        if self.queued.is_empty() {
+            return Vec::new();
+        }
+        let next = std::mem::take(&mut self.queued).join("\n\n");
+        self.start(next)
+    }
+
     pub(super) fn slash(&mut self, line: &str) -> Vec<Action> {
         let (cmd, arg) = match line.split_once(char::is_whitespace) {
             Some((c, a)) => (c, a.trim()),

@@ -954,3 +954,16 @@ fn keys_typed_just_as_an_approval_opens_do_not_answer_it() {
         ApprovalDecision::Deny { feedback: None }
     );
 }
+
+#[test]
+fn a_message_typed_during_a_compaction_is_sent_when_it_ends() {
+    let mut h = Harness::new();
+    h.event(run_started(PermissionMode::Default));
+    h.event(stopped(StopReason::Completed, "done"));
+    assert_eq!(h.send("/compact"), vec![Action::Compact]);
+    // The runtime marks the app busy while the summary is written.
+    h.app.status.running = true;
+    assert_eq!(h.send("next task"), vec![Action::Queue("next task".into())]);
+    assert_eq!(h.app.busy_done(), vec![Action::Submit("next task".into())]);
+    assert!(h.app.queued.is_empty());
+}
