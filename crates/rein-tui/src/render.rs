@@ -21,6 +21,8 @@ pub const MIN_WIDTH: u16 = 24;
 pub const MIN_HEIGHT: u16 = 6;
 const MAX_INPUT_LINES: u16 = 8;
 const MAX_POPUP: u16 = 6;
+/// Most diff lines an approval shows.
+const MODAL_DIFF_LINES: usize = 14;
 /// Bytes of a streaming answer the live area renders (its tail).
 const LIVE_TEXT_TAIL: usize = 8 * 1024;
 
@@ -104,16 +106,14 @@ fn modal_height(app: &App, width: u16) -> u16 {
             let preview = app
                 .approvals
                 .front()
-                .filter(|p| !p.request.summary.contains('\n'))
                 .and_then(|p| p.preview.as_ref())
-                .map(|d| d.lines().count().min(12) as u16)
+                .map(|d| d.lines().count().min(MODAL_DIFF_LINES) as u16)
                 .unwrap_or(0);
             let summary = app
                 .approvals
                 .front()
-                .map(|p| wrap_plain(&p.request.summary, width.saturating_sub(4) as usize).len())
-                .unwrap_or(1)
-                .min(6) as u16;
+                .map(|p| approval_summary(p, width.saturating_sub(4)).len())
+                .unwrap_or(1) as u16;
             6 + summary + preview
         }
         Some(Modal::Resume { sessions, .. }) => (sessions.len() as u16).min(10) + 3,
@@ -371,10 +371,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
             };
             let inner_w = area.width.saturating_sub(4).max(8);
             let mut lines: Vec<Line> = Vec::new();
-            for l in wrap_plain(&sanitize(&r.summary), inner_w as usize)
-                .into_iter()
-                .take(6)
-            {
+            for l in approval_summary(p, inner_w) {
                 lines.push(Line::styled(l, theme.style(Role::Strong)));
             }
             lines.push(Line::from(vec![
@@ -390,9 +387,11 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
                     theme.style(Role::Dim),
                 ),
             ]));
-            // The gate's summary of an edit may already show the change.
-            if let Some(diff) = p.preview.as_ref().filter(|_| !r.summary.contains('\n')) {
-                for l in render_diff(diff, inner_w, theme).into_iter().take(12) {
+            if let Some(diff) = &p.preview {
+                for l in render_diff(diff, inner_w, theme)
+                    .into_iter()
+                    .take(MODAL_DIFF_LINES)
+                {
                     lines.push(l);
                 }
             }
@@ -503,6 +502,15 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
         }
         None => {}
     }
+}
+
+/// The summary lines of an approval: with a diff to show, only the first
+/// line (the gate's summary of an edit repeats the change); otherwise the
+/// parsed command, up to six lines.
+fn approval_summary(p: &crate::app::PendingApproval, width: u16) -> Vec<String> {
+    let lines = wrap_plain(&sanitize(&p.request.summary), width as usize);
+    let keep = if p.preview.is_some() { 1 } else { 6 };
+    lines.into_iter().take(keep).collect()
 }
 
 /// One row of the resume picker: title, age, messages, id.

@@ -78,7 +78,7 @@ impl App {
                         name,
                         arguments,
                         ..
-                    } if *call_id == request.call_id => proposed_change(name, arguments),
+                    } if *call_id == request.call_id => proposed_change(name, arguments, &self.workspace),
                     _ => None,
                 });
                 if let Some(state) = self.tool_state(&request.call_id) {
