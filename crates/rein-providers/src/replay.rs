@@ -49,6 +49,7 @@
 //! | `context_window` | integer, optional | Context window in tokens, reported in the capabilities. |
 //! | `pricing` | object, optional | The model's prices the provider reports, in US$ per million tokens: `input` and `output` (required numbers ≥ 0) and `cached_input` (default: the `input` price). Without it the prices are unknown, as for an unlisted model. |
 //! | `turns` | array, required | The model turns, played one per model call, in order. Must not be empty. |
+//! | `summaries` | array of strings, optional | Answers to the engine's compaction summary requests, in order (the last repeats when they run out). They take no turn, so a long script can cross compactions. Without it a summary request takes the next turn like any call. |
 //!
 //! A turn (every field optional, but a turn must have at least one of
 //! `text`, `reasoning`, `reasoning_signature`, a tool call, or `error`):
@@ -175,6 +176,10 @@ pub struct ReplayScript {
     pub pricing: Option<Pricing>,
     /// The turns, played one per model call.
     pub turns: Vec<ReplayTurn>,
+    /// Answers to compaction summary requests, in order (the last one is
+    /// repeated when they run out). Empty: summary requests take turns
+    /// like any other call.
+    pub summaries: Vec<String>,
 }
 
 impl Default for ReplayScript {
@@ -185,6 +190,7 @@ impl Default for ReplayScript {
             context_window: None,
             pricing: None,
             turns: Vec::new(),
+            summaries: Vec::new(),
         }
     }
 }
@@ -422,6 +428,8 @@ pub struct ReplayProvider {
 struct State {
     /// Index of the next turn to play (may run past the end).
     next: usize,
+    /// Summary requests answered from `summaries`.
+    summaries_played: usize,
     /// Every request received, in order.
     requests: Vec<ModelRequest>,
 }
@@ -518,6 +526,20 @@ impl Provider for ReplayProvider {
     ) -> Result<ChunkStream, ProviderError> {
         if cancel.is_cancelled() {
             return Err(cancelled());
+        }
+        if !self.script.summaries.is_empty()
+            && request.system == rein_core::compaction::SUMMARY_SYSTEM
+        {
+            let k = {
+                let mut state = self.lock();
+                state.requests.push(request.clone());
+                state.summaries_played += 1;
+                state.summaries_played - 1
+            };
+            let last = self.script.summaries.len() - 1;
+            let turn = ReplayTurn::text(self.script.summaries[k.min(last)].clone());
+            let items = plan(&turn, 0);
+            return Ok(Box::pin(stream::iter(items)));
         }
         let index = {
             let mut state = self.lock();

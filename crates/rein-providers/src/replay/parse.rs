@@ -20,6 +20,8 @@ struct RawScript {
     context_window: Option<u64>,
     pricing: Option<RawPricing>,
     turns: Vec<RawTurn>,
+    #[serde(default)]
+    summaries: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -165,7 +167,14 @@ impl ReplayScript {
             .map(|(i, t)| convert_turn(t).map_err(|m| ReplayError::invalid(Some(i + 1), m)))
             .collect::<Result<Vec<_>, _>>()?;
         let pricing = raw.pricing.map(RawPricing::check).transpose()?;
+        if raw.summaries.iter().any(|t| t.trim().is_empty()) {
+            return Err(ReplayError::invalid(
+                None,
+                "`summaries` holds an empty text",
+            ));
+        }
         Ok(ReplayScript {
+            summaries: raw.summaries,
             description: raw.description,
             model: raw.model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             context_window: raw.context_window,
