@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::theme::ColorLevel;
 use ratatui::style::Modifier;
