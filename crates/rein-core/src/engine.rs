@@ -234,7 +234,7 @@ impl AgentEngineBuilder {
         }
         Ok(AgentEngine {
             inner: Arc::new(Inner {
-                provider: self.provider,
+                provider: std::sync::RwLock::new(self.provider),
                 store: self.store,
                 gate: Arc::new(gate),
                 workspace,
@@ -282,7 +282,8 @@ pub struct RunOutcome {
 }
 
 struct Inner {
-    provider: Arc<dyn Provider>,
+    /// Swappable: `set_provider` takes effect at the next model call.
+    provider: std::sync::RwLock<Arc<dyn Provider>>,
     store: Arc<dyn SessionStore>,
     gate: Arc<Gate>,
     workspace: PathBuf,
@@ -355,8 +356,22 @@ impl AgentEngine {
         &self.inner.workspace
     }
 
-    pub fn provider(&self) -> &Arc<dyn Provider> {
-        &self.inner.provider
+    /// The model provider the next model call goes to.
+    pub fn provider(&self) -> Arc<dyn Provider> {
+        match self.inner.provider.read() {
+            Ok(p) => p.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Talk to `provider` from the next model call on, in every run of this
+    /// engine and its clones (a running run switches at its next turn; a
+    /// call already streaming finishes on the old one).
+    pub fn set_provider(&self, provider: Arc<dyn Provider>) {
+        match self.inner.provider.write() {
+            Ok(mut p) => *p = provider,
+            Err(poisoned) => *poisoned.into_inner() = provider,
+        }
     }
 
     pub fn store(&self) -> &Arc<dyn SessionStore> {
@@ -408,8 +423,7 @@ impl AgentEngine {
         let latest = requests.pop().unwrap_or_default();
         let (view, seqs) = self.model_view(&info.id, stored).await?;
         let counter: Arc<dyn TokenCounter> = self
-            .inner
-            .provider
+            .provider()
             .token_counter()
             .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()));
         let repaired = repair_history(view);
@@ -456,7 +470,7 @@ impl AgentEngine {
         sink: &mut dyn EventSink,
         st: &mut RunState,
     ) {
-        let provider = &self.inner.provider;
+        let provider = self.provider();
         let entry = LedgerEntry {
             kind,
             provider: provider.name().to_string(),
@@ -505,7 +519,7 @@ impl AgentEngine {
             max_output_tokens: Some(24),
         };
         let began = std::time::Instant::now();
-        let result = self.inner.provider.complete(&req, &cancel).await;
+        let result = self.provider().complete(&req, &cancel).await;
         let mut st = RunState {
             session_id: session_id.to_string(),
             turns: 0,
@@ -590,8 +604,8 @@ impl AgentEngine {
         let plan = mode == PermissionMode::Plan;
         sink.emit(Event::RunStarted {
             session_id: session_id.clone(),
-            provider: inner.provider.name().to_string(),
-            model: inner.provider.model().to_string(),
+            provider: self.provider().name().to_string(),
+            model: self.provider().model().to_string(),
             workspace: inner.workspace.display().to_string(),
             resumed: opened.resumed,
             mode,
@@ -601,8 +615,8 @@ impl AgentEngine {
             Ok(p) => Arc::new(p),
             Err(e) => return st.stop(StopReason::HarnessError, harness(e)),
         };
-        let counter: Arc<dyn TokenCounter> = inner
-            .provider
+        let counter: Arc<dyn TokenCounter> = self
+            .provider()
             .token_counter()
             .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()));
         let mut conv = Conversation::new(opened.messages, opened.seqs, counter.as_ref());
@@ -620,11 +634,11 @@ impl AgentEngine {
             },
             guard: LoopGuard::new(inner.config.loop_guard.clone()),
         };
-        if inner.config.max_cost_usd.is_some() && inner.provider.pricing().is_none() {
+        if inner.config.max_cost_usd.is_some() && self.provider().pricing().is_none() {
             sink.emit(Event::Notice {
                 message: format!(
                     "max_cost_usd is set but the prices of {} are unknown: the cost budget cannot stop this run",
-                    inner.provider.model()
+                    self.provider().model()
                 ),
             });
         }
@@ -632,7 +646,7 @@ impl AgentEngine {
         let agents_md = context::read_agents_md(&inner.workspace);
         let date = crate::time::format_date(crate::time::now_millis());
         let mut fixed = self.fixed_part(mode, agents_md.as_deref(), &date, counter.as_ref());
-        let window = inner.provider.capabilities().context_window;
+        let mut window: Option<u64>;
         let started = tokio::time::Instant::now();
         // One request for the whole run: its messages are lent from the
         // conversation for each call (swapped, never copied), so a turn
@@ -676,6 +690,8 @@ impl AgentEngine {
             }
             st.turns += 1;
             sink.emit(Event::TurnStarted { turn: st.turns });
+            // The provider may have been switched (`set_provider`).
+            window = self.provider().capabilities().context_window;
 
             let cfg = &inner.config.compaction;
             if cfg.enabled
@@ -920,7 +936,7 @@ impl AgentEngine {
                     .create_session(NewSession {
                         workspace: self.inner.workspace.display().to_string(),
                         title: title_of(&request.prompt),
-                        model: self.inner.provider.model().to_string(),
+                        model: self.provider().model().to_string(),
                     })
                     .await?;
                 Ok(Opened {
@@ -955,9 +971,7 @@ impl AgentEngine {
                     }
                 }
                 let repaired_seqs = state::realign_seqs(&repaired, seqs, &seq_of);
-                store
-                    .set_model(&info.id, self.inner.provider.model())
-                    .await?;
+                store.set_model(&info.id, self.provider().model()).await?;
                 Ok(Opened {
                     id: info.id,
                     messages: repaired.messages,
@@ -1071,8 +1085,9 @@ impl AgentEngine {
         asm: &mut AssistantAssembler,
     ) -> Result<(), ProviderError> {
         let cancelled = || ProviderError::new(ProviderErrorKind::Cancelled, "cancelled");
+        let provider = self.provider();
         let mut stream = tokio::select! {
-            s = self.inner.provider.stream(req, cancel) => s?,
+            s = provider.stream(req, cancel) => s?,
             _ = cancel.cancelled() => return Err(cancelled()),
         };
         loop {

@@ -82,7 +82,7 @@ pub async fn run(setup: Setup) -> anyhow::Result<()> {
 async fn event_loop(setup: Setup) -> anyhow::Result<()> {
     let theme = Theme::detect();
     let history = InputHistory::load(setup.home.join("history.jsonl"));
-    let mut engine = (setup.engine)(None)?;
+    let engine = (setup.engine)(None)?;
     let status = Status {
         provider: engine.provider().name().to_string(),
         model: engine.provider().model().to_string(),
@@ -273,10 +273,13 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                 )),
                 Action::SwitchModel(Some(name)) => match (setup.engine)(Some(&name)) {
                     Ok(e) => {
-                        engine = e;
-                        app.status.model = engine.provider().model().to_string();
-                        app.status.provider = engine.provider().name().to_string();
-                        app.status.context_window = engine.provider().capabilities().context_window;
+                        // The engine a run uses is shared: switching its
+                        // provider moves a running run at its next turn.
+                        let provider = e.provider();
+                        engine.set_provider(provider.clone());
+                        app.status.model = provider.model().to_string();
+                        app.status.provider = provider.name().to_string();
+                        app.status.context_window = provider.capabilities().context_window;
                         app.notice(format!(
                             "model: {} ({}) from the next turn",
                             app.status.model, app.status.provider
@@ -487,7 +490,8 @@ async fn show_context(app: &mut App, engine: &AgentEngine) {
 /// Skipped for the local model (its first-line title stays: no extra call)
 /// and the replay provider (its script has no title answers).
 fn spawn_title(engine: &AgentEngine, session_id: String, side: mpsc::UnboundedSender<Side>) {
-    let name = engine.provider().name();
+    let provider = engine.provider();
+    let name = provider.name();
     if name == "local" || name == "replay" {
         return;
     }

@@ -46,7 +46,7 @@ impl AgentEngine {
             }
             return Ok(());
         };
-        let window = self.inner.provider.capabilities().context_window;
+        let window = self.provider().capabilities().context_window;
         // The summariser sees at most half the window (about 4 bytes a
         // token), and its answer may take a quarter.
         let transcript_bytes = window.map_or(200_000, |w| (w as usize * 2).clamp(8_000, 400_000));
@@ -58,8 +58,9 @@ impl AgentEngine {
             max_tokens,
         );
         let began = std::time::Instant::now();
+        let provider = self.provider();
         let answer = tokio::select! {
-            a = self.inner.provider.complete(&request, cancel) => a,
+            a = provider.complete(&request, cancel) => a,
             _ = cancel.cancelled() => Err(crate::provider::ProviderError::new(
                 crate::provider::ProviderErrorKind::Cancelled, "cancelled")),
         };

@@ -505,3 +505,34 @@ async fn a_title_call_names_the_session_and_is_recorded_in_the_ledger() {
         ["the parser crashes on empty input, fix it"]
     );
 }
+
+#[tokio::test]
+async fn a_provider_switched_mid_run_answers_from_the_next_turn() {
+    let first = Scripted::new(vec![Ok(calls(&[(
+        "a",
+        "sleep",
+        json!({"ms": 1, "label": "one"}),
+    )]))]);
+    let second = Scripted::new(vec![Ok(text("answered by the second model"))]);
+    let h = harness(first.clone(), |b| b);
+    let engine = h.engine.clone();
+    let next: Arc<dyn Provider> = second.clone();
+    let (outcome, _) = run_with_hook(&h, RunRequest::new("go"), move |e| {
+        if matches!(e, Event::ToolStarted { .. }) {
+            engine.set_provider(next.clone());
+        }
+    })
+    .await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.final_text, "answered by the second model");
+    assert_eq!(first.requests().len(), 1);
+    assert_eq!(second.requests().len(), 1);
+    // The second model sees the whole conversation so far.
+    assert_eq!(user_texts(&second.requests()[0]), ["go"]);
+    assert!(
+        second.requests()[0]
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool(_)))
+    );
+}
