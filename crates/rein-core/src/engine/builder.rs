@@ -1,0 +1,220 @@
+//! `AgentEngineBuilder` and the engine's settings.
+
+use super::*;
+
+/// Loop settings, all with defaults.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Most model calls in one run (default 50).
+    pub max_turns: u32,
+    /// Retries of a failed model call before the run stops (default 3).
+    pub provider_retries: u32,
+    /// First retry delay; doubles each time, with jitter (default 1 s).
+    pub retry_base_delay: Duration,
+    pub limits: GateLimits,
+    /// Modes, rules and the sandbox's settings (default mode: `default`).
+    pub permissions: Permissions,
+    /// Who answers approval requests (default: nobody, so they are refused).
+    pub approvals: Approvals,
+    /// Most input + output tokens over all model calls of a run.
+    pub max_tokens: Option<u64>,
+    /// Most spent on model calls in a run, in US dollars (known prices only).
+    pub max_cost_usd: Option<f64>,
+    /// Longest a run may take.
+    pub max_wall_time: Option<Duration>,
+    pub loop_guard: LoopGuardConfig,
+    pub compaction: CompactionConfig,
+    /// Extra text at the end of the system prompt (long-term memory).
+    pub system_note: Option<String>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_turns: 50,
+            provider_retries: 3,
+            retry_base_delay: Duration::from_secs(1),
+            limits: GateLimits::default(),
+            permissions: Permissions::new(PermissionMode::Default),
+            approvals: Approvals::Refuse,
+            max_tokens: None,
+            max_cost_usd: None,
+            max_wall_time: None,
+            loop_guard: LoopGuardConfig::default(),
+            compaction: CompactionConfig::default(),
+            system_note: None,
+        }
+    }
+}
+
+/// Builds an `AgentEngine`.
+pub struct AgentEngineBuilder {
+    provider: Arc<dyn Provider>,
+    store: Arc<dyn SessionStore>,
+    workspace: PathBuf,
+    tools: Vec<Arc<dyn Tool>>,
+    config: EngineConfig,
+    project_rules: Option<Arc<dyn ProjectRules>>,
+    spill: Option<Arc<dyn OutputSpill>>,
+}
+
+impl AgentEngineBuilder {
+    /// Modes, rules and sandbox settings.
+    pub fn permissions(mut self, permissions: Permissions) -> Self {
+        self.config.permissions = permissions;
+        self
+    }
+
+    /// The permission mode of runs that do not choose one.
+    pub fn mode(mut self, mode: PermissionMode) -> Self {
+        self.config.permissions.mode = mode;
+        self
+    }
+
+    /// Who answers approval requests.
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.config.approvals = approvals;
+        self
+    }
+
+    /// Token budget of a run (input + output over every call).
+    pub fn max_tokens(mut self, n: u64) -> Self {
+        self.config.max_tokens = Some(n);
+        self
+    }
+
+    /// Cost budget of a run in US dollars.
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        self.config.max_cost_usd = Some(usd);
+        self
+    }
+
+    /// Wall-clock budget of a run.
+    pub fn max_wall_time(mut self, d: Duration) -> Self {
+        self.config.max_wall_time = Some(d);
+        self
+    }
+
+    pub fn loop_guard(mut self, g: LoopGuardConfig) -> Self {
+        self.config.loop_guard = g;
+        self
+    }
+
+    pub fn compaction(mut self, c: CompactionConfig) -> Self {
+        self.config.compaction = c;
+        self
+    }
+
+    /// Text added to the end of the system prompt.
+    pub fn system_note(mut self, note: impl Into<String>) -> Self {
+        self.config.system_note = Some(note.into());
+        self
+    }
+
+    /// Where tool outputs too big for the context are saved (see
+    /// `GateLimits::spill_bytes`).
+    pub fn output_spill(mut self, spill: Arc<dyn OutputSpill>) -> Self {
+        self.spill = Some(spill);
+        self
+    }
+
+    /// Where "always for this project" approvals are written.
+    pub fn project_rules(mut self, rules: Arc<dyn ProjectRules>) -> Self {
+        self.project_rules = Some(rules);
+        self
+    }
+
+    /// The workspace root (default: the current directory).
+    pub fn workspace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.workspace = path.into();
+        self
+    }
+
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    pub fn max_turns(mut self, n: u32) -> Self {
+        self.config.max_turns = n;
+        self
+    }
+
+    pub fn tool_timeout(mut self, d: Duration) -> Self {
+        self.config.limits.tool_timeout = d;
+        self
+    }
+
+    /// Cap on tool calls running at once (default: no cap).
+    pub fn max_concurrent_tools(mut self, n: usize) -> Self {
+        self.config.limits.max_concurrent_tools = Some(n);
+        self
+    }
+
+    pub fn provider_retries(mut self, n: u32) -> Self {
+        self.config.provider_retries = n;
+        self
+    }
+
+    pub fn retry_base_delay(mut self, d: Duration) -> Self {
+        self.config.retry_base_delay = d;
+        self
+    }
+
+    /// Largest tool observation passed to the model, in bytes.
+    pub fn max_output_bytes(mut self, n: usize) -> Self {
+        self.config.limits.max_output_bytes = n;
+        self
+    }
+
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    pub fn build(self) -> Result<AgentEngine, EngineError> {
+        let workspace = std::fs::canonicalize(&self.workspace)
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| EngineError::Workspace {
+                path: self.workspace.display().to_string(),
+            })?;
+        let mut gate = Gate::new(self.tools, self.config.limits.clone());
+        if let Some(spill) = self.spill {
+            gate = gate.with_spill(spill);
+        }
+        Ok(AgentEngine {
+            inner: Arc::new(Inner {
+                provider: std::sync::RwLock::new(self.provider),
+                store: self.store,
+                gate: Arc::new(gate),
+                workspace,
+                permissions: Arc::new(self.config.permissions.clone()),
+                config: self.config,
+                project_rules: self.project_rules,
+            }),
+        })
+    }
+}
+
+impl AgentEngine {
+    pub fn builder(
+        provider: Arc<dyn Provider>,
+        store: Arc<dyn SessionStore>,
+    ) -> AgentEngineBuilder {
+        AgentEngineBuilder {
+            provider,
+            store,
+            workspace: PathBuf::from("."),
+            tools: Vec::new(),
+            config: EngineConfig::default(),
+            project_rules: None,
+            spill: None,
+        }
+    }
+}

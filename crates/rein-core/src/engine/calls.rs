@@ -1,0 +1,180 @@
+//! Model calls besides the turns: compaction summaries, session titles,
+//! and the cost ledger every call is recorded in.
+
+use super::*;
+
+impl AgentEngine {
+    /// Compact a stored session now (`rein compact`): summarise all but its
+    /// last turns. Returns false when there was nothing to compact.
+    pub async fn compact_session(
+        &self,
+        id: &str,
+        cancel: CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> Result<bool, StoreError> {
+        let store = &self.inner.store;
+        let info = store.get_session(id).await?;
+        let stored = store.messages(&info.id).await?;
+        let mut requests = compaction::user_requests(&stored);
+        let latest = requests.pop().unwrap_or_default();
+        let (view, seqs) = self.model_view(&info.id, stored).await?;
+        let counter: Arc<dyn TokenCounter> = self
+            .provider()
+            .token_counter()
+            .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()));
+        let repaired = repair_history(view);
+        let seqs = state::realign_seqs(&repaired, seqs, &Default::default());
+        let mut conv = Conversation::new(repaired.messages, seqs, counter.as_ref());
+        let before = conv.messages.len();
+        let ledger = TaskLedger {
+            latest_instruction: latest,
+            earlier_requests: requests,
+            todos: store.todos(&info.id).await?,
+            ..Default::default()
+        };
+        let mut st = RunState {
+            session_id: info.id.clone(),
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            totals: LedgerTotals::default(),
+        };
+        self.compact(
+            &info.id,
+            &mut conv,
+            CompactionReason::Manual,
+            &ledger,
+            counter.as_ref(),
+            &cancel,
+            sink,
+            &mut st,
+        )
+        .await?;
+        Ok(conv.messages.len() != before)
+    }
+
+    /// Record one model call in the session's ledger and the run's totals.
+    /// A ledger that cannot be written is a notice, never a stop.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn record_call(
+        &self,
+        session_id: &str,
+        kind: CallKind,
+        usage: Usage,
+        ok: bool,
+        began: std::time::Instant,
+        sink: &mut dyn EventSink,
+        st: &mut RunState,
+    ) {
+        let provider = self.provider();
+        let entry = LedgerEntry {
+            kind,
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+            usage,
+            cost_usd: provider.pricing().map(|p| p.cost(&usage)),
+            ok,
+            duration_ms: began.elapsed().as_millis() as u64,
+            at: crate::time::now_millis(),
+        };
+        st.totals.add(&entry);
+        if let Err(e) = self.inner.store.add_ledger(session_id, &entry).await {
+            sink.emit(Event::Notice {
+                message: format!("the cost ledger could not record a model call: {e}"),
+            });
+        }
+    }
+
+    /// Ask the model for a short title of a session from its first request
+    /// and store it. The call is recorded in the session's cost ledger. On
+    /// any failure the title stays as it was (the first line of the prompt).
+    pub async fn title_session(
+        &self,
+        session_id: &str,
+        cancel: CancellationToken,
+    ) -> Result<String, String> {
+        let store = &self.inner.store;
+        let messages = store
+            .messages(session_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let first = messages
+            .iter()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.clone()),
+                _ => None,
+            })
+            .ok_or("the session has no request yet")?;
+        let request: String = first.chars().take(2000).collect();
+        let req = ModelRequest {
+            system: "You name coding sessions. Reply with a title of at most six words for \
+                     the user's request: no quotes, no final period, nothing else."
+                .to_string(),
+            messages: vec![Message::user(request)],
+            tools: Vec::new(),
+            max_output_tokens: Some(24),
+        };
+        let began = std::time::Instant::now();
+        let result = self.provider().complete(&req, &cancel).await;
+        let mut st = RunState {
+            session_id: session_id.to_string(),
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            totals: LedgerTotals::default(),
+        };
+        let usage = result
+            .as_ref()
+            .ok()
+            .and_then(|a| a.usage)
+            .unwrap_or_default();
+        self.record_call(
+            session_id,
+            CallKind::Title,
+            usage,
+            result.is_ok(),
+            began,
+            &mut crate::event::NullSink,
+            &mut st,
+        )
+        .await;
+        let answer = result.map_err(|e| e.to_string())?;
+        let title = clean_title(&answer.text()).ok_or("the model gave no usable title")?;
+        store
+            .set_title(session_id, &title)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(title)
+    }
+}
+
+/// A model's title answer made fit: one line, no quotes, at most 80 chars.
+fn clean_title(answer: &str) -> Option<String> {
+    let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let t = line
+        .trim_start_matches(|c: char| c == '#' || c == '*' || c.is_whitespace())
+        .trim_start_matches("Title:")
+        .trim()
+        .trim_matches(|c: char| c == '"' || c == '\'' || c == '`' || c == '*')
+        .trim_end_matches('.')
+        .trim();
+    (!t.is_empty()).then(|| t.chars().take(80).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_titles_are_cleaned_to_one_plain_line() {
+        assert_eq!(
+            clean_title("\n\"Fix the failing test.\"\nmore").as_deref(),
+            Some("Fix the failing test")
+        );
+        assert_eq!(
+            clean_title("Title: Refactor parser").as_deref(),
+            Some("Refactor parser")
+        );
+        assert_eq!(clean_title("  \n "), None);
+    }
+}

@@ -1,0 +1,161 @@
+//! What a run starts from: the session (created, or loaded and repaired),
+//! the policy of the gate, and the system prompt and tools a mode shows.
+
+use super::*;
+
+impl AgentEngine {
+    /// The permission state of a run: the session's earlier approvals
+    /// come back from the store.
+    /// The system prompt and tools a mode shows the model, and their size.
+    pub(super) fn fixed_part(
+        &self,
+        mode: PermissionMode,
+        agents_md: Option<&str>,
+        date: &str,
+        counter: &dyn TokenCounter,
+    ) -> FixedPart {
+        let inner = &self.inner;
+        let tools = inner.gate.specs(mode);
+        let mut system = context::system_prompt(&PromptFacts {
+            workspace: &inner.workspace,
+            date,
+            os: std::env::consts::OS,
+            tools: &tools,
+            plan: mode == PermissionMode::Plan,
+            agents_md,
+        });
+        if let Some(note) = &inner.config.system_note
+            && !note.trim().is_empty()
+        {
+            system.push('\n');
+            system.push_str(note.trim_end());
+            system.push('\n');
+        }
+        let tokens = counter.count(&system)
+            + tools
+                .iter()
+                .map(|t| {
+                    counter.count(&t.name)
+                        + counter.count(&t.description)
+                        + counter.count(&t.parameters.to_string())
+                })
+                .sum::<u64>();
+        let chars = (system.len()
+            + tools
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+                .sum::<usize>()) as u64;
+        FixedPart {
+            system,
+            tools,
+            tokens,
+            chars,
+        }
+    }
+
+    pub(super) async fn run_policy(
+        &self,
+        session_id: &str,
+        mode: PermissionMode,
+        sink: &mut dyn EventSink,
+    ) -> Result<RunPolicy, StoreError> {
+        let mut granted = Vec::new();
+        for text in self.inner.store.grants(session_id).await? {
+            match text.parse::<Rule>() {
+                Ok(rule) => granted.push(rule),
+                Err(e) => sink.emit(Event::Notice {
+                    message: format!("ignoring a stored approval of this session: {e}"),
+                }),
+            }
+        }
+        Ok(RunPolicy {
+            mode,
+            permissions: self.inner.permissions.clone(),
+            granted: std::sync::Mutex::new(granted),
+            approvals: self.inner.config.approvals.clone(),
+            project_rules: self.inner.project_rules.clone(),
+        })
+    }
+
+    /// Create the session, or load and repair the one to resume: the
+    /// model's view is the latest compaction's summary and what follows it.
+    pub(super) async fn open_session(&self, request: &RunRequest) -> Result<Opened, StoreError> {
+        let store = &self.inner.store;
+        match &request.resume {
+            None => {
+                let info = store
+                    .create_session(NewSession {
+                        workspace: self.inner.workspace.display().to_string(),
+                        title: title_of(&request.prompt),
+                        model: self.provider().model().to_string(),
+                    })
+                    .await?;
+                Ok(Opened {
+                    id: info.id,
+                    messages: Vec::new(),
+                    seqs: Vec::new(),
+                    resumed: false,
+                    earlier_requests: Vec::new(),
+                })
+            }
+            Some(id) => {
+                let info = store.get_session(id).await?;
+                let stored = store.messages(&info.id).await?;
+                let earlier_requests = compaction::user_requests(&stored);
+                let (view, seqs) = self.model_view(&info.id, stored).await?;
+                let repaired = repair_history(view);
+                // Results made up for the last message's dangling calls are
+                // stored too, so the transcript says what happened (earlier
+                // ones are rebuilt the same way on every load).
+                let last_assistant = repaired
+                    .messages
+                    .iter()
+                    .rposition(|m| matches!(m, Message::Assistant(_)))
+                    .unwrap_or(0);
+                let mut seq_of: std::collections::HashMap<usize, u64> = Default::default();
+                for (index, result) in &repaired.added {
+                    if *index > last_assistant {
+                        let seq = store
+                            .append_message(&info.id, &Message::Tool(result.clone()))
+                            .await?;
+                        seq_of.insert(*index, seq);
+                    }
+                }
+                let repaired_seqs = state::realign_seqs(&repaired, seqs, &seq_of);
+                store.set_model(&info.id, self.provider().model()).await?;
+                Ok(Opened {
+                    id: info.id,
+                    messages: repaired.messages,
+                    seqs: repaired_seqs,
+                    resumed: true,
+                    earlier_requests,
+                })
+            }
+        }
+    }
+
+    /// What the model sees of stored messages: after a compaction, its
+    /// summary and the messages after it.
+    pub(super) async fn model_view(
+        &self,
+        id: &str,
+        stored: Vec<Message>,
+    ) -> Result<(Vec<Message>, Vec<Option<u64>>), StoreError> {
+        let compactions = self.inner.store.compactions(id).await?;
+        match compactions.last() {
+            Some(c) if (c.upto_seq as usize) <= stored.len() => {
+                let mut messages = vec![c.summary.clone()];
+                let mut seqs = vec![None];
+                for (i, m) in stored.into_iter().enumerate().skip(c.upto_seq as usize) {
+                    messages.push(m);
+                    seqs.push(Some(i as u64 + 1));
+                }
+                Ok((messages, seqs))
+            }
+            _ => {
+                let seqs = (1..=stored.len() as u64).map(Some).collect();
+                Ok((stored, seqs))
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! One model turn (with retries) and one round of tool calls.
+
+use super::*;
+
+impl AgentEngine {
+    /// One model call, retried while nothing has been streamed yet.
+    pub(super) async fn model_turn(
+        &self,
+        session_id: &str,
+        req: &ModelRequest,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+        st: &mut RunState,
+    ) -> Result<AssistantMessage, TurnFailure> {
+        let cfg = &self.inner.config;
+        let mut attempt = 0u32;
+        loop {
+            let mut asm = AssistantAssembler::default();
+            let began = std::time::Instant::now();
+            let result = self.stream_once(req, cancel, sink, &mut asm).await;
+            let err = match result {
+                Ok(()) => {
+                    let answer = asm.finish();
+                    let usage = answer.usage.unwrap_or_default();
+                    self.record_call(session_id, CallKind::Turn, usage, true, began, sink, st)
+                        .await;
+                    return Ok(answer);
+                }
+                Err(e) => e,
+            };
+            let partial = asm.partial();
+            let usage = partial.usage.unwrap_or_default();
+            if err.kind == ProviderErrorKind::Cancelled || cancel.is_cancelled() {
+                self.record_call(session_id, CallKind::Turn, usage, false, began, sink, st)
+                    .await;
+                return Err(TurnFailure::Cancelled(partial));
+            }
+            if !(err.is_retryable() && asm.is_empty() && attempt < cfg.provider_retries) {
+                self.record_call(session_id, CallKind::Turn, usage, false, began, sink, st)
+                    .await;
+                return Err(TurnFailure::Provider(err, partial));
+            }
+            self.record_call(session_id, CallKind::Retry, usage, false, began, sink, st)
+                .await;
+            attempt += 1;
+            let delay = backoff(cfg.retry_base_delay, attempt, err.retry_after);
+            sink.emit(Event::Retry {
+                attempt,
+                max_retries: cfg.provider_retries,
+                delay_ms: delay.as_millis() as u64,
+                error: err.to_string(),
+            });
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = cancel.cancelled() => return Err(TurnFailure::Cancelled(AssistantMessage::default())),
+            }
+        }
+    }
+
+    pub(super) async fn stream_once(
+        &self,
+        req: &ModelRequest,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+        asm: &mut AssistantAssembler,
+    ) -> Result<(), ProviderError> {
+        let cancelled = || ProviderError::new(ProviderErrorKind::Cancelled, "cancelled");
+        let provider = self.provider();
+        let mut stream = tokio::select! {
+            s = provider.stream(req, cancel) => s?,
+            _ = cancel.cancelled() => return Err(cancelled()),
+        };
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(cancelled()),
+                n = stream.next() => n,
+            };
+            let Some(chunk) = next else { return Ok(()) };
+            let chunk = chunk?;
+            match &chunk {
+                crate::schema::StreamChunk::TextDelta(t) if !t.is_empty() => {
+                    sink.emit(Event::TextDelta { text: t.clone() })
+                }
+                crate::schema::StreamChunk::ReasoningDelta(t) if !t.is_empty() => {
+                    sink.emit(Event::ReasoningDelta { text: t.clone() })
+                }
+                _ => {}
+            }
+            if asm.push(chunk) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Run one turn's calls concurrently through the gate. Each result is
+    /// stored as it finishes; the returned results keep call order.
+    pub(super) async fn run_tools(
+        &self,
+        session_id: &str,
+        calls: Vec<ToolCall>,
+        policy: &Arc<RunPolicy>,
+        note: Option<String>,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> (Vec<(ToolResult, Option<u64>)>, Option<StoreError>) {
+        enum Msg {
+            Event(Event),
+            Done(usize, crate::dispatch::GateOutcome),
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        for call in &calls {
+            sink.emit(Event::ToolStarted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+        }
+        for (index, call) in calls.iter().enumerate() {
+            let gate = self.inner.gate.clone();
+            let ctx = ToolContext {
+                workspace: self.inner.workspace.clone(),
+                session_id: session_id.to_string(),
+                call_id: call.id.clone(),
+                cancel: cancel.clone(),
+                store: self.inner.store.clone(),
+                sandbox: Default::default(),
+                read_roots: Vec::new(),
+            };
+            let call = call.clone();
+            let tx = tx.clone();
+            let policy = policy.clone();
+            let events_tx = tx.clone();
+            let events: GateEvents = Arc::new(move |e| {
+                let _ = events_tx.send(Msg::Event(e));
+            });
+            tokio::spawn(async move {
+                let outcome = gate.run(&call, ctx, &policy, &events).await;
+                let _ = tx.send(Msg::Done(index, outcome));
+            });
+        }
+        drop(tx);
+        let mut slots: Vec<Option<(ToolResult, Option<u64>)>> = vec![None; calls.len()];
+        let mut fault = None;
+        while let Some(msg) = rx.recv().await {
+            let (index, outcome) = match msg {
+                Msg::Event(e) => {
+                    sink.emit(e);
+                    continue;
+                }
+                Msg::Done(index, outcome) => (index, outcome),
+            };
+            let mut r = outcome.result;
+            if let Some(n) = &note {
+                r.output.push_str("\n\n");
+                r.output.push_str(n);
+            }
+            sink.emit(Event::ToolFinished {
+                call_id: r.call_id.clone(),
+                name: r.name.clone(),
+                duration_ms: outcome.duration.as_millis() as u64,
+                is_error: r.is_error,
+                output_preview: preview(&r.output, 4, 300),
+            });
+            let mut seq = None;
+            if fault.is_none() {
+                match self
+                    .commit(session_id, &Message::Tool(r.clone()), sink)
+                    .await
+                {
+                    Ok(s) => seq = Some(s),
+                    Err(e) => fault = Some(e),
+                }
+            }
+            slots[index] = Some((r, seq));
+        }
+        let results = slots
+            .into_iter()
+            .zip(calls)
+            .map(|(slot, call)| {
+                slot.unwrap_or_else(|| {
+                    let lost = ToolResult {
+                        call_id: call.id,
+                        name: call.name,
+                        output: "error: the harness lost this call's result".to_string(),
+                        is_error: true,
+                    };
+                    (lost, None)
+                })
+            })
+            .collect();
+        (results, fault)
+    }
+}
+
+/// Delay before retry `attempt` (1-based): the service's wish when it gave
+/// one (capped at a minute), else exponential from `base` with ±25% jitter.
+fn backoff(base: Duration, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    if let Some(wait) = retry_after {
+        return wait.min(Duration::from_secs(60));
+    }
+    let exp = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(10));
+    let capped = exp.min(Duration::from_secs(30));
+    let jitter = 0.75 + fastrand::f64() * 0.5;
+    capped.mul_f64(jitter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_honours_retry_after() {
+        let base = Duration::from_millis(100);
+        for attempt in 1..5u32 {
+            let d = backoff(base, attempt, None).as_millis() as f64;
+            let nominal = 100.0 * f64::from(1u32 << (attempt - 1));
+            assert!(d >= nominal * 0.74 && d <= nominal * 1.26, "{attempt}: {d}");
+        }
+        assert_eq!(
+            backoff(base, 1, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
+        assert!(backoff(Duration::from_secs(10), 9, None) <= Duration::from_secs(38));
+    }
+}
