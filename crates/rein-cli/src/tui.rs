@@ -30,12 +30,7 @@ pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>
 }
 
 pub async fn run(args: AppArgs) -> Result<i32, Failure> {
-    use std::io::IsTerminal;
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        return Err(Failure::usage(anyhow!(
-            "the interactive app needs a terminal; use `rein exec \"task\"` for scripts and pipes"
-        )));
-    }
+    rein_tui::check_terminal().map_err(|e| Failure::usage(anyhow!(e)))?;
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let cfg = load_config(&workspace, args.models)?;
     cfg.validate().map_err(Failure::usage)?;

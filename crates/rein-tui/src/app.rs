@@ -56,6 +56,8 @@ pub struct Status {
     /// Tokens in the context and the window, when known.
     pub context_tokens: Option<u64>,
     pub context_window: Option<u64>,
+    /// From the session's ledger (the runtime refreshes it after each run
+    /// and title call).
     pub cost_usd: f64,
     /// False when some calls had no known price.
     pub cost_known: bool,

@@ -52,15 +52,24 @@ enum Side {
     Title,
 }
 
+/// The app needs a terminal on stdin and stdout; the error says what to
+/// use instead.
+pub fn check_terminal() -> Result<(), String> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        Err(
+            "the interactive app needs a terminal; use `rein exec \"task\"` for scripts and pipes"
+                .into(),
+        )
+    }
+}
+
 /// Run the app until the user quits. The terminal is restored on every
 /// way out, panics included.
 pub async fn run(setup: Setup) -> anyhow::Result<()> {
-    use std::io::IsTerminal;
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        return Err(anyhow!(
-            "the interactive app needs a terminal; use `rein exec \"task\"` for scripts and pipes"
-        ));
-    }
+    check_terminal().map_err(|e| anyhow!(e))?;
     let log = LogRedirect::start(&setup.home).context("cannot open the log file")?;
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -83,12 +92,13 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
     let theme = Theme::detect();
     let history = InputHistory::load(setup.home.join("history.jsonl"));
     let engine = (setup.engine)(None)?;
+    let provider = engine.provider();
     let status = Status {
-        provider: engine.provider().name().to_string(),
-        model: engine.provider().model().to_string(),
+        provider: provider.name().to_string(),
+        model: provider.model().to_string(),
         mode: setup.mode,
         cost_known: true,
-        context_window: engine.provider().capabilities().context_window,
+        context_window: provider.capabilities().context_window,
         ..Default::default()
     };
     let mut app = App::new(theme, setup.workspace.clone(), history, status);
@@ -145,20 +155,11 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                         libc::raise(libc::SIGTSTP);
                     }
                     screen.resume()?;
-                    let size = screen.size();
-                    let want = render::desired_height(&app, size.width, size.height);
-                    screen.reset(want)?;
-                    let rows = size.height.saturating_sub(want) as usize;
-                    screen.insert(app.printed_tail(rows, size.width))?;
+                    redraw_all(&app, &mut screen)?;
                 }
                 Some(Ok(TermEvent::Key(key))) => actions = app.on_key(key),
                 Some(Ok(TermEvent::Paste(text))) => app.on_paste(&text),
-                Some(Ok(TermEvent::Resize(w, h))) => {
-                    let want = render::desired_height(&app, w, h);
-                    screen.reset(want)?;
-                    let rows = h.saturating_sub(want) as usize;
-                    screen.insert(app.printed_tail(rows, w))?;
-                }
+                Some(Ok(TermEvent::Resize(_, _))) => redraw_all(&app, &mut screen)?,
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(anyhow!("cannot read the terminal: {e}")),
                 None => break,
@@ -253,7 +254,6 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                 Action::Resume(id) => resume(&mut app, setup.store.as_ref(), &id).await,
                 Action::Compact => {
                     if let Some(id) = app.status.session_id.clone() {
-                        app.status.running = true;
                         app.notice("compacting…");
                         let e = engine.clone();
                         let mut sink = tx.clone();
@@ -292,14 +292,39 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
             }
         }
         if app.should_quit {
-            if let Some(r) = &running {
+            if let Some(r) = running.take() {
+                // Cancel and wait (bounded) for the run to stop: what it
+                // produced is stored and its commands are killed before
+                // the process goes.
                 r.cancel.cancel();
+                let deadline = tokio::time::Instant::now() + QUIT_WAIT;
+                while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, events.recv()).await {
+                    let stopped = matches!(ev, Event::Stopped { .. });
+                    app.on_event(ev);
+                    if stopped {
+                        break;
+                    }
+                }
             }
             break;
         }
     }
     paint(&mut app, &mut screen)?;
     screen.finish();
+    Ok(())
+}
+
+/// How long quitting waits for a cancelled run to stop.
+const QUIT_WAIT: Duration = Duration::from_secs(5);
+
+/// The screen from scratch (after a resize or a return from the shell):
+/// the newest cells again at the current width, then the app.
+fn redraw_all(app: &App, screen: &mut Screen) -> anyhow::Result<()> {
+    let size = screen.current_size()?;
+    let want = render::desired_height(app, size.width, size.height);
+    screen.reset(want)?;
+    let rows = size.height.saturating_sub(want) as usize;
+    screen.insert(app.printed_tail(rows, size.width))?;
     Ok(())
 }
 

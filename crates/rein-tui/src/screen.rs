@@ -157,6 +157,11 @@ impl Screen {
         Ok(())
     }
 
+    /// The terminal's size now (after a resize, before `reset`).
+    pub fn current_size(&self) -> io::Result<Size> {
+        self.term.size()
+    }
+
     pub fn size(&self) -> Size {
         self.size
     }

@@ -308,3 +308,86 @@ fn an_answer_that_would_clear_the_screen_is_printed_harmless_on_a_terminal() {
     let piped = env.rein(&["exec", "--provider", "replay", "--script", &script, "hi"]);
     assert!(stdout(&piped).contains("\u{1b}[2J"), "{}", stdout(&piped));
 }
+
+#[test]
+fn quitting_during_a_command_stops_it_and_keeps_the_session() {
+    let env = Env::new();
+    let script = env.script(
+        "slow.json",
+        &json!({"model": "m", "turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {
+                "command": "echo started; sleep 300 & echo $! > child.pid; wait"}}]},
+            {"text": "never reached"}
+        ]}),
+    );
+    // Bypass: the test must see the command's pid (no PID namespace).
+    let app = Tmux::start(
+        &env,
+        &[
+            "--mode",
+            "bypass",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+        ],
+    );
+    app.wait_for("ask rein to do something");
+    app.type_text("run the slow thing");
+    app.keys(&["Enter"]);
+    let pid_file = env.path("child.pid");
+    let start = Instant::now();
+    let child: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            app.capture()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(std::path::Path::new(&format!("/proc/{child}")).exists());
+    // Hold the session database: the cancelled run cannot store its last
+    // result until it is released, so an app that did not wait for its
+    // run would exit at once and lose it.
+    let db = rusqlite::Connection::open(env.home.path().join("sessions.db")).unwrap();
+    db.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    app.type_text("/quit");
+    app.keys(&["Enter"]);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        !app.capture().contains("rein exited"),
+        "the app quit before its run had stopped"
+    );
+    db.execute_batch("ROLLBACK").unwrap();
+    app.wait_for("rein exited with 0");
+    std::thread::sleep(Duration::from_millis(200));
+    let alive = std::fs::read_to_string(format!("/proc/{child}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false);
+    assert!(!alive, "the command outlived the app");
+    // The cancelled call and its result are in the session.
+    let sessions = env.rein(&["sessions", "list", "--json"]);
+    let id = json_lines(&sessions)[0]["id"].as_str().unwrap().to_string();
+    let shown = env.rein(&["sessions", "show", &id, "--json"]);
+    let result = json_lines(&shown)
+        .into_iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the tool result is stored");
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(
+        result["output"].as_str().unwrap().contains("started"),
+        "{result}"
+    );
+}

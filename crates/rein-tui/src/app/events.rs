@@ -171,9 +171,8 @@ impl App {
                 reason,
                 error,
                 final_text,
-                totals,
                 ..
-            } => return self.stopped(reason, error, final_text, totals),
+            } => return self.stopped(reason, error, final_text),
             _ => {}
         }
         Vec::new()
@@ -193,7 +192,6 @@ impl App {
         reason: StopReason,
         error: Option<String>,
         final_text: String,
-        totals: rein_core::LedgerTotals,
     ) -> Vec<Action> {
         self.finish_stream();
         for cell in std::mem::take(&mut self.live) {
@@ -221,10 +219,6 @@ impl App {
         }
         self.status.running = false;
         self.status.mode_pending = false;
-        self.status.cost_usd += totals.cost_usd;
-        if totals.unpriced_calls > 0 {
-            self.status.cost_known = false;
-        }
         match reason {
             StopReason::Completed => {}
             StopReason::Cancelled => self.notice("cancelled; what was produced is kept"),

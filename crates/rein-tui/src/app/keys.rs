@@ -309,6 +309,9 @@ impl App {
                     self.error("/compact: no session yet");
                     return Vec::new();
                 }
+                // Busy until the runtime reports the end (`busy_done`):
+                // what is typed meanwhile is queued.
+                self.status.running = true;
                 vec![Action::Compact]
             }
             "/todos" => {

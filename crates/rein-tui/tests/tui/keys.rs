@@ -961,8 +961,8 @@ fn a_message_typed_during_a_compaction_is_sent_when_it_ends() {
     h.event(run_started(PermissionMode::Default));
     h.event(stopped(StopReason::Completed, "done"));
     assert_eq!(h.send("/compact"), vec![Action::Compact]);
-    // The runtime marks the app busy while the summary is written.
-    h.app.status.running = true;
+    // Busy while the summary is written.
+    assert!(h.app.running());
     assert_eq!(h.send("next task"), vec![Action::Queue("next task".into())]);
     assert_eq!(h.app.busy_done(), vec![Action::Submit("next task".into())]);
     assert!(h.app.queued.is_empty());
