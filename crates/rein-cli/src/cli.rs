@@ -24,19 +24,8 @@ pub struct Cli {
 /// Options of the interactive app (`rein` with no command).
 #[derive(Debug, Args)]
 pub struct AppArgs {
-    /// Continue the session with this id (or unique id prefix).
-    #[arg(long, value_name = "ID", conflicts_with = "last")]
-    pub resume: Option<String>,
-    /// Continue the most recent session of this workspace.
-    #[arg(long)]
-    pub last: bool,
-    /// Start in plan mode (same as `--mode plan`).
-    #[arg(long, conflicts_with = "mode")]
-    pub plan: bool,
-    /// Permission mode to start in: default, accept-edits, plan, auto or
-    /// bypass (Shift+Tab cycles the first four).
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
+    #[command(flatten)]
+    pub session: SessionArgs,
     #[command(flatten)]
     pub models: ModelArgs,
     /// Draw on the alternate screen instead of inline (the terminal's
@@ -64,6 +53,28 @@ pub enum Command {
     Memory(MemoryCommand),
     /// Compact a session now: summarise all but its last turns.
     Compact(CompactArgs),
+}
+
+/// Which session a run continues and which permission mode it starts in.
+#[derive(Debug, Args, Default)]
+pub struct SessionArgs {
+    /// Continue the session with this id (or unique id prefix).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub resume: Option<String>,
+    /// Continue the most recent session of this workspace.
+    #[arg(long)]
+    pub last: bool,
+    /// Plan mode (same as `--mode plan`): nothing can change files; the
+    /// answer is a plan.
+    #[arg(long, conflicts_with = "mode")]
+    pub plan: bool,
+    /// Permission mode: default (reads run; edits and commands need a rule
+    /// allowing them), accept-edits (edits run too), plan (read-only), auto
+    /// (everything runs, inside the sandbox), bypass (no sandbox, no
+    /// checks: only for throwaway machines). In the app, Shift+Tab cycles
+    /// the first four.
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
 }
 
 /// Which model a command talks to.
@@ -103,12 +114,8 @@ pub struct ExecArgs {
     /// Print one JSON event per line on stdout instead of the answer.
     #[arg(long)]
     pub json: bool,
-    /// Continue the session with this id (or unique id prefix).
-    #[arg(long, value_name = "ID", conflicts_with = "last")]
-    pub resume: Option<String>,
-    /// Continue the most recent session of this workspace.
-    #[arg(long)]
-    pub last: bool,
+    #[command(flatten)]
+    pub session: SessionArgs,
     /// Most model calls in this run.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
@@ -121,16 +128,6 @@ pub struct ExecArgs {
     /// Stop after this long: seconds, or with a unit (90s, 10m, 2h).
     #[arg(long, value_name = "DURATION")]
     pub max_wall_time: Option<String>,
-    /// Plan mode (same as `--mode plan`): nothing can change files; the
-    /// answer is a plan.
-    #[arg(long, conflicts_with = "mode")]
-    pub plan: bool,
-    /// Permission mode: default (reads run; edits and commands need a rule
-    /// allowing them), accept-edits (edits run too), plan (read-only), auto
-    /// (everything runs, inside the sandbox), bypass (no sandbox, no
-    /// checks: only for throwaway machines).
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
     #[command(flatten)]
     pub models: ModelArgs,
     /// Workspace directory (default: the current directory).

@@ -11,7 +11,7 @@ use rein_core::{
 };
 use rein_store::SqliteStore;
 
-use crate::cli::{ExecArgs, ModelArgs};
+use crate::cli::{ExecArgs, ModelArgs, SessionArgs};
 use crate::config::Config;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
@@ -133,19 +133,10 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         );
     }
     cfg.validate().map_err(Failure::usage)?;
-    let mode = start_mode(&cfg, args.mode.as_deref(), args.plan)?;
+    let mode = start_mode(&cfg, &args.session)?;
     let prompt = read_prompt(&args.prompt)?;
-    if mode == PermissionMode::Bypass {
-        output::err(
-            "warning: --mode bypass: no sandbox and no permission checks; commands can change \
-             anything this user can",
-        );
-    } else if rein_tools::sandbox::available() == rein_tools::sandbox::SandboxKind::None {
-        output::err(
-            "note: no sandbox works on this machine (bubblewrap missing or unable to create \
-             namespaces, and no Landlock in the kernel): every shell command needs approval. \
-             Install bubblewrap (apt-get install bubblewrap) to sandbox them.",
-        );
+    if let Some(warning) = safety_warning(mode) {
+        output::err(&warning);
     }
     let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
     // Building a tokenizer's tables takes a moment: off the async threads.
@@ -153,13 +144,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     let store = open_store(&cfg)?;
 
-    let resume = if args.last {
-        Some(latest_session(store.as_ref(), &workspace, "--last: no session to resume").await?)
-    } else if let Some(id) = args.resume {
-        Some(find_session(store.as_ref(), &id, "--resume: ").await?)
-    } else {
-        None
-    };
+    let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
 
     let memory = crate::memory::for_run(&cfg, &workspace).await;
     let builder = engine_builder(&cfg, &workspace, mode, provider, store, &memory);
@@ -294,14 +279,52 @@ pub fn load_config(workspace: &Path, models: ModelArgs) -> Result<Config, Failur
 }
 
 /// The permission mode a run starts in: `--mode`, `--plan`, then config.
-pub fn start_mode(cfg: &Config, mode: Option<&str>, plan: bool) -> Result<PermissionMode, Failure> {
-    Ok(match (mode, plan) {
+pub fn start_mode(cfg: &Config, args: &SessionArgs) -> Result<PermissionMode, Failure> {
+    Ok(match (args.mode.as_deref(), args.plan) {
         (Some(m), _) => m
             .parse::<PermissionMode>()
             .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
         (None, true) => PermissionMode::Plan,
         (None, false) => cfg.permissions.mode.unwrap_or_default(),
     })
+}
+
+/// The session `--last` or `--resume ID` names, if any.
+pub async fn resume_target(
+    store: &dyn SessionStore,
+    workspace: &Path,
+    args: &SessionArgs,
+) -> Result<Option<String>, Failure> {
+    if args.last {
+        Ok(Some(
+            latest_session(store, workspace, "--last: no session to resume").await?,
+        ))
+    } else if let Some(id) = &args.resume {
+        Ok(Some(find_session(store, id, "--resume: ").await?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// What the user must know before a run in `mode` on this machine: bypass
+/// turns every protection off; with no sandbox every command asks.
+pub fn safety_warning(mode: PermissionMode) -> Option<String> {
+    if mode == PermissionMode::Bypass {
+        Some(
+            "warning: --mode bypass: no sandbox and no permission checks; commands can change \
+             anything this user can"
+                .into(),
+        )
+    } else if rein_tools::sandbox::available() == rein_tools::sandbox::SandboxKind::None {
+        Some(
+            "note: no sandbox works on this machine (bubblewrap missing or unable to create \
+             namespaces, and no Landlock in the kernel): every shell command needs approval. \
+             Install bubblewrap (apt-get install bubblewrap) to sandbox them."
+                .into(),
+        )
+    } else {
+        None
+    }
 }
 
 /// `--provider`, `--model`, `--model-path` and `--script` over the config.
@@ -338,7 +361,7 @@ fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> 
 
 /// The session an id or unique prefix names; unknown or ambiguous ids are
 /// usage errors (`context` prefixes their message).
-pub async fn find_session(
+async fn find_session(
     store: &dyn SessionStore,
     id: &str,
     context: &str,
@@ -353,7 +376,7 @@ pub async fn find_session(
 }
 
 /// The newest session of `workspace`; none is a usage error saying `none`.
-pub async fn latest_session(
+async fn latest_session(
     store: &dyn SessionStore,
     workspace: &Path,
     none: &str,

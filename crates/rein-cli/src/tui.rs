@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
-use rein_core::{AgentEngine, Approvals, PermissionMode};
+use rein_core::{AgentEngine, Approvals};
 
 use crate::cli::AppArgs;
 use crate::config::Config;
 use crate::exec::{
-    engine_builder, find_session, latest_session, load_config, open_store, resolve_workspace,
+    engine_builder, load_config, open_store, resolve_workspace, resume_target, safety_warning,
     start_mode,
 };
 use crate::exit::Failure;
@@ -34,33 +34,16 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let cfg = load_config(&workspace, args.models)?;
     cfg.validate().map_err(Failure::usage)?;
-    let mode = start_mode(&cfg, args.mode.as_deref(), args.plan)?;
+    let mode = start_mode(&cfg, &args.session)?;
     let store = open_store(&cfg)?;
-    let resume = if args.last {
-        Some(latest_session(store.as_ref(), &workspace, "--last: no session to resume").await?)
-    } else if let Some(id) = args.resume {
-        Some(find_session(store.as_ref(), &id, "--resume: ").await?)
-    } else {
-        None
-    };
+    let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
     // Fail before the screen changes when there is no model to talk to.
     let first = providers::build(&cfg).map_err(Failure::usage)?;
     let model = first.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     let memory = crate::memory::for_run(&cfg, &workspace).await;
 
-    let mut notices = Vec::new();
-    if mode == PermissionMode::Bypass {
-        notices.push(
-            "bypass mode: no sandbox and no permission checks; commands can change anything this user can"
-                .to_string(),
-        );
-    } else if rein_tools::sandbox::available() == rein_tools::sandbox::SandboxKind::None {
-        notices.push(
-            "no sandbox works on this machine (install bubblewrap): every shell command needs approval"
-                .to_string(),
-        );
-    }
+    let notices: Vec<String> = safety_warning(mode).into_iter().collect();
 
     let home = cfg.home.clone();
     let alternate_screen = args.alt_screen || cfg.alternate_screen;
