@@ -842,18 +842,6 @@ fn up_recalls_a_submission_from_an_earlier_app() {
 
 // ---------------------------------------------------------- resume picker
 
-fn session(id: &str, title: &str, updated_at: i64, messages: u64) -> SessionInfo {
-    SessionInfo {
-        id: id.into(),
-        workspace: "/home/me/calc".into(),
-        title: title.into(),
-        model: "claude-sonnet-4-5".into(),
-        created_at: updated_at - 60_000,
-        updated_at,
-        message_count: messages,
-    }
-}
-
 fn three_sessions() -> Vec<SessionInfo> {
     vec![
         session("0198aaaa0001", "Fix the mean in calc.py", 3_000_000, 12),

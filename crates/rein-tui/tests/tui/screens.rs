@@ -293,18 +293,6 @@ fn the_plan_ready_modal() {
     assert_snapshot!(viewport(&h.app, 80, 24));
 }
 
-fn session(id: &str, title: &str, updated_at: i64, messages: u64) -> SessionInfo {
-    SessionInfo {
-        id: id.into(),
-        workspace: "/home/me/calc".into(),
-        title: title.into(),
-        model: "claude-sonnet-4-5".into(),
-        created_at: updated_at - 60_000,
-        updated_at,
-        message_count: messages,
-    }
-}
-
 const MIN: i64 = 60_000;
 const HOUR: i64 = 60 * MIN;
 const DAY: i64 = 24 * HOUR;
@@ -644,19 +632,7 @@ fn control_sequences_in_an_approval_or_a_session_title_never_reach_the_terminal(
         "{text:?}"
     );
     assert!(!text.contains("pwned") && !text.contains("[2J"), "{text}");
-    let row = session_row(
-        &SessionInfo {
-            id: "0198aaaa0001".into(),
-            workspace: "/w".into(),
-            title: HOSTILE.into(),
-            model: "m".into(),
-            created_at: 0,
-            updated_at: 0,
-            message_count: 1,
-        },
-        0,
-        80,
-    );
+    let row = session_row(&session("0198aaaa0001", HOSTILE, 0, 1), 0, 80);
     assert!(!row.chars().any(|c| c.is_control()), "{row:?}");
     assert!(!row.contains("pwned"), "{row}");
 }

@@ -256,3 +256,16 @@ pub fn lines_text(lines: &[Line]) -> String {
 pub fn cell_text(cell: &Cell, width: u16) -> String {
     lines_text(&cell.lines(width, &Theme::plain(), 0))
 }
+
+/// A stored session as the resume picker lists it.
+pub fn session(id: &str, title: &str, updated_at: i64, messages: u64) -> rein_core::SessionInfo {
+    rein_core::SessionInfo {
+        id: id.into(),
+        workspace: "/home/me/calc".into(),
+        title: title.into(),
+        model: "claude-sonnet-4-5".into(),
+        created_at: updated_at - 60_000,
+        updated_at,
+        message_count: messages,
+    }
+}
