@@ -95,7 +95,7 @@ pub struct Popup {
     pub items: Vec<String>,
     pub selected: usize,
     /// For `@path` completion: the char column where the token starts.
-    pub replace_chars: usize,
+    pub token_start: usize,
     pub slash: bool,
 }
 

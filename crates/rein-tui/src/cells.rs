@@ -159,9 +159,9 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 pub fn one_line(text: &str) -> String {
     let clean = sanitize(text);
     let text = clean.as_ref();
-    let first = text.lines().next().unwrap_or("");
-    let mut s: String = first.chars().filter(|c| !c.is_control()).collect();
-    if text.lines().nth(1).is_some() {
+    let mut lines = text.lines();
+    let mut s = lines.next().unwrap_or("").to_string();
+    if lines.next().is_some() {
         s.push_str(" …");
     }
     s
@@ -458,7 +458,7 @@ impl Cell {
                 state,
                 ..
             } => tool_lines(name, arguments, state, w, theme, tick),
-            Cell::Error { text } => wrap_plain(&sanitize(text), w.saturating_sub(2))
+            Cell::Error { text } => wrap_plain(text, w.saturating_sub(2))
                 .into_iter()
                 .enumerate()
                 .map(|(i, l)| {
@@ -468,7 +468,7 @@ impl Cell {
                     )
                 })
                 .collect(),
-            Cell::Notice { text } => wrap_plain(&sanitize(text), w.saturating_sub(2))
+            Cell::Notice { text } => wrap_plain(text, w.saturating_sub(2))
                 .into_iter()
                 .enumerate()
                 .map(|(i, l)| {
@@ -479,12 +479,9 @@ impl Cell {
                 })
                 .collect(),
             Cell::Info { title, lines } => {
-                let mut out = vec![Line::styled(
-                    one_line(&sanitize(title)),
-                    theme.style(Role::Accent),
-                )];
+                let mut out = vec![Line::styled(one_line(title), theme.style(Role::Accent))];
                 for l in lines {
-                    for piece in wrap_plain(&sanitize(l), w.saturating_sub(2)) {
+                    for piece in wrap_plain(l, w.saturating_sub(2)) {
                         out.push(Line::from(format!("  {piece}")));
                     }
                 }
@@ -502,7 +499,7 @@ fn tool_lines(
     theme: &Theme,
     tick: usize,
 ) -> Vec<Line<'static>> {
-    let summary = sanitize(&call_summary(name, arguments)).into_owned();
+    let summary = call_summary(name, arguments);
     let (mark, mark_style, suffix) = match state {
         ToolState::Running => (
             SPINNER[tick % SPINNER.len()].to_string(),
@@ -605,7 +602,7 @@ fn tool_lines(
         }
         ToolState::Denied { why } => {
             out.push(Line::styled(
-                format!("  └ {}", fit(&one_line(&sanitize(why)), body_w)),
+                format!("  └ {}", fit(&one_line(why), body_w)),
                 theme.style(Role::Error),
             ));
         }

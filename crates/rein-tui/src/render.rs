@@ -12,7 +12,7 @@ use rein_core::{Risk, SessionInfo};
 use unicode_width::UnicodeWidthStr;
 
 use crate::app::{App, Modal};
-use crate::cells::{Cell, fit, one_line, sanitize, wrap_plain};
+use crate::cells::{Cell, fit, one_line, wrap_plain};
 use crate::diff::render_diff;
 use crate::theme::{Role, Theme};
 
@@ -382,10 +382,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
                     ),
                     theme.style(risk_role),
                 ),
-                Span::styled(
-                    format!(" · {}", one_line(&sanitize(&r.why))),
-                    theme.style(Role::Dim),
-                ),
+                Span::styled(format!(" · {}", one_line(&r.why)), theme.style(Role::Dim)),
             ]));
             if let Some(diff) = &p.preview {
                 for l in render_diff(diff, inner_w, theme)
@@ -436,7 +433,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
                 .borders(Borders::ALL)
                 .border_style(theme.style(risk_role))
                 .title(Line::styled(
-                    format!(" Allow {}? ", one_line(&sanitize(&r.tool))),
+                    format!(" Allow {}? ", one_line(&r.tool)),
                     theme.style(Role::Strong),
                 ));
             frame.render_widget(Paragraph::new(lines).block(block), area);
@@ -508,7 +505,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
 /// line (the gate's summary of an edit repeats the change); otherwise the
 /// parsed command, up to six lines.
 fn approval_summary(p: &crate::app::PendingApproval, width: u16) -> Vec<String> {
-    let lines = wrap_plain(&sanitize(&p.request.summary), width as usize);
+    let lines = wrap_plain(&p.request.summary, width as usize);
     let keep = if p.preview.is_some() { 1 } else { 6 };
     lines.into_iter().take(keep).collect()
 }
@@ -525,7 +522,7 @@ pub fn session_row(s: &SessionInfo, now_ms: i64, width: u16) -> String {
     let title = if s.title.trim().is_empty() {
         "(untitled)".to_string()
     } else {
-        one_line(&sanitize(&s.title))
+        one_line(&s.title)
     };
     let t = fit(&title, title_w);
     format!("{t:<title_w$}{tail}")

@@ -23,7 +23,7 @@ impl App {
             return Some(Popup {
                 items,
                 selected: 0,
-                replace_chars: 0,
+                token_start: 0,
                 slash: true,
             });
         }
@@ -40,7 +40,7 @@ impl App {
         Some(Popup {
             items,
             selected: 0,
-            replace_chars: start,
+            token_start: start,
             slash: false,
         })
     }
@@ -51,7 +51,7 @@ impl App {
             self.editor.set_text(&format!("{chosen} "));
         } else {
             self.editor
-                .replace_before_cursor(p.replace_chars, &format!("@{chosen} "));
+                .replace_before_cursor(p.token_start, &format!("@{chosen} "));
         }
     }
 
