@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
-use rein_core::{AgentEngine, Approvals};
+use rein_core::Approvals;
 
 use crate::cli::AppArgs;
 use crate::config::Config;
@@ -47,38 +47,30 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
 
     let home = cfg.home.clone();
     let alternate_screen = args.alt_screen || cfg.alternate_screen;
-    let ws = workspace.clone();
-    let engine_store = store.clone();
-    let first = std::sync::Mutex::new(Some(first));
-    let factory = move |choice: Option<&str>| -> anyhow::Result<AgentEngine> {
+    let engine = engine_builder(&cfg, &workspace, mode, first, store.clone(), &memory)
+        .approvals(Approvals::Events)
+        .build()
+        .context("cannot start the engine")
+        .map_err(Failure::usage)?;
+    // `/model`: only a provider is built; the engine switches to it.
+    let providers = move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
         let mut c = cfg.clone();
-        let provider = match choice {
-            None => match first.lock().ok().and_then(|mut f| f.take()) {
-                Some(p) => p,
-                None => providers::build(&c)?,
-            },
-            Some(text) => {
-                let (p, m) = model_choice(&c, text);
-                if p.is_some() {
-                    c.provider = p;
-                    c.model = None;
-                }
-                if m.is_some() {
-                    c.model = m;
-                }
-                providers::build(&c)?
-            }
-        };
-        engine_builder(&c, &ws, mode, provider, engine_store.clone(), &memory)
-            .approvals(Approvals::Events)
-            .build()
-            .context("cannot start the engine")
+        let (p, m) = model_choice(&c, text);
+        if p.is_some() {
+            c.provider = p;
+            c.model = None;
+        }
+        if m.is_some() {
+            c.model = m;
+        }
+        providers::build(&c)
     };
     let setup = rein_tui::Setup {
         workspace,
         home,
         store: store as Arc<dyn rein_core::SessionStore>,
-        engine: Box::new(factory),
+        engine,
+        providers: Box::new(providers),
         mode,
         resume,
         notices,

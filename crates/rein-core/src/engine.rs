@@ -293,7 +293,6 @@ impl AgentEngine {
         let agents_md = context::read_agents_md(&inner.workspace);
         let date = crate::time::format_date(crate::time::now_millis());
         let mut fixed = self.fixed_part(mode, agents_md.as_deref(), &date, counter.as_ref());
-        let mut window: Option<u64>;
         let started = tokio::time::Instant::now();
         // One request for the whole run: its messages are lent from the
         // conversation for each call (swapped, never copied), so a turn
@@ -338,7 +337,7 @@ impl AgentEngine {
             st.turns += 1;
             sink.emit(Event::TurnStarted { turn: st.turns });
             // The provider may have been switched (`set_provider`).
-            window = self.provider().capabilities().context_window;
+            let window = self.provider().capabilities().context_window;
 
             let cfg = &inner.config.compaction;
             if cfg.enabled

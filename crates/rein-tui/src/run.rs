@@ -22,8 +22,9 @@ use crate::render;
 use crate::screen::{self, Screen};
 use crate::theme::Theme;
 
-/// Builds an engine for a model name (None: the configured one).
-pub type EngineFactory = Box<dyn Fn(Option<&str>) -> anyhow::Result<AgentEngine> + Send + Sync>;
+/// Builds the provider `/model TEXT` names.
+pub type ProviderFactory =
+    Box<dyn Fn(&str) -> anyhow::Result<Arc<dyn rein_core::Provider>> + Send + Sync>;
 
 /// What the `rein` command hands the app.
 pub struct Setup {
@@ -31,7 +32,10 @@ pub struct Setup {
     /// `$REIN_HOME`: input history and logs live here.
     pub home: PathBuf,
     pub store: Arc<dyn SessionStore>,
-    pub engine: EngineFactory,
+    /// The engine every run of the app uses (built with
+    /// `Approvals::Events`, so approvals reach the modal).
+    pub engine: AgentEngine,
+    pub providers: ProviderFactory,
     pub mode: PermissionMode,
     /// Continue this session at start.
     pub resume: Option<String>,
@@ -91,7 +95,7 @@ pub async fn run(setup: Setup) -> anyhow::Result<()> {
 async fn event_loop(setup: Setup) -> anyhow::Result<()> {
     let theme = Theme::detect();
     let history = InputHistory::load(setup.home.join("history.jsonl"));
-    let engine = (setup.engine)(None)?;
+    let engine = setup.engine.clone();
     let provider = engine.provider();
     let status = Status {
         provider: provider.name().to_string(),
@@ -271,11 +275,10 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                     "model: {} ({}) · switch with /model NAME",
                     app.status.model, app.status.provider
                 )),
-                Action::SwitchModel(Some(name)) => match (setup.engine)(Some(&name)) {
-                    Ok(e) => {
+                Action::SwitchModel(Some(name)) => match (setup.providers)(&name) {
+                    Ok(provider) => {
                         // The engine a run uses is shared: switching its
                         // provider moves a running run at its next turn.
-                        let provider = e.provider();
                         engine.set_provider(provider.clone());
                         app.status.model = provider.model().to_string();
                         app.status.provider = provider.name().to_string();
