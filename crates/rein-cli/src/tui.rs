@@ -66,9 +66,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         providers::build(&c)
     };
     let setup = rein_tui::Setup {
-        workspace,
         home,
-        store: store as Arc<dyn rein_core::SessionStore>,
         engine,
         providers: Box::new(providers),
         mode,

@@ -28,12 +28,11 @@ pub type ProviderFactory =
 
 /// What the `rein` command hands the app.
 pub struct Setup {
-    pub workspace: PathBuf,
     /// `$REIN_HOME`: input history and logs live here.
     pub home: PathBuf,
-    pub store: Arc<dyn SessionStore>,
     /// The engine every run of the app uses (built with
-    /// `Approvals::Events`, so approvals reach the modal).
+    /// `Approvals::Events`, so approvals reach the modal); its workspace
+    /// and session store are the app's.
     pub engine: AgentEngine,
     pub providers: ProviderFactory,
     pub mode: PermissionMode,
@@ -96,6 +95,8 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
     let theme = Theme::detect();
     let history = InputHistory::load(setup.home.join("history.jsonl"));
     let engine = setup.engine.clone();
+    let store = engine.store().clone();
+    let workspace = engine.workspace().to_path_buf();
     let provider = engine.provider();
     let status = Status {
         provider: provider.name().to_string(),
@@ -105,7 +106,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
         context_window: provider.capabilities().context_window,
         ..Default::default()
     };
-    let mut app = App::new(theme, setup.workspace.clone(), history, status);
+    let mut app = App::new(theme, workspace.clone(), history, status);
     let (tx, mut events) = mpsc::unbounded_channel::<Event>();
     let (side_tx, mut side) = mpsc::unbounded_channel::<Side>();
     let mut running: Option<Running> = None;
@@ -115,10 +116,10 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
         app.notice(n.clone());
     }
     if let Some(id) = &setup.resume {
-        resume(&mut app, setup.store.as_ref(), id).await;
+        resume(&mut app, store.as_ref(), id).await;
     }
     app.push_cell(Cell::Info {
-        title: format!("rein · {}", setup.workspace.display()),
+        title: format!("rein · {}", workspace.display()),
         lines: vec![
             "Enter sends · Shift+Enter or Ctrl+J new line · Esc cancels · Shift+Tab mode · /help"
                 .into(),
@@ -184,7 +185,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                     actions.extend(app.on_event(ev));
                     if stopped {
                         running = None;
-                        refresh_cost(&mut app, setup.store.as_ref()).await;
+                        refresh_cost(&mut app, store.as_ref()).await;
                     }
                     batch += 1;
                     if batch < 512 && !matches!(actions.last(), Some(Action::Submit(_))) {
@@ -201,7 +202,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                         Err(e) => app.error(format!("/compact: {e}")),
                     }
                 }
-                Side::Title => refresh_cost(&mut app, setup.store.as_ref()).await,
+                Side::Title => refresh_cost(&mut app, store.as_ref()).await,
             },
             _ = tick.tick(), if app.animating() || app.hint.is_some() => app.on_tick(),
             _ = next_signal(&mut term_sig) => app.should_quit = true,
@@ -249,13 +250,13 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                     app.notice("new session: the next message starts it");
                 }
                 Action::LoadSessions => {
-                    let ws = setup.workspace.display().to_string();
-                    match setup.store.list_sessions(Some(&ws), 50).await {
+                    let ws = workspace.display().to_string();
+                    match store.list_sessions(Some(&ws), 50).await {
                         Ok(list) => app.open_resume(list),
                         Err(e) => app.error(format!("cannot list sessions: {e}")),
                     }
                 }
-                Action::Resume(id) => resume(&mut app, setup.store.as_ref(), &id).await,
+                Action::Resume(id) => resume(&mut app, store.as_ref(), &id).await,
                 Action::Compact => {
                     if let Some(id) = app.status.session_id.clone() {
                         app.notice("compacting…");
@@ -290,7 +291,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
                     }
                     Err(e) => app.error(format!("/model {name}: {e:#}")),
                 },
-                Action::ShowCost => show_cost(&mut app, setup.store.as_ref()).await,
+                Action::ShowCost => show_cost(&mut app, store.as_ref()).await,
                 Action::ShowContext => show_context(&mut app, &engine).await,
             }
         }
