@@ -32,19 +32,20 @@ pub(crate) fn tool_call_grammar(tools: &[ToolSpec]) -> Option<ToolGrammar> {
     if tools.is_empty() {
         return None;
     }
-    // Each tool keeps its own schema when the converter takes it; only the
-    // ones it cannot convert fall back to "any object" (one odd schema must
-    // not loosen every other tool's arguments).
-    let loose: Vec<bool> = tools
-        .iter()
-        .map(|t| {
-            let one = calls_schema(std::slice::from_ref(t), false);
-            llama_cpp_2::json_schema_to_grammar(&one).is_err()
+    let convert = |schema: &str| llama_cpp_2::json_schema_to_grammar(schema).ok();
+    // Every schema strict when the converter takes them all (the usual
+    // case, one conversion); otherwise only the tools it cannot convert
+    // fall back to "any object": one odd schema must not loosen every other
+    // tool's arguments.
+    let json_rules = convert(&calls_schema(tools, false))
+        .or_else(|| {
+            let loose: Vec<bool> = tools
+                .iter()
+                .map(|t| convert(&calls_schema(std::slice::from_ref(t), false)).is_none())
+                .collect();
+            convert(&calls_schema_with(tools, &loose))
         })
-        .collect();
-    let json_rules = llama_cpp_2::json_schema_to_grammar(&calls_schema_with(tools, &loose))
-        .or_else(|_| llama_cpp_2::json_schema_to_grammar(&calls_schema(tools, true)))
-        .ok()?;
+        .or_else(|| convert(&calls_schema(tools, true)))?;
     Some(ToolGrammar {
         grammar: wrap(&json_rules),
         triggers: triggers(tools),
