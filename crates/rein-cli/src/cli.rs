@@ -36,6 +36,10 @@ pub struct AppArgs {
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Trust the workspace for this run only (not recorded): its
+    /// `.rein/` settings count like your own. `rein trust` records it.
+    #[arg(long)]
+    pub trust: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -53,6 +57,24 @@ pub enum Command {
     Memory(MemoryCommand),
     /// Compact a session now: summarise all but its last turns.
     Compact(CompactArgs),
+    /// Trust a folder: its `.rein/` settings then count like your own
+    /// (untrusted, they may only tighten). Covers its subfolders.
+    Trust(TrustArgs),
+}
+
+/// `rein trust [DIR]`, `rein trust --revoke [DIR]`, `rein trust --list`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The folder (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Record the folder as not trusted: its settings may only tighten,
+    /// and the app does not ask about it again.
+    #[arg(long, conflicts_with = "list")]
+    pub revoke: bool,
+    /// The recorded folders and answers.
+    #[arg(long, conflicts_with = "dir")]
+    pub list: bool,
 }
 
 /// Which session a run continues and which permission mode it starts in.
@@ -133,6 +155,10 @@ pub struct ExecArgs {
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Trust the workspace for this run only (not recorded): its
+    /// `.rein/` settings count like your own. `rein trust` records it.
+    #[arg(long)]
+    pub trust: bool,
 }
 
 #[derive(Debug, Subcommand)]

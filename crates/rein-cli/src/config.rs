@@ -1,5 +1,10 @@
-//! Configuration: `$REIN_HOME/config.toml`, then `.rein/config.toml` in the
-//! workspace, then environment variables, then flags (later wins).
+//! Configuration: the user's files (`$REIN_HOME/config.toml`, then
+//! `$REIN_HOME/settings.json`), then the project's files in the workspace
+//! (`.rein/config.toml`, `.rein/settings.json`, `.rein/settings.local.json`),
+//! then environment variables, then flags (later wins).
+//!
+//! The project's files are the repository's words: unless the folder is
+//! trusted they may only tighten (see [`crate::trust`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,9 +14,10 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
 use crate::permissions::PermissionSettings;
+use crate::trust::{self, ProjectReport};
 
 /// One config file as written. Unknown keys are errors, so typos surface.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     pub provider: Option<String>,
@@ -98,7 +104,7 @@ pub struct LoopGuardSection {
     pub no_progress_turns: Option<u32>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplaySection {
     /// Script path; relative paths are relative to the config file's folder.
@@ -223,44 +229,95 @@ impl Config {
         }
     }
 
-    /// Layer the user file, the project file and the environment.
-    pub fn load(workspace: &Path) -> Result<Config> {
+    /// Layer the user's files, the project's files and the environment.
+    /// The project's files count in full only when `trusted`; otherwise
+    /// only what tightens is kept. The report says what an untrusted folder
+    /// does not get (whether or not it was applied).
+    pub fn load(workspace: &Path, trusted: bool) -> Result<(Config, ProjectReport)> {
         let home = rein_home()?;
         let mut cfg = Config::defaults(home.clone());
-        for path in [
-            home.join("config.toml"),
-            workspace.join(".rein").join("config.toml"),
-        ] {
-            if let Some((mut file, text)) = read_file(&path)? {
-                let base = path.parent().unwrap_or(Path::new("."));
-                if let Some(section) = file.permissions.take() {
-                    cfg.permissions.apply(section, &path, &text)?;
-                }
-                cfg.apply(file, base)
-                    .with_context(|| format!("in config {}", path.display()))?;
+        if let Some((file, text)) = read_file(&home.join("config.toml"))? {
+            cfg.apply_layer(file, &home.join("config.toml"), &text)?;
+        }
+        cfg.permissions
+            .apply_json_file(&home.join("settings.json"))?;
+        let mut report = ProjectReport::default();
+        cfg.apply_project(workspace, trusted, &mut report)?;
+        cfg.apply_env()?;
+        Ok((cfg, report))
+    }
+
+    /// The workspace's `.rein/config.toml` and rules files, in order.
+    fn apply_project(
+        &mut self,
+        workspace: &Path,
+        trusted: bool,
+        report: &mut ProjectReport,
+    ) -> Result<()> {
+        let dir = workspace.join(".rein");
+        let path = dir.join("config.toml");
+        if let Some((file, text)) = read_file(&path)? {
+            // Everything is checked as written, trusted or not.
+            let mut full = self.clone();
+            full.apply_layer(file.clone(), &path, &text)?;
+            let restricted = trust::restrict_config(file, self);
+            report.add(".rein/config.toml", restricted.ignored);
+            if trusted {
+                *self = full;
+            } else {
+                self.apply_layer(restricted.kept, &path, &text)?;
             }
         }
-        for path in crate::permissions::rules_files(&home, workspace) {
-            cfg.permissions.apply_json_file(&path)?;
+        for name in crate::permissions::PROJECT_RULES_FILES {
+            let path = dir.join(name);
+            let Some((section, text)) = crate::permissions::read_json_file(&path)? else {
+                continue;
+            };
+            let mut full = self.permissions.clone();
+            full.apply(section.clone(), &path, &text)?;
+            let restricted = trust::restrict_permissions(section, &self.permissions);
+            report.add(&format!(".rein/{name}"), restricted.ignored);
+            if trusted {
+                self.permissions = full;
+            } else {
+                self.permissions.apply(restricted.kept, &path, &text)?;
+            }
         }
+        Ok(())
+    }
+
+    /// `REIN_PROVIDER`, `REIN_MODEL`, `REIN_MODEL_PATH`, `REIN_MAX_TURNS`.
+    fn apply_env(&mut self) -> Result<()> {
         if let Some(p) = env_string("REIN_PROVIDER") {
-            cfg.provider = Some(p);
+            self.provider = Some(p);
         }
         if let Some(m) = env_string("REIN_MODEL") {
-            cfg.model = Some(m);
+            self.model = Some(m);
         }
         if let Some(p) = env_string("REIN_MODEL_PATH") {
-            cfg.local.model_path = Some(PathBuf::from(p));
+            self.local.model_path = Some(PathBuf::from(p));
         }
         if let Some(n) = env_string("REIN_MAX_TURNS") {
-            cfg.max_turns = n
+            self.max_turns = n
                 .parse()
                 .map_err(|_| anyhow!("REIN_MAX_TURNS must be a whole number, got {n:?}"))?;
         }
-        Ok(cfg)
+        Ok(())
     }
 
-    fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
+    /// One config file: its `[permissions]`, then the rest.
+    fn apply_layer(&mut self, mut file: ConfigFile, path: &Path, text: &str) -> Result<()> {
+        let base = path.parent().unwrap_or(Path::new("."));
+        if let Some(section) = file.permissions.take() {
+            self.permissions.apply(section, path, text)?;
+        }
+        self.apply(file, base)
+            .with_context(|| format!("in config {}", path.display()))
+    }
+
+    /// One file's settings other than `[permissions]`; relative paths in it
+    /// are relative to `base`.
+    pub(crate) fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
         if let Some(t) = &file.tui
             && let Some(a) = t.alternate_screen
         {

@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
 use crate::permissions::ProjectRulesFile;
+use crate::trust::ProjectReport;
 
 /// Canonical workspace from `-C` or the current directory.
 pub fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
@@ -108,7 +109,8 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
 
 pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
-    let mut cfg = load_config(&workspace, args.models)?;
+    let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
+    let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
     if let Some(n) = args.max_turns {
         cfg.max_turns = n;
     }
@@ -222,7 +224,8 @@ pub fn engine_builder(
 /// `rein compact [SESSION]`.
 pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
-    let cfg = load_config(&workspace, args.models)?;
+    let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
+    let cfg = load_config_noting(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
     let store = open_store(&cfg)?;
     let id = match args.session {
@@ -271,10 +274,29 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     Ok(exit::COMPLETED)
 }
 
-/// The layered config of `workspace` with the model flags over it.
-pub fn load_config(workspace: &Path, models: ModelArgs) -> Result<Config, Failure> {
-    let mut cfg = Config::load(workspace).map_err(Failure::usage)?;
+/// The layered config of `workspace` with the model flags over it, and
+/// what its project settings would change if it were trusted.
+pub fn load_config(
+    workspace: &Path,
+    models: ModelArgs,
+    trusted: bool,
+) -> Result<(Config, ProjectReport), Failure> {
+    let (mut cfg, report) = Config::load(workspace, trusted).map_err(Failure::usage)?;
     apply_model_flags(&mut cfg, models)?;
+    Ok((cfg, report))
+}
+
+/// [`load_config`] for a headless command: in an untrusted folder, one
+/// stderr line names what its project settings asked for and did not get.
+fn load_config_noting(
+    workspace: &Path,
+    models: ModelArgs,
+    trusted: bool,
+) -> Result<Config, Failure> {
+    let (cfg, report) = load_config(workspace, models, trusted)?;
+    if !trusted && let Some(line) = report.untrusted_line() {
+        output::err(&format!("rein: {line}"));
+    }
     Ok(cfg)
 }
 

@@ -10,6 +10,7 @@ mod output;
 mod permissions;
 mod providers;
 mod sessions;
+mod trust;
 mod tui;
 
 use clap::Parser;
@@ -42,6 +43,7 @@ fn main() {
             Some(cli::Command::Sessions(cmd)) => sessions::run(cmd).await,
             Some(cli::Command::Model(cmd)) => model::run(cmd),
             Some(cli::Command::Memory(cmd)) => memory::run(cmd).await,
+            Some(cli::Command::Trust(args)) => trust::command::run(args),
         }
     });
     let code = match result {

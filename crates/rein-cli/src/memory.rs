@@ -82,7 +82,8 @@ fn memory_failure(e: MemoryError) -> Failure {
 
 pub async fn run(cmd: MemoryCommand) -> Result<i32, Failure> {
     let cwd = resolve_workspace(None)?;
-    let cfg = Config::load(&cwd).map_err(Failure::usage)?;
+    // Only the home matters here: the project's settings are not used.
+    let (cfg, _) = Config::load(&cwd, false).map_err(Failure::usage)?;
     let memory = SqliteMemory::open(&memory_db(&cfg)).map_err(memory_failure)?;
     match cmd {
         MemoryCommand::List {

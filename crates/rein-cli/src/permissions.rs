@@ -102,29 +102,35 @@ impl PermissionSettings {
         Ok(())
     }
 
-    /// Read a JSON rules file, if it exists.
+    /// Read a JSON rules file, if it exists, and add it as a layer.
     pub fn apply_json_file(&mut self, path: &Path) -> Result<()> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => bail!("cannot read rules file {}: {e}", path.display()),
-        };
-        if text.trim().is_empty() {
-            return Ok(());
-        }
-        let file: SettingsFile = serde_json::from_str(&text).map_err(|e| {
-            anyhow!(
-                "invalid rules file {} (line {}): {}",
-                path.display(),
-                e.line(),
-                strip_position(&e.to_string())
-            )
-        })?;
-        if let Some(section) = file.permissions {
+        if let Some((section, text)) = read_json_file(path)? {
             self.apply(section, path, &text)?;
         }
         Ok(())
     }
+}
+
+/// The `permissions` object of a JSON rules file and the file's text, if
+/// the file exists and has one.
+pub fn read_json_file(path: &Path) -> Result<Option<(PermissionsSection, String)>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("cannot read rules file {}: {e}", path.display()),
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let file: SettingsFile = serde_json::from_str(&text).map_err(|e| {
+        anyhow!(
+            "invalid rules file {} (line {}): {}",
+            path.display(),
+            e.line(),
+            strip_position(&e.to_string())
+        )
+    })?;
+    Ok(file.permissions.map(|section| (section, text)))
 }
 
 /// serde_json appends " at line L column C"; the message already says it.
@@ -135,14 +141,9 @@ fn strip_position(msg: &str) -> &str {
     }
 }
 
-/// The rules files read for a workspace, in layering order.
-pub fn rules_files(home: &Path, workspace: &Path) -> Vec<PathBuf> {
-    vec![
-        home.join("settings.json"),
-        workspace.join(".rein").join("settings.json"),
-        workspace.join(".rein").join("settings.local.json"),
-    ]
-}
+/// The rules files in a workspace's `.rein` folder, in layering order
+/// (after `$REIN_HOME/settings.json`).
+pub const PROJECT_RULES_FILES: [&str; 2] = ["settings.json", "settings.local.json"];
 
 /// Writes "always for this project" approvals into
 /// `.rein/settings.json`, keeping everything else in the file.

@@ -18,7 +18,8 @@ fn store_failure(e: StoreError) -> Failure {
 
 pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
     let cwd = resolve_workspace(None)?;
-    let cfg = Config::load(&cwd).map_err(Failure::usage)?;
+    // Only the home matters here: the project's settings are not used.
+    let (cfg, _) = Config::load(&cwd, false).map_err(Failure::usage)?;
     let store = open_store(&cfg)?;
     match cmd {
         SessionsCommand::List {

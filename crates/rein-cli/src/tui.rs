@@ -32,7 +32,9 @@ pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>
 pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     rein_tui::check_terminal().map_err(|e| Failure::usage(anyhow!(e)))?;
     let workspace = resolve_workspace(args.workspace.as_deref())?;
-    let cfg = load_config(&workspace, args.models)?;
+    // Asked before the app takes the terminal, on the terminal.
+    let trusted = crate::trust::command::trusted_for_app(&workspace, args.trust)?;
+    let (cfg, report) = load_config(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
     let mode = start_mode(&cfg, &args.session)?;
     let store = open_store(&cfg)?;
@@ -43,7 +45,10 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     let memory = crate::memory::for_run(&cfg, &workspace).await;
 
-    let notices: Vec<String> = safety_warning(mode).into_iter().collect();
+    let mut notices: Vec<String> = safety_warning(mode).into_iter().collect();
+    if !trusted {
+        notices.extend(report.untrusted_line());
+    }
 
     let home = cfg.home.clone();
     let alternate_screen = args.alt_screen || cfg.alternate_screen;

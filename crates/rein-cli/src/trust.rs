@@ -1,0 +1,396 @@
+//! Trust: the settings files inside a workspace (`.rein/config.toml`,
+//! `.rein/settings.json`, `.rein/settings.local.json`) are the repository's
+//! words, not the user's. Until the user trusts the folder they may only
+//! tighten: deny and ask rules, lower limits, a stricter mode,
+//! `network = false`. Everything that loosens or redirects (provider,
+//! model, `[providers.*]`, `[replay]`, `[local]`, allow rules, a looser
+//! mode, `network = true`, `env_allow`, looser limits) is ignored and
+//! reported.
+//!
+//! Every setting is classified here, in [`restrict_config`] and
+//! [`restrict_permissions`]: `ConfigFile` is taken apart field by field, so
+//! a new section does not compile until it is classified.
+//!
+//! Which folders are trusted is recorded in `$REIN_HOME/trusted.json`
+//! ([`store`]); `rein trust` and the app's question are in [`command`].
+
+pub mod command;
+pub mod store;
+
+use std::fmt;
+
+use rein_core::PermissionMode;
+
+use crate::config::{CompactionSection, Config, ConfigFile, LoopGuardSection};
+use crate::permissions::{PermissionSettings, PermissionsSection};
+
+/// One thing a project file asked for that an untrusted folder does not get.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ignored {
+    /// `provider = "..."`.
+    Provider(String),
+    /// `model = "..."`.
+    Model(String),
+    /// A `[providers.NAME]` section (base URL, key variable, headers...).
+    ProviderSection(String),
+    /// `[replay] script`: a script would play the model.
+    ReplayScript,
+    /// `[local]`: the local model's file and settings.
+    Local,
+    /// A mode looser than the user's.
+    Mode(PermissionMode),
+    /// Allow rules (how many).
+    AllowRules(usize),
+    /// `network = true`.
+    Network,
+    /// `env_allow` names (how many).
+    EnvAllow(usize),
+    /// A limit or guard looser than the user's: the key and the value.
+    Looser { key: &'static str, value: String },
+}
+
+impl fmt::Display for Ignored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ignored::Provider(p) => write!(f, "provider \"{}\"", shown(p)),
+            Ignored::Model(m) => write!(f, "model \"{}\"", shown(m)),
+            Ignored::ProviderSection(p) => write!(f, "[providers.{}]", shown(p)),
+            Ignored::ReplayScript => f.write_str("[replay] script"),
+            Ignored::Local => f.write_str("[local]"),
+            Ignored::Mode(m) => write!(f, "mode \"{m}\""),
+            Ignored::AllowRules(n) => write!(f, "allow rules ({n})"),
+            Ignored::Network => f.write_str("network"),
+            Ignored::EnvAllow(n) => write!(f, "env_allow ({n})"),
+            Ignored::Looser { key, value } => write!(f, "{key} = {value}"),
+        }
+    }
+}
+
+/// A name from a hostile file, safe to print: printable ASCII only, short.
+fn shown(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(40)
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if text.chars().count() > 40 {
+        out.push('…');
+    }
+    out
+}
+
+/// A project layer split in two: what an untrusted folder keeps (it only
+/// tightens) and what it ignores.
+#[derive(Debug, Default)]
+pub struct Restricted<T> {
+    /// The part that is applied in an untrusted folder.
+    pub kept: T,
+    /// What is left out, for the report.
+    pub ignored: Vec<Ignored>,
+}
+
+/// What the project's files would change beyond tightening, file by file.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ProjectReport {
+    /// `(file shown relative to the workspace, what it asked for)`; files
+    /// with nothing ignored are left out.
+    pub files: Vec<(String, Vec<Ignored>)>,
+}
+
+impl ProjectReport {
+    /// Note what one file asked for.
+    pub fn add(&mut self, file: &str, ignored: Vec<Ignored>) {
+        if !ignored.is_empty() {
+            self.files.push((file.to_string(), ignored));
+        }
+    }
+
+    /// Nothing would change with trust.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// `from FILE: a, b; from FILE2: c`.
+    pub fn listing(&self) -> String {
+        self.files
+            .iter()
+            .map(|(file, items)| {
+                let items: Vec<String> = items.iter().map(ToString::to_string).collect();
+                format!("from {file}: {}", items.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// The one line an untrusted run prints (without the `rein: ` prefix),
+    /// if anything was ignored.
+    pub fn untrusted_line(&self) -> Option<String> {
+        (!self.is_empty()).then(|| {
+            format!(
+                "this folder is not trusted; ignored {}; run `rein trust` to use them",
+                self.listing()
+            )
+        })
+    }
+}
+
+/// How a project value compares with the user's.
+enum Compare {
+    /// Stricter or the same: keep it.
+    Keep,
+    /// Looser: ignore it.
+    Looser,
+}
+
+/// A limit where smaller is stricter and `None` means no limit.
+fn limit<T: PartialOrd + Copy>(project: T, current: Option<T>) -> Compare {
+    match current {
+        Some(c) if project > c => Compare::Looser,
+        _ => Compare::Keep,
+    }
+}
+
+/// Collects the kept values and the ignored ones of one file.
+struct Sorter {
+    ignored: Vec<Ignored>,
+}
+
+impl Sorter {
+    /// Keep `value` when `cmp` says so, else note it as looser.
+    fn limit<T: fmt::Display>(&mut self, key: &'static str, value: T, cmp: Compare) -> Option<T> {
+        match cmp {
+            Compare::Keep => Some(value),
+            Compare::Looser => {
+                self.ignored.push(Ignored::Looser {
+                    key,
+                    value: value.to_string(),
+                });
+                None
+            }
+        }
+    }
+
+    /// Ignore `value` entirely (it loosens or redirects).
+    fn ignore<T>(&mut self, value: Option<T>, what: impl FnOnce(T) -> Ignored) {
+        if let Some(v) = value {
+            self.ignored.push(what(v));
+        }
+    }
+}
+
+/// Split a project `config.toml` into what an untrusted folder keeps and
+/// what it ignores, given the settings so far (`current`: the user's
+/// layers and any project layer before this one).
+pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigFile> {
+    // Every field by name: a new one must be classified here.
+    let ConfigFile {
+        provider,
+        model,
+        max_turns,
+        tool_timeout_secs,
+        max_concurrent_tools,
+        provider_retries,
+        stream_idle_timeout_secs,
+        max_tokens,
+        max_cost_usd,
+        max_wall_time_secs,
+        compaction,
+        loop_guard,
+        replay,
+        local,
+        providers,
+        permissions,
+        tui,
+    } = file;
+    let mut s = Sorter {
+        ignored: Vec::new(),
+    };
+    // Redirects: who the model is and where requests and keys go.
+    s.ignore(provider, Ignored::Provider);
+    s.ignore(model, Ignored::Model);
+    for name in providers.into_keys() {
+        s.ignore(Some(name), Ignored::ProviderSection);
+    }
+    s.ignore(replay.and_then(|r| r.script), |_| Ignored::ReplayScript);
+    s.ignore(local, |_| Ignored::Local);
+    // Limits: the smaller wins.
+    let secs = |d: std::time::Duration| Some(d.as_secs());
+    let kept = ConfigFile {
+        max_turns: max_turns
+            .and_then(|n| s.limit("max_turns", n, limit(n, Some(current.max_turns)))),
+        tool_timeout_secs: tool_timeout_secs
+            .and_then(|n| s.limit("tool_timeout_secs", n, limit(n, secs(current.tool_timeout)))),
+        max_concurrent_tools: max_concurrent_tools.and_then(|n| {
+            s.limit(
+                "max_concurrent_tools",
+                n,
+                limit(n, current.max_concurrent_tools),
+            )
+        }),
+        provider_retries: provider_retries.and_then(|n| {
+            s.limit(
+                "provider_retries",
+                n,
+                limit(n, Some(current.provider_retries)),
+            )
+        }),
+        stream_idle_timeout_secs: stream_idle_timeout_secs.and_then(|n| {
+            s.limit(
+                "stream_idle_timeout_secs",
+                n,
+                limit(n, secs(current.stream_idle_timeout)),
+            )
+        }),
+        max_tokens: max_tokens.and_then(|n| s.limit("max_tokens", n, limit(n, current.max_tokens))),
+        max_cost_usd: max_cost_usd
+            .and_then(|n| s.limit("max_cost_usd", n, limit(n, current.max_cost_usd))),
+        max_wall_time_secs: max_wall_time_secs.and_then(|n| {
+            s.limit(
+                "max_wall_time_secs",
+                n,
+                limit(n, current.max_wall_time.and_then(secs)),
+            )
+        }),
+        compaction: compaction.map(|c| restrict_compaction(c, current, &mut s)),
+        loop_guard: loop_guard.map(|g| restrict_loop_guard(g, current, &mut s)),
+        permissions: permissions.map(|p| {
+            let r = restrict_permissions(p, &current.permissions);
+            s.ignored.extend(r.ignored);
+            r.kept
+        }),
+        // How the app draws has no authority: kept.
+        tui,
+        ..ConfigFile::default()
+    };
+    Restricted {
+        kept,
+        ignored: s.ignored,
+    }
+}
+
+/// `[compaction]`: what keeps the context smaller is kept.
+fn restrict_compaction(
+    c: CompactionSection,
+    current: &Config,
+    s: &mut Sorter,
+) -> CompactionSection {
+    let now = &current.compaction;
+    let enabled = c.enabled.and_then(|e| {
+        let cmp = if e || !now.enabled {
+            Compare::Keep
+        } else {
+            Compare::Looser
+        };
+        s.limit("[compaction] enabled", e, cmp)
+    });
+    CompactionSection {
+        enabled,
+        threshold: c
+            .threshold
+            .and_then(|t| s.limit("[compaction] threshold", t, limit(t, Some(now.threshold)))),
+        keep_turns: c
+            .keep_turns
+            .and_then(|k| s.limit("[compaction] keep_turns", k, limit(k, Some(now.keep_turns)))),
+    }
+}
+
+/// A guard where 0 (or none) is off and a smaller number is stricter.
+fn guard(project: u32, current: Option<u32>) -> Compare {
+    match (project, current.filter(|&c| c > 0)) {
+        (0, None) => Compare::Keep,
+        (0, Some(_)) => Compare::Looser,
+        (p, current) => limit(p, current),
+    }
+}
+
+/// `[loop_guard]`: a guard may be made stricter, not turned off.
+fn restrict_loop_guard(g: LoopGuardSection, current: &Config, s: &mut Sorter) -> LoopGuardSection {
+    let now = &current.loop_guard;
+    LoopGuardSection {
+        repeat_limit: g.repeat_limit.and_then(|n| {
+            s.limit(
+                "[loop_guard] repeat_limit",
+                n,
+                guard(n, Some(now.repeat_limit)),
+            )
+        }),
+        no_progress_turns: g.no_progress_turns.and_then(|n| {
+            s.limit(
+                "[loop_guard] no_progress_turns",
+                n,
+                guard(n, now.no_progress_turns),
+            )
+        }),
+    }
+}
+
+/// How loose a mode is: plan < default < accept-edits < auto < bypass.
+pub fn looseness(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::Plan => 0,
+        PermissionMode::Default => 1,
+        PermissionMode::AcceptEdits => 2,
+        PermissionMode::Auto => 3,
+        PermissionMode::Bypass => 4,
+    }
+}
+
+/// Split a project `[permissions]` section (or rules file) into what an
+/// untrusted folder keeps (deny and ask rules, a stricter mode,
+/// `network = false`) and what it ignores.
+pub fn restrict_permissions(
+    section: PermissionsSection,
+    current: &PermissionSettings,
+) -> Restricted<PermissionsSection> {
+    let PermissionsSection {
+        mode,
+        allow,
+        ask,
+        deny,
+        network,
+        env_allow,
+    } = section;
+    let mut ignored = Vec::new();
+    let user_mode = current.mode.unwrap_or_default();
+    // Modes were checked when the file was read; one that does not parse
+    // is left out.
+    let mode = mode.filter(|m| match m.parse::<PermissionMode>() {
+        Ok(m) if looseness(m) <= looseness(user_mode) => true,
+        Ok(m) => {
+            ignored.push(Ignored::Mode(m));
+            false
+        }
+        Err(_) => false,
+    });
+    if !allow.is_empty() {
+        ignored.push(Ignored::AllowRules(allow.len()));
+    }
+    let network = network.filter(|&on| {
+        let looser = on && !current.network;
+        if looser {
+            ignored.push(Ignored::Network);
+        }
+        !on
+    });
+    if !env_allow.is_empty() {
+        ignored.push(Ignored::EnvAllow(env_allow.len()));
+    }
+    let kept = PermissionsSection {
+        mode,
+        allow: Vec::new(),
+        ask,
+        deny,
+        network,
+        env_allow: Vec::new(),
+    };
+    Restricted { kept, ignored }
+}
+
+#[cfg(test)]
+mod tests;
