@@ -11,5 +11,6 @@ mod cli {
     mod permissions;
     mod sessions;
     pub mod support;
+    mod trust;
     mod tui;
 }

@@ -85,7 +85,7 @@ fn an_invalid_config_file_names_the_file_and_line() {
 }
 
 #[test]
-fn a_config_file_selects_the_provider_and_script() {
+fn a_trusted_project_config_file_selects_the_provider_and_script() {
     let env = Env::new();
     let script = env.script("s.json", &json!({"turns": [{"text": "configured"}]}));
     std::fs::create_dir_all(env.path(".rein")).unwrap();
@@ -94,7 +94,8 @@ fn a_config_file_selects_the_provider_and_script() {
         format!("provider = \"replay\"\nmax_turns = 4\n[replay]\nscript = {script:?}\n"),
     )
     .unwrap();
-    let o = env.rein(&["exec", "hi"]);
+    // A project's provider counts only in a trusted folder.
+    let o = env.rein(&["exec", "--trust", "hi"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "configured");
 }

@@ -64,7 +64,7 @@ fn headless_default_mode_refuses_a_command_the_model_sees_why_and_the_user_sees_
 }
 
 #[test]
-fn an_allow_rule_in_the_project_rules_file_lets_the_command_run() {
+fn an_allow_rule_in_a_trusted_project_rules_file_lets_the_command_run() {
     let env = Env::new();
     std::fs::create_dir_all(env.path(".rein")).unwrap();
     std::fs::write(
@@ -73,9 +73,11 @@ fn an_allow_rule_in_the_project_rules_file_lets_the_command_run() {
     )
     .unwrap();
     let script = write_then_answer(&env);
+    // Allow rules of a project count only in a trusted folder.
     let o = env.rein(&[
         "exec",
         "--json",
+        "--trust",
         "--provider",
         "replay",
         "--script",
