@@ -131,18 +131,17 @@ impl Screen {
                 PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
             );
         }
-        let term = Terminal::with_options(
+        let mut term = Terminal::with_options(
             Back::new(None),
             TerminalOptions {
                 viewport: Viewport::Inline(height),
             },
         )?;
         let size = term.size()?;
-        Ok(Screen {
-            term,
-            area: Rect::new(0, 0, size.width, height),
-            size,
-        })
+        // The viewport starts at the cursor (below what the shell, or a
+        // question asked before the app, printed), not at the top.
+        let area = term.get_frame().area();
+        Ok(Screen { term, area, size })
     }
 
     /// Back in the foreground after a stop: raw mode and the app's

@@ -391,3 +391,108 @@ fn quitting_during_a_command_stops_it_and_keeps_the_session() {
         "{result}"
     );
 }
+
+/// A workspace whose `.rein/config.toml` picks its own model script and
+/// auto mode.
+fn repo_with_settings(env: &Env) {
+    std::fs::create_dir_all(env.path(".rein")).unwrap();
+    std::fs::write(
+        env.path(".rein/config.toml"),
+        "[replay]\nscript = \"project-model.json\"\n[permissions]\nmode = \"auto\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.path(".rein/project-model.json"),
+        json!({"model": "project-model", "turns": [{"text": "hi"}]}).to_string(),
+    )
+    .unwrap();
+}
+
+/// The status line (the last line with text) of the visible screen.
+fn status_of(app: &Tmux, needle: &str) -> String {
+    app.wait_for(needle);
+    let screen = app.visible();
+    screen
+        .lines()
+        .rev()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?}:\n{screen}"))
+        .to_string()
+}
+
+fn quit(app: &Tmux) {
+    app.type_text("/quit");
+    app.keys(&["Enter"]);
+    app.wait_for("rein exited with 0");
+}
+
+#[test]
+fn the_app_asks_once_whether_to_trust_a_folder_whose_settings_would_change_something() {
+    let env = Env::new();
+    repo_with_settings(&env);
+    let user = env.script(
+        "user.json",
+        &json!({"model": "user-model", "turns": [{"text": "hi"}]}),
+    );
+    let trust_file = env.home.path().join("trusted.json");
+
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &user]);
+    let screen = app.wait_for("Trust this folder?");
+    assert!(
+        screen.contains(".rein/config.toml: [replay] script, mode \"auto\""),
+        "{screen}"
+    );
+    app.type_text("n");
+    app.keys(&["Enter"]);
+    app.wait_for("ask rein to do something");
+    app.wait_for("this folder is not trusted");
+    let status = status_of(&app, "user-model");
+    assert!(status.contains("default"), "{status}");
+    assert!(
+        std::fs::read_to_string(&trust_file)
+            .unwrap()
+            .contains("\"not-trusted\""),
+        "the answer is recorded"
+    );
+    quit(&app);
+    drop(app);
+
+    // Asked once: the next start goes straight to the app.
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &user]);
+    app.wait_for("ask rein to do something");
+    let screen = app.capture();
+    assert!(!screen.contains("Trust this folder?"), "{screen}");
+    quit(&app);
+    drop(app);
+
+    // Trusted, the project's script and mode apply.
+    let env = Env::new();
+    repo_with_settings(&env);
+    let app = Tmux::start(&env, &["--provider", "replay"]);
+    app.wait_for("Trust this folder?");
+    app.type_text("y");
+    app.keys(&["Enter"]);
+    app.wait_for("ask rein to do something");
+    let status = status_of(&app, "project-model");
+    assert!(status.contains("auto"), "{status}");
+    assert!(!app.capture().contains("this folder is not trusted"));
+    let recorded = std::fs::read_to_string(env.home.path().join("trusted.json")).unwrap();
+    assert!(recorded.contains("\"trusted\""), "{recorded}");
+    quit(&app);
+}
+
+#[test]
+fn the_app_started_below_shell_output_keeps_it_and_shows_its_first_cells() {
+    let env = Env::new();
+    let script = env.script("t.json", &json!({"model": "m", "turns": [{"text": "hi"}]}));
+    let app = Tmux::start_after(
+        &env,
+        "seq 1 40",
+        &["--provider", "replay", "--script", &script],
+    );
+    app.wait_for("ask rein to do something");
+    let screen = app.wait_for("rein · ");
+    // What the shell printed last is still there, above the app.
+    assert!(screen.contains("\n38\n39\n40\n"), "{screen}");
+    quit(&app);
+}
