@@ -169,6 +169,9 @@ pub struct Config {
     pub loop_guard: rein_core::engine::LoopGuardConfig,
     /// `[tui] alternate_screen`.
     pub alternate_screen: bool,
+    /// Whether the workspace's own settings counted in full (the folder is
+    /// trusted, or `--trust`).
+    pub trusted: bool,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -226,6 +229,7 @@ impl Config {
             compaction: Default::default(),
             loop_guard: Default::default(),
             alternate_screen: false,
+            trusted: false,
         }
     }
 
@@ -241,6 +245,10 @@ impl Config {
         }
         cfg.permissions
             .apply_json_file(&home.join("settings.json"))?;
+        // The user's own approvals for this project (see `for_run`).
+        cfg.permissions
+            .apply_json_file(&crate::permissions::user_project_rules(&home, workspace))?;
+        cfg.trusted = trusted;
         let mut report = ProjectReport::default();
         cfg.apply_project(workspace, trusted, &mut report)?;
         cfg.apply_env()?;

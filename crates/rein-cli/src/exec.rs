@@ -205,7 +205,11 @@ pub fn engine_builder(
         .compaction(cfg.compaction.clone())
         .loop_guard(cfg.loop_guard.clone())
         .output_spill(Arc::new(rein_store::FileSpill::new(&cfg.home)))
-        .project_rules(Arc::new(ProjectRulesFile::for_workspace(workspace)));
+        .project_rules(Arc::new(ProjectRulesFile::for_run(
+            &cfg.home,
+            workspace,
+            cfg.trusted,
+        )));
     if let Some(n) = cfg.max_concurrent_tools {
         builder = builder.max_concurrent_tools(n);
     }

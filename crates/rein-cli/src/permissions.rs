@@ -145,6 +145,16 @@ fn strip_position(msg: &str) -> &str {
 /// (after `$REIN_HOME/settings.json`).
 pub const PROJECT_RULES_FILES: [&str; 2] = ["settings.json", "settings.local.json"];
 
+/// The user's own rules for one project, kept in `$REIN_HOME` (named by a
+/// hash of the workspace's canonical path): approvals given in a folder
+/// that is not trusted. Read as one of the user's layers.
+pub fn user_project_rules(home: &Path, workspace: &Path) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(workspace.as_os_str().as_encoded_bytes());
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    home.join("projects").join(format!("{hex}.json"))
+}
+
 /// Writes "always for this project" approvals into
 /// `.rein/settings.json`, keeping everything else in the file.
 pub struct ProjectRulesFile {
@@ -152,9 +162,24 @@ pub struct ProjectRulesFile {
 }
 
 impl ProjectRulesFile {
+    /// The workspace's `.rein/settings.json`.
     pub fn for_workspace(workspace: &Path) -> Self {
         ProjectRulesFile {
             path: workspace.join(".rein").join("settings.json"),
+        }
+    }
+
+    /// Where a run keeps "always for this project" approvals: the
+    /// workspace's `.rein/settings.json` when the folder is trusted; else
+    /// the user's own file for this project in `$REIN_HOME` (an untrusted
+    /// folder's allow rules are ignored, the user's are not).
+    pub fn for_run(home: &Path, workspace: &Path, trusted: bool) -> Self {
+        if trusted {
+            ProjectRulesFile::for_workspace(workspace)
+        } else {
+            ProjectRulesFile {
+                path: user_project_rules(home, workspace),
+            }
         }
     }
 

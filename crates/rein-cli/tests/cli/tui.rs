@@ -496,3 +496,39 @@ fn the_app_started_below_shell_output_keeps_it_and_shows_its_first_cells() {
     assert!(screen.contains("\n38\n39\n40\n"), "{screen}");
     quit(&app);
 }
+
+#[test]
+fn always_for_this_project_in_an_untrusted_folder_is_kept_in_the_users_home() {
+    let env = Env::new();
+    let script = env.script(
+        "p.json",
+        &json!({"model": "m", "turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi > made.txt"}}]},
+            {"text": "made it"}
+        ]}),
+    );
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("ask rein to do something");
+    app.type_text("make the file");
+    app.keys(&["Enter"]);
+    app.wait_for("Allow bash?");
+    std::thread::sleep(Duration::from_millis(400));
+    app.keys(&["p"]);
+    app.wait_for("made it");
+    quit(&app);
+    // Not in the repository, where an untrusted folder's allow rules would
+    // be ignored, but in the user's own file for this project.
+    assert!(!env.path(".rein/settings.json").exists());
+    let saved: Vec<_> = std::fs::read_dir(env.home.path().join("projects"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert!(saved[0].contains("bash(echo hi)"), "{saved:?}");
+    // The next run uses it: the command runs headless without asking.
+    std::fs::remove_file(env.path("made.txt")).unwrap();
+    let o = env.rein(&["exec", "--provider", "replay", "--script", &script, "again"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(env.path("made.txt").exists(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("not trusted"), "{}", stderr(&o));
+}
