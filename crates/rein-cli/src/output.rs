@@ -117,7 +117,7 @@ impl Refusals {
         if !self.rules.is_empty() {
             let quoted: Vec<String> = self.rules.iter().map(|r| format!("{r:?}")).collect();
             fixes.push(format!(
-                "allow exactly these with \"permissions\": {{\"allow\": [{}]}} in .rein/settings.json",
+                "allow exactly these with \"permissions\": {{\"allow\": [{}]}} in $REIN_HOME/settings.json, or in .rein/settings.json of a trusted folder (`rein trust`)",
                 quoted.join(", ")
             ));
         }
