@@ -187,11 +187,44 @@ pub fn rein_home() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".rein"))
 }
 
-fn read_file(path: &Path) -> Result<Option<(ConfigFile, String)>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+/// The largest settings file rein reads (a workspace's files may be
+/// written by anyone).
+pub const MAX_SETTINGS_BYTES: u64 = 1 << 20;
+
+/// The text of a settings file, `None` when it does not exist. Only a
+/// regular file of at most [`MAX_SETTINGS_BYTES`] is read: a FIFO would
+/// block and `/dev/zero` would never end. `what` names it in errors.
+pub fn read_settings_text(path: &Path, what: &str) -> Result<Option<String>> {
+    use std::io::Read;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!("cannot read config {}: {e}", path.display()),
+        Err(e) => bail!("cannot read {what} {}: {e}", path.display()),
+    };
+    if !meta.is_file() {
+        bail!("{what} {} is not a regular file", path.display());
+    }
+    let file = std::fs::File::open(path)
+        .map_err(|e| anyhow!("cannot read {what} {}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SETTINGS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow!("cannot read {what} {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_SETTINGS_BYTES {
+        bail!(
+            "{what} {} is larger than {} KiB",
+            path.display(),
+            MAX_SETTINGS_BYTES / 1024
+        );
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| anyhow!("{what} {} is not UTF-8 text", path.display()))
+}
+
+fn read_file(path: &Path) -> Result<Option<(ConfigFile, String)>> {
+    let Some(text) = read_settings_text(path, "config")? else {
+        return Ok(None);
     };
     let file: ConfigFile = toml::from_str(&text).map_err(|e| {
         let msg = e.message().to_string();
@@ -509,6 +542,34 @@ mod tests {
         let err = read_file(&path).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(err.contains("unknown field `max_turn`"), "{err}");
+    }
+
+    #[test]
+    fn a_settings_file_that_is_a_device_a_fifo_or_huge_is_refused_without_reading_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("zero.toml");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let err = read_file(&zero).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains("is not a regular file"), "{err}");
+        let fifo = dir.path().join("fifo.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = crate::permissions::read_json_file(&fifo)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("rules file") && err.contains("not a regular file"),
+            "{err}"
+        );
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, "#".repeat(MAX_SETTINGS_BYTES as usize + 1)).unwrap();
+        let err = read_file(&big).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains("larger than 1024 KiB"), "{err}");
+        assert!(read_file(&dir.path().join("none.toml")).unwrap().is_none());
     }
 
     #[test]

@@ -114,10 +114,8 @@ impl PermissionSettings {
 /// The `permissions` object of a JSON rules file and the file's text, if
 /// the file exists and has one.
 pub fn read_json_file(path: &Path) -> Result<Option<(PermissionsSection, String)>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!("cannot read rules file {}: {e}", path.display()),
+    let Some(text) = crate::config::read_settings_text(path, "rules file")? else {
+        return Ok(None);
     };
     if text.trim().is_empty() {
         return Ok(None);

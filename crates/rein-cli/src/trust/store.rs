@@ -61,11 +61,7 @@ impl TrustStore {
     /// malformed one an error naming the file and line.
     pub fn load(home: &Path) -> Result<TrustStore> {
         let path = home.join(FILE_NAME);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => bail!("cannot read the trust file {}: {e}", path.display()),
-        };
+        let text = crate::config::read_settings_text(&path, "trust file")?.unwrap_or_default();
         let file: TrustFile = if text.trim().is_empty() {
             TrustFile::default()
         } else {
