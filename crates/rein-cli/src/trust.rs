@@ -35,8 +35,9 @@ pub enum Ignored {
     ProviderSection(String),
     /// `[replay] script`: a script would play the model.
     ReplayScript,
-    /// `[local]`: the local model's file and settings.
-    Local,
+    /// A whole section, e.g. `[local]` (the local model's file and
+    /// settings).
+    Section(&'static str),
     /// A mode looser than the user's.
     Mode(PermissionMode),
     /// Allow rules (how many).
@@ -56,7 +57,7 @@ impl fmt::Display for Ignored {
             Ignored::Model(m) => write!(f, "model \"{}\"", shown(m)),
             Ignored::ProviderSection(p) => write!(f, "[providers.{}]", shown(p)),
             Ignored::ReplayScript => f.write_str("[replay] script"),
-            Ignored::Local => f.write_str("[local]"),
+            Ignored::Section(name) => f.write_str(name),
             Ignored::Mode(m) => write!(f, "mode \"{m}\""),
             Ignored::AllowRules(n) => write!(f, "allow rules ({n})"),
             Ignored::Network => f.write_str("network"),
@@ -218,7 +219,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         s.ignore(Some(name), Ignored::ProviderSection);
     }
     s.ignore(replay.and_then(|r| r.script), |_| Ignored::ReplayScript);
-    s.ignore(local, |_| Ignored::Local);
+    s.ignore(local, |_| Ignored::Section("[local]"));
     // Limits: the smaller wins.
     let secs = |d: std::time::Duration| Some(d.as_secs());
     let kept = ConfigFile {

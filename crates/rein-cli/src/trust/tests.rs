@@ -72,7 +72,10 @@ fn a_replay_script_and_the_local_section_are_ignored() {
     );
     assert_eq!(cfg.replay_script, None);
     assert_eq!(cfg.local, crate::config::LocalSection::default());
-    assert_eq!(ignored, vec![Ignored::ReplayScript, Ignored::Local]);
+    assert_eq!(
+        ignored,
+        vec![Ignored::ReplayScript, Ignored::Section("[local]")]
+    );
 }
 
 #[test]
