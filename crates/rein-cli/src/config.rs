@@ -187,43 +187,8 @@ pub fn rein_home() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".rein"))
 }
 
-/// The largest settings file rein reads (a workspace's files may be
-/// written by anyone).
-pub const MAX_SETTINGS_BYTES: u64 = 1 << 20;
-
-/// The text of a settings file, `None` when it does not exist. Only a
-/// regular file of at most [`MAX_SETTINGS_BYTES`] is read: a FIFO would
-/// block and `/dev/zero` would never end. `what` names it in errors.
-pub fn read_settings_text(path: &Path, what: &str) -> Result<Option<String>> {
-    use std::io::Read;
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!("cannot read {what} {}: {e}", path.display()),
-    };
-    if !meta.is_file() {
-        bail!("{what} {} is not a regular file", path.display());
-    }
-    let file = std::fs::File::open(path)
-        .map_err(|e| anyhow!("cannot read {what} {}: {e}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SETTINGS_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| anyhow!("cannot read {what} {}: {e}", path.display()))?;
-    if bytes.len() as u64 > MAX_SETTINGS_BYTES {
-        bail!(
-            "{what} {} is larger than {} KiB",
-            path.display(),
-            MAX_SETTINGS_BYTES / 1024
-        );
-    }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| anyhow!("{what} {} is not UTF-8 text", path.display()))
-}
-
 fn read_file(path: &Path) -> Result<Option<(ConfigFile, String)>> {
-    let Some(text) = read_settings_text(path, "config")? else {
+    let Some(text) = crate::settings_file::read_text(path, "config")? else {
         return Ok(None);
     };
     let file: ConfigFile = toml::from_str(&text).map_err(|e| {
@@ -566,7 +531,11 @@ mod tests {
             "{err}"
         );
         let big = dir.path().join("big.toml");
-        std::fs::write(&big, "#".repeat(MAX_SETTINGS_BYTES as usize + 1)).unwrap();
+        std::fs::write(
+            &big,
+            "#".repeat(crate::settings_file::MAX_BYTES as usize + 1),
+        )
+        .unwrap();
         let err = read_file(&big).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains("larger than 1024 KiB"), "{err}");
         assert!(read_file(&dir.path().join("none.toml")).unwrap().is_none());

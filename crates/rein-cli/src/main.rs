@@ -10,6 +10,7 @@ mod output;
 mod permissions;
 mod providers;
 mod sessions;
+mod settings_file;
 mod trust;
 mod tui;
 

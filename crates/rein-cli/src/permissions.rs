@@ -114,7 +114,7 @@ impl PermissionSettings {
 /// The `permissions` object of a JSON rules file and the file's text, if
 /// the file exists and has one.
 pub fn read_json_file(path: &Path) -> Result<Option<(PermissionsSection, String)>> {
-    let Some(text) = crate::config::read_settings_text(path, "rules file")? else {
+    let Some(text) = crate::settings_file::read_text(path, "rules file")? else {
         return Ok(None);
     };
     if text.trim().is_empty() {

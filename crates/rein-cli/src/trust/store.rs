@@ -61,7 +61,7 @@ impl TrustStore {
     /// malformed one an error naming the file and line.
     pub fn load(home: &Path) -> Result<TrustStore> {
         let path = home.join(FILE_NAME);
-        let text = crate::config::read_settings_text(&path, "trust file")?.unwrap_or_default();
+        let text = crate::settings_file::read_text(&path, "trust file")?.unwrap_or_default();
         let file: TrustFile = if text.trim().is_empty() {
             TrustFile::default()
         } else {
