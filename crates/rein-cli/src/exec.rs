@@ -204,6 +204,9 @@ pub fn engine_builder(
         .loop_guard(cfg.loop_guard.clone())
         .output_spill(Arc::new(rein_store::FileSpill::new(&cfg.home)))
         .project_rules(Arc::new(ProjectRulesFile::for_workspace(workspace)));
+    if let Some(n) = cfg.max_tool_calls_per_turn {
+        builder = builder.max_tool_calls_per_turn(n);
+    }
     if let Some(n) = cfg.max_concurrent_tools {
         builder = builder.max_concurrent_tools(n);
     }

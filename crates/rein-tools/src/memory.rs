@@ -251,9 +251,8 @@ fn assess_write(args: &Value) -> Assessment {
         a.risk = Risk::High;
         a.needs_user = true;
         a.reasons = vec![
-            "a global memory enters the prompt of every later project, so only the user may \
-             add, change or remove one (at the command line: `rein memory add --global`, \
-             `rein memory rm`)"
+            "a global memory enters every later project's prompt, so only the user may write \
+             one (`rein memory add --global`, `rein memory rm`)"
                 .to_string(),
         ];
     }
