@@ -232,7 +232,12 @@ pub enum MemoryCommand {
         tags: Vec<String>,
         /// The workspace whose project it belongs to (default: the current
         /// directory).
-        #[arg(short = 'C', long = "cd", value_name = "DIR", conflicts_with = "global")]
+        #[arg(
+            short = 'C',
+            long = "cd",
+            value_name = "DIR",
+            conflicts_with = "global"
+        )]
         workspace: Option<PathBuf>,
     },
 }

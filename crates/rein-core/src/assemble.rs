@@ -48,7 +48,11 @@ impl AssistantAssembler {
         if arguments.len() <= cap {
             return;
         }
-        let seen = self.oversized.unwrap_or(0).max(arguments.len()).max(arriving);
+        let seen = self
+            .oversized
+            .unwrap_or(0)
+            .max(arguments.len())
+            .max(arriving);
         self.oversized = Some(seen);
         let keep = crate::text::ceil_boundary(arguments, cap + 1);
         arguments.truncate(keep);

@@ -482,7 +482,11 @@ impl AgentEngine {
             return Some(StopReason::MaxTurns);
         }
         if let Some(max) = cfg.max_tokens
-            && st.totals.input_tokens.saturating_add(st.totals.output_tokens) >= max
+            && st
+                .totals
+                .input_tokens
+                .saturating_add(st.totals.output_tokens)
+                >= max
         {
             return Some(StopReason::MaxTokens);
         }

@@ -210,9 +210,7 @@ impl Usage {
         self.cached_input_tokens = self
             .cached_input_tokens
             .saturating_add(other.cached_input_tokens);
-        self.reasoning_tokens = self
-            .reasoning_tokens
-            .saturating_add(other.reasoning_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 }
 

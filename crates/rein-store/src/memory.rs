@@ -374,8 +374,9 @@ fn count_uses(conn: &mut Connection, entries: &mut [MemoryEntry]) -> Result<bool
     let counted = (|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut stmt =
-                tx.prepare_cached("UPDATE memories SET uses = MIN(uses, 9223372036854775806) + 1 WHERE id = ?1")?;
+            let mut stmt = tx.prepare_cached(
+                "UPDATE memories SET uses = MIN(uses, 9223372036854775806) + 1 WHERE id = ?1",
+            )?;
             for n in &numbers {
                 stmt.execute([n])?;
             }
@@ -483,7 +484,8 @@ impl LongTermMemory for SqliteMemory {
     ) -> Result<MemoryEntry, MemoryError> {
         let change = change.cleaned()?;
         let (id, scope) = (id.to_string(), scope.clone());
-        self.run(move |conn| update(conn, &id, change, &scope)).await
+        self.run(move |conn| update(conn, &id, change, &scope))
+            .await
     }
 
     async fn remove(&self, id: &str, scope: &EditScope) -> Result<MemoryEntry, MemoryError> {

@@ -117,7 +117,10 @@ impl MemoryWrite {
                 MemoryOrigin::ModelApproved,
             )
         } else {
-            (EditScope::Project(self.project.clone()), MemoryOrigin::Model)
+            (
+                EditScope::Project(self.project.clone()),
+                MemoryOrigin::Model,
+            )
         };
         match args.action {
             Action::Add => {

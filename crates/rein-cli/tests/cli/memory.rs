@@ -234,12 +234,23 @@ fn a_model_cannot_plant_a_global_memory_headless_in_any_mode_and_the_report_says
             ]}),
         );
         let o = env.rein(&[
-            "exec", "--json", "--provider", "replay", "--script", &script, "--mode", mode, "go",
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "--mode",
+            mode,
+            "go",
         ]);
         let events = json_lines(&o);
         let (is_error, output) = tool_output(&events, "memory_write");
         assert!(is_error, "{mode}: {output}");
-        assert!(output.contains("needs the user's approval"), "{mode}: {output}");
+        assert!(
+            output.contains("needs the user's approval"),
+            "{mode}: {output}"
+        );
         let err = stderr(&o);
         assert!(err.contains("memory_write(global)"), "{mode}: {err}");
         assert!(err.contains("rein memory add --global"), "{mode}: {err}");
@@ -252,7 +263,13 @@ fn a_model_cannot_plant_a_global_memory_headless_in_any_mode_and_the_report_says
 fn the_user_adds_global_and_project_memories_and_the_model_cannot_change_the_global_one() {
     let env = Env::new();
     let o = env.rein(&[
-        "memory", "add", "--global", "--tag", "style", "Style", "Prefer tabs",
+        "memory",
+        "add",
+        "--global",
+        "--tag",
+        "style",
+        "Style",
+        "Prefer tabs",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "saved memory m1 (every project): Style\n");
@@ -266,7 +283,11 @@ fn the_user_adds_global_and_project_memories_and_the_model_cannot_change_the_glo
     assert_eq!(by_id("m1")["tags"], json!(["style"]));
     assert_eq!(by_id("m2")["origin"], "user");
     let o = env.rein(&["memory", "show", "m1"]);
-    assert!(stdout(&o).contains("origin    added by the user"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("origin    added by the user"),
+        "{}",
+        stdout(&o)
+    );
 
     // The model may not rewrite or remove the global one without approval.
     let events = run_script(
@@ -287,7 +308,10 @@ fn the_user_adds_global_and_project_memories_and_the_model_cannot_change_the_glo
         .map(|e| e["output_preview"].as_str().unwrap().to_string())
         .collect();
     assert!(outputs[0].contains("m1 is global"), "{outputs:?}");
-    assert!(outputs[1].contains("needs the user's approval"), "{outputs:?}");
+    assert!(
+        outputs[1].contains("needs the user's approval"),
+        "{outputs:?}"
+    );
     let listed = json_lines(&env.rein(&["memory", "list", "--all", "--json"]));
     assert_eq!(listed.len(), 2);
     assert!(listed.iter().any(|e| e["content"] == "Prefer tabs"));
@@ -298,7 +322,12 @@ fn memory_from_another_project_cannot_be_changed_by_a_run_here() {
     let env = Env::new();
     let other = tempfile::tempdir().unwrap();
     let o = env.rein(&[
-        "memory", "add", "-C", other.path().to_str().unwrap(), "Deploy", "make release",
+        "memory",
+        "add",
+        "-C",
+        other.path().to_str().unwrap(),
+        "Deploy",
+        "make release",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let events = run_script(

@@ -126,7 +126,10 @@ impl AgentEngine {
         for call in &calls {
             // Arguments over the cap are never copied into an event.
             let arguments = match gate.oversized(call) {
-                Some(_) => format!("[{} bytes of arguments, over the limit]", call.arguments.len()),
+                Some(_) => format!(
+                    "[{} bytes of arguments, over the limit]",
+                    call.arguments.len()
+                ),
                 None => call.arguments.clone(),
             };
             sink.emit(Event::ToolStarted {

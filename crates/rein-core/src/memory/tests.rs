@@ -54,9 +54,11 @@ fn new_entries_are_cleaned_or_refused_with_a_reason() {
             "Fast Tests".into(),
         ],
         project: Some(String::new()),
+        origin: MemoryOrigin::User,
     }
     .cleaned()
     .unwrap();
+    assert_eq!(cleaned.origin, MemoryOrigin::User);
     assert_eq!(cleaned.title, "Tests");
     assert_eq!(cleaned.content, "cargo test");
     assert_eq!(cleaned.tags, ["rust", "fast-tests"]);
@@ -176,17 +178,32 @@ fn edit_scopes_keep_projects_apart_and_globals_behind_approval() {
     assert!(EditScope::All.check("m1", Some("/b")).is_ok());
     let global = own.check("m1", None).unwrap_err();
     assert!(
-        matches!(&global, MemoryError::Denied { why: Denial::Global, .. }),
+        matches!(
+            &global,
+            MemoryError::Denied {
+                why: Denial::Global,
+                ..
+            }
+        ),
         "{global}"
     );
     assert!(global.to_string().contains("m1 is global"), "{global}");
     for scope in [own, approved] {
         let other = scope.check("m9", Some("/b")).unwrap_err();
         assert!(
-            matches!(&other, MemoryError::Denied { why: Denial::OtherProject, .. }),
+            matches!(
+                &other,
+                MemoryError::Denied {
+                    why: Denial::OtherProject,
+                    ..
+                }
+            ),
             "{other}"
         );
-        assert!(other.to_string().contains("m9 belongs to another project"), "{other}");
+        assert!(
+            other.to_string().contains("m9 belongs to another project"),
+            "{other}"
+        );
     }
 }
 

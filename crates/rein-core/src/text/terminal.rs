@@ -35,9 +35,11 @@ enum Kind {
 
 fn kind(c: char) -> Kind {
     match c {
-        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => {
-            Kind::Bidi
-        }
+        '\u{061C}'
+        | '\u{200E}'
+        | '\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}' => Kind::Bidi,
         '\u{200C}' | '\u{200D}' => Kind::Joiner,
         '\u{E0020}'..='\u{E007F}' => Kind::Tag,
         '\u{00AD}'
@@ -98,7 +100,9 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
                     Kind::Bidi | Kind::Invisible => false,
                     Kind::Joiner => {
                         prev.is_some_and(|p| !p.is_ascii())
-                            && chars.peek().is_some_and(|n| !n.is_ascii() && !n.is_control())
+                            && chars
+                                .peek()
+                                .is_some_and(|n| !n.is_ascii() && !n.is_control())
                     }
                     Kind::Tag => in_tags || prev == Some('\u{1F3F4}'),
                 };
@@ -175,7 +179,8 @@ mod tests {
     #[test]
     fn trojan_source_bidi_controls_become_visible_markers() {
         // The classic: a comment that hides the end of a string.
-        let line = "if access_level != \"user\u{202E} \u{2066}// Check if admin\u{2069} \u{2066}\" {";
+        let line =
+            "if access_level != \"user\u{202E} \u{2066}// Check if admin\u{2069} \u{2066}\" {";
         let shown = terminal_safe(line);
         assert_eq!(
             shown,

@@ -335,9 +335,12 @@ async fn another_projects_memories_cannot_be_changed_from_here() {
         .await
         .unwrap();
     for global in [false, true] {
-        let e = write(&w, json!({"action": "remove", "id": "m1", "global": global}))
-            .await
-            .unwrap_err();
+        let e = write(
+            &w,
+            json!({"action": "remove", "id": "m1", "global": global}),
+        )
+        .await
+        .unwrap_err();
         assert!(
             e.contains("memory m1 belongs to another project") && e.contains("Leave it"),
             "{e}"
@@ -368,9 +371,12 @@ async fn a_global_memory_changes_only_with_global_true() {
         })
         .await
         .unwrap();
-    let e = write(&w, json!({"action": "update", "id": "m1", "content": "spaces"}))
-        .await
-        .unwrap_err();
+    let e = write(
+        &w,
+        json!({"action": "update", "id": "m1", "content": "spaces"}),
+    )
+    .await
+    .unwrap_err();
     assert!(e.contains("m1 is global"), "{e}");
     assert!(e.contains("call again with `global: true`"), "{e}");
     let e = write(&w, json!({"action": "remove", "id": "m1"}))
@@ -404,7 +410,14 @@ fn calls_touching_a_global_memory_need_the_user_in_every_mode() {
         assert!(a.needs_user && a.risk == Risk::High, "{args}");
         assert!(a.reasons[0].contains("rein memory add --global"), "{args}");
         for mode in PermissionMode::ALL {
-            let v = perms.decide(mode, "memory_write", ToolAccess::Read, &a, &[], "/w".as_ref());
+            let v = perms.decide(
+                mode,
+                "memory_write",
+                ToolAccess::Read,
+                &a,
+                &[],
+                "/w".as_ref(),
+            );
             let Verdict::Ask {
                 suggested_rules, ..
             } = v
@@ -430,7 +443,14 @@ fn calls_touching_a_global_memory_need_the_user_in_every_mode() {
     let project = assess_write(&json!({"action": "add", "title": "t", "content": "c"}));
     assert!(!project.needs_user);
     for mode in PermissionMode::ALL {
-        let v = perms.decide(mode, "memory_write", ToolAccess::Read, &project, &[], "/w".as_ref());
+        let v = perms.decide(
+            mode,
+            "memory_write",
+            ToolAccess::Read,
+            &project,
+            &[],
+            "/w".as_ref(),
+        );
         assert_eq!(v, Verdict::Allow, "{mode}");
     }
 }
