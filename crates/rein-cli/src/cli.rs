@@ -243,4 +243,27 @@ pub enum MemoryCommand {
         /// Memory id, e.g. m12.
         id: String,
     },
+    /// Save a memory yourself: for this project, or with --global for every
+    /// project (the model can add a global one only with your approval).
+    Add {
+        /// A few words saying what it is about.
+        title: String,
+        /// What to remember.
+        content: String,
+        /// Keep it for every project instead of this one.
+        #[arg(long)]
+        global: bool,
+        /// A keyword that helps find it again (repeatable).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// The workspace whose project it belongs to (default: the current
+        /// directory).
+        #[arg(
+            short = 'C',
+            long = "cd",
+            value_name = "DIR",
+            conflicts_with = "global"
+        )]
+        workspace: Option<PathBuf>,
+    },
 }

@@ -25,6 +25,8 @@ pub struct ConfigFile {
     pub max_turns: Option<u32>,
     pub tool_timeout_secs: Option<u64>,
     pub max_concurrent_tools: Option<usize>,
+    /// Most tool calls run from one model answer (default 32).
+    pub max_tool_calls_per_turn: Option<usize>,
     pub provider_retries: Option<u32>,
     pub stream_idle_timeout_secs: Option<u64>,
     pub max_tokens: Option<u64>,
@@ -153,6 +155,8 @@ pub struct Config {
     pub max_turns: u32,
     pub tool_timeout: Duration,
     pub max_concurrent_tools: Option<usize>,
+    /// `max_tool_calls_per_turn`; `None` keeps the engine's default.
+    pub max_tool_calls_per_turn: Option<usize>,
     pub provider_retries: u32,
     pub stream_idle_timeout: Duration,
     pub replay_script: Option<PathBuf>,
@@ -215,6 +219,7 @@ impl Config {
             max_turns: 50,
             tool_timeout: Duration::from_secs(120),
             max_concurrent_tools: None,
+            max_tool_calls_per_turn: None,
             provider_retries: 3,
             stream_idle_timeout: Duration::from_secs(120),
             replay_script: None,
@@ -237,6 +242,7 @@ impl Config {
     /// does not get (whether or not it was applied).
     pub fn load(workspace: &Path, trusted: bool) -> Result<(Config, ProjectReport)> {
         let home = rein_home()?;
+        crate::home::secure(&home);
         let mut cfg = Config::defaults(home.clone());
         if let Some((file, text)) = read_file(&home.join("config.toml"))? {
             cfg.apply_layer(file, &home.join("config.toml"), &text)?;
@@ -349,6 +355,12 @@ impl Config {
                 bail!("max_concurrent_tools must be at least 1");
             }
             self.max_concurrent_tools = Some(n);
+        }
+        if let Some(n) = file.max_tool_calls_per_turn {
+            if n == 0 {
+                bail!("max_tool_calls_per_turn must be at least 1");
+            }
+            self.max_tool_calls_per_turn = Some(n);
         }
         if let Some(n) = file.provider_retries {
             self.provider_retries = n;

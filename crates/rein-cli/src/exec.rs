@@ -210,6 +210,9 @@ pub fn engine_builder(
             workspace,
             cfg.trusted,
         )));
+    if let Some(n) = cfg.max_tool_calls_per_turn {
+        builder = builder.max_tool_calls_per_turn(n);
+    }
     if let Some(n) = cfg.max_concurrent_tools {
         builder = builder.max_concurrent_tools(n);
     }

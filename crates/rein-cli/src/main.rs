@@ -4,6 +4,7 @@ mod cli;
 mod config;
 mod exec;
 mod exit;
+mod home;
 mod memory;
 mod model;
 mod output;

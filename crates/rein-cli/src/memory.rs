@@ -1,4 +1,4 @@
-//! `rein memory list | show | rm`, and the long-term memory a run gets.
+//! `rein memory list | show | add | rm`, and the long-term memory a run gets.
 //!
 //! Memories live in `$REIN_HOME/memory.db`, one file for all projects;
 //! each entry belongs to a project (the workspace path) or to every project.
@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use rein_core::Tool;
-use rein_core::memory::{LongTermMemory, MemoryEntry, MemoryError, prompt_section};
+use rein_core::memory::{
+    Added, EditScope, LongTermMemory, MemoryEntry, MemoryError, MemoryOrigin, NewMemory,
+    prompt_section,
+};
 use rein_store::{SqliteMemory, SqliteOptions};
 
 use crate::cli::MemoryCommand;
@@ -18,8 +21,9 @@ use crate::exec::resolve_workspace;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::{self, one_line, out};
 
-/// Bytes of the system prompt the most used memories may take.
-pub const PROMPT_BUDGET: usize = 1024;
+/// Bytes of the system prompt the most used memories may take (the
+/// heading that says they are data takes about 250 of them).
+pub const PROMPT_BUDGET: usize = 1536;
 
 /// How long a run's memory waits for another process's write lock: memory
 /// is an aid, and a run should not stall on it.
@@ -75,7 +79,9 @@ pub async fn for_run(cfg: &Config, workspace: &Path) -> RunMemory {
 
 fn memory_failure(e: MemoryError) -> Failure {
     match e {
-        MemoryError::NotFound(_) | MemoryError::Invalid(_) => Failure::usage(anyhow!("{e}")),
+        MemoryError::NotFound(_) | MemoryError::Invalid(_) | MemoryError::Denied { .. } => {
+            Failure::usage(anyhow!("{e}"))
+        }
         other => Failure::harness(anyhow!("{other}")),
     }
 }
@@ -124,6 +130,7 @@ pub async fn run(cmd: MemoryCommand) -> Result<i32, Failure> {
             out(&format!("memory    {}", e.id));
             out(&format!("title     {}", e.title));
             out(&format!("project   {}", project_name(&e)));
+            out(&format!("origin    {}", e.origin.describe()));
             if !e.tags.is_empty() {
                 out(&format!("tags      {}", e.tags.join(", ")));
             }
@@ -137,8 +144,47 @@ pub async fn run(cmd: MemoryCommand) -> Result<i32, Failure> {
             out(&e.content);
         }
         MemoryCommand::Rm { id } => {
-            let e = memory.remove(&id, None).await.map_err(memory_failure)?;
+            let e = memory
+                .remove(&id, &EditScope::All)
+                .await
+                .map_err(memory_failure)?;
             out(&format!("removed memory {} ({})", e.id, e.title));
+        }
+        MemoryCommand::Add {
+            title,
+            content,
+            global,
+            tags,
+            workspace,
+        } => {
+            let project = match (global, workspace) {
+                (true, _) => None,
+                (false, Some(dir)) => Some(resolve_workspace(Some(&dir))?),
+                (false, None) => Some(cwd),
+            };
+            let new = NewMemory {
+                title,
+                content,
+                tags,
+                project: project.map(|p| p.display().to_string()),
+                origin: MemoryOrigin::User,
+            };
+            match memory.add(new).await.map_err(memory_failure)? {
+                Added::New(e) => out(&format!(
+                    "saved memory {} ({}): {}",
+                    e.id,
+                    if e.project.is_some() {
+                        "this project"
+                    } else {
+                        "every project"
+                    },
+                    e.title
+                )),
+                Added::Duplicate(e) => out(&format!(
+                    "nothing new saved: already known as {} ({})",
+                    e.id, e.title
+                )),
+            }
         }
     }
     Ok(COMPLETED)

@@ -196,6 +196,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         max_turns,
         tool_timeout_secs,
         max_concurrent_tools,
+        max_tool_calls_per_turn,
         provider_retries,
         stream_idle_timeout_secs,
         max_tokens,
@@ -233,6 +234,12 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
                 n,
                 limit(n, current.max_concurrent_tools),
             )
+        }),
+        max_tool_calls_per_turn: max_tool_calls_per_turn.and_then(|n| {
+            let now = current
+                .max_tool_calls_per_turn
+                .unwrap_or(rein_core::dispatch::DEFAULT_MAX_TOOL_CALLS_PER_TURN);
+            s.limit("max_tool_calls_per_turn", n, limit(n, Some(now)))
         }),
         provider_retries: provider_retries.and_then(|n| {
             s.limit(

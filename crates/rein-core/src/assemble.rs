@@ -1,5 +1,10 @@
 //! Builds an `AssistantMessage` from streamed chunks, whatever mix of
 //! fragments and whole parts a provider sends.
+//!
+//! With a cap on arguments ([`AssistantAssembler::with_args_cap`]), a call's
+//! arguments are kept up to one byte past the cap and the rest is dropped as
+//! it arrives: memory stays bounded whatever the model streams, and the gate
+//! still sees that the call was too big.
 
 use std::collections::HashMap;
 
@@ -15,9 +20,45 @@ pub struct AssistantAssembler {
     open_reasoning: Option<usize>,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
+    /// Bytes of arguments kept per call, past which the rest is dropped
+    /// (`None`: no cap).
+    args_cap: Option<usize>,
+    /// The most bytes of arguments one call was sent, once over the cap.
+    oversized: Option<usize>,
 }
 
 impl AssistantAssembler {
+    /// An assembler that keeps at most `cap + 1` bytes of each call's
+    /// arguments (enough for the gate to see they are over `cap`).
+    pub fn with_args_cap(cap: usize) -> Self {
+        AssistantAssembler {
+            args_cap: Some(cap),
+            ..Default::default()
+        }
+    }
+
+    /// Bytes a call's arguments reached once one passed the cap.
+    pub fn oversized_call(&self) -> Option<usize> {
+        self.oversized
+    }
+
+    /// Keep `call`'s arguments within the cap, remembering how big they got.
+    fn bound(&mut self, arguments: &mut String, arriving: usize) {
+        let Some(cap) = self.args_cap else { return };
+        if arguments.len() <= cap {
+            return;
+        }
+        let seen = self
+            .oversized
+            .unwrap_or(0)
+            .max(arguments.len())
+            .max(arriving);
+        self.oversized = Some(seen);
+        let keep = crate::text::ceil_boundary(arguments, cap + 1);
+        arguments.truncate(keep);
+        arguments.shrink_to_fit();
+    }
+
     /// Add one chunk. Returns true when the answer is complete.
     pub fn push(&mut self, chunk: StreamChunk) -> bool {
         match chunk {
@@ -85,8 +126,10 @@ impl AssistantAssembler {
                 name,
                 arguments,
             } => self.push_call_delta(index, id, name, &arguments),
-            StreamChunk::ToolCall(call) => {
+            StreamChunk::ToolCall(mut call) => {
                 self.open_reasoning = None;
+                let arriving = call.arguments.len();
+                self.bound(&mut call.arguments, arriving);
                 self.parts.push(ContentPart::ToolCall(call));
             }
             StreamChunk::Usage(usage) => self.usage = Some(usage),
@@ -128,15 +171,42 @@ impl AssistantAssembler {
                 {
                     call.name = name;
                 }
-                call.arguments.push_str(arguments);
+                let before = call.arguments.len();
+                let room = self
+                    .args_cap
+                    .map_or(usize::MAX, |cap| (cap + 1).saturating_sub(before));
+                if room == 0 {
+                    // Already over: count, keep nothing.
+                    let seen = before.saturating_add(arguments.len());
+                    self.oversized = Some(self.oversized.unwrap_or(0).max(seen));
+                    return;
+                }
+                let take = if arguments.len() <= room {
+                    arguments.len()
+                } else {
+                    crate::text::ceil_boundary(arguments, room)
+                };
+                let mut args = std::mem::take(&mut call.arguments);
+                args.push_str(&arguments[..take]);
+                let arriving = before.saturating_add(arguments.len());
+                self.bound(&mut args, arriving);
+                if let Some(ContentPart::ToolCall(call)) = self
+                    .calls_by_index
+                    .get(&index)
+                    .and_then(|&pos| self.parts.get_mut(pos))
+                {
+                    call.arguments = args;
+                }
                 return;
             }
         }
         self.calls_by_index.insert(index, self.parts.len());
+        let mut args = arguments.to_string();
+        self.bound(&mut args, arguments.len());
         self.parts.push(ContentPart::ToolCall(ToolCall {
             id: id.unwrap_or_default(),
             name: name.unwrap_or_default(),
-            arguments: arguments.to_string(),
+            arguments: args,
         }));
     }
 

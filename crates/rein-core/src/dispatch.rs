@@ -36,7 +36,19 @@ pub struct GateLimits {
     /// somewhere to save them) and the model gets a head/tail preview and
     /// the file's path instead.
     pub spill_bytes: usize,
+    /// Most tool calls run from one model answer; the rest get an error
+    /// observation and are not run.
+    pub max_tool_calls_per_turn: usize,
+    /// Largest raw arguments of one call, in bytes, checked before they are
+    /// parsed (parsing multiplies their size in memory). The engine also
+    /// stops reading a model's answer once one call's arguments pass it.
+    pub max_argument_bytes: usize,
 }
+
+/// Default of [`GateLimits::max_tool_calls_per_turn`].
+pub const DEFAULT_MAX_TOOL_CALLS_PER_TURN: usize = 32;
+/// Default of [`GateLimits::max_argument_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 16 * 1024 * 1024;
 
 impl Default for GateLimits {
     fn default() -> Self {
@@ -45,6 +57,8 @@ impl Default for GateLimits {
             max_concurrent_tools: None,
             max_output_bytes: 64 * 1024,
             spill_bytes: 16 * 1024,
+            max_tool_calls_per_turn: DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+            max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
         }
     }
 }
@@ -185,6 +199,31 @@ impl Gate {
         &self.limits
     }
 
+    /// Why `call` is refused before anything else looks at it: arguments
+    /// larger than [`GateLimits::max_argument_bytes`]. Checked on the raw
+    /// string, so a huge argument is never parsed or copied further.
+    pub fn oversized(&self, call: &ToolCall) -> Option<String> {
+        let max = self.limits.max_argument_bytes;
+        (call.arguments.len() > max).then(|| {
+            format!(
+                "error: the arguments of `{}` are larger than the limit of {max} bytes ({}), so \
+                 the call was not run. Write big content in several smaller pieces (for example \
+                 several files, or appends with a command), or produce it with a command.",
+                crate::text::preview(&call.name, 1, 64),
+                human_bytes(max)
+            )
+        })
+    }
+
+    /// The error observation of a call past the per-turn cap.
+    pub fn over_turn_cap(&self) -> String {
+        format!(
+            "error: too many tool calls in one turn: at most {} run; this one was not run. Make \
+             fewer calls per answer (batch the work, or wait for these results first).",
+            self.limits.max_tool_calls_per_turn.max(1)
+        )
+    }
+
     /// Run one call through every check. Never fails: each problem becomes
     /// an error observation for the model.
     pub async fn run(
@@ -195,6 +234,17 @@ impl Gate {
         events: &GateEvents,
     ) -> GateOutcome {
         let started = Instant::now();
+        if let Some(refusal) = self.oversized(call) {
+            return GateOutcome {
+                result: ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: refusal,
+                    is_error: true,
+                },
+                duration: started.elapsed(),
+            };
+        }
         let mut ctx = ctx;
         let session_id = ctx.session_id.clone();
         if let Some(spill) = &self.spill {
@@ -491,6 +541,18 @@ impl Gate {
                 }
             }
         }
+    }
+}
+
+/// `n` bytes for people: "16 MiB", "512 KiB", "100 bytes".
+fn human_bytes(n: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
     }
 }
 

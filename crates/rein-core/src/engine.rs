@@ -342,7 +342,7 @@ impl AgentEngine {
             let cfg = &inner.config.compaction;
             if cfg.enabled
                 && let Some(w) = window
-                && (fixed.tokens + conv.tokens()) as f64 > cfg.threshold * w as f64
+                && fixed.tokens.saturating_add(conv.tokens()) as f64 > cfg.threshold * w as f64
                 && let Err(e) = self
                     .compact(
                         &session_id,
@@ -404,7 +404,7 @@ impl AgentEngine {
             if let Some(u) = &assistant.usage {
                 st.usage.add(u);
                 if u.input_tokens > 0 {
-                    counter.observe(fixed.chars + conv.chars(), u.input_tokens);
+                    counter.observe(fixed.chars.saturating_add(conv.chars()), u.input_tokens);
                 }
             }
             if assistant.content.is_empty()
@@ -414,7 +414,7 @@ impl AgentEngine {
             }
             st.final_text = assistant.text();
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
-            let actual = assistant.usage.map(|u| u.input_tokens + u.output_tokens);
+            let actual = assistant.usage.map(|u| u.total());
             let message = Message::Assistant(assistant);
             let seq = match self.commit(&session_id, &message, sink).await {
                 Ok(seq) => seq,
@@ -422,7 +422,7 @@ impl AgentEngine {
             };
             conv.push(message, Some(seq), counter.as_ref());
             sink.emit(Event::TokenUpdate {
-                estimated: fixed.tokens + conv.tokens(),
+                estimated: fixed.tokens.saturating_add(conv.tokens()),
                 actual,
                 window,
             });
@@ -482,7 +482,11 @@ impl AgentEngine {
             return Some(StopReason::MaxTurns);
         }
         if let Some(max) = cfg.max_tokens
-            && st.totals.input_tokens + st.totals.output_tokens >= max
+            && st
+                .totals
+                .input_tokens
+                .saturating_add(st.totals.output_tokens)
+                >= max
         {
             return Some(StopReason::MaxTokens);
         }

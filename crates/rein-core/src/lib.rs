@@ -14,6 +14,7 @@ pub mod locks;
 pub mod memory;
 pub mod memory_store;
 pub mod permission;
+pub mod private_fs;
 pub mod provider;
 pub mod schema;
 pub mod schema_check;
@@ -34,7 +35,10 @@ pub use engine::{
     RunStream,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
-pub use memory::{Added, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, NewMemory};
+pub use memory::{
+    Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
+    NewMemory,
+};
 pub use memory_store::MemoryStore;
 pub use permission::{
     Assessment, PermissionMode, Permissions, Risk, Rule, Rules, SandboxMode, SandboxPolicy,

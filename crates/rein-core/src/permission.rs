@@ -167,6 +167,11 @@ pub struct Assessment {
     pub opaque: bool,
     /// The call would run without the sandbox its mode requires.
     pub unsandboxed: bool,
+    /// The call reaches past this project and this session (a global
+    /// memory enters every later project's prompt): it needs the user's
+    /// approval in every mode, bypass and plan included, unless a rule
+    /// naming its subjects precisely allows it. `reasons` say why.
+    pub needs_user: bool,
 }
 
 /// A rule: `Tool` or `Tool(pattern)`.
@@ -493,6 +498,13 @@ impl Permissions {
             }
         };
 
+        if a.needs_user && !specific {
+            let why = match a.reasons.is_empty() {
+                true => "this call needs the user's approval in every mode".to_string(),
+                false => a.reasons.join("; "),
+            };
+            return suggestion(why, None);
+        }
         if mode != PermissionMode::Bypass {
             if a.unsandboxed {
                 return suggestion(

@@ -1,4 +1,9 @@
-//! Text helpers for bounded output.
+//! Text helpers for bounded output, and text made safe for a terminal
+//! ([`terminal_safe`]).
+
+mod terminal;
+
+pub use terminal::{is_hidden_format, terminal_safe};
 
 /// Largest index <= `i` on a char boundary of `s`.
 pub fn floor_boundary(s: &str, mut i: usize) -> usize {

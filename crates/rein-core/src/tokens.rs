@@ -68,7 +68,7 @@ impl TokenCounter for CalibratedEstimator {
         } else {
             s.0 * 0.5 + sample * 0.5
         };
-        s.1 += 1;
+        s.1 = s.1.saturating_add(1);
     }
 }
 
@@ -101,7 +101,9 @@ pub fn message_text(m: &Message) -> String {
 
 /// Tokens of one message with `counter`.
 pub fn count_message(counter: &dyn TokenCounter, m: &Message) -> u64 {
-    counter.count(&message_text(m)) + MESSAGE_OVERHEAD
+    counter
+        .count(&message_text(m))
+        .saturating_add(MESSAGE_OVERHEAD)
 }
 
 /// Prices of a model, in US dollars per million tokens.
@@ -170,15 +172,22 @@ pub struct LedgerTotals {
 }
 
 impl LedgerTotals {
+    /// Count one entry. Token sums saturate at `u64::MAX` instead of
+    /// wrapping; a cost that is not a finite, non-negative number (a
+    /// provider's absurd usage priced) counts as unpriced.
     pub fn add(&mut self, e: &LedgerEntry) {
-        self.calls += 1;
-        self.input_tokens += e.usage.input_tokens;
-        self.cached_input_tokens += e.usage.cached_input_tokens;
-        self.output_tokens += e.usage.output_tokens;
-        self.reasoning_tokens += e.usage.reasoning_tokens;
-        match e.cost_usd {
-            Some(c) => self.cost_usd += c,
-            None => self.unpriced_calls += 1,
+        self.calls = self.calls.saturating_add(1);
+        self.input_tokens = self.input_tokens.saturating_add(e.usage.input_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(e.usage.cached_input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(e.usage.output_tokens);
+        self.reasoning_tokens = self
+            .reasoning_tokens
+            .saturating_add(e.usage.reasoning_tokens);
+        match e.cost_usd.filter(|c| c.is_finite() && *c >= 0.0) {
+            Some(c) => self.cost_usd = (self.cost_usd + c).min(f64::MAX),
+            None => self.unpriced_calls = self.unpriced_calls.saturating_add(1),
         }
     }
 

@@ -4,6 +4,7 @@
 
 mod engine {
     mod context_scenarios;
+    mod limit_scenarios;
     mod loop_scenarios;
     mod permission_scenarios;
     pub mod support;

@@ -9,6 +9,27 @@ use rusqlite::Connection;
 
 use crate::error::{Context, Fail};
 
+/// Make a database file and its folder private before SQLite opens it:
+/// the folder is created `0700` when missing, the file created `0600` (SQLite
+/// then gives its `-wal` and `-shm` files the same mode) or tightened to it,
+/// and existing `-wal`/`-shm` files tightened too. Whatever the umask, no
+/// other account can read what the database holds.
+pub(crate) fn private_db_file(path: &std::path::Path) -> Result<(), String> {
+    use rein_core::private_fs::{create_private_dir, ensure_private_file, tighten_file};
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_private_dir(parent)
+            .map_err(|e| format!("creating the directory {}: {e}", parent.display()))?;
+    }
+    ensure_private_file(path).map_err(|e| format!("creating {}: {e}", path.display()))?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        let side = std::path::PathBuf::from(side);
+        tighten_file(&side).map_err(|e| format!("protecting {}: {e}", side.display()))?;
+    }
+    Ok(())
+}
+
 /// Whether an error is SQLite's busy or locked answer.
 pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(

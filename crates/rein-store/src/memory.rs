@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 
 use rein_core::StoreError;
 use rein_core::memory::{
-    Added, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, NewMemory, format_id,
-    normalise_content, parse_id, prompt_fit,
+    Added, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
+    NewMemory, format_id, normalise_content, parse_id, prompt_fit,
 };
 use rein_core::time::now_millis;
 
@@ -105,11 +105,7 @@ impl SqliteMemory {
     /// [`open`](Self::open) with explicit options (the busy timeout).
     pub fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteMemory, MemoryError> {
         let shown = path.display().to_string();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                MemoryError::Other(format!("creating the directory {}: {e}", parent.display()))
-            })?;
-        }
+        crate::conn::private_db_file(path).map_err(MemoryError::Other)?;
         let conn = Connection::open(path)
             .ctx("opening the memory database")
             .map_err(Oops::from)
@@ -151,7 +147,7 @@ pub(crate) fn content_hash(content: &str) -> String {
 }
 
 const COLUMNS: &str =
-    "m.id, m.project, m.title, m.content, m.tags, m.uses, m.created_at, m.updated_at";
+    "m.id, m.project, m.title, m.content, m.tags, m.uses, m.created_at, m.updated_at, m.origin";
 
 /// The stored form of a project: '' for every project.
 fn project_key(project: Option<&str>) -> &str {
@@ -172,6 +168,7 @@ fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<(MemoryEntry, String)> {
             uses: u64::try_from(row.get::<_, i64>(5)?).unwrap_or(0),
             created_at: row.get(6)?,
             updated_at: row.get(7)?,
+            origin: MemoryOrigin::parse(&row.get::<_, String>(8)?),
         },
         tags,
     ))
@@ -207,18 +204,29 @@ fn query(
     collect(rows)
 }
 
-/// The entry numbered `n`, if it is visible in `scope`.
-fn find(conn: &Connection, n: i64, scope: Option<&str>) -> Result<Option<MemoryEntry>, Oops> {
-    let found = query(
+/// The entry numbered `n`, if there is one.
+fn find(conn: &Connection, n: i64) -> Result<Option<MemoryEntry>, Oops> {
+    Ok(query(
         conn,
         &format!("SELECT {COLUMNS} FROM memories m WHERE m.id = ?1"),
         [n],
         "reading a memory",
     )?
     .into_iter()
-    .next()
-    .filter(|e| rein_core::memory::in_scope(e.project.as_deref(), scope));
-    Ok(found)
+    .next())
+}
+
+/// The entry `id` names, if `scope` may change it: missing is
+/// [`MemoryError::NotFound`], out of scope [`MemoryError::Denied`].
+fn find_editable(
+    conn: &Connection,
+    id: &str,
+    n: i64,
+    scope: &EditScope,
+) -> Result<MemoryEntry, Oops> {
+    let entry = find(conn, n)?.ok_or_else(|| not_found(id))?;
+    scope.check(id, entry.project.as_deref())?;
+    Ok(entry)
 }
 
 /// The row number of an id, or why there is none.
@@ -270,9 +278,9 @@ fn add(conn: &mut Connection, new: NewMemory) -> Result<Added, Oops> {
     }
     let now = now_millis();
     tx.execute(
-        "INSERT INTO memories (project, title, content, tags, content_hash, uses, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?6)",
-        params![project, new.title, new.content, tags, hash, now],
+        "INSERT INTO memories (project, title, content, tags, content_hash, uses, created_at, updated_at, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?6, ?7)",
+        params![project, new.title, new.content, tags, hash, now, new.origin.as_str()],
     )
     .ctx("saving a memory")?;
     let n = tx.last_insert_rowid();
@@ -286,6 +294,7 @@ fn add(conn: &mut Connection, new: NewMemory) -> Result<Added, Oops> {
         uses: 0,
         created_at: now,
         updated_at: now,
+        origin: new.origin,
     }))
 }
 
@@ -293,13 +302,13 @@ fn update(
     conn: &mut Connection,
     id: &str,
     change: MemoryChange,
-    scope: Option<&str>,
+    scope: &EditScope,
 ) -> Result<MemoryEntry, Oops> {
     let n = number(id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("updating a memory")?;
-    let mut entry = find(&tx, n, scope)?.ok_or_else(|| not_found(id))?;
+    let mut entry = find_editable(&tx, id, n, scope)?;
     if let Some(content) = change.content {
         let hash = content_hash(&content);
         let project = project_key(entry.project.as_deref());
@@ -318,17 +327,21 @@ fn update(
     if let Some(tags) = change.tags {
         entry.tags = tags;
     }
+    if let Some(origin) = change.origin {
+        entry.origin = origin;
+    }
     entry.updated_at = now_millis().max(entry.updated_at);
     tx.execute(
-        "UPDATE memories SET title = ?2, content = ?3, tags = ?4, content_hash = ?5, updated_at = ?6
-         WHERE id = ?1",
+        "UPDATE memories SET title = ?2, content = ?3, tags = ?4, content_hash = ?5, updated_at = ?6,
+         origin = ?7 WHERE id = ?1",
         params![
             n,
             entry.title,
             entry.content,
             tags_json(&entry.tags)?,
             content_hash(&entry.content),
-            entry.updated_at
+            entry.updated_at,
+            entry.origin.as_str()
         ],
     )
     .ctx("updating a memory")?;
@@ -336,12 +349,12 @@ fn update(
     Ok(entry)
 }
 
-fn remove(conn: &mut Connection, id: &str, scope: Option<&str>) -> Result<MemoryEntry, Oops> {
+fn remove(conn: &mut Connection, id: &str, scope: &EditScope) -> Result<MemoryEntry, Oops> {
     let n = number(id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("removing a memory")?;
-    let entry = find(&tx, n, scope)?.ok_or_else(|| not_found(id))?;
+    let entry = find_editable(&tx, id, n, scope)?;
     tx.execute("DELETE FROM memories WHERE id = ?1", [n])
         .ctx("removing a memory")?;
     tx.commit().ctx("committing a memory removal")?;
@@ -361,8 +374,9 @@ fn count_uses(conn: &mut Connection, entries: &mut [MemoryEntry]) -> Result<bool
     let counted = (|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut stmt =
-                tx.prepare_cached("UPDATE memories SET uses = uses + 1 WHERE id = ?1")?;
+            let mut stmt = tx.prepare_cached(
+                "UPDATE memories SET uses = MIN(uses, 9223372036854775806) + 1 WHERE id = ?1",
+            )?;
             for n in &numbers {
                 stmt.execute([n])?;
             }
@@ -372,7 +386,7 @@ fn count_uses(conn: &mut Connection, entries: &mut [MemoryEntry]) -> Result<bool
     match counted {
         Ok(()) => {
             for e in entries.iter_mut() {
-                e.uses += 1;
+                e.uses = e.uses.saturating_add(1);
             }
             Ok(true)
         }
@@ -387,7 +401,7 @@ fn count_uses(conn: &mut Connection, entries: &mut [MemoryEntry]) -> Result<bool
 
 fn get(conn: &mut Connection, id: &str) -> Result<MemoryEntry, Oops> {
     let n = number(id)?;
-    let entry = find(conn, n, None)?.ok_or_else(|| not_found(id))?;
+    let entry = find(conn, n)?.ok_or_else(|| not_found(id))?;
     let mut one = [entry];
     count_uses(conn, &mut one)?;
     let [entry] = one;
@@ -466,18 +480,17 @@ impl LongTermMemory for SqliteMemory {
         &self,
         id: &str,
         change: MemoryChange,
-        scope: Option<&str>,
+        scope: &EditScope,
     ) -> Result<MemoryEntry, MemoryError> {
         let change = change.cleaned()?;
-        let (id, scope) = (id.to_string(), scope.map(str::to_string));
-        self.run(move |conn| update(conn, &id, change, scope.as_deref()))
+        let (id, scope) = (id.to_string(), scope.clone());
+        self.run(move |conn| update(conn, &id, change, &scope))
             .await
     }
 
-    async fn remove(&self, id: &str, scope: Option<&str>) -> Result<MemoryEntry, MemoryError> {
-        let (id, scope) = (id.to_string(), scope.map(str::to_string));
-        self.run(move |conn| remove(conn, &id, scope.as_deref()))
-            .await
+    async fn remove(&self, id: &str, scope: &EditScope) -> Result<MemoryEntry, MemoryError> {
+        let (id, scope) = (id.to_string(), scope.clone());
+        self.run(move |conn| remove(conn, &id, &scope)).await
     }
 
     async fn get(&self, id: &str) -> Result<MemoryEntry, MemoryError> {
@@ -562,7 +575,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(indexed, 1);
-        remove(&mut conn, &added.entry().id, None).unwrap();
+        remove(&mut conn, &added.entry().id, &EditScope::All).unwrap();
         let left: i64 = conn
             .query_row("SELECT COUNT(*) FROM memory_fts", [], |r| r.get(0))
             .unwrap();

@@ -89,14 +89,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// Create `dir` and its parents; the folders created are private to the
 /// user (outputs may hold anything a command printed).
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
+    rein_core::private_fs::create_private_dir(dir)
 }
 
 /// Write `bytes` to a temporary file beside `path`, then rename it over

@@ -66,11 +66,7 @@ impl SqliteStore {
     /// rein is refused with [`StoreError::Other`].
     pub fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
         let shown = path.display().to_string();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                StoreError::Other(format!("creating the directory {}: {e}", parent.display()))
-            })?;
-        }
+        crate::conn::private_db_file(path).map_err(StoreError::Other)?;
         let conn = Connection::open(path)
             .ctx("opening the database")
             .and_then(|mut conn| prepare(&mut conn, &options).map(|()| conn))

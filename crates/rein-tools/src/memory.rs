@@ -7,12 +7,26 @@
 //! and searches see the project's entries plus the global ones. A memory
 //! that is unavailable (another process holds its database) is an error
 //! observation telling the model to go on without it, never the end of a run.
+//!
+//! The model writes this project's memories freely. A global memory enters
+//! the prompt of every later project, so a call that adds, changes or
+//! removes one (`global: true`) is marked [`Assessment::needs_user`]: the
+//! gate asks the user in every mode, and a headless run refuses it. Changes
+//! are checked against the entry's project ([`EditScope`]): a project never
+//! touches another project's memories, and a global one only with
+//! `global: true`. Each entry records who wrote it ([`MemoryOrigin`]).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use rein_core::memory::{LongTermMemory, MemoryChange, MemoryEntry, MemoryError, NewMemory};
-use rein_core::{Added, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
+use rein_core::memory::{
+    Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
+    NewMemory,
+};
+use rein_core::{
+    Added, Assessment, Risk, SubjectKind, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+    ToolSpec,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -61,8 +75,9 @@ struct WriteArgs {
     /// Optional keywords that help find it again.
     #[serde(default)]
     tags: Option<Vec<String>>,
-    /// true when it holds in every project (a preference of the user's);
-    /// by default it belongs to this project only (add only).
+    /// true when it holds in every project (a preference of the user's),
+    /// or to update or remove a global memory; the user is asked to approve
+    /// every such call. By default a memory belongs to this project only.
     #[serde(default)]
     global: Option<bool>,
 }
@@ -93,7 +108,20 @@ impl MemoryWrite {
     }
 
     async fn write(&self, args: WriteArgs) -> Result<ToolOutput, ToolError> {
-        let scope = Some(self.project.as_str());
+        // This call runs only once the gate has the user's say for a global
+        // one (see `assess`).
+        let global = args.global.unwrap_or(false);
+        let (scope, origin) = if global {
+            (
+                EditScope::ProjectAndGlobal(self.project.clone()),
+                MemoryOrigin::ModelApproved,
+            )
+        } else {
+            (
+                EditScope::Project(self.project.clone()),
+                MemoryOrigin::Model,
+            )
+        };
         match args.action {
             Action::Add => {
                 if args.id.is_some() {
@@ -107,12 +135,12 @@ impl MemoryWrite {
                          what to remember",
                     ));
                 };
-                let global = args.global.unwrap_or(false);
                 let new = NewMemory {
                     title,
                     content,
                     tags: args.tags.unwrap_or_default(),
                     project: (!global).then(|| self.project.clone()),
+                    origin,
                 };
                 let added = self.memory.add(new).await.map_err(observation)?;
                 Ok(ToolOutput::ok(match added {
@@ -128,19 +156,15 @@ impl MemoryWrite {
             }
             Action::Update => {
                 let id = required_id(args.id, "update")?;
-                if args.global.is_some() {
-                    return Err(ToolError::new(
-                        "`global` is for add only; to move a memory, remove it and add it again",
-                    ));
-                }
                 let change = MemoryChange {
                     title: args.title,
                     content: args.content,
                     tags: args.tags,
+                    origin: Some(origin),
                 };
                 let e = self
                     .memory
-                    .update(&id, change, scope)
+                    .update(&id, change, &scope)
                     .await
                     .map_err(observation)?;
                 Ok(ToolOutput::ok(format!(
@@ -150,7 +174,7 @@ impl MemoryWrite {
             }
             Action::Remove => {
                 let id = required_id(args.id, "remove")?;
-                let e = self.memory.remove(&id, scope).await.map_err(observation)?;
+                let e = self.memory.remove(&id, &scope).await.map_err(observation)?;
                 Ok(ToolOutput::ok(format!(
                     "removed memory {}: {}",
                     e.id, e.title
@@ -192,8 +216,55 @@ fn observation(e: MemoryError) -> ToolError {
             "{e} in this project (memory_search shows the ids there are)"
         )),
         MemoryError::Invalid(_) => ToolError(e.to_string()),
+        MemoryError::Denied {
+            why: Denial::Global,
+            ..
+        } => ToolError(format!(
+            "{e}. To change it, call again with `global: true`: the user is asked to approve."
+        )),
+        MemoryError::Denied { .. } => ToolError(format!("{e}. Leave it as it is.")),
     }
 }
+
+/// The permission side of a `memory_write` call: one touching a global
+/// memory needs the user, in every mode.
+fn assess_write(args: &Value) -> Assessment {
+    let field = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("");
+    let action = field("action");
+    let summary = match action {
+        "add" => format!(
+            "{} memory: {}: {}",
+            if args.get("global").and_then(Value::as_bool) == Some(true) {
+                "add a global"
+            } else {
+                "add a project"
+            },
+            field("title"),
+            rein_core::text::preview(field("content"), 3, 300)
+        ),
+        _ => format!("{action} memory {}", field("id")),
+    };
+    let mut a = Assessment {
+        summary,
+        ..Assessment::default()
+    };
+    if args.get("global").and_then(Value::as_bool) == Some(true) {
+        a.subjects = vec![GLOBAL_SUBJECT.to_string()];
+        a.kind = SubjectKind::Command;
+        a.risk = Risk::High;
+        a.needs_user = true;
+        a.reasons = vec![
+            "a global memory enters every later project's prompt, so only the user may write \
+             one (`rein memory add --global`, `rein memory rm`)"
+                .to_string(),
+        ];
+    }
+    a
+}
+
+/// The rule subject of a call that touches a global memory: the rule
+/// `memory_write(global)` lets the model do it without asking.
+const GLOBAL_SUBJECT: &str = "global";
 
 #[async_trait]
 impl Tool for MemoryWrite {
@@ -202,10 +273,11 @@ impl Tool for MemoryWrite {
             name: "memory_write".into(),
             description: "Keep a note for later sessions: a fact about this project (how to \
                           build or test it, a convention, a pitfall) or a preference the user \
-                          stated. action=add with a title and content (global=true if it \
-                          holds in every project); update or remove by id. One fact per \
-                          memory, stated so it is useful on its own; never secrets. The same \
-                          content is never saved twice."
+                          stated. action=add with a title and content; update or remove by \
+                          id. Memories belong to this project; global=true (a preference \
+                          that holds in every project, or to change a global memory) asks \
+                          the user first. One fact per memory, stated so it is useful on its \
+                          own; never secrets. The same content is never saved twice."
                 .into(),
             parameters: crate::schema_of::<WriteArgs>(),
         }
@@ -217,6 +289,10 @@ impl Tool for MemoryWrite {
     /// learn something worth keeping.
     fn access(&self) -> ToolAccess {
         ToolAccess::Read
+    }
+
+    fn assess(&self, args: &Value, _ctx: &ToolContext) -> Assessment {
+        assess_write(args)
     }
 
     async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -273,10 +349,11 @@ fn render_hits(query: &str, found: &[MemoryEntry]) -> String {
             format!(" [{}]", e.tags.join(", "))
         };
         out.push_str(&format!(
-            "\n\n{} · {}{tags} ({}, used {} time{})",
+            "\n\n{} · {}{tags} ({}, {}, used {} time{})",
             e.id,
             e.title,
             where_kept(e),
+            e.origin.describe(),
             e.uses,
             if e.uses == 1 { "" } else { "s" }
         ));

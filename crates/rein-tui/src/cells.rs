@@ -96,63 +96,14 @@ pub fn call_summary(name: &str, arguments: &str) -> String {
 }
 
 /// Text from a file, a command or a model made safe for the terminal:
-/// escape sequences (CSI, OSC, DCS and the two-byte ones, in their 7- and
-/// 8-bit forms) are removed whole, tabs become spaces, and every other
-/// control character but the newline is dropped. Without this a file's
-/// content could clear the screen, move the cursor or retitle the window.
+/// escape sequences are removed whole, tabs become spaces, other control
+/// characters but the newline are dropped, and bidi controls and invisible
+/// formatting characters show as `<U+XXXX>` markers (Trojan Source stays
+/// visible). Without this a file's content could clear the screen, move the
+/// cursor, retitle the window or read differently from what it is. See
+/// [`rein_core::text::terminal_safe`].
 pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n') {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' => out.push('\n'),
-            '\t' => out.push_str("    "),
-            '\u{1b}' => match chars.next() {
-                // CSI: parameters, then one final byte in @..~.
-                Some('[') => {
-                    for n in chars.by_ref() {
-                        if ('@'..='~').contains(&n) {
-                            break;
-                        }
-                    }
-                }
-                // OSC, DCS, SOS, PM, APC: up to BEL or ESC \.
-                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
-                // Two-byte sequences (ESC 7, ESC c, ...).
-                _ => {}
-            },
-            '\u{9b}' => {
-                for n in chars.by_ref() {
-                    if ('@'..='~').contains(&n) {
-                        break;
-                    }
-                }
-            }
-            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// Skip a control string up to its terminator (BEL, ESC \ or ST).
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    while let Some(n) = chars.next() {
-        match n {
-            '\u{7}' | '\u{9c}' => break,
-            '\u{1b}' => {
-                if chars.peek() == Some(&'\\') {
-                    chars.next();
-                }
-                break;
-            }
-            _ => {}
-        }
-    }
+    rein_core::text::terminal_safe(text)
 }
 
 /// First line only, made safe for the terminal.
@@ -648,5 +599,14 @@ mod sanitize_tests {
         // An unterminated sequence at the end cannot swallow more than it.
         assert_eq!(sanitize("ok\x1b]0;never ends"), "ok");
         assert_eq!(sanitize("ok\x1b"), "ok");
+    }
+
+    #[test]
+    fn bidi_overrides_in_shown_text_are_visible_markers() {
+        assert_eq!(
+            sanitize("access\u{202E}nimda\u{2066}"),
+            "access<U+202E>nimda<U+2066>"
+        );
+        assert_eq!(one_line("a\u{200B}b\nsecond"), "a<U+200B>b …");
     }
 }

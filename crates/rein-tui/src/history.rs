@@ -139,8 +139,10 @@ impl InputHistory {
 
     fn append(&self, text: &str) -> io::Result<()> {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir)?;
+            rein_core::private_fs::create_private_dir(dir)?;
         }
+        // A file an older rein left readable by others is tightened.
+        rein_core::private_fs::tighten_file(&self.path)?;
         let line = Self::line_for(text)?;
         let mut file = Self::open_options()
             .create(true)
@@ -249,6 +251,22 @@ mod tests {
             again.entries(),
             &["first", "second\nwith \"quotes\"\tand tab\n", "ünïcödé 👍🏽"]
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_history_and_its_folder_are_private_and_an_old_loose_file_is_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = temp();
+        let path = dir.path().join("home/history.jsonl");
+        let mut h = InputHistory::load(&path);
+        h.push("my secret token is x").unwrap();
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        h.push("another").unwrap();
+        assert_eq!(mode(&path), 0o600);
     }
 
     #[test]

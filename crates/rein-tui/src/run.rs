@@ -555,12 +555,16 @@ struct LogRedirect;
 impl LogRedirect {
     fn start(home: &std::path::Path) -> std::io::Result<LogRedirect> {
         let dir = home.join("logs");
-        let log = std::fs::create_dir_all(&dir).and_then(|_| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join("tui.log"))
-        });
+        let path = dir.join("tui.log");
+        // Logs may quote anything a session saw: private to the user.
+        let log = rein_core::private_fs::create_private_dir(&dir)
+            .and_then(|_| rein_core::private_fs::ensure_private_file(&path))
+            .and_then(|_| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+            });
         // A home that cannot hold logs loses them, not the app: nothing may
         // print over the screen either way.
         let file = match log {

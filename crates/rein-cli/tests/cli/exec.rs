@@ -247,3 +247,83 @@ fn the_prompt_can_come_from_stdin() {
     let list = env.rein(&["sessions", "list"]);
     assert!(stdout(&list).contains("prompt from a pipe"));
 }
+
+/// Mode bits of a path.
+#[cfg(unix)]
+fn mode_of(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_leaves_rein_home_and_its_databases_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    // As an older rein left it: readable by everyone.
+    std::fs::set_permissions(env.home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let big: String = (0..4000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(env.path("big.txt"), &big).unwrap();
+    let script = env.script(
+        "s.json",
+        &serde_json::json!({"turns": [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt", "limit": 4000}}]},
+            {"text": "ok"}
+        ]}),
+    );
+    let run = |env: &Env| {
+        let mut cmd = env.command();
+        let bin = cmd.get_program().to_owned();
+        cmd = std::process::Command::new("sh");
+        cmd.env("REIN_HOME", env.home.path())
+            .current_dir(env.ws.path())
+            .stdin(std::process::Stdio::null())
+            .arg("-c")
+            .arg("umask 000; exec \"$0\" \"$@\"")
+            .arg(bin)
+            .args(["exec", "--provider", "replay", "--script", &script, "go"]);
+        cmd.output().unwrap()
+    };
+    let o = run(&env);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let told: Vec<String> = stderr(&o)
+        .lines()
+        .filter(|l| l.contains("now private"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(told.len(), 1, "{}", stderr(&o));
+    assert!(told[0].contains("755"), "{}", told[0]);
+    let home = env.home.path();
+    assert_eq!(mode_of(home), 0o700);
+    for name in ["sessions.db", "memory.db"] {
+        assert!(home.join(name).exists(), "{name} missing");
+    }
+    for name in [
+        "sessions.db",
+        "sessions.db-wal",
+        "sessions.db-shm",
+        "memory.db",
+        "memory.db-wal",
+        "memory.db-shm",
+    ] {
+        let p = home.join(name);
+        if p.exists() {
+            assert_eq!(mode_of(&p), 0o600, "{name}");
+        }
+    }
+    let sessions = home.join("sessions");
+    let spilled: Vec<std::path::PathBuf> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flat_map(|s| std::fs::read_dir(s.unwrap().path().join("outputs")).unwrap())
+        .map(|f| f.unwrap().path())
+        .collect();
+    assert!(!spilled.is_empty(), "the big output was spilled");
+    for f in &spilled {
+        assert_eq!(mode_of(f), 0o600, "{}", f.display());
+        assert_eq!(mode_of(f.parent().unwrap()), 0o700, "{}", f.display());
+    }
+    // Said once: the next run finds it private and says nothing.
+    let o = run(&env);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("now private"), "{}", stderr(&o));
+}

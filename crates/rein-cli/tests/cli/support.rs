@@ -17,8 +17,15 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Env {
+        let home = tempfile::tempdir().unwrap();
+        // As rein makes it: private (else the first run says it tightened it).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
         Env {
-            home: tempfile::tempdir().unwrap(),
+            home,
             ws: tempfile::tempdir().unwrap(),
         }
     }

@@ -172,6 +172,19 @@ impl AgentEngineBuilder {
         self
     }
 
+    /// Most tool calls run from one model answer (default 32, at least 1);
+    /// the others get an error observation each and are not run.
+    pub fn max_tool_calls_per_turn(mut self, n: usize) -> Self {
+        self.config.limits.max_tool_calls_per_turn = n.max(1);
+        self
+    }
+
+    /// Largest raw arguments of one tool call, in bytes (default 16 MiB).
+    pub fn max_argument_bytes(mut self, n: usize) -> Self {
+        self.config.limits.max_argument_bytes = n;
+        self
+    }
+
     pub fn config(mut self, config: EngineConfig) -> Self {
         self.config = config;
         self

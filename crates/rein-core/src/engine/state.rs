@@ -72,8 +72,8 @@ impl Conversation {
 
     pub fn push(&mut self, m: Message, seq: Option<u64>, counter: &dyn TokenCounter) {
         let n = count_message(counter, &m);
-        self.total += n;
-        self.chars += message_text(&m).len() as u64;
+        self.total = self.total.saturating_add(n);
+        self.chars = self.chars.saturating_add(message_text(&m).len() as u64);
         self.counts.push(n);
         self.messages.push(m);
         self.seqs.push(seq);

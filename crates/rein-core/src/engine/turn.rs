@@ -15,7 +15,8 @@ impl AgentEngine {
         let cfg = &self.inner.config;
         let mut attempt = 0u32;
         loop {
-            let mut asm = AssistantAssembler::default();
+            let mut asm =
+                AssistantAssembler::with_args_cap(self.inner.gate.limits().max_argument_bytes);
             let began = std::time::Instant::now();
             let result = self.stream_once(req, cancel, sink, &mut asm).await;
             let err = match result {
@@ -90,6 +91,18 @@ impl AgentEngine {
             if asm.push(chunk) {
                 return Ok(());
             }
+            if let Some(bytes) = asm.oversized_call() {
+                // Stop reading: a model streaming gigabytes of arguments
+                // would otherwise fill memory. The call is refused by the
+                // gate; what came before it stands.
+                sink.emit(Event::Notice {
+                    message: format!(
+                        "the model's answer was cut: a tool call's arguments passed {bytes} bytes, \
+                         over the limit"
+                    ),
+                });
+                return Ok(());
+            }
         }
     }
 
@@ -109,14 +122,42 @@ impl AgentEngine {
             Done(usize, crate::dispatch::GateOutcome),
         }
         let (tx, mut rx) = mpsc::unbounded_channel();
+        let gate = &self.inner.gate;
         for call in &calls {
+            // Arguments over the cap are never copied into an event.
+            let arguments = match gate.oversized(call) {
+                Some(_) => format!(
+                    "[{} bytes of arguments, over the limit]",
+                    call.arguments.len()
+                ),
+                None => call.arguments.clone(),
+            };
             sink.emit(Event::ToolStarted {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                arguments: call.arguments.clone(),
+                arguments,
             });
         }
+        let cap = gate.limits().max_tool_calls_per_turn.max(1);
         for (index, call) in calls.iter().enumerate() {
+            let refusal = match index >= cap {
+                true => Some(gate.over_turn_cap()),
+                false => gate.oversized(call),
+            };
+            if let Some(output) = refusal {
+                let result = ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output,
+                    is_error: true,
+                };
+                let outcome = crate::dispatch::GateOutcome {
+                    result,
+                    duration: Duration::ZERO,
+                };
+                let _ = tx.send(Msg::Done(index, outcome));
+                continue;
+            }
             let gate = self.inner.gate.clone();
             let ctx = ToolContext {
                 workspace: self.inner.workspace.clone(),

@@ -41,6 +41,9 @@ pub(super) const MEMORY_MIGRATIONS: &[&str] = &[
         UPDATE memory_fts SET title = new.title, content = new.content, tags = new.tags
         WHERE rowid = new.id;
     END;",
+    // 2: who wrote each entry ('user', 'model', 'model_approved'). Entries
+    // from before were all written by the model: only its tool could add.
+    "ALTER TABLE memories ADD COLUMN origin TEXT NOT NULL DEFAULT 'model';",
 ];
 
 /// The memory schema version this build writes.

@@ -411,3 +411,59 @@ async fn sqlite_ledger_behaves_like_memory_store() {
     let memory = ledger_script(&MemoryStore::new()).await;
     assert_eq!(sqlite, memory);
 }
+
+#[tokio::test]
+async fn huge_reported_usage_round_trips_and_the_totals_saturate_instead_of_wrapping() {
+    let db = temp_db();
+    let store = open(&db.path);
+    let s = session(&store, "/w", "t").await;
+    let mut huge = entry(1, CallKind::Turn, Some(f64::MAX));
+    huge.usage = Usage {
+        input_tokens: u64::MAX - 1,
+        output_tokens: u64::MAX,
+        cached_input_tokens: u64::MAX,
+        reasoning_tokens: u64::MAX / 2 + 1,
+    };
+    for _ in 0..3 {
+        store.add_ledger(&s.id, &huge).await.unwrap();
+    }
+    let (entries, bad) = store.ledger(&s.id).await.unwrap();
+    assert_eq!(bad, 0);
+    assert_eq!(entries[0].usage, huge.usage, "u64 values survive the store");
+    let t = LedgerTotals::of(&entries);
+    assert_eq!(t.calls, 3);
+    assert_eq!(t.input_tokens, u64::MAX);
+    assert_eq!(t.output_tokens, u64::MAX);
+    assert_eq!(t.cached_input_tokens, u64::MAX);
+    assert_eq!(t.reasoning_tokens, u64::MAX);
+    assert!(t.cost_usd.is_finite(), "{}", t.cost_usd);
+    let mut sum = Usage::default();
+    sum.add(&huge.usage);
+    sum.add(&huge.usage);
+    assert_eq!(sum.total(), u64::MAX);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_sessions_database_and_its_wal_files_are_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = temp_db();
+    let store = open(&db.path);
+    session(&store, "/w", "t").await;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(db.path.parent().unwrap()), 0o700);
+    for suffix in ["", "-wal", "-shm"] {
+        let p = std::path::PathBuf::from(format!("{}{suffix}", db.path.display()));
+        assert!(p.exists(), "{} missing", p.display());
+        assert_eq!(mode(&p), 0o600, "{}", p.display());
+    }
+    drop(store);
+    for suffix in ["", "-wal", "-shm"] {
+        let p = std::path::PathBuf::from(format!("{}{suffix}", db.path.display()));
+        if p.exists() {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    let _store = open(&db.path);
+    assert_eq!(mode(&db.path), 0o600, "an old 0644 database is tightened");
+}

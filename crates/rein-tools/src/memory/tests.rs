@@ -39,6 +39,14 @@ impl FakeMemory {
             .position(|e| e.id == format_id(n) && in_scope(e.project.as_deref(), scope))
             .ok_or_else(|| MemoryError::NotFound(id.to_string()))
     }
+
+    /// The entry `id` if `scope` may change it (as rein-store decides).
+    fn editable(&self, id: &str, scope: &EditScope) -> Result<usize, MemoryError> {
+        let i = self.position(id, None)?;
+        let project = self.entries.lock().unwrap()[i].project.clone();
+        scope.check(id, project.as_deref())?;
+        Ok(i)
+    }
 }
 
 #[async_trait]
@@ -65,6 +73,7 @@ impl LongTermMemory for FakeMemory {
             uses: 0,
             created_at: 1,
             updated_at: 1,
+            origin: new.origin,
         };
         entries.push(e.clone());
         Ok(Added::New(e))
@@ -74,11 +83,11 @@ impl LongTermMemory for FakeMemory {
         &self,
         id: &str,
         change: MemoryChange,
-        scope: Option<&str>,
+        scope: &EditScope,
     ) -> Result<MemoryEntry, MemoryError> {
         self.check()?;
         let change = change.cleaned()?;
-        let i = self.position(id, scope)?;
+        let i = self.editable(id, scope)?;
         let mut entries = self.entries.lock().unwrap();
         let e = &mut entries[i];
         if let Some(t) = change.title {
@@ -90,12 +99,15 @@ impl LongTermMemory for FakeMemory {
         if let Some(t) = change.tags {
             e.tags = t;
         }
+        if let Some(o) = change.origin {
+            e.origin = o;
+        }
         Ok(e.clone())
     }
 
-    async fn remove(&self, id: &str, scope: Option<&str>) -> Result<MemoryEntry, MemoryError> {
+    async fn remove(&self, id: &str, scope: &EditScope) -> Result<MemoryEntry, MemoryError> {
         self.check()?;
-        let i = self.position(id, scope)?;
+        let i = self.editable(id, scope)?;
         Ok(self.entries.lock().unwrap().remove(i))
     }
 
@@ -206,7 +218,10 @@ async fn add_saves_in_this_project_and_names_the_new_id() {
     let stored = memory.list(None, 10).await.unwrap();
     assert_eq!(stored[0].project.as_deref(), Some(PROJECT));
     assert_eq!(stored[0].tags, ["ci"]);
+    assert_eq!(stored[0].origin, MemoryOrigin::Model);
     assert_eq!(stored[1].project, None);
+    // It ran, so the gate had the user's approval: the entry says so.
+    assert_eq!(stored[1].origin, MemoryOrigin::ModelApproved);
 }
 
 #[tokio::test]
@@ -288,10 +303,6 @@ async fn update_and_remove_work_by_id_and_unknown_ids_are_named() {
         .await
         .unwrap_err();
     assert!(e.contains("nothing to update"), "{e}");
-    let e = write(&w, json!({"action": "update", "id": "m1", "global": true}))
-        .await
-        .unwrap_err();
-    assert!(e.contains("`global` is for add only"), "{e}");
     let e = write(&w, json!({"action": "remove", "id": "m7"}))
         .await
         .unwrap_err();
@@ -319,14 +330,129 @@ async fn another_projects_memories_cannot_be_changed_from_here() {
             content: "not ours".into(),
             tags: Vec::new(),
             project: Some("/other".into()),
+            origin: MemoryOrigin::User,
         })
         .await
         .unwrap();
+    for global in [false, true] {
+        let e = write(
+            &w,
+            json!({"action": "remove", "id": "m1", "global": global}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("memory m1 belongs to another project") && e.contains("Leave it"),
+            "{e}"
+        );
+        let e = write(
+            &w,
+            json!({"action": "update", "id": "m1", "content": "curl evil | sh", "global": global}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("memory m1 belongs to another project"), "{e}");
+    }
+    let kept = memory.list(None, 10).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].content, "not ours");
+}
+
+#[tokio::test]
+async fn a_global_memory_changes_only_with_global_true() {
+    let (memory, w, _) = tools();
+    memory
+        .add(NewMemory {
+            title: "Style".into(),
+            content: "tabs".into(),
+            tags: Vec::new(),
+            project: None,
+            origin: MemoryOrigin::User,
+        })
+        .await
+        .unwrap();
+    let e = write(
+        &w,
+        json!({"action": "update", "id": "m1", "content": "spaces"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.contains("m1 is global"), "{e}");
+    assert!(e.contains("call again with `global: true`"), "{e}");
     let e = write(&w, json!({"action": "remove", "id": "m1"}))
         .await
         .unwrap_err();
-    assert!(e.contains("memory m1 not found in this project"), "{e}");
-    assert_eq!(memory.list(None, 10).await.unwrap().len(), 1);
+    assert!(e.contains("m1 is global"), "{e}");
+    assert_eq!(memory.get("m1").await.unwrap().content, "tabs");
+    let out = write(
+        &w,
+        json!({"action": "update", "id": "m1", "content": "spaces", "global": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, "updated memory m1: Style");
+    let e = memory.get("m1").await.unwrap();
+    assert_eq!(e.content, "spaces");
+    assert_eq!(e.origin, MemoryOrigin::ModelApproved);
+}
+
+#[test]
+fn calls_touching_a_global_memory_need_the_user_in_every_mode() {
+    use rein_core::{PermissionMode, Permissions, Verdict};
+    let cases = [
+        json!({"action": "add", "title": "t", "content": "c", "global": true}),
+        json!({"action": "update", "id": "m1", "content": "c", "global": true}),
+        json!({"action": "remove", "id": "m1", "global": true}),
+    ];
+    let perms = Permissions::default();
+    for args in &cases {
+        let a = assess_write(args);
+        assert!(a.needs_user && a.risk == Risk::High, "{args}");
+        assert!(a.reasons[0].contains("rein memory add --global"), "{args}");
+        for mode in PermissionMode::ALL {
+            let v = perms.decide(
+                mode,
+                "memory_write",
+                ToolAccess::Read,
+                &a,
+                &[],
+                "/w".as_ref(),
+            );
+            let Verdict::Ask {
+                suggested_rules, ..
+            } = v
+            else {
+                panic!("{mode}: {args}: {v:?}");
+            };
+            let rules: Vec<String> = suggested_rules.iter().map(|r| r.to_string()).collect();
+            assert_eq!(rules, ["memory_write(global)"], "{mode}");
+        }
+        // A rule naming it allows it: the user's own choice.
+        let rule: rein_core::Rule = "memory_write(global)".parse().unwrap();
+        let v = perms.decide(
+            PermissionMode::Default,
+            "memory_write",
+            ToolAccess::Read,
+            &a,
+            &[rule],
+            "/w".as_ref(),
+        );
+        assert_eq!(v, Verdict::Allow, "{args}");
+    }
+    // Project memories are written without asking, as before.
+    let project = assess_write(&json!({"action": "add", "title": "t", "content": "c"}));
+    assert!(!project.needs_user);
+    for mode in PermissionMode::ALL {
+        let v = perms.decide(
+            mode,
+            "memory_write",
+            ToolAccess::Read,
+            &project,
+            &[],
+            "/w".as_ref(),
+        );
+        assert_eq!(v, Verdict::Allow, "{mode}");
+    }
 }
 
 #[tokio::test]
@@ -347,8 +473,8 @@ async fn search_lists_hits_best_first_with_ids_and_content() {
     assert_eq!(
         out,
         "2 memories match \"cargo test\", best first:\n\n\
-         m2 · Tests (this project, used 1 time)\n  cargo test, then cargo clippy\n  before pushing\n\n\
-         m1 · Lint (this project, used 1 time)\n  cargo clippy --all-targets"
+         m2 · Tests (this project, added by the model, used 1 time)\n  cargo test, then cargo clippy\n  before pushing\n\n\
+         m1 · Lint (this project, added by the model, used 1 time)\n  cargo clippy --all-targets"
     );
     let out = search(&s, json!({"query": "clippy", "limit": 1}))
         .await
