@@ -309,13 +309,16 @@ pub struct Permissions {
     pub network: bool,
     /// Environment variables kept although their names look secret.
     pub env_allow: Vec<String>,
-    /// The harness's own state folder (kept read-only for commands).
+    /// The harness's own state folder (kept read-only for commands; file
+    /// tools never write inside it, which matters when it lies inside the
+    /// workspace). Set it before the first decision: it is resolved once.
     pub state_dir: Option<PathBuf>,
     /// The user's home folder (for the secret folders); None disables that
     /// check. Set it before the first decision: the folders are resolved
     /// once.
     pub home: Option<PathBuf>,
     secret_cache: std::sync::OnceLock<Vec<PathBuf>>,
+    state_cache: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 impl Permissions {
@@ -362,6 +365,21 @@ impl Permissions {
                     dirs.push(dir);
                 }
             }
+        }
+        dirs
+    }
+
+    /// The state folder as written and with symlinks resolved (resolved
+    /// once, at the first decision).
+    fn resolve_state_dirs(&self) -> Vec<PathBuf> {
+        let Some(state) = &self.state_dir else {
+            return Vec::new();
+        };
+        let mut dirs = vec![normalise(state)];
+        if let Ok(real) = std::fs::canonicalize(state)
+            && !dirs.contains(&real)
+        {
+            dirs.push(real);
         }
         dirs
     }
@@ -455,6 +473,18 @@ impl Permissions {
                 .unwrap_or_else(|_| p.to_string_lossy().into_owned())
         };
         let all_allow: Vec<Rule> = self.rules.allow.iter().chain(granted).cloned().collect();
+        let state = self.state_cache.get_or_init(|| self.resolve_state_dirs());
+        for w in &a.writes {
+            let w = normalise(w);
+            if let Some(dir) = state.iter().find(|d| w.starts_with(d)) {
+                return deny(format!(
+                    "{} is inside {}, rein's own state folder (REIN_HOME), which tools never \
+                     change",
+                    w.display(),
+                    dir.display()
+                ));
+            }
+        }
         for w in &a.writes {
             if let Some(why) = protected_write(w, workspace) {
                 let r = rel(w);
@@ -530,17 +560,27 @@ impl Permissions {
 }
 
 /// Why writing `path` is refused even inside the workspace, if it is.
+///
+/// The path is normalised first (`.` dropped, `..` applied), so another
+/// spelling of the same path is refused the same way; callers pass the
+/// resolved path (symlinks followed) as well. Git metadata is protected at
+/// any depth (nested repositories, submodules, `.git` gitlink files), names
+/// compared without letter case so that a case-insensitive filesystem
+/// cannot be used to get around it.
 pub fn protected_write(path: &Path, workspace: &Path) -> Option<&'static str> {
-    let rel = path.strip_prefix(workspace).ok()?;
-    let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
-    let first = parts.next()?;
-    if first == ".git" {
+    let path = normalise(path);
+    let rel = path.strip_prefix(normalise(workspace)).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
         return Some("git's internals change only through git itself");
     }
-    if first == ".rein" {
+    if parts.first().is_some_and(|p| p.eq_ignore_ascii_case(".rein")) {
         return Some("rein's own project settings");
     }
-    let name = rel.file_name()?.to_string_lossy();
+    let name = parts.last()?;
     if name.starts_with(".env") {
         return Some("environment files hold credentials");
     }
@@ -551,6 +591,22 @@ pub fn protected_write(path: &Path, workspace: &Path) -> Option<&'static str> {
         return Some("SSH keys");
     }
     None
+}
+
+/// `path` with `.` dropped and `..` applied, without looking at the
+/// filesystem.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ mod escape;
 mod files;
 #[path = "tools/gate.rs"]
 mod gate;
+#[path = "tools/races.rs"]
+mod races;
 #[path = "tools/sandbox.rs"]
 mod sandbox;
 #[path = "tools/search.rs"]
