@@ -577,7 +577,10 @@ pub fn protected_write(path: &Path, workspace: &Path) -> Option<&'static str> {
     if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
         return Some("git's internals change only through git itself");
     }
-    if parts.first().is_some_and(|p| p.eq_ignore_ascii_case(".rein")) {
+    if parts
+        .first()
+        .is_some_and(|p| p.eq_ignore_ascii_case(".rein"))
+    {
         return Some("rein's own project settings");
     }
     let name = parts.last()?;

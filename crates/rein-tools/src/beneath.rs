@@ -287,11 +287,8 @@ impl Dir {
             tmp.extend_from_slice(&stem);
             tmp.extend_from_slice(format!(".rein-{}-{n}.tmp", std::process::id()).as_bytes());
             let c = cstring(OsStr::from_bytes(&tmp))?;
-            let flags = libc::O_WRONLY
-                | libc::O_CREAT
-                | libc::O_EXCL
-                | libc::O_NOFOLLOW
-                | libc::O_CLOEXEC;
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
             // SAFETY: a valid handle and NUL-terminated name.
             let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, 0o666) };
             match owned(fd) {

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use rein_core::{
-    Assessment, CancellationToken, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Assessment, CancellationToken, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+    ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -234,8 +235,8 @@ fn render(
         let wanted =
             next >= window.offset && next - window.offset < window.limit && !stopped_by_bytes;
         let keep = if wanted { MAX_LINE_BYTES } else { 0 };
-        let Some(read) =
-            read_line(&mut reader, &mut buf, keep, budget, cancel).map_err(|e| read_error(shown, &e))?
+        let Some(read) = read_line(&mut reader, &mut buf, keep, budget, cancel)
+            .map_err(|e| read_error(shown, &e))?
         else {
             break;
         };

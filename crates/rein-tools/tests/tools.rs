@@ -5,6 +5,8 @@
 
 #[path = "tools/bash.rs"]
 mod bash;
+#[path = "tools/bounds.rs"]
+mod bounds;
 #[path = "tools/common.rs"]
 mod common;
 #[path = "tools/edit.rs"]

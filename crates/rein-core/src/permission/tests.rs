@@ -247,7 +247,12 @@ fn protected_paths_are_refused_for_writes_unless_a_precise_rule_allows_them() {
         assert!(is_deny(&v), "{rel}: {v:?}");
     }
     // Ordinary files whose names only look like git's are not protected.
-    for rel in ["src/git.rs", ".github/workflows/ci.yml", ".gitignore", "docs/.git-notes.md"] {
+    for rel in [
+        "src/git.rs",
+        ".github/workflows/ci.yml",
+        ".gitignore",
+        "docs/.git-notes.md",
+    ] {
         let v = decide(&p, PermissionMode::Auto, "write_file", &edit(rel));
         assert!(is_allow(&v), "{rel}: {v:?}");
     }
@@ -289,7 +294,9 @@ fn git_metadata_is_protected_at_any_depth_and_in_any_spelling() {
     ] {
         let v = decide(&p, PermissionMode::Bypass, "write_file", &edit(rel));
         assert!(is_deny(&v), "{rel}: {v:?}");
-        let Verdict::Deny { why } = v else { unreachable!() };
+        let Verdict::Deny { why } = v else {
+            unreachable!()
+        };
         assert!(why.contains("is protected"), "{rel}: {why}");
     }
     assert_eq!(
@@ -298,7 +305,10 @@ fn git_metadata_is_protected_at_any_depth_and_in_any_spelling() {
     );
     // Outside the workspace nothing is "protected": that is refused
     // elsewhere, as outside.
-    assert_eq!(protected_write(Path::new("/work/other/.git/config"), &ws()), None);
+    assert_eq!(
+        protected_write(Path::new("/work/other/.git/config"), &ws()),
+        None
+    );
     // A precise rule still allows a nested repository's file.
     let p = perms(&["write_file(sub/.git/info/exclude)"], &[], &[]);
     assert!(is_allow(&decide(
@@ -313,7 +323,11 @@ fn git_metadata_is_protected_at_any_depth_and_in_any_spelling() {
 fn writes_inside_the_state_folder_are_refused_even_with_a_rule() {
     let mut p = perms(&["write_file(**)", "write_file"], &[], &[]);
     p.state_dir = Some(ws().join("rein-home"));
-    for rel in ["rein-home/settings.json", "rein-home/sessions/s/outputs/x", "x/../rein-home/a"] {
+    for rel in [
+        "rein-home/settings.json",
+        "rein-home/sessions/s/outputs/x",
+        "x/../rein-home/a",
+    ] {
         let v = decide(&p, PermissionMode::Bypass, "write_file", &edit(rel));
         let Verdict::Deny { why } = &v else {
             panic!("{rel}: {v:?}")

@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ffi::CString;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::sync::atomic::Ordering;
 
 use super::*;
 
@@ -56,7 +58,10 @@ fn a_plain_path_below_the_root_opens_with_either_resolver() {
     for r in resolvers() {
         let d = root(&t, r);
         assert_eq!(read(d.open_read(Path::new("d/e/f.txt")).unwrap()), "inside");
-        assert_eq!(read(d.open_read(Path::new("./d/./e/f.txt")).unwrap()), "inside");
+        assert_eq!(
+            read(d.open_read(Path::new("./d/./e/f.txt")).unwrap()),
+            "inside"
+        );
         let e = d.open_dir(Path::new("d/e")).unwrap();
         assert_eq!(read(e.open_read(Path::new("f.txt")).unwrap()), "inside");
         assert_eq!(e.current_path().unwrap(), t.root.join("d/e"), "{r:?}");
@@ -125,7 +130,8 @@ fn replacing_a_hard_link_leaves_the_other_name_untouched() {
     let outside = t.out.join("secret.txt");
     std::fs::hard_link(&outside, t.root.join("h")).unwrap();
     let d = root(&t, Resolver::best());
-    d.replace_file(OsStr::new("h"), b"new", Some(0o640)).unwrap();
+    d.replace_file(OsStr::new("h"), b"new", Some(0o640))
+        .unwrap();
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret");
     assert_eq!(std::fs::metadata(&outside).unwrap().nlink(), 1);
     let meta = std::fs::metadata(t.root.join("h")).unwrap();
@@ -144,7 +150,11 @@ fn replacing_a_symlink_replaces_the_link_not_its_target() {
         std::fs::read_to_string(t.out.join("secret.txt")).unwrap(),
         "secret"
     );
-    assert!(!std::fs::symlink_metadata(t.root.join("s")).unwrap().is_symlink());
+    assert!(
+        !std::fs::symlink_metadata(t.root.join("s"))
+            .unwrap()
+            .is_symlink()
+    );
 }
 
 #[test]
@@ -158,7 +168,11 @@ fn a_new_file_gets_the_default_mode_and_no_temporary_file_is_left() {
         libc::umask(m);
         m
     };
-    let mode = std::fs::metadata(t.root.join("d/n.txt")).unwrap().permissions().mode() & 0o777;
+    let mode = std::fs::metadata(t.root.join("d/n.txt"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o666 & !(umask as u32));
     let names: Vec<String> = std::fs::read_dir(t.root.join("d"))
         .unwrap()
@@ -173,7 +187,10 @@ fn entry_tells_files_folders_and_symlinks_apart_without_following() {
     symlink(&t.out, t.root.join("l")).unwrap();
     let d = root(&t, Resolver::best());
     assert_eq!(d.entry(OsStr::new("d")).unwrap().unwrap().kind, Kind::Dir);
-    assert_eq!(d.entry(OsStr::new("l")).unwrap().unwrap().kind, Kind::Symlink);
+    assert_eq!(
+        d.entry(OsStr::new("l")).unwrap().unwrap().kind,
+        Kind::Symlink
+    );
     assert!(d.entry(OsStr::new("none")).unwrap().is_none());
     let e = d.open_dir(Path::new("d/e")).unwrap();
     let f = e.entry(OsStr::new("f.txt")).unwrap().unwrap();
@@ -189,5 +206,81 @@ fn bad_names_for_a_replacement_are_refused() {
             d.replace_file(OsStr::new(name), b"x", None),
             Err(BeneathError::NotPlain(_))
         ));
+    }
+}
+
+/// Exchange two names atomically.
+fn exchange(a: &Path, b: &Path) {
+    let ca = CString::new(a.as_os_str().as_bytes()).unwrap();
+    let cb = CString::new(b.as_os_str().as_bytes()).unwrap();
+    // SAFETY: two valid NUL-terminated paths.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+}
+
+#[test]
+fn a_folder_swapped_with_a_symlink_in_a_loop_never_leads_outside_with_either_resolver() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    for r in resolvers() {
+        let t = tree();
+        std::fs::create_dir(t.root.join("s")).unwrap();
+        std::fs::write(t.root.join("s/secret.txt"), "inside").unwrap();
+        symlink(&t.out, t.root.join("l")).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, b, s) = (t.root.join("s"), t.root.join("l"), stop.clone());
+        let swapper = std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                exchange(&a, &b);
+                n += 1;
+            }
+            n
+        });
+        let d = root(&t, r);
+        let (mut opened, mut wrote) = (0, 0);
+        for i in 0..3000 {
+            match d.open_read(Path::new("s/secret.txt")) {
+                Ok(f) => {
+                    assert_ne!(read(f), "secret", "{r:?}: read outside");
+                    opened += 1;
+                }
+                Err(BeneathError::Symlink | BeneathError::Io(_)) => {}
+                Err(e) => panic!("{r:?}: unexpected {e:?}"),
+            }
+            if let Ok(dir) = d.create_dirs(Path::new("s")) {
+                let content = format!("w{i}");
+                if dir
+                    .replace_file(OsStr::new("secret.txt"), content.as_bytes(), None)
+                    .is_ok()
+                {
+                    wrote += 1;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        eprintln!("{r:?}: {swaps} swaps, {opened} reads and {wrote} writes went through");
+        assert!(swaps > 1000, "{r:?}: only {swaps} swaps");
+        assert_eq!(
+            std::fs::read_to_string(t.out.join("secret.txt")).unwrap(),
+            "secret",
+            "{r:?}: written outside"
+        );
+        let stray: Vec<_> = std::fs::read_dir(&t.out)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(stray.len(), 1, "{r:?}: files created outside: {stray:?}");
     }
 }

@@ -33,7 +33,11 @@ fn snapshot(root: &Path) -> Vec<String> {
                 "dir".to_string()
             } else {
                 let content = std::fs::read(&path).unwrap_or_default();
-                format!("file nlink={} {}", meta.nlink(), String::from_utf8_lossy(&content))
+                format!(
+                    "file nlink={} {}",
+                    meta.nlink(),
+                    String::from_utf8_lossy(&content)
+                )
             };
             out.push(format!("{}: {what}", path.display()));
         }
@@ -204,14 +208,20 @@ async fn swapping_a_folder_and_a_symlink_never_leads_writes_or_reads_outside() {
     let swaps = swapper.stop();
     let outside_after = snapshot(&r.out);
     eprintln!("{swaps} swaps; {wrote} writes and {read} reads of {ROUNDS} went through");
-    assert!(swaps >= 1000, "only {swaps} swaps: the race did not really run");
+    assert!(
+        swaps >= 1000,
+        "only {swaps} swaps: the race did not really run"
+    );
     assert!(
         leaks.is_empty(),
         "{} outputs showed the outside file, e.g. {:?}",
         leaks.len(),
         leaks.first()
     );
-    assert_eq!(outside_before, outside_after, "written outside the workspace");
+    assert_eq!(
+        outside_before, outside_after,
+        "written outside the workspace"
+    );
     // The tools did work inside on the calls that did not meet a swap.
     assert!(wrote > 0 && read > 0, "{wrote} writes, {read} reads");
 }
@@ -225,17 +235,28 @@ async fn swapping_a_folder_and_a_symlink_to_dot_git_never_writes_git_metadata() 
     let mut wrote = 0;
     for i in 0..ROUNDS {
         let (err, _) = r
-            .call(i, "write_file", json!({"path": "d/config", "content": "[core]\n\tfsmonitor = evil\n"}))
+            .call(
+                i,
+                "write_file",
+                json!({"path": "d/config", "content": "[core]\n\tfsmonitor = evil\n"}),
+            )
             .await;
         wrote += usize::from(!err);
         let (err, _) = r
-            .call(i, "write_file", json!({"path": "d/hooks/pre-commit", "content": "evil\n"}))
+            .call(
+                i,
+                "write_file",
+                json!({"path": "d/hooks/pre-commit", "content": "evil\n"}),
+            )
             .await;
         wrote += usize::from(!err);
     }
     let swaps = swapper.stop();
     eprintln!("{swaps} swaps; {wrote} writes went through");
-    assert!(swaps >= 1000, "only {swaps} swaps: the race did not really run");
+    assert!(
+        swaps >= 1000,
+        "only {swaps} swaps: the race did not really run"
+    );
     let git_after = snapshot(&r.ws.join(".git"));
     assert_eq!(git_before, git_after, "git metadata changed");
 }
