@@ -49,7 +49,8 @@ impl Tool for EditFile {
                           old_string must occur exactly once (or set replace_all); it is matched \
                           exactly first, then ignoring line-ending, trailing-whitespace and \
                           indentation differences (the replacement is re-indented). Read the file \
-                          first; to create a file or replace all of it, use write_file."
+                          first; to create a file or replace all of it, use write_file. Files \
+                          and strings up to 16 MiB."
                     .into(),
             parameters: crate::schema_of::<Args>(),
         }

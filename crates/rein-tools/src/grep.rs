@@ -53,8 +53,10 @@ impl Tool for Grep {
             description: format!(
                 "Search file contents with a regular expression (ripgrep syntax) and list \
                  matching lines as `path:line:text`, files in path order. Hidden, ignored \
-                 (.gitignore/.ignore) and binary files are skipped. At most {MAX_MATCHES} \
-                 matching lines are listed and lines are cut at {MAX_LINE_CHARS} characters."
+                 (.gitignore/.ignore) and binary files are skipped, and so are files with a line \
+                 longer than {} MiB (named in a note). At most {MAX_MATCHES} matching lines are \
+                 listed and lines are cut at {MAX_LINE_CHARS} characters.",
+                MAX_SEARCH_LINE_BYTES / (1024 * 1024)
             ),
             parameters: crate::schema_of::<Args>(),
         }
@@ -138,8 +140,7 @@ struct Report {
     files: usize,
     /// Files with matches beyond those listed.
     files_not_listed: usize,
-    /// Files not searched (a line too long, unreadable, changed during the
-    /// search), shown paths.
+    /// Files not searched (a line too long, a read error), shown paths.
     skipped: Vec<String>,
 }
 
@@ -180,16 +181,13 @@ impl Job {
     fn search_file(&self, searcher: &mut Searcher, path: &Path, report: &mut Report) {
         let shown = workspace::display(&self.workspace, path);
         let Ok(rel) = path.strip_prefix(&self.base_path) else {
-            report.skipped.push(shown);
             return;
         };
-        let file = match self.base.open_read(rel) {
-            Ok(f) => f,
-            Err(_) => {
-                // Gone, unreadable, or a symlink swapped in on its path.
-                report.skipped.push(shown);
-                return;
-            }
+        // Gone, unreadable, or a symlink swapped in on its path: skipped
+        // without a word, since the name itself may come from outside (the
+        // walk lists folders by name).
+        let Ok(file) = self.base.open_read(rel) else {
+            return;
         };
         if beneath::stat_file(&file).map_or(true, |m| m.kind != Kind::File) {
             return;
@@ -261,8 +259,7 @@ impl Report {
             names.push("…");
         }
         format!(
-            "\n[{n} file{} not searched (a line longer than {} MiB, unreadable, or changed during \
-             the search): {}]",
+            "\n[{n} file{} not searched (a line longer than {} MiB, or a read error): {}]",
             if n == 1 { "" } else { "s" },
             MAX_SEARCH_LINE_BYTES / (1024 * 1024),
             names.join(", ")

@@ -47,6 +47,8 @@ fn snapshot(root: &Path) -> Vec<String> {
 }
 
 const SECRET: &str = "OUTSIDE-SECRET-7f3a9c";
+/// The name of a file only the outside folder has.
+const SECRET_NAME: &str = "outside-only-name-4d2e.txt";
 
 /// Swap `a` and `b` atomically (`renameat2(RENAME_EXCHANGE)`).
 fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
@@ -141,6 +143,7 @@ impl Race {
         std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
         std::fs::create_dir_all(out.join("dir")).unwrap();
         std::fs::write(out.join("dir/x"), format!("{SECRET}\n")).unwrap();
+        std::fs::write(out.join("dir").join(SECRET_NAME), format!("{SECRET}\n")).unwrap();
         let mut perms = Permissions::new(PermissionMode::Auto);
         perms.home = None;
         Race {
@@ -199,8 +202,11 @@ async fn swapping_a_folder_and_a_symlink_never_leads_writes_or_reads_outside() {
         let (_, out3) = r
             .call(i, "grep", json!({"pattern": "SECRET|written", "path": "d"}))
             .await;
-        for o in [out, out2, out3] {
-            if o.contains(SECRET) {
+        let (_, out4) = r
+            .call(i, "glob", json!({"pattern": "*", "path": "d"}))
+            .await;
+        for o in [out, out2, out3, out4] {
+            if o.contains(SECRET) || o.contains(SECRET_NAME) {
                 leaks.push(o);
             }
         }
@@ -214,7 +220,7 @@ async fn swapping_a_folder_and_a_symlink_never_leads_writes_or_reads_outside() {
     );
     assert!(
         leaks.is_empty(),
-        "{} outputs showed the outside file, e.g. {:?}",
+        "{} outputs showed an outside file or its name, e.g. {:?}",
         leaks.len(),
         leaks.first()
     );
