@@ -88,8 +88,11 @@ impl Resolver {
 /// What kind of thing a name in a folder is, without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A regular file.
     File,
+    /// A folder.
     Dir,
+    /// A symlink (not followed).
     Symlink,
     /// A device, socket or pipe.
     Other,
@@ -98,6 +101,7 @@ pub enum Kind {
 /// The facts of an existing entry that a write keeps or reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
+    /// What it is.
     pub kind: Kind,
     /// Size in bytes.
     pub size: u64,

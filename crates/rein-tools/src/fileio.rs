@@ -76,7 +76,11 @@ pub(crate) fn anchor(ctx: &ToolContext, path: &Path, write: bool) -> Result<Anch
 /// I/O errors, which each tool words itself.
 pub(crate) fn race_error(shown: &str, e: &BeneathError) -> Option<ToolError> {
     match e {
-        BeneathError::Symlink | BeneathError::NotPlain(_) => Some(ToolError(format!(
+        BeneathError::NotPlain(p) => Some(ToolError(format!(
+            "cannot open `{shown}`: {} is not a plain path below its root",
+            p.display()
+        ))),
+        BeneathError::Symlink => Some(ToolError(format!(
             "`{shown}` changed while it was being opened: a symlink appeared on its path \
              (which could lead outside the workspace), so nothing was done; try again"
         ))),
@@ -89,7 +93,9 @@ pub(crate) fn race_error(shown: &str, e: &BeneathError) -> Option<ToolError> {
 }
 
 /// Open the file at canonical `path` (inside the workspace or a read root)
-/// for reading.
+/// for reading. The outer error is the tool's answer (outside, or changed
+/// while opening); the inner one a plain I/O error (not found, permission
+/// denied) that the caller words itself.
 pub(crate) fn open_read(
     ctx: &ToolContext,
     path: &Path,

@@ -191,10 +191,16 @@ fn read_line(
         }
         let room = keep.saturating_sub(kept.len()).min(chunk.len());
         kept.extend_from_slice(&chunk[..room]);
-        line.dropped_chars += chunk[room..]
-            .iter()
-            .filter(|&&b| (b as i8) >= -0x40)
-            .count() as u64;
+        if keep > 0 {
+            // Characters start at every byte that is not a UTF-8
+            // continuation byte.
+            let mut dropped = &chunk[room..];
+            if ends && !line.unfinished {
+                dropped = dropped.strip_suffix(b"\n").unwrap_or(dropped);
+                dropped = dropped.strip_suffix(b"\r").unwrap_or(dropped);
+            }
+            line.dropped_chars += dropped.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        }
         let used = chunk.len();
         line.bytes += used as u64;
         reader.consume(used);
@@ -415,6 +421,31 @@ mod tests {
         let text = "é".repeat(MAX_LINE_CHARS + 7);
         let out = run(&text, 1, 1).unwrap();
         assert!(out.ends_with("… [line cut: 7 more characters]"), "{out}");
+    }
+
+    #[test]
+    fn a_long_line_is_counted_not_kept_and_the_next_lines_still_show() {
+        let text = format!("{}\nnext\n", "a".repeat(100_000));
+        let out = run(&text, 1, 10).unwrap();
+        let mut lines = out.lines();
+        let first = lines.next().unwrap();
+        assert!(
+            first.ends_with(&format!(
+                "… [line cut: {} more characters]",
+                100_000 - MAX_LINE_CHARS
+            )),
+            "{}",
+            &first[first.len() - 60..]
+        );
+        assert_eq!(lines.next(), Some("     2\tnext"));
+        // Multi-byte characters past the kept bytes are counted as
+        // characters, not bytes.
+        let text = "é".repeat(10_000);
+        let out = run(&text, 1, 1).unwrap();
+        assert!(
+            out.ends_with("… [line cut: 8000 more characters]"),
+            "{out:.40}"
+        );
     }
 
     #[test]
