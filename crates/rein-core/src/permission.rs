@@ -314,13 +314,16 @@ pub struct Permissions {
     pub network: bool,
     /// Environment variables kept although their names look secret.
     pub env_allow: Vec<String>,
-    /// The harness's own state folder (kept read-only for commands).
+    /// The harness's own state folder (kept read-only for commands; file
+    /// tools never write inside it, which matters when it lies inside the
+    /// workspace). Set it before the first decision: it is resolved once.
     pub state_dir: Option<PathBuf>,
     /// The user's home folder (for the secret folders); None disables that
     /// check. Set it before the first decision: the folders are resolved
     /// once.
     pub home: Option<PathBuf>,
     secret_cache: std::sync::OnceLock<Vec<PathBuf>>,
+    state_cache: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 impl Permissions {
@@ -367,6 +370,21 @@ impl Permissions {
                     dirs.push(dir);
                 }
             }
+        }
+        dirs
+    }
+
+    /// The state folder as written and with symlinks resolved (resolved
+    /// once, at the first decision).
+    fn resolve_state_dirs(&self) -> Vec<PathBuf> {
+        let Some(state) = &self.state_dir else {
+            return Vec::new();
+        };
+        let mut dirs = vec![normalise(state)];
+        if let Ok(real) = std::fs::canonicalize(state)
+            && !dirs.contains(&real)
+        {
+            dirs.push(real);
         }
         dirs
     }
@@ -460,6 +478,18 @@ impl Permissions {
                 .unwrap_or_else(|_| p.to_string_lossy().into_owned())
         };
         let all_allow: Vec<Rule> = self.rules.allow.iter().chain(granted).cloned().collect();
+        let state = self.state_cache.get_or_init(|| self.resolve_state_dirs());
+        for w in &a.writes {
+            let w = normalise(w);
+            if let Some(dir) = state.iter().find(|d| w.starts_with(d)) {
+                return deny(format!(
+                    "{} is inside {}, rein's own state folder (REIN_HOME), which tools never \
+                     change",
+                    w.display(),
+                    dir.display()
+                ));
+            }
+        }
         for w in &a.writes {
             if let Some(why) = protected_write(w, workspace) {
                 let r = rel(w);
@@ -541,29 +571,9 @@ impl Permissions {
     }
 }
 
-/// Why writing `path` is refused even inside the workspace, if it is.
-pub fn protected_write(path: &Path, workspace: &Path) -> Option<&'static str> {
-    let rel = path.strip_prefix(workspace).ok()?;
-    let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
-    let first = parts.next()?;
-    if first == ".git" {
-        return Some("git's internals change only through git itself");
-    }
-    if first == ".rein" {
-        return Some("rein's own project settings");
-    }
-    let name = rel.file_name()?.to_string_lossy();
-    if name.starts_with(".env") {
-        return Some("environment files hold credentials");
-    }
-    if name.ends_with(".pem") || name.ends_with(".key") {
-        return Some("key files hold credentials");
-    }
-    if name.starts_with("id_") && (!name.contains('.') || name.ends_with(".pub")) {
-        return Some("SSH keys");
-    }
-    None
-}
+mod protected;
+use protected::normalise;
+pub use protected::protected_write;
 
 #[cfg(test)]
 mod tests;

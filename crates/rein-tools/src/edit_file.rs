@@ -11,7 +11,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use similar::TextDiff;
 
+use std::io::Read;
+use std::path::Path;
+
+use crate::beneath::Kind;
 use crate::edit_match::{self, Level, MatchError};
+use crate::fileio::{self, Target};
 use crate::workspace;
 
 /// Largest diff shown in the result.
@@ -44,7 +49,8 @@ impl Tool for EditFile {
                           old_string must occur exactly once (or set replace_all); it is matched \
                           exactly first, then ignoring line-ending, trailing-whitespace and \
                           indentation differences (the replacement is re-indented). Read the file \
-                          first; to create a file or replace all of it, use write_file."
+                          first; to create a file or replace all of it, use write_file. Files \
+                          and strings up to 16 MiB."
                     .into(),
             parameters: crate::schema_of::<Args>(),
         }
@@ -89,65 +95,95 @@ impl Tool for EditFile {
                 "old_string and new_string are identical, so there is nothing to change",
             ));
         }
+        fileio::check_size("old_string", args.old_string.len())?;
+        fileio::check_size("new_string", args.new_string.len())?;
         let path = workspace::resolve(&ctx.workspace, &args.path)?;
+        fileio::check_protected(&ctx, &args.path, &path)?;
         let shown = workspace::display(&ctx.workspace, &path);
-        if let Ok(meta) = tokio::fs::metadata(&path).await
-            && !meta.is_file()
-            && !meta.is_dir()
-        {
+        let task_shown = shown.clone();
+        tokio::task::spawn_blocking(move || edit(&ctx, &path, &task_shown, &args))
+            .await
+            .map_err(|e| ToolError(format!("editing the file failed: {e}")))?
+            .map(ToolOutput::ok)
+    }
+}
+
+/// Read the file beneath the workspace handle, apply the edit and replace
+/// the file by rename; the result text with its diff.
+fn edit(ctx: &ToolContext, path: &Path, shown: &str, args: &Args) -> Result<String, ToolError> {
+    let target = Target::open(ctx, path, shown, false)?;
+    let shown = shown.to_string();
+    match target.existing {
+        None => {
+            return Err(ToolError(format!(
+                "`{shown}` does not exist; use write_file to create it"
+            )));
+        }
+        Some(e) if e.kind == Kind::Dir => {
+            return Err(ToolError(format!("`{shown}` is a directory, not a file")));
+        }
+        Some(e) if e.kind != Kind::File => {
             return Err(ToolError(format!(
                 "`{shown}` is not a regular file (a device, socket or pipe)"
             )));
         }
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ToolError(format!(
-                    "`{shown}` does not exist; use write_file to create it"
-                )));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
-                return Err(ToolError(format!("`{shown}` is a directory, not a file")));
-            }
-            Err(e) => return Err(ToolError(format!("cannot read `{shown}`: {e}"))),
-        };
-        if bytes.contains(&0) {
-            return Err(ToolError(format!(
-                "`{shown}` looks like a binary file; edit_file edits text only"
-            )));
+        Some(e) if e.size > fileio::MAX_WRITE_BYTES as u64 => {
+            return Err(too_big(&shown, e.size));
         }
-        let text = String::from_utf8(bytes).map_err(|_| {
-            ToolError(format!(
-                "`{shown}` is not valid UTF-8, so edit_file cannot change it without damaging \
-                 it; use write_file or bash instead"
-            ))
-        })?;
-        let replace_all = args.replace_all.unwrap_or(false);
-        let plan = edit_match::apply(&text, &args.old_string, &args.new_string, replace_all)
-            .map_err(|e| match_error(&shown, e))?;
-        if plan.text == text {
-            return Err(ToolError(format!(
-                "the replacement leaves `{shown}` unchanged (old_string matched {} only after \
-                 ignoring whitespace that new_string also lacks)",
-                plan.level.describe()
-            )));
-        }
-        tokio::fs::write(&path, plan.text.as_bytes())
-            .await
-            .map_err(|e| ToolError(format!("cannot write `{shown}`: {e}")))?;
-
-        let mut out = format!(
-            "Edited `{shown}`: {} replacement{}",
-            plan.replacements,
-            if plan.replacements == 1 { "" } else { "s" }
-        );
-        if plan.level != Level::Exact {
-            out.push_str(&format!(" (old_string matched {})", plan.level.describe()));
-        }
-        out.push_str(".\n");
-        out.push_str(&diff(&shown, &text, &plan.text));
-        Ok(ToolOutput::ok(out))
+        Some(_) => {}
     }
+    target.check_writable()?;
+    let mut bytes = Vec::new();
+    target
+        .open_read()?
+        .take(fileio::MAX_WRITE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError(format!("cannot read `{shown}`: {e}")))?;
+    if bytes.len() > fileio::MAX_WRITE_BYTES {
+        return Err(too_big(&shown, bytes.len() as u64));
+    }
+    if bytes.contains(&0) {
+        return Err(ToolError(format!(
+            "`{shown}` looks like a binary file; edit_file edits text only"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        ToolError(format!(
+            "`{shown}` is not valid UTF-8, so edit_file cannot change it without damaging \
+             it; use write_file or bash instead"
+        ))
+    })?;
+    let replace_all = args.replace_all.unwrap_or(false);
+    let plan = edit_match::apply(&text, &args.old_string, &args.new_string, replace_all)
+        .map_err(|e| match_error(&shown, e))?;
+    if plan.text == text {
+        return Err(ToolError(format!(
+            "the replacement leaves `{shown}` unchanged (old_string matched {} only after \
+             ignoring whitespace that new_string also lacks)",
+            plan.level.describe()
+        )));
+    }
+    target.replace(plan.text.as_bytes())?;
+
+    let mut out = format!(
+        "Edited `{shown}`: {} replacement{}",
+        plan.replacements,
+        if plan.replacements == 1 { "" } else { "s" }
+    );
+    if plan.level != Level::Exact {
+        out.push_str(&format!(" (old_string matched {})", plan.level.describe()));
+    }
+    out.push_str(".\n");
+    out.push_str(&diff(&shown, &text, &plan.text));
+    Ok(out)
+}
+
+fn too_big(shown: &str, size: u64) -> ToolError {
+    ToolError(format!(
+        "`{shown}` is {size} bytes; edit_file edits files up to {} MiB. Use a command (sed, a \
+         script) to change it",
+        fileio::MAX_WRITE_BYTES / (1024 * 1024)
+    ))
 }
 
 fn match_error(shown: &str, e: MatchError) -> ToolError {

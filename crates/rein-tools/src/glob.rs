@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::workspace;
+use crate::{fileio, workspace};
 
 /// Most paths listed by one call.
 pub const MAX_RESULTS: usize = 200;
@@ -79,9 +79,17 @@ impl Tool for Glob {
         let set = build_globset(&pattern)?;
         let cancel = ctx.cancel.clone();
         let walk_root = root.clone();
-        let mut found = tokio::task::spawn_blocking(move || find(&walk_root, &set, &cancel))
-            .await
-            .map_err(|e| ToolError(format!("the file search failed: {e}")))?;
+        let base = fileio::anchor(&ctx, &root, false)?;
+        let mut found = tokio::task::spawn_blocking(move || {
+            let mut found = find(&walk_root, &set, &cancel);
+            // The walk lists folders by name; a folder swapped for a symlink
+            // meanwhile could list names from outside. Keep only what is
+            // really there, beneath the root's handle.
+            found.retain(|(p, _)| really_there(&base, p));
+            found
+        })
+        .await
+        .map_err(|e| ToolError(format!("the file search failed: {e}")))?;
         if found.is_empty() {
             return Ok(ToolOutput::ok(format!(
                 "No files match `{}` under `{shown_root}`.",
@@ -148,6 +156,20 @@ pub(crate) fn build_globset(pattern: &str) -> Result<GlobSet, ToolError> {
     builder
         .build()
         .map_err(|e| ToolError(format!("invalid glob pattern `{pattern}`: {e}")))
+}
+
+/// Whether `path` (found by the walk) exists beneath the handle of its
+/// root with no symlink on the way (the entry itself may be a symlink).
+fn really_there(base: &fileio::Anchor, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(&base.root) else {
+        return false;
+    };
+    let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+        return false;
+    };
+    base.dir
+        .open_dir(parent)
+        .is_ok_and(|d| d.entry(name).is_ok_and(|e| e.is_some()))
 }
 
 /// Every file under `root` matching `set`, with its modification time.

@@ -14,12 +14,19 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::workspace;
+use crate::beneath::{self, Dir, Kind};
+use crate::{fileio, workspace};
 
 /// Most matching lines listed by one call.
 pub const MAX_MATCHES: usize = 200;
 /// Longest matching line shown, in characters.
 pub const MAX_LINE_CHARS: usize = 300;
+/// Longest line searched, in bytes (4 MiB): a file with a longer line is
+/// skipped with a note, so that one huge line cannot make the search
+/// buffer grow without bound.
+pub const MAX_SEARCH_LINE_BYTES: usize = 4 * 1024 * 1024;
+/// Files named in the note about skipped files.
+const MAX_SKIPPED_NAMED: usize = 5;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -46,8 +53,10 @@ impl Tool for Grep {
             description: format!(
                 "Search file contents with a regular expression (ripgrep syntax) and list \
                  matching lines as `path:line:text`, files in path order. Hidden, ignored \
-                 (.gitignore/.ignore) and binary files are skipped. At most {MAX_MATCHES} \
-                 matching lines are listed and lines are cut at {MAX_LINE_CHARS} characters."
+                 (.gitignore/.ignore) and binary files are skipped, and so are files with a line \
+                 longer than {} MiB (named in a note). At most {MAX_MATCHES} matching lines are \
+                 listed and lines are cut at {MAX_LINE_CHARS} characters.",
+                MAX_SEARCH_LINE_BYTES / (1024 * 1024)
             ),
             parameters: crate::schema_of::<Args>(),
         }
@@ -74,12 +83,18 @@ impl Tool for Grep {
         let shown_root = workspace::display(&ctx.workspace, &root);
         let meta = std::fs::metadata(&root)
             .map_err(|_| ToolError(format!("`{shown_root}` does not exist")))?;
+        // Every file is opened beneath the handle of the root the search
+        // lies in, never by name: a folder swapped for a symlink while the
+        // walk runs cannot make it read outside.
+        let base = fileio::anchor(&ctx, &root, false)?;
         let filter = match args.glob.as_deref().map(str::trim) {
             Some(g) if !g.is_empty() => Some(crate::glob::build_globset(g)?),
             _ => None,
         };
         let job = Job {
             workspace: ctx.workspace.clone(),
+            base: base.dir,
+            base_path: base.root,
             root,
             single_file: meta.is_file(),
             filter,
@@ -107,6 +122,10 @@ fn build_matcher(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, 
 
 struct Job {
     workspace: PathBuf,
+    /// The handle of the workspace (or read root) the search lies in, and
+    /// its path.
+    base: Dir,
+    base_path: PathBuf,
     root: PathBuf,
     single_file: bool,
     filter: Option<GlobSet>,
@@ -121,6 +140,8 @@ struct Report {
     files: usize,
     /// Files with matches beyond those listed.
     files_not_listed: usize,
+    /// Files not searched (a line too long, a read error), shown paths.
+    skipped: Vec<String>,
 }
 
 impl Job {
@@ -128,6 +149,7 @@ impl Job {
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
+            .heap_limit(Some(MAX_SEARCH_LINE_BYTES))
             .build();
         let mut report = Report::default();
         if self.single_file {
@@ -158,21 +180,37 @@ impl Job {
 
     fn search_file(&self, searcher: &mut Searcher, path: &Path, report: &mut Report) {
         let shown = workspace::display(&self.workspace, path);
+        let Ok(rel) = path.strip_prefix(&self.base_path) else {
+            return;
+        };
+        // Gone, unreadable, or a symlink swapped in on its path: skipped
+        // without a word, since the name itself may come from outside (the
+        // walk lists folders by name).
+        let Ok(file) = self.base.open_read(rel) else {
+            return;
+        };
+        if beneath::stat_file(&file).map_or(true, |m| m.kind != Kind::File) {
+            return;
+        }
         let mut in_file = 0usize;
         let mut listed_here = 0usize;
+        let mut lines = Vec::new();
         let sink = Lossy(|number, line: &str| {
             in_file += 1;
-            if report.lines.len() < MAX_MATCHES {
+            if report.lines.len() + lines.len() < MAX_MATCHES {
                 let line = line.trim_end_matches(['\n', '\r']);
-                report
-                    .lines
-                    .push(format!("{shown}:{number}:{}", cut_line(line)));
+                lines.push(format!("{shown}:{number}:{}", cut_line(line)));
                 listed_here += 1;
             }
             Ok(true)
         });
-        // Unreadable files are skipped, like ripgrep does with a warning.
-        let _ = searcher.search_path(&self.matcher, path, sink);
+        if searcher.search_file(&self.matcher, &file, sink).is_err() {
+            // A line longer than the search buffer may grow to, or a read
+            // error: the file is skipped, with a note, like ripgrep warns.
+            report.skipped.push(shown);
+            return;
+        }
+        report.lines.extend(lines);
         if in_file > 0 {
             report.total += in_file;
             report.files += 1;
@@ -185,8 +223,9 @@ impl Job {
 
 impl Report {
     fn render(self, pattern: &str, shown_root: &str) -> String {
+        let note = self.skipped_note();
         if self.total == 0 {
-            return format!("No matches for `{pattern}` in `{shown_root}`.");
+            return format!("No matches for `{pattern}` in `{shown_root}`.{note}");
         }
         let mut out = self.lines.join("\n");
         if self.total > self.lines.len() {
@@ -200,7 +239,31 @@ impl Report {
                 if self.files_not_listed == 1 { "" } else { "s" }
             ));
         }
+        out.push_str(&note);
         out
+    }
+
+    /// A line naming the files that were not searched, if any.
+    fn skipped_note(&self) -> String {
+        if self.skipped.is_empty() {
+            return String::new();
+        }
+        let n = self.skipped.len();
+        let mut names: Vec<&str> = self
+            .skipped
+            .iter()
+            .take(MAX_SKIPPED_NAMED)
+            .map(String::as_str)
+            .collect();
+        if n > MAX_SKIPPED_NAMED {
+            names.push("…");
+        }
+        format!(
+            "\n[{n} file{} not searched (a line longer than {} MiB, or a read error): {}]",
+            if n == 1 { "" } else { "s" },
+            MAX_SEARCH_LINE_BYTES / (1024 * 1024),
+            names.join(", ")
+        )
     }
 }
 

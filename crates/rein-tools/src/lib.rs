@@ -3,7 +3,9 @@
 //! Every tool implements [`rein_core::Tool`]; the gate in rein-core checks
 //! arguments against the schema each tool publishes, takes the path locks it
 //! asks for, and bounds its time and output. File tools are confined to the
-//! workspace by [`workspace::resolve`].
+//! workspace by [`workspace::resolve`], and open what it resolved beneath a
+//! handle of the workspace ([`beneath`]), so that a symlink swapped in after
+//! the check cannot lead them outside.
 
 use std::sync::Arc;
 
@@ -12,8 +14,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub mod bash;
+pub mod beneath;
 pub mod edit_file;
 mod edit_match;
+pub mod fileio;
 pub mod glob;
 pub mod grep;
 pub mod memory;
@@ -76,6 +80,7 @@ pub(crate) fn path_assessment(
     summary: String,
 ) -> Assessment {
     let raw = args.get(key).and_then(Value::as_str);
+    let root = workspace::canonical_workspace(&ctx.workspace);
     let resolved = match raw {
         Some(p) if write => workspace::resolve(&ctx.workspace, p),
         Some(p) => workspace::resolve_for_read(ctx, p),
@@ -90,7 +95,15 @@ pub(crate) fn path_assessment(
         Ok(path) => {
             a.subjects = vec![workspace::display(&ctx.workspace, &path)];
             if write {
-                a.writes.push(path);
+                // What the model named is checked too: a symlink swapped in
+                // after this check cannot turn it into a protected path the
+                // rules did not see (the tool refuses a protected path that
+                // differs from it).
+                let named = raw.and_then(|p| workspace::lexical(&root, p));
+                a.writes.push(path.clone());
+                if let Some(named) = named.filter(|n| *n != path) {
+                    a.writes.push(named);
+                }
             } else {
                 a.reads.push(path);
             }

@@ -1,18 +1,19 @@
 //! `read_file`: a text file with numbered lines, a window at a time.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use async_trait::async_trait;
 use rein_core::{
-    Assessment, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Assessment, CancellationToken, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+    ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::workspace;
+use crate::beneath::{self, Kind};
+use crate::{fileio, workspace};
 
 /// Lines returned when no `limit` is given.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -21,6 +22,12 @@ pub const MAX_LINE_CHARS: usize = 2000;
 /// Most bytes of numbered lines returned by one call. Kept under the gate's
 /// default 64 KiB output cap so a window is never cut in the middle.
 pub const MAX_OUTPUT_BYTES: usize = 56 * 1024;
+/// Bytes of one line kept in memory: enough for [`MAX_LINE_CHARS`]
+/// characters of any UTF-8 (the rest of a longer line is counted, not kept).
+const MAX_LINE_BYTES: usize = 4 * MAX_LINE_CHARS + 4;
+/// Most bytes read from the window's first line on (64 MiB): a file that
+/// goes on further is shown without its line count.
+pub const MAX_SCAN_BYTES: u64 = 64 * 1024 * 1024;
 /// How much of the file's start is checked for NUL bytes.
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
@@ -88,7 +95,7 @@ impl Tool for ReadFile {
             offset: args.offset.unwrap_or(1).max(1),
             limit: args.limit.unwrap_or(DEFAULT_LIMIT).max(1),
         };
-        tokio::task::spawn_blocking(move || read_window(&path, &shown, window))
+        tokio::task::spawn_blocking(move || read_window(&ctx, &path, &shown, window))
             .await
             .map_err(|e| ToolError(format!("reading the file failed: {e}")))?
             .map(ToolOutput::ok)
@@ -101,24 +108,29 @@ struct Window {
     limit: usize,
 }
 
-fn read_window(path: &Path, shown: &str, window: Window) -> Result<String, ToolError> {
-    let meta = std::fs::metadata(path).map_err(|e| open_error(shown, &e))?;
-    if meta.is_dir() {
+fn read_window(
+    ctx: &ToolContext,
+    path: &Path,
+    shown: &str,
+    window: Window,
+) -> Result<String, ToolError> {
+    let mut file = fileio::open_read(ctx, path, shown)?.map_err(|e| open_error(shown, &e))?;
+    let meta = beneath::stat_file(&file).map_err(|e| open_error(shown, &e))?;
+    if meta.kind == Kind::Dir {
         return Err(ToolError(format!(
             "`{shown}` is a directory, not a file; use glob (e.g. pattern `{}/*`) to list its files",
             shown.trim_end_matches('/')
         )));
     }
-    if !meta.is_file() {
+    if meta.kind != Kind::File {
         return Err(ToolError(format!(
             "`{shown}` is not a regular file (a device, socket or pipe); read_file reads files only"
         )));
     }
-    let size = meta.len();
+    let size = meta.size;
     if size == 0 {
         return Ok(format!("`{shown}` is empty (0 bytes)."));
     }
-    let mut file = File::open(path).map_err(|e| open_error(shown, &e))?;
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)
@@ -130,38 +142,127 @@ fn read_window(path: &Path, shown: &str, window: Window) -> Result<String, ToolE
              Use bash (e.g. `file`, `xxd | head`) to inspect it."
         )));
     }
-    let reader = BufReader::new(head.as_slice().chain(file));
-    render(reader, shown, window)
+    let reader = BufReader::with_capacity(64 * 1024, head.as_slice().chain(file));
+    render(reader, shown, window, &ctx.cancel)
+}
+
+/// One line as read: at most [`MAX_LINE_BYTES`] of it kept.
+#[derive(Debug, Default)]
+struct LineRead {
+    /// Bytes of the line, newline included.
+    bytes: u64,
+    /// Characters of the line past what was kept.
+    dropped_chars: u64,
+    /// The scan budget ran out before the line ended.
+    unfinished: bool,
+}
+
+/// Read one line into `kept` (at most `keep` bytes of it; the rest is
+/// counted, not stored), reading at most `budget` bytes; `None` at the end
+/// of the file.
+fn read_line(
+    reader: &mut impl BufRead,
+    kept: &mut Vec<u8>,
+    keep: usize,
+    budget: Option<u64>,
+    cancel: &CancellationToken,
+) -> std::io::Result<Option<LineRead>> {
+    kept.clear();
+    let mut line = LineRead::default();
+    loop {
+        if cancel.is_cancelled() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        let avail = reader.fill_buf()?;
+        if avail.is_empty() {
+            return Ok((line.bytes > 0).then_some(line));
+        }
+        let mut chunk = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => &avail[..=i],
+            None => avail,
+        };
+        let ends = chunk.last() == Some(&b'\n');
+        if let Some(b) = budget {
+            let left = usize::try_from(b.saturating_sub(line.bytes)).unwrap_or(usize::MAX);
+            if chunk.len() > left {
+                chunk = &chunk[..left];
+                line.unfinished = true;
+            }
+        }
+        let room = keep.saturating_sub(kept.len()).min(chunk.len());
+        kept.extend_from_slice(&chunk[..room]);
+        if keep > 0 {
+            // Characters start at every byte that is not a UTF-8
+            // continuation byte.
+            let mut dropped = &chunk[room..];
+            if ends && !line.unfinished {
+                dropped = dropped.strip_suffix(b"\n").unwrap_or(dropped);
+                dropped = dropped.strip_suffix(b"\r").unwrap_or(dropped);
+            }
+            line.dropped_chars += dropped.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        }
+        let used = chunk.len();
+        line.bytes += used as u64;
+        reader.consume(used);
+        if line.unfinished {
+            return Ok(Some(line));
+        }
+        if ends && used > 0 {
+            return Ok(Some(line));
+        }
+    }
 }
 
 /// Number the lines of `reader` inside `window`, within the byte budget.
-fn render(mut reader: impl BufRead, shown: &str, window: Window) -> Result<String, ToolError> {
+/// Memory stays bounded whatever the file holds: lines are cut at
+/// [`MAX_LINE_BYTES`] while reading, and at most [`MAX_SCAN_BYTES`] are read
+/// from the window's first line on (beyond that the line count is not
+/// known).
+fn render(
+    mut reader: impl BufRead,
+    shown: &str,
+    window: Window,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
     let mut out = String::new();
     let mut buf = Vec::new();
     let mut total = 0usize;
     let mut last_shown = 0usize;
     let mut stopped_by_bytes = false;
+    let mut scanned: u64 = 0;
+    let mut scan_stopped = false;
     loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| read_error(shown, &e))?;
-        if n == 0 {
+        let next = total + 1;
+        let budget = (next >= window.offset).then(|| MAX_SCAN_BYTES.saturating_sub(scanned));
+        if budget == Some(0) {
+            scan_stopped = true;
             break;
         }
-        total += 1;
-        let in_window =
-            total >= window.offset && total - window.offset < window.limit && !stopped_by_bytes;
-        if !in_window {
-            continue;
+        let wanted =
+            next >= window.offset && next - window.offset < window.limit && !stopped_by_bytes;
+        let keep = if wanted { MAX_LINE_BYTES } else { 0 };
+        let Some(read) = read_line(&mut reader, &mut buf, keep, budget, cancel)
+            .map_err(|e| read_error(shown, &e))?
+        else {
+            break;
+        };
+        total = next;
+        if budget.is_some() {
+            scanned += read.bytes;
         }
-        let line = numbered_line(total, &buf);
-        if !out.is_empty() && out.len() + line.len() > MAX_OUTPUT_BYTES {
-            stopped_by_bytes = true;
-            continue;
+        if wanted {
+            let line = numbered_line(total, &buf, &read);
+            if !out.is_empty() && out.len() + line.len() > MAX_OUTPUT_BYTES {
+                stopped_by_bytes = true;
+            } else {
+                out.push_str(&line);
+                last_shown = total;
+            }
         }
-        out.push_str(&line);
-        last_shown = total;
+        if read.unfinished {
+            scan_stopped = true;
+            break;
+        }
     }
     if window.offset > total {
         return Err(ToolError(format!(
@@ -170,7 +271,16 @@ fn render(mut reader: impl BufRead, shown: &str, window: Window) -> Result<Strin
             if total == 1 { "" } else { "s" }
         )));
     }
-    if last_shown < total {
+    if scan_stopped {
+        out.push_str(&format!(
+            "[showing lines {}-{last_shown}; the file goes on past the {} MiB read from line {} \
+             on, so its line count is unknown; call read_file with offset={} to continue]\n",
+            window.offset,
+            MAX_SCAN_BYTES / (1024 * 1024),
+            window.offset,
+            last_shown + 1
+        ));
+    } else if last_shown < total {
         out.push_str(&format!(
             "[showing lines {}-{last_shown} of {total}; call read_file with offset={} to continue]\n",
             window.offset,
@@ -184,18 +294,19 @@ fn render(mut reader: impl BufRead, shown: &str, window: Window) -> Result<Strin
 }
 
 /// One `cat -n` style line, cut when very long, ending in `\n`.
-fn numbered_line(number: usize, raw: &[u8]) -> String {
+fn numbered_line(number: usize, raw: &[u8], read: &LineRead) -> String {
     let mut raw = raw.strip_suffix(b"\n").unwrap_or(raw);
     raw = raw.strip_suffix(b"\r").unwrap_or(raw);
     let text = String::from_utf8_lossy(raw);
     let mut line = format!("{number:>6}\t");
-    match text.char_indices().nth(MAX_LINE_CHARS) {
-        Some((cut, _)) => {
-            let more = text[cut..].chars().count();
-            line.push_str(&text[..cut]);
-            line.push_str(&format!("… [line cut: {more} more characters]"));
-        }
-        None => line.push_str(&text),
+    let cut = text.char_indices().nth(MAX_LINE_CHARS).map(|(i, _)| i);
+    let shown_end = cut.unwrap_or(text.len());
+    line.push_str(&text[..shown_end]);
+    let more = text[shown_end..].chars().count() as u64 + read.dropped_chars;
+    if read.unfinished {
+        line.push_str(&format!("… [line cut: at least {more} more characters]"));
+    } else if more > 0 {
+        line.push_str(&format!("… [line cut: {more} more characters]"));
     }
     line.push('\n');
     line
@@ -223,7 +334,12 @@ mod tests {
     use super::*;
 
     fn run(text: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
-        render(text.as_bytes(), "f.txt", Window { offset, limit })
+        render(
+            text.as_bytes(),
+            "f.txt",
+            Window { offset, limit },
+            &CancellationToken::new(),
+        )
     }
 
     fn ctx(workspace: &Path, read_roots: Vec<std::path::PathBuf>) -> ToolContext {
@@ -305,6 +421,31 @@ mod tests {
         let text = "é".repeat(MAX_LINE_CHARS + 7);
         let out = run(&text, 1, 1).unwrap();
         assert!(out.ends_with("… [line cut: 7 more characters]"), "{out}");
+    }
+
+    #[test]
+    fn a_long_line_is_counted_not_kept_and_the_next_lines_still_show() {
+        let text = format!("{}\nnext\n", "a".repeat(100_000));
+        let out = run(&text, 1, 10).unwrap();
+        let mut lines = out.lines();
+        let first = lines.next().unwrap();
+        assert!(
+            first.ends_with(&format!(
+                "… [line cut: {} more characters]",
+                100_000 - MAX_LINE_CHARS
+            )),
+            "{}",
+            &first[first.len() - 60..]
+        );
+        assert_eq!(lines.next(), Some("     2\tnext"));
+        // Multi-byte characters past the kept bytes are counted as
+        // characters, not bytes.
+        let text = "é".repeat(10_000);
+        let out = run(&text, 1, 1).unwrap();
+        assert!(
+            out.ends_with("… [line cut: 8000 more characters]"),
+            "{out:.40}"
+        );
     }
 
     #[test]

@@ -133,6 +133,35 @@ pub fn display(workspace: &Path, path: &Path) -> String {
     }
 }
 
+/// `user_path` made absolute against the canonical workspace `root` and
+/// normalised without looking at the filesystem (`.` dropped, `..` removes
+/// the name before it): the path the model named, before any symlink. The
+/// gate checks it as well as the resolved path, so that a symlink swapped
+/// in later cannot make a protected path look like another one.
+pub fn lexical(root: &Path, user_path: &str) -> Option<PathBuf> {
+    if user_path.trim().is_empty() || user_path.contains('\0') {
+        return None;
+    }
+    let joined = if Path::new(user_path).is_absolute() {
+        PathBuf::from(user_path)
+    } else {
+        root.join(user_path)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::RootDir => out.push("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
 /// Whether `path`, read without following symlinks, names something under
 /// `root` (used only to word the error message).
 fn lexically_inside(path: &Path, root: &Path) -> bool {
@@ -366,6 +395,18 @@ mod tests {
         let (_d, ws, root) = ws_and_root();
         let relative = [PathBuf::from("data")];
         assert!(resolve_within(&ws, &relative, root.join("out.txt").to_str().unwrap()).is_err());
+    }
+
+    #[test]
+    fn lexical_paths_are_normalised_without_following_anything() {
+        let root = Path::new("/w/p");
+        let l = |p: &str| lexical(root, p).unwrap();
+        assert_eq!(l("./a/../b/.git/config"), Path::new("/w/p/b/.git/config"));
+        assert_eq!(l("/w/p/x/./y"), Path::new("/w/p/x/y"));
+        assert_eq!(l("../q"), Path::new("/w/q"));
+        assert_eq!(l("/../../etc"), Path::new("/etc"));
+        assert!(lexical(root, " ").is_none());
+        assert!(lexical(root, "a\0b").is_none());
     }
 
     #[test]

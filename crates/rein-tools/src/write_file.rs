@@ -8,6 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use std::path::Path;
+
+use crate::beneath::Kind;
+use crate::fileio::{self, Target};
 use crate::workspace;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -15,7 +19,7 @@ use crate::workspace;
 struct Args {
     /// Path of the file, relative to the workspace (or absolute inside it). Missing parent folders are created.
     path: String,
-    /// The complete new content of the file.
+    /// The complete new content of the file (at most 16 MiB).
     content: String,
 }
 
@@ -29,8 +33,8 @@ impl Tool for WriteFile {
         ToolSpec {
             name: "write_file".into(),
             description: "Write a file in the workspace with exactly `content`, creating it and \
-                          any missing parent folders, or replacing everything it held. To change \
-                          part of an existing file, prefer edit_file."
+                          any missing parent folders, or replacing everything it held (at most \
+                          16 MiB per call). To change part of an existing file, prefer edit_file."
                 .into(),
             parameters: crate::schema_of::<Args>(),
         }
@@ -64,35 +68,19 @@ impl Tool for WriteFile {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::parse_args("write_file", args)?;
+        fileio::check_size("content", args.content.len())?;
         let path = workspace::resolve(&ctx.workspace, &args.path)?;
+        fileio::check_protected(&ctx, &args.path, &path)?;
         let shown = workspace::display(&ctx.workspace, &path);
-        let previous = match tokio::fs::metadata(&path).await {
-            Ok(meta) if meta.is_dir() => {
-                return Err(ToolError(format!(
-                    "`{shown}` is a directory; give the path of a file inside it"
-                )));
-            }
-            Ok(meta) if !meta.is_file() => {
-                return Err(ToolError(format!(
-                    "`{shown}` is not a regular file (a device, socket or pipe); refusing to write to it"
-                )));
-            }
-            Ok(meta) => Some(meta.len()),
-            Err(_) => None,
-        };
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent).await.map_err(|e| {
-                ToolError(format!(
-                    "cannot create the folder `{}`: {e}",
-                    workspace::display(&ctx.workspace, parent)
-                ))
-            })?;
-        }
-        tokio::fs::write(&path, args.content.as_bytes())
-            .await
-            .map_err(|e| ToolError(format!("cannot write `{shown}`: {e}")))?;
-        let bytes = args.content.len();
-        let lines = match count_lines(&args.content) {
+        let content = args.content;
+        let bytes = content.len();
+        let lines = count_lines(&content);
+        let task_shown = shown.clone();
+        let previous =
+            tokio::task::spawn_blocking(move || write(&ctx, &path, &task_shown, &content))
+                .await
+                .map_err(|e| ToolError(format!("writing the file failed: {e}")))??;
+        let lines = match lines {
             1 => "1 line".to_string(),
             n => format!("{n} lines"),
         };
@@ -103,6 +91,35 @@ impl Tool for WriteFile {
             }
         }))
     }
+}
+
+/// Write `content` at canonical `path` beneath the workspace handle:
+/// folders created step by step, the file replaced by rename. Returns the
+/// old size, if there was a file.
+fn write(
+    ctx: &ToolContext,
+    path: &Path,
+    shown: &str,
+    content: &str,
+) -> Result<Option<u64>, ToolError> {
+    let target = Target::open(ctx, path, shown, true)?;
+    let previous = match target.existing {
+        Some(e) if e.kind == Kind::Dir => {
+            return Err(ToolError(format!(
+                "`{shown}` is a directory; give the path of a file inside it"
+            )));
+        }
+        Some(e) if e.kind != Kind::File => {
+            return Err(ToolError(format!(
+                "`{shown}` is not a regular file (a device, socket or pipe); refusing to write to it"
+            )));
+        }
+        Some(e) => Some(e.size),
+        None => None,
+    };
+    target.check_writable()?;
+    target.replace(content.as_bytes())?;
+    Ok(previous)
 }
 
 fn count_lines(text: &str) -> usize {

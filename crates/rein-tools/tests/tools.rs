@@ -5,6 +5,8 @@
 
 #[path = "tools/bash.rs"]
 mod bash;
+#[path = "tools/bounds.rs"]
+mod bounds;
 #[path = "tools/common.rs"]
 mod common;
 #[path = "tools/edit.rs"]
@@ -15,6 +17,8 @@ mod escape;
 mod files;
 #[path = "tools/gate.rs"]
 mod gate;
+#[path = "tools/races.rs"]
+mod races;
 #[path = "tools/sandbox.rs"]
 mod sandbox;
 #[path = "tools/search.rs"]

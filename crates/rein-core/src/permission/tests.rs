@@ -246,6 +246,16 @@ fn protected_paths_are_refused_for_writes_unless_a_precise_rule_allows_them() {
         let v = decide(&p, PermissionMode::Bypass, "write_file", &edit(rel));
         assert!(is_deny(&v), "{rel}: {v:?}");
     }
+    // Ordinary files whose names only look like git's are not protected.
+    for rel in [
+        "src/git.rs",
+        ".github/workflows/ci.yml",
+        ".gitignore",
+        "docs/.git-notes.md",
+    ] {
+        let v = decide(&p, PermissionMode::Auto, "write_file", &edit(rel));
+        assert!(is_allow(&v), "{rel}: {v:?}");
+    }
     // Not credentials: an ordinary source file whose name starts with id_.
     assert!(is_allow(&decide(
         &p,
@@ -260,6 +270,82 @@ fn protected_paths_are_refused_for_writes_unless_a_precise_rule_allows_them() {
         "write_file",
         &edit(".env.example")
     )));
+}
+
+#[test]
+fn git_metadata_is_protected_at_any_depth_and_in_any_spelling() {
+    let p = perms(&["write_file"], &[], &[]);
+    for rel in [
+        "sub/.git/config",
+        "vendor/x/.git/hooks/post-checkout",
+        ".git/modules/m/config",
+        ".git/commondir",
+        // A gitlink file (`gitdir: ...`), at the top and in a submodule.
+        ".git",
+        "sub/.git",
+        // Case-insensitive filesystems treat these as `.git`.
+        "sub/.GIT/config",
+        ".Git/hooks/pre-commit",
+        ".REIN/settings.json",
+        // Other spellings of the same paths.
+        "./a/../b/.git/config",
+        "src/../.git/config",
+        "a/./.git/info/exclude",
+    ] {
+        let v = decide(&p, PermissionMode::Bypass, "write_file", &edit(rel));
+        assert!(is_deny(&v), "{rel}: {v:?}");
+        let Verdict::Deny { why } = v else {
+            unreachable!()
+        };
+        assert!(why.contains("is protected"), "{rel}: {why}");
+    }
+    assert_eq!(
+        protected_write(Path::new("/work/proj/x/../.git/config"), &ws()),
+        Some("git's internals change only through git itself")
+    );
+    // Outside the workspace nothing is "protected": that is refused
+    // elsewhere, as outside.
+    assert_eq!(
+        protected_write(Path::new("/work/other/.git/config"), &ws()),
+        None
+    );
+    // A precise rule still allows a nested repository's file.
+    let p = perms(&["write_file(sub/.git/info/exclude)"], &[], &[]);
+    assert!(is_allow(&decide(
+        &p,
+        PermissionMode::Auto,
+        "write_file",
+        &edit("sub/.git/info/exclude")
+    )));
+}
+
+#[test]
+fn writes_inside_the_state_folder_are_refused_even_with_a_rule() {
+    let mut p = perms(&["write_file(**)", "write_file"], &[], &[]);
+    p.state_dir = Some(ws().join("rein-home"));
+    for rel in [
+        "rein-home/settings.json",
+        "rein-home/sessions/s/outputs/x",
+        "x/../rein-home/a",
+    ] {
+        let v = decide(&p, PermissionMode::Bypass, "write_file", &edit(rel));
+        let Verdict::Deny { why } = &v else {
+            panic!("{rel}: {v:?}")
+        };
+        assert!(why.contains("REIN_HOME"), "{rel}: {why}");
+    }
+    assert!(is_allow(&decide(
+        &p,
+        PermissionMode::Auto,
+        "write_file",
+        &edit("rein-home-notes.md")
+    )));
+    // Reads are not concerned.
+    let a = Assessment {
+        reads: vec![ws().join("rein-home/settings.json")],
+        ..Default::default()
+    };
+    assert!(is_allow(&decide(&p, PermissionMode::Auto, "read_file", &a)));
 }
 
 #[test]

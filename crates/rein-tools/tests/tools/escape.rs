@@ -25,6 +25,8 @@ pub use harness::{Fixture, Outcome, have, run_cases};
 
 #[path = "escape/files.rs"]
 mod files;
+#[path = "escape/gitmeta_files.rs"]
+mod gitmeta_files;
 #[path = "escape/harness.rs"]
 mod harness;
 #[path = "escape/holes.rs"]
