@@ -9,6 +9,7 @@ mod model;
 mod output;
 mod permissions;
 mod providers;
+mod sandbox_config;
 mod sessions;
 mod tui;
 

@@ -1,9 +1,9 @@
 //! `bash`: run a shell command in the workspace, in its own process group,
 //! with bounded output and a timeout that kills every process it started.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::process::ExitStatus;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,7 +15,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdout};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::sandbox::{self, SandboxKind};
@@ -182,8 +183,41 @@ async fn call_bash(
         return Err(ToolError::new("the command is empty"));
     }
     let limit = command_timeout(args.timeout_secs);
-    let cmd = shell_command(&args.command, &ctx, kind).map_err(ToolError)?;
-    run(cmd, limit, ctx.cancel.clone()).await
+    // The timeout counts from here, waiting for a slot included.
+    let deadline = Instant::now() + limit;
+    let slots = slots(ctx.sandbox.limits.max_concurrent);
+    let _slot = tokio::select! {
+        permit = slots.acquire_owned() => permit
+            .map_err(|_| ToolError::new("the command slots were closed"))?,
+        _ = ctx.cancel.cancelled() => {
+            return Ok(ToolOutput::error(
+                "[cancelled while waiting for one of the running commands to finish]",
+            ));
+        }
+        _ = tokio::time::sleep_until(deadline) => {
+            return Ok(ToolOutput::error(format!(
+                "[timed out after {} s waiting for a command slot: {} commands were already \
+                 running]",
+                limit.as_secs(),
+                ctx.sandbox.limits.max_concurrent.max(1)
+            )));
+        }
+    };
+    let prepared = shell_command(args.command, &ctx, kind, limit).await?;
+    run(prepared, deadline, limit, ctx.cancel.clone()).await
+}
+
+/// The process-wide semaphore of commands running at once, one per cap
+/// (one configuration gives one cap; zero is read as one).
+fn slots(cap: usize) -> Arc<Semaphore> {
+    static SLOTS: Mutex<BTreeMap<usize, Arc<Semaphore>>> = Mutex::new(BTreeMap::new());
+    let cap = cap.max(1);
+    SLOTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(cap)
+        .or_insert_with(|| Arc::new(Semaphore::new(cap)))
+        .clone()
 }
 
 /// Whether the sandbox `policy` asks for can be applied to shell commands
@@ -208,15 +242,38 @@ fn command_timeout(secs: Option<u64>) -> Duration {
 
 /// The process to start for `command`: the one place that decides how a
 /// command is run. `bash -c` in the workspace, leading its own process
-/// group, with secret-looking variables removed, wrapped in the `kind` of
-/// sandbox the context's policy asks for (none when its mode is `Off`, or
-/// when `kind` is `None`: the gate then asks before every command).
-fn shell_command(command: &str, ctx: &ToolContext, kind: SandboxKind) -> Result<Command, String> {
-    let mut cmd = sandbox::command(kind, &ctx.sandbox, &ctx.workspace, command)?;
-    cmd.env("PAGER", "cat")
+/// group, with the allowlisted environment and the limits of the policy,
+/// wrapped in the `kind` of sandbox the context's policy asks for (none
+/// when its mode is `Off`, or when `kind` is `None`: the gate then asks
+/// before every command). Preparing walks the workspace (git metadata), so
+/// it runs on a blocking thread.
+async fn shell_command(
+    command: String,
+    ctx: &ToolContext,
+    kind: SandboxKind,
+    limit: Duration,
+) -> Result<sandbox::Prepared, ToolError> {
+    let policy = ctx.sandbox.clone();
+    let workspace = ctx.workspace.clone();
+    let mut prepared = tokio::task::spawn_blocking(move || {
+        sandbox::prepare(kind, &policy, &workspace, &command, limit)
+    })
+    .await
+    .map_err(|e| ToolError(format!("could not prepare the command: {e}")))?
+    .map_err(ToolError)?;
+    prepared
+        .cmd
+        .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0");
-    Ok(cmd)
+    Ok(prepared)
+}
+
+/// Run the work left after a command on a blocking thread: its notes.
+async fn after_notes(after: sandbox::After, status: Option<ExitStatus>, output: String) -> Vec<String> {
+    tokio::task::spawn_blocking(move || after.finish(status, &output))
+        .await
+        .unwrap_or_else(|e| vec![format!("[could not check the command's aftermath: {e}]")])
 }
 
 /// Process groups of the commands running right now, so that a process
@@ -289,20 +346,24 @@ enum Stop {
 }
 
 async fn run(
-    mut cmd: Command,
+    prepared: sandbox::Prepared,
+    deadline: Instant,
     limit: Duration,
     cancel: CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
+    let sandbox::Prepared { mut cmd, after } = prepared;
     let mut child = cmd
         .spawn()
         .map_err(|e| ToolError(format!("could not start bash: {e}")))?;
+    // The descriptors the child needed to join its cgroup are no longer
+    // needed by this side; `after` keeps the cgroup itself.
+    drop(cmd);
     let mut guard = GroupGuard::new(child.id().and_then(|id| i32::try_from(id).ok()));
     let mut pipes = Pipes {
         out: child.stdout.take(),
         err: child.stderr.take(),
         captured: Captured::new(HEAD_BYTES, TAIL_BYTES),
     };
-    let deadline = Instant::now() + limit;
     let mut status: Option<ExitStatus> = None;
     let mut linger_until: Option<Instant> = None;
     let mut out_buf = vec![0u8; 8192];
@@ -328,6 +389,7 @@ async fn run(
                 }
                 Err(e) => {
                     guard.kill();
+                    after_notes(after, None, String::new()).await;
                     return Err(ToolError(format!("lost track of the command: {e}")));
                 }
             },
@@ -337,27 +399,24 @@ async fn run(
         }
     };
 
-    match stop {
+    let failed = matches!(stop, Some(Stop::TimedOut | Stop::Cancelled));
+    let note = match stop {
         None => {
             guard.disarm();
-            Ok(ToolOutput::ok(finish(pipes.captured, status, None)))
+            None
         }
         Some(Stop::Lingering) => {
             guard.kill();
             guard.disarm();
             pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            Ok(ToolOutput::ok(finish(
-                pipes.captured,
-                status,
-                Some("[background processes still holding the output were stopped]"),
-            )))
+            Some("[background processes still holding the output were stopped]".to_string())
         }
         Some(why) => {
             guard.kill();
             reap(&mut child).await;
             guard.disarm();
             pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            let note = match why {
+            Some(match why {
                 Stop::Cancelled => {
                     "[cancelled; the command and its child processes were killed]".to_string()
                 }
@@ -365,12 +424,21 @@ async fn run(
                     "[timed out after {} s; the command and its child processes were killed]",
                     limit.as_secs()
                 ),
-            };
-            let mut text = body(pipes.captured);
-            text.push('\n');
-            text.push_str(&note);
-            Ok(ToolOutput::error(text))
+            })
         }
+    };
+    let mut text = body(pipes.captured);
+    let notes = after_notes(after, status, text.clone()).await;
+    for line in note.into_iter().chain(notes) {
+        text.push('\n');
+        text.push_str(&line);
+    }
+    if failed {
+        Ok(ToolOutput::error(text))
+    } else {
+        text.push('\n');
+        text.push_str(&describe_status(status));
+        Ok(ToolOutput::ok(text))
     }
 }
 
@@ -425,18 +493,6 @@ impl Pipes {
             }
         }
     }
-}
-
-/// The observation for a command that ran to its end.
-fn finish(captured: Captured, status: Option<ExitStatus>, note: Option<&str>) -> String {
-    let mut text = body(captured);
-    if let Some(note) = note {
-        text.push('\n');
-        text.push_str(note);
-    }
-    text.push('\n');
-    text.push_str(&describe_status(status));
-    text
 }
 
 fn body(captured: Captured) -> String {

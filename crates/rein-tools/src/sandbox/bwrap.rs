@@ -7,6 +7,8 @@ use std::process::Stdio;
 
 use rein_core::{SandboxMode, SandboxPolicy};
 
+use super::scope::Scope;
+
 /// Namespaces and privileges, the same for every command and the probe.
 /// `--new-session` keeps the command away from the terminal rein runs in
 /// (no TIOCSTI injection); the killable process group stays bwrap's own.
@@ -189,8 +191,12 @@ pub fn bwrap_args(policy: &SandboxPolicy, workspace: &Path, script: &str) -> Vec
 /// the policy's hidden paths, and `lookup` returns the canonical path and
 /// kind of a path, or `None` when it does not exist.
 /// Later mounts cover earlier ones, so the order is: the read-only root,
-/// devices, proc, private /tmp, the workspace, read-only paths inside it,
-/// hidden paths.
+/// devices, proc, private size-capped /tmp, the hidden home folders (see
+/// [`super::scope`]), the workspace, home folders hidden inside it, the
+/// toolchain folders and `read_paths` bound back read-only, read-only paths
+/// inside the workspace, hidden paths (credential folders, `$REIN_HOME`),
+/// and last the hidden home folders made read-only (only now: bubblewrap
+/// makes the mount points of what is bound inside them).
 pub fn bwrap_args_with(
     policy: &SandboxPolicy,
     workspace: &Path,
@@ -203,7 +209,17 @@ pub fn bwrap_args_with(
     if !policy.network {
         args.push("--unshare-net");
     }
-    args.push_all(BASE);
+    base_mounts(&mut args, policy.limits.tmp_size);
+
+    let scope = Scope::new(policy, workspace, &lookup);
+    let (inner_roots, outer_roots): (Vec<&PathBuf>, Vec<&PathBuf>) = scope
+        .hidden_roots
+        .iter()
+        .partition(|r| r.starts_with(workspace) && *r != workspace);
+    for root in &outer_roots {
+        args.push("--tmpfs");
+        args.push(root);
+    }
 
     let writable = policy.mode != SandboxMode::ReadOnly;
     // Bound even in read-only mode: a workspace under /tmp would otherwise
@@ -211,6 +227,15 @@ pub fn bwrap_args_with(
     args.bind(if writable { "--bind" } else { "--ro-bind" }, workspace);
     let mut mounted: BTreeSet<PathBuf> = BTreeSet::new();
     mounted.insert(workspace.to_path_buf());
+    for root in &inner_roots {
+        args.push("--tmpfs");
+        args.push(root);
+    }
+    for back in &scope.bind_back {
+        args.push("--ro-bind");
+        args.push(&back.src);
+        args.push(&back.dest);
+    }
 
     if writable {
         let mut protected: Vec<PathBuf> = PROTECTED
@@ -251,12 +276,23 @@ pub fn bwrap_args_with(
         }
     }
 
+    // Scope paths are hidden where commands see them too (a toolchain
+    // folder reached through a symlink is bound at the link's place).
+    let seen_at = scope.hidden.iter().filter_map(|p| {
+        let e = lookup(p)?;
+        (e.path != *p).then(|| BwrapEntry {
+            path: p.clone(),
+            is_dir: e.is_dir,
+        })
+    });
     let hidden: Vec<BwrapEntry> = policy
         .hidden
         .iter()
+        .chain(&scope.hidden)
         .map(|p| workspace.join(p))
         .chain(always_hidden.iter().cloned())
         .filter_map(|p| lookup(&p))
+        .chain(seen_at)
         // Hiding a folder that holds the workspace would hide the workspace.
         .filter(|e| !workspace.starts_with(&e.path))
         .collect();
@@ -277,11 +313,27 @@ pub fn bwrap_args_with(
         }
     }
 
+    for root in scope.hidden_roots.iter().filter(|r| *r != workspace) {
+        args.push("--remount-ro");
+        args.push(root);
+    }
     args.push("--chdir");
     args.push(workspace);
     args.push_all(["--", "bash", "-c"]);
     args.push(script);
     args.0
+}
+
+/// [`BASE`] with `/tmp` and `/var/tmp` capped at `tmp_size` bytes each
+/// (0: uncapped).
+fn base_mounts(args: &mut Args, tmp_size: u64) {
+    for a in BASE {
+        if a == "--tmpfs" && tmp_size > 0 {
+            args.push("--size");
+            args.push(tmp_size.to_string());
+        }
+        args.push(a);
+    }
 }
 
 #[derive(Default)]
@@ -352,7 +404,8 @@ mod tests {
 
     const HEAD: &str = "--die-with-parent --new-session --cap-drop ALL --unshare-pid \
         --unshare-ipc --unshare-uts --unshare-cgroup-try";
-    const MOUNTS: &str = "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp";
+    const MOUNTS: &str = "--ro-bind / / --dev /dev --proc /proc --size 1073741824 --tmpfs /tmp \
+        --size 1073741824 --tmpfs /var/tmp";
 
     #[test]
     fn workspace_write_binds_the_workspace_and_cuts_the_network() {
@@ -585,6 +638,42 @@ mod tests {
              --ro-bind /dev/null /run/docker.sock \
              --tmpfs /run/user/1000 --remount-ro /run/user/1000 \
              --chdir /home/u/w -- bash -c x"
+                .replace("             ", "")
+        );
+    }
+
+    #[test]
+    fn homes_are_hidden_toolchains_bound_back_and_the_state_folder_hidden() {
+        let mut p = policy(SandboxMode::ReadOnly);
+        p.home = Some(PathBuf::from("/home/u"));
+        p.state_dir = Some(PathBuf::from("/home/u/w/.state"));
+        p.limits.tmp_size = 0;
+        let args = bwrap_args_with(
+            &p,
+            Path::new("/home/u/w"),
+            "x",
+            &[],
+            host(
+                &[
+                    "/home",
+                    "/home/u",
+                    "/home/u/w",
+                    "/home/u/w/.state",
+                    "/home/u/.cargo",
+                    "/home/u/.rustup",
+                ],
+                &["/home/u/.cargo/credentials.toml"],
+            ),
+        );
+        let s = render(&args);
+        let tail = s.split_once("--tmpfs /var/tmp ").unwrap().1;
+        assert_eq!(
+            tail,
+            "--tmpfs /home --ro-bind /home/u/w /home/u/w \
+             --ro-bind /home/u/.cargo /home/u/.cargo --ro-bind /home/u/.rustup /home/u/.rustup \
+             --ro-bind /dev/null /home/u/.cargo/credentials.toml \
+             --tmpfs /home/u/w/.state --remount-ro /home/u/w/.state \
+             --remount-ro /home --chdir /home/u/w -- bash -c x"
                 .replace("             ", "")
         );
     }

@@ -1,0 +1,270 @@
+//! A cgroup per command, where rein may make one: it caps the processes
+//! (and threads) alive at once, which is what stops a fork bomb (an
+//! `RLIMIT_NPROC` counts every process of the user, and root is exempt
+//! from it), caps the memory of the whole command, and lets rein kill every
+//! process of the command at the end, whatever session or group it moved to.
+//!
+//! cgroup v2 is used when rein's own cgroup lets it make children with the
+//! `pids` controller (a delegated subtree, or root); else the v1 `pids`
+//! and `memory` hierarchies when they are writable (root on a v1 or hybrid
+//! host). Neither: no cgroup, the process cap is only the timeout (see the
+//! README's known limits). The child joins its cgroups itself, before
+//! `exec`, by writing `0` to descriptors opened here.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use rein_core::CommandLimits;
+use rein_core::limits::human_bytes;
+use tokio::process::Command;
+
+/// Where command cgroups are made.
+#[derive(Debug, Clone)]
+enum Layout {
+    /// One v2 folder (rein's own cgroup) holding pids and memory.
+    V2(PathBuf),
+    /// v1: the folders of rein's `pids` and `memory` cgroups, when writable.
+    V1 {
+        pids: Option<PathBuf>,
+        memory: Option<PathBuf>,
+    },
+}
+
+/// The cgroups of one running command; dropping it kills what is left in
+/// them and removes them.
+#[derive(Debug)]
+pub struct CommandCgroup {
+    /// Folders made for this command (pids first).
+    dirs: Vec<PathBuf>,
+    /// `cgroup.procs` of each, opened for the child to join.
+    procs: Vec<OwnedFd>,
+    v2: bool,
+    limits: CommandLimits,
+}
+
+/// Cgroups that could not be removed yet (a process not yet reaped); tried
+/// again before the next one is made.
+static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn own_path(controller: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let hit = if controller.is_empty() {
+            ctrls.is_empty()
+        } else {
+            ctrls.split(',').any(|c| c == controller)
+        };
+        hit.then(|| PathBuf::from(path.trim_start_matches('/')))
+    })
+}
+
+fn writable_child_ok(parent: &Path, probe_file: &str) -> bool {
+    let dir = parent.join(format!("rein-probe-{}", std::process::id()));
+    if std::fs::create_dir(&dir).is_err() {
+        return false;
+    }
+    let ok = dir.join(probe_file).exists();
+    let _ = std::fs::remove_dir(&dir);
+    ok
+}
+
+fn layout() -> Option<&'static Layout> {
+    static LAYOUT: OnceLock<Option<Layout>> = OnceLock::new();
+    LAYOUT
+        .get_or_init(|| {
+            if let Some(own) = own_path("") {
+                let base = Path::new("/sys/fs/cgroup").join(own);
+                if base.join("cgroup.controllers").exists() && writable_child_ok(&base, "pids.max")
+                {
+                    return Some(Layout::V2(base));
+                }
+            }
+            let v1 = |ctrl: &str, file: &str| {
+                let base = Path::new("/sys/fs/cgroup").join(ctrl).join(own_path(ctrl)?);
+                writable_child_ok(&base, file).then_some(base)
+            };
+            let pids = v1("pids", "pids.max");
+            let memory = v1("memory", "memory.limit_in_bytes");
+            (pids.is_some() || memory.is_some()).then_some(Layout::V1 { pids, memory })
+        })
+        .as_ref()
+}
+
+/// Whether commands get a cgroup here (with the `pids` controller).
+pub fn available() -> bool {
+    match layout() {
+        Some(Layout::V2(_)) => true,
+        Some(Layout::V1 { pids, .. }) => pids.is_some(),
+        None => false,
+    }
+}
+
+fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .write_all(value.as_bytes())
+}
+
+impl CommandCgroup {
+    /// Make the cgroups of one command with `limits` applied; `None` when
+    /// this host offers none (or making them failed: best effort).
+    pub fn create(limits: &CommandLimits) -> Option<CommandCgroup> {
+        retry_stale();
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "rein-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut cg = CommandCgroup {
+            dirs: Vec::new(),
+            procs: Vec::new(),
+            v2: false,
+            limits: *limits,
+        };
+        let settings: Vec<(PathBuf, Vec<(&str, u64)>)> = match layout()? {
+            Layout::V2(base) => {
+                cg.v2 = true;
+                vec![(
+                    base.join(&name),
+                    vec![("pids.max", limits.processes), ("memory.max", limits.memory)],
+                )]
+            }
+            Layout::V1 { pids, memory } => {
+                let mut v = Vec::new();
+                if let Some(p) = pids {
+                    v.push((p.join(&name), vec![("pids.max", limits.processes)]));
+                }
+                if let Some(m) = memory {
+                    v.push((
+                        m.join(&name),
+                        vec![("memory.limit_in_bytes", limits.memory)],
+                    ));
+                }
+                v
+            }
+        };
+        for (dir, files) in settings {
+            std::fs::create_dir(&dir).ok()?;
+            cg.dirs.push(dir.clone());
+            for (file, value) in files {
+                if value > 0 {
+                    write_file(&dir.join(file), &value.to_string()).ok()?;
+                }
+            }
+            let procs = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))
+                .ok()?;
+            cg.procs.push(OwnedFd::from(procs));
+        }
+        Some(cg)
+    }
+
+    /// Make `cmd`'s child join these cgroups before anything else runs.
+    pub fn join_in_child(&self, cmd: &mut Command) {
+        let fds: Vec<i32> = self.procs.iter().map(AsRawFd::as_raw_fd).collect();
+        // SAFETY: runs in the forked child: only `write` on descriptors that
+        // this value keeps open until the command is spawned.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in &fds {
+                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Kill every process still in the command's cgroups.
+    pub fn kill_all(&self) {
+        let Some(dir) = self.dirs.first() else { return };
+        if self.v2 && write_file(&dir.join("cgroup.kill"), "1").is_ok() {
+            return;
+        }
+        // Each round kills what is there; what they forked meanwhile is
+        // caught by the next (the pids cap bounds it).
+        for _ in 0..200 {
+            let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
+                return;
+            };
+            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                if pid > 1 {
+                    // SAFETY: kill only sends a signal; the pid is in this
+                    // command's cgroup.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Lines for the observation about limits the command ran into.
+    pub fn report(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let Some(pids_dir) = self.dirs.first() else {
+            return lines;
+        };
+        let events = std::fs::read_to_string(pids_dir.join("pids.events")).unwrap_or_default();
+        let refused = events
+            .lines()
+            .find_map(|l| l.strip_prefix("max ")?.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if refused > 0 {
+            lines.push(format!(
+                "[process limit ({}) reached: {refused} fork(s) were refused]",
+                self.limits.processes
+            ));
+        }
+        let memory_dir = if self.v2 {
+            pids_dir
+        } else {
+            match self.dirs.get(1) {
+                Some(d) => d,
+                None => return lines,
+            }
+        };
+        let file = if self.v2 { "memory.events" } else { "memory.oom_control" };
+        let text = std::fs::read_to_string(memory_dir.join(file)).unwrap_or_default();
+        let oom = text
+            .lines()
+            .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if oom > 0 {
+            lines.push(format!(
+                "[memory limit ({}) reached: {oom} process(es) were killed]",
+                human_bytes(self.limits.memory)
+            ));
+        }
+        lines
+    }
+}
+
+impl Drop for CommandCgroup {
+    fn drop(&mut self) {
+        self.kill_all();
+        self.procs.clear();
+        for dir in self.dirs.drain(..) {
+            if std::fs::remove_dir(&dir).is_err() {
+                STALE.lock().unwrap_or_else(PoisonError::into_inner).push(dir);
+            }
+        }
+    }
+}
+
+fn retry_stale() {
+    let mut stale = STALE.lock().unwrap_or_else(PoisonError::into_inner);
+    stale.retain(|d| std::fs::remove_dir(d).is_err() && d.exists());
+}
