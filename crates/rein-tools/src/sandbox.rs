@@ -292,7 +292,7 @@ pub fn prepare(
         cg.join_in_child(&mut cmd);
     }
     let cpu_secs = timeout.as_secs().max(1);
-    rlimits::apply(&mut cmd, &policy.limits, cpu_secs);
+    rlimits::apply(&mut cmd, &policy.limits, cpu_secs, cgroup.is_none());
     if kind == SandboxKind::Landlock {
         // The child makes its own session (and so its own process group)
         // before it restricts itself.

@@ -86,8 +86,11 @@ impl GitMeta {
 /// Record the git metadata of `workspace` (canonical).
 pub fn scan(workspace: &Path) -> GitMeta {
     let mut meta = GitMeta::default();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
+    // Each folder with whether it lies under a git folder's `modules/` or
+    // `worktrees/` (every folder there is treated as a git folder: git
+    // makes them one later, say on `git submodule update`).
+    let mut stack = vec![(PathBuf::new(), false)];
+    while let Some((rel, nested)) = stack.pop() {
         let Ok(read) = std::fs::read_dir(workspace.join(&rel)) else {
             continue;
         };
@@ -102,7 +105,9 @@ pub fn scan(workspace: &Path) -> GitMeta {
                 .any(|(name, t)| name == n && t.is_dir() == dir && !t.is_symlink())
         };
         let dot_git = rel.file_name() == Some(OsStr::new(".git"));
-        let git_dir = dot_git || (named("HEAD", false) && (named("objects", true) || named("commondir", false)));
+        let git_dir = dot_git
+            || nested
+            || (named("HEAD", false) && (named("objects", true) || named("commondir", false)));
         for (name, kind) in &entries {
             let path = rel.join(name);
             let real_dir = kind.is_dir() && !kind.is_symlink();
@@ -119,10 +124,9 @@ pub fn scan(workspace: &Path) -> GitMeta {
                 } else {
                     meta.watch(workspace, path, Role::Hook);
                 }
-            } else if real_dir && !(dot_git && matches!(text, "objects" | "refs" | "logs")) {
-                if !(git_dir && text == "objects") {
-                    stack.push(path);
-                }
+            } else if real_dir && !(git_dir && matches!(text, "objects" | "refs" | "logs")) {
+                let below = nested || (git_dir && matches!(text, "modules" | "worktrees"));
+                stack.push((path, below));
             }
         }
     }
@@ -376,6 +380,10 @@ mod tests {
         std::fs::create_dir_all(p.join("src/gitlink")).unwrap();
         std::fs::write(p.join("src/gitlink/.git"), "gitdir: /tmp/x\n").unwrap();
         std::fs::write(p.join(".git/commondir"), "/tmp/y\n").unwrap();
+        std::fs::create_dir_all(p.join(".git/modules/m")).unwrap();
+        std::fs::write(p.join(".git/modules/m/config"), "[core]\n\tworktree = /\n").unwrap();
+        std::fs::create_dir_all(p.join(".git/worktrees/w")).unwrap();
+        std::fs::write(p.join(".git/worktrees/w/gitdir"), "/tmp/w/.git\n").unwrap();
         // Safe: a remote, a new sample hook, a plain new repository.
         std::fs::write(p.join(".git/config"), "[core]\n\tbare = false\n[remote \"o\"]\n\turl = /srv/r\n").unwrap();
         std::fs::write(p.join(".git/hooks/commit-msg.sample"), "x").unwrap();
@@ -389,6 +397,8 @@ mod tests {
         assert!(!p.join("src/deep/.git/config").exists());
         assert!(!p.join("src/gitlink/.git").exists());
         assert!(!p.join(".git/commondir").exists());
+        assert!(!p.join(".git/modules/m/config").exists());
+        assert!(!p.join(".git/worktrees/w/gitdir").exists());
         assert!(std::fs::read_to_string(p.join(".git/config")).unwrap().contains("/srv/r"));
         assert!(p.join(".git/hooks/commit-msg.sample").exists());
         assert!(p.join("fresh/.git/config").exists());

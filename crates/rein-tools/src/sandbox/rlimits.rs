@@ -14,6 +14,7 @@ struct Plan {
     address_space: u64,
     file_size: u64,
     cpu_secs: u64,
+    nproc: Option<u64>,
 }
 
 /// Set `RLIMIT_AS`, `RLIMIT_FSIZE`, `RLIMIT_CPU` (soft at `cpu_secs`, the
@@ -21,11 +22,23 @@ struct Plan {
 /// without also running past the timeout, unless it has many threads; hard
 /// a little later) and `RLIMIT_CORE` 0 in `cmd`'s child. A zero limit
 /// leaves that one unlimited.
-pub fn apply(cmd: &mut Command, limits: &CommandLimits, cpu_secs: u64) {
+///
+/// `nproc_fallback`: when no cgroup caps the processes and rein does not
+/// run as root (root is exempt from `RLIMIT_NPROC`), the user's processes
+/// are capped at what they are now plus the command's allowance, since the
+/// kernel counts every thread of the user, not of the command.
+pub fn apply(cmd: &mut Command, limits: &CommandLimits, cpu_secs: u64, nproc_fallback: bool) {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let nproc = (nproc_fallback && !root && limits.processes > 0)
+        .then(user_tasks)
+        .flatten()
+        .map(|n| n.saturating_add(limits.processes));
     let plan = Plan {
         address_space: limits.address_space,
         file_size: limits.file_size,
         cpu_secs,
+        nproc,
     };
     // SAFETY: runs in the forked child: only setrlimit system calls on
     // values computed before the fork.
@@ -45,9 +58,37 @@ pub fn apply(cmd: &mut Command, limits: &CommandLimits, cpu_secs: u64) {
                     plan.cpu_secs.saturating_add(5),
                 )?;
             }
+            if let Some(n) = plan.nproc {
+                set(libc::RLIMIT_NPROC, n, n)?;
+            }
             Ok(())
         });
     }
+}
+
+/// Threads of every process whose real user is ours, from `/proc`.
+fn user_tasks() -> Option<u64> {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() }.to_string();
+    let mut total = 0u64;
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        if !e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next().map(str::to_string))
+        };
+        if field("Uid:").as_deref() == Some(uid.as_str()) {
+            total += field("Threads:").and_then(|t| t.parse().ok()).unwrap_or(1);
+        }
+    }
+    Some(total)
 }
 
 /// Lower one limit of the calling process (never raise: a host limit below

@@ -33,8 +33,14 @@ mod holes;
 mod modes;
 #[path = "escape/protected.rs"]
 mod protected;
+#[path = "escape/scope.rs"]
+mod scope;
 #[path = "escape/secrets.rs"]
 mod secrets;
+#[path = "escape/gitmeta_commands.rs"]
+mod gitmeta_commands;
+#[path = "escape/limits.rs"]
+mod limits;
 
 /// The environment variable set in this test process, which no command may
 /// see (its name looks secret, so it is scrubbed).
@@ -193,6 +199,10 @@ pub fn all_groups() -> Vec<(&'static str, usize)> {
         ("default and accept-edits", modes::asking_modes().len()),
         ("background", modes::background().len()),
         ("network", modes::network().len()),
+        ("read scope", scope::read_scope().len()),
+        ("unlisted variables", scope::unlisted_variables().len()),
+        ("git metadata by commands", gitmeta_commands::planted().len()),
+        ("ordinary git work", gitmeta_commands::ordinary().len()),
     ]
 }
 
