@@ -302,7 +302,12 @@ pub fn prepare(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    env::apply(&mut cmd, &policy.env_allow, &scope::homes(policy));
+    env::apply(
+        &mut cmd,
+        &policy.env_allow,
+        &scope::homes(policy),
+        kind != SandboxKind::None,
+    );
     Ok(Prepared {
         cmd,
         after: After {

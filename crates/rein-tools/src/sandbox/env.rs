@@ -91,13 +91,19 @@ pub fn passes(name: &OsStr, allow: &[String]) -> bool {
 }
 
 /// Clear `cmd`'s environment, then give it the variables that pass and the
-/// git identity of `homes` (the first home with one).
-pub fn apply(cmd: &mut Command, allow: &[String], homes: &[std::path::PathBuf]) {
+/// git identity of `homes` (the first home with one). `sandboxed`: the
+/// home is hidden, so git is told there is no global config
+/// (`GIT_CONFIG_GLOBAL=/dev/null`) rather than finding one it may not read
+/// (under Landlock that is an error that stops every git command).
+pub fn apply(cmd: &mut Command, allow: &[String], homes: &[std::path::PathBuf], sandboxed: bool) {
     cmd.env_clear();
     for (name, value) in std::env::vars_os() {
         if passes(&name, allow) {
             cmd.env(&name, &value);
         }
+    }
+    if sandboxed && !passes(OsStr::new("GIT_CONFIG_GLOBAL"), allow) {
+        cmd.env("GIT_CONFIG_GLOBAL", "/dev/null");
     }
     if let Some((name, email)) = homes.iter().find_map(|h| git_identity(h)) {
         for (var, value) in [
