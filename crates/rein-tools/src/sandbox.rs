@@ -212,19 +212,13 @@ impl After {
     /// processes are gone: `status` is its exit status when it exited,
     /// `output` what it printed (to recognise a full `/tmp`). Blocking: it
     /// walks the workspace.
-    pub fn finish(self, status: Option<std::process::ExitStatus>, output: &str) -> Vec<String> {
+    pub fn finish(mut self, status: Option<std::process::ExitStatus>, output: &str) -> Vec<String> {
         use std::os::unix::process::ExitStatusExt;
         let mut notes = Vec::new();
         if let Some(cg) = &self.cgroup {
             notes.extend(cg.report());
-            cg.kill_all();
         }
-        drop(self.cgroup);
-        if let Some((ws, before)) = &self.git
-            && let Some(line) = gitmeta::restore(ws, before)
-        {
-            notes.push(line);
-        }
+        notes.extend(self.end());
         if let Some(s) = status
             && let Some(line) = rlimits::explain(s.code(), s.signal(), &self.limits, self.cpu_secs)
         {
@@ -238,6 +232,24 @@ impl After {
             ));
         }
         notes
+    }
+}
+
+impl After {
+    /// Kill what is left in the cgroup (and remove it), then undo planted
+    /// git metadata; once.
+    fn end(&mut self) -> Option<String> {
+        drop(self.cgroup.take());
+        let (ws, before) = self.git.take()?;
+        gitmeta::restore(&ws, &before)
+    }
+}
+
+impl Drop for After {
+    /// A call dropped before [`After::finish`] (its future was abandoned)
+    /// still gets its leftovers killed and its git metadata checked.
+    fn drop(&mut self) {
+        self.end();
     }
 }
 
