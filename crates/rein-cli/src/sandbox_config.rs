@@ -65,7 +65,11 @@ impl SandboxSettings {
             l.processes = n;
         }
         for (value, slot, key) in [
-            (s.address_space_mib, &mut l.address_space, "address_space_mib"),
+            (
+                s.address_space_mib,
+                &mut l.address_space,
+                "address_space_mib",
+            ),
             (s.memory_mib, &mut l.memory, "memory_mib"),
             (s.file_size_mib, &mut l.file_size, "file_size_mib"),
             (s.tmp_size_mib, &mut l.tmp_size, "tmp_size_mib"),
@@ -86,7 +90,9 @@ fn resolve(raw: &str, base: &Path, home: Option<&Path>) -> Result<PathBuf> {
         bail!("[sandbox] read_paths holds an empty path");
     }
     if raw == "~" {
-        bail!("[sandbox] read_paths cannot make the whole home folder readable: name folders in it");
+        bail!(
+            "[sandbox] read_paths cannot make the whole home folder readable: name folders in it"
+        );
     }
     let path = match raw.strip_prefix("~/") {
         Some(rest) => match home {
@@ -96,7 +102,9 @@ fn resolve(raw: &str, base: &Path, home: Option<&Path>) -> Result<PathBuf> {
         None => base.join(raw),
     };
     if Some(path.as_path()) == home {
-        bail!("[sandbox] read_paths cannot make the whole home folder readable: name folders in it");
+        bail!(
+            "[sandbox] read_paths cannot make the whole home folder readable: name folders in it"
+        );
     }
     Ok(path)
 }
@@ -114,8 +122,12 @@ mod tests {
         )
         .unwrap();
         let mut s = SandboxSettings::default();
-        s.apply(section, Path::new("/proj/.rein"), Some(Path::new("/home/u")))
-            .unwrap();
+        s.apply(
+            section,
+            Path::new("/proj/.rein"),
+            Some(Path::new("/home/u")),
+        )
+        .unwrap();
         assert_eq!(
             s.read_paths,
             [
@@ -134,7 +146,12 @@ mod tests {
     #[test]
     fn the_whole_home_and_nonsense_are_refused() {
         let home = Some(Path::new("/home/u"));
-        for bad in ["read_paths = [\"~\"]", "read_paths = [\"/home/u\"]", "read_paths = [\"\"]", "max_concurrent = 0"] {
+        for bad in [
+            "read_paths = [\"~\"]",
+            "read_paths = [\"/home/u\"]",
+            "read_paths = [\"\"]",
+            "max_concurrent = 0",
+        ] {
             let section: SandboxSection = toml::from_str(bad).unwrap();
             let e = SandboxSettings::default()
                 .apply(section, Path::new("/"), home)

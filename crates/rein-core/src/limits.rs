@@ -47,9 +47,9 @@ impl Default for CommandLimits {
 /// A byte count for messages: whole GiB or MiB when exact, else bytes.
 pub fn human_bytes(n: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if n >= GIB && n % GIB == 0 {
+    if n >= GIB && n.is_multiple_of(GIB) {
         format!("{} GiB", n / GIB)
-    } else if n >= MIB && n % MIB == 0 {
+    } else if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else {
         format!("{n} bytes")

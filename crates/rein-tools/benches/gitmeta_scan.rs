@@ -5,6 +5,8 @@
 //!
 //! `cargo bench -p rein-tools --bench gitmeta_scan`
 
+#![allow(clippy::expect_used)]
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 

@@ -270,7 +270,11 @@ async fn shell_command(
 }
 
 /// Run the work left after a command on a blocking thread: its notes.
-async fn after_notes(after: sandbox::After, status: Option<ExitStatus>, output: String) -> Vec<String> {
+async fn after_notes(
+    after: sandbox::After,
+    status: Option<ExitStatus>,
+    output: String,
+) -> Vec<String> {
     tokio::task::spawn_blocking(move || after.finish(status, &output))
         .await
         .unwrap_or_else(|e| vec![format!("[could not check the command's aftermath: {e}]")])

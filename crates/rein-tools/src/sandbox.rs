@@ -56,13 +56,13 @@ mod cgroup;
 pub mod env;
 pub mod gitconfig;
 pub mod gitmeta;
-mod rlimits;
-pub mod scope;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(not(target_os = "linux"))]
 #[path = "sandbox/landlock_stub.rs"]
 mod landlock;
+mod rlimits;
+pub mod scope;
 
 pub use bwrap::{BwrapEntry, bwrap_args, bwrap_args_with, ensure_protected};
 pub use cgroup::available as cgroup_available;

@@ -133,7 +133,10 @@ impl CommandCgroup {
                 cg.v2 = true;
                 vec![(
                     base.join(&name),
-                    vec![("pids.max", limits.processes), ("memory.max", limits.memory)],
+                    vec![
+                        ("pids.max", limits.processes),
+                        ("memory.max", limits.memory),
+                    ],
                 )]
             }
             Layout::V1 { pids, memory } => {
@@ -236,7 +239,11 @@ impl CommandCgroup {
                 None => return lines,
             }
         };
-        let file = if self.v2 { "memory.events" } else { "memory.oom_control" };
+        let file = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
         let text = std::fs::read_to_string(memory_dir.join(file)).unwrap_or_default();
         let oom = text
             .lines()
@@ -258,7 +265,10 @@ impl Drop for CommandCgroup {
         self.procs.clear();
         for dir in self.dirs.drain(..) {
             if std::fs::remove_dir(&dir).is_err() {
-                STALE.lock().unwrap_or_else(PoisonError::into_inner).push(dir);
+                STALE
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(dir);
             }
         }
     }

@@ -9,8 +9,11 @@
 //! `~/.gitconfig` itself is hidden.
 
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// A user's git name and e-mail, when both are set.
+type Identity = Option<(OsString, OsString)>;
 
 use tokio::process::Command;
 
@@ -95,7 +98,7 @@ pub fn passes(name: &OsStr, allow: &[String]) -> bool {
 /// home is hidden, so git is told there is no global config
 /// (`GIT_CONFIG_GLOBAL=/dev/null`) rather than finding one it may not read
 /// (under Landlock that is an error that stops every git command).
-pub fn apply(cmd: &mut Command, allow: &[String], homes: &[std::path::PathBuf], sandboxed: bool) {
+pub fn apply(cmd: &mut Command, allow: &[String], homes: &[PathBuf], sandboxed: bool) {
     cmd.env_clear();
     for (name, value) in std::env::vars_os() {
         if passes(&name, allow) {
@@ -123,11 +126,12 @@ pub fn apply(cmd: &mut Command, allow: &[String], homes: &[std::path::PathBuf], 
 /// The `user.name` and `user.email` of the git config files of `home`, read
 /// once per home and process with `git config --file` (which reads only
 /// that file: no repository, no includes).
-fn git_identity(home: &Path) -> Option<(OsString, OsString)> {
-    static CACHE: OnceLock<std::sync::Mutex<Vec<(std::path::PathBuf, Option<(OsString, OsString)>)>>> =
-        OnceLock::new();
+fn git_identity(home: &Path) -> Identity {
+    static CACHE: OnceLock<Mutex<Vec<(PathBuf, Identity)>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((_, id)) = cache.iter().find(|(h, _)| h == home) {
         return id.clone();
     }

@@ -87,7 +87,10 @@ pub fn parse(text: &str) -> Option<Vec<Entry>> {
     let mut entries = Vec::new();
     let mut section: Option<(String, Option<String>)> = None;
     for raw in text.split('\n') {
-        let line = raw.strip_suffix('\r').unwrap_or(raw).trim_matches([' ', '\t']);
+        let line = raw
+            .strip_suffix('\r')
+            .unwrap_or(raw)
+            .trim_matches([' ', '\t']);
         if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
             continue;
         }
@@ -210,13 +213,20 @@ mod tests {
             ("[CORE]\n\tPager = evil\n", "core.pager"),
             ("[alias]\n\tst = !sh -c x\n", "alias.st"),
             ("[remote \"o\"]\n\turl = ext::sh -c evil\n", "remote.o.url"),
-            ("[remote \"o\"]\n\tuploadpack = evil\n", "remote.o.uploadpack"),
+            (
+                "[remote \"o\"]\n\tuploadpack = evil\n",
+                "remote.o.uploadpack",
+            ),
             ("[include]\n\tpath = /tmp/x\n", "include.path"),
             ("[filter \"lfs\"]\n\tclean = evil\n", "filter.lfs.clean"),
             ("[core]\n\tfsmonitor\n", "core.fsmonitor"),
         ] {
             let text = format!("{INIT}{add}");
-            assert_eq!(unsafe_additions(Some(INIT), &text), Some(vec![name.to_string()]), "{add}");
+            assert_eq!(
+                unsafe_additions(Some(INIT), &text),
+                Some(vec![name.to_string()]),
+                "{add}"
+            );
         }
         for odd in [
             "[core] fsmonitor = x\n",

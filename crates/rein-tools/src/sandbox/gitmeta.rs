@@ -50,8 +50,15 @@ enum Role {
 /// What was at a watched path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
-    File { content: Vec<u8>, mode: u32 },
-    Big { len: u64, mtime: i64, ino: u64 },
+    File {
+        content: Vec<u8>,
+        mode: u32,
+    },
+    Big {
+        len: u64,
+        mtime: i64,
+        ino: u64,
+    },
     Link(PathBuf),
     /// A folder or anything else git does not run or follow.
     Other,
@@ -181,7 +188,11 @@ fn read_state(path: &Path) -> State {
         };
     }
     let mut content = Vec::new();
-    if file.take(MAX_CONTENT + 1).read_to_end(&mut content).is_err() {
+    if file
+        .take(MAX_CONTENT + 1)
+        .read_to_end(&mut content)
+        .is_err()
+    {
         return State::Other;
     }
     State::File {
@@ -214,7 +225,10 @@ pub fn restore(workspace: &Path, before: &GitMeta) -> Option<String> {
                 match put_back(workspace, rel, state) {
                     Ok(()) => "put back",
                     Err(e) => {
-                        done.push(format!("{} ({why}) could NOT be put back: {e}", rel.display()));
+                        done.push(format!(
+                            "{} ({why}) could NOT be put back: {e}",
+                            rel.display()
+                        ));
                         continue;
                     }
                 }
@@ -222,7 +236,10 @@ pub fn restore(workspace: &Path, before: &GitMeta) -> Option<String> {
             _ => match remove(workspace, rel) {
                 Ok(()) => "removed",
                 Err(e) => {
-                    done.push(format!("{} ({why}) could NOT be removed: {e}", rel.display()));
+                    done.push(format!(
+                        "{} ({why}) could NOT be removed: {e}",
+                        rel.display()
+                    ));
                     continue;
                 }
             },
@@ -234,7 +251,11 @@ pub fn restore(workspace: &Path, before: &GitMeta) -> Option<String> {
     }
     let shown: Vec<&str> = done.iter().take(8).map(String::as_str).collect();
     let more = done.len().saturating_sub(shown.len());
-    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+    let more = if more > 0 {
+        format!("; and {more} more")
+    } else {
+        String::new()
+    };
     Some(format!(
         "[sandbox: commands may not plant git metadata that runs code on the host: {}{more}]",
         shown.join("; ")
@@ -297,7 +318,11 @@ fn open_parent(workspace: &Path, rel: &Path) -> std::io::Result<(OwnedFd, CStrin
 }
 
 fn check(ret: libc::c_int) -> std::io::Result<()> {
-    if ret < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+    if ret < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 fn remove(workspace: &Path, rel: &Path) -> std::io::Result<()> {
@@ -322,7 +347,11 @@ fn put_back(workspace: &Path, rel: &Path, state: &State) -> std::io::Result<()> 
                 libc::openat(
                     d,
                     tmp.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
                     *mode as libc::c_uint,
                 )
             };
@@ -357,7 +386,14 @@ mod tests {
     fn ws() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let p = std::fs::canonicalize(dir.path()).unwrap();
-        for d in [".git/objects", ".git/refs/heads", ".git/hooks", "sub/.git/objects", "sub/.git/hooks", "src"] {
+        for d in [
+            ".git/objects",
+            ".git/refs/heads",
+            ".git/hooks",
+            "sub/.git/objects",
+            "sub/.git/hooks",
+            "src",
+        ] {
             std::fs::create_dir_all(p.join(d)).unwrap();
         }
         for f in [".git/HEAD", "sub/.git/HEAD"] {
@@ -373,7 +409,11 @@ mod tests {
     fn planted_metadata_is_undone_and_safe_changes_stay() {
         let (_d, p) = ws();
         let before = scan(&p);
-        std::fs::write(p.join("sub/.git/config"), "[core]\n\tbare = false\n\tfsmonitor = evil\n").unwrap();
+        std::fs::write(
+            p.join("sub/.git/config"),
+            "[core]\n\tbare = false\n\tfsmonitor = evil\n",
+        )
+        .unwrap();
         std::fs::write(p.join("sub/.git/hooks/post-checkout"), "#!/bin/sh\n").unwrap();
         std::fs::create_dir_all(p.join("src/deep/.git/objects")).unwrap();
         std::fs::write(p.join("src/deep/.git/config"), "[alias]\n\tx = !evil\n").unwrap();
@@ -385,21 +425,36 @@ mod tests {
         std::fs::create_dir_all(p.join(".git/worktrees/w")).unwrap();
         std::fs::write(p.join(".git/worktrees/w/gitdir"), "/tmp/w/.git\n").unwrap();
         // Safe: a remote, a new sample hook, a plain new repository.
-        std::fs::write(p.join(".git/config"), "[core]\n\tbare = false\n[remote \"o\"]\n\turl = /srv/r\n").unwrap();
+        std::fs::write(
+            p.join(".git/config"),
+            "[core]\n\tbare = false\n[remote \"o\"]\n\turl = /srv/r\n",
+        )
+        .unwrap();
         std::fs::write(p.join(".git/hooks/commit-msg.sample"), "x").unwrap();
         std::fs::create_dir_all(p.join("fresh/.git/objects")).unwrap();
-        std::fs::write(p.join("fresh/.git/config"), "[core]\n\trepositoryformatversion = 0\n").unwrap();
+        std::fs::write(
+            p.join("fresh/.git/config"),
+            "[core]\n\trepositoryformatversion = 0\n",
+        )
+        .unwrap();
 
         let line = restore(&p, &before).unwrap();
         assert!(line.contains("core.fsmonitor"), "{line}");
-        assert_eq!(std::fs::read_to_string(p.join("sub/.git/config")).unwrap(), "[core]\n\tbare = false\n");
+        assert_eq!(
+            std::fs::read_to_string(p.join("sub/.git/config")).unwrap(),
+            "[core]\n\tbare = false\n"
+        );
         assert!(!p.join("sub/.git/hooks/post-checkout").exists());
         assert!(!p.join("src/deep/.git/config").exists());
         assert!(!p.join("src/gitlink/.git").exists());
         assert!(!p.join(".git/commondir").exists());
         assert!(!p.join(".git/modules/m/config").exists());
         assert!(!p.join(".git/worktrees/w/gitdir").exists());
-        assert!(std::fs::read_to_string(p.join(".git/config")).unwrap().contains("/srv/r"));
+        assert!(
+            std::fs::read_to_string(p.join(".git/config"))
+                .unwrap()
+                .contains("/srv/r")
+        );
         assert!(p.join(".git/hooks/commit-msg.sample").exists());
         assert!(p.join("fresh/.git/config").exists());
         // Nothing left to undo.
@@ -419,8 +474,14 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), p.join("sub")).unwrap();
         std::fs::write(outside.path().join(".git/hooks/pre-push"), "victim").unwrap();
         let e = remove(&p, Path::new("sub/.git/hooks/pre-push")).unwrap_err();
-        assert!(matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)), "{e}");
-        assert_eq!(std::fs::read_to_string(outside.path().join(".git/hooks/pre-push")).unwrap(), "victim");
+        assert!(
+            matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join(".git/hooks/pre-push")).unwrap(),
+            "victim"
+        );
         assert!(after_plant.len() > before.len());
     }
 }

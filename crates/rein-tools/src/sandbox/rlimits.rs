@@ -72,7 +72,11 @@ fn user_tasks() -> Option<u64> {
     let uid = unsafe { libc::getuid() }.to_string();
     let mut total = 0u64;
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        if !e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+        if !e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
             continue;
         }
         let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
@@ -118,7 +122,12 @@ fn set(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<
 /// The line explaining an exit caused by a limit: a process killed by
 /// `SIGXFSZ` or `SIGXCPU` (bash reports 128 + the signal for a child, and
 /// bubblewrap passes that on), `None` for any other status.
-pub fn explain(code: Option<i32>, signal: Option<i32>, limits: &CommandLimits, cpu_secs: u64) -> Option<String> {
+pub fn explain(
+    code: Option<i32>,
+    signal: Option<i32>,
+    limits: &CommandLimits,
+    cpu_secs: u64,
+) -> Option<String> {
     let sig = signal.or_else(|| code.filter(|c| *c > 128).map(|c| c - 128))?;
     if sig == libc::SIGXFSZ {
         Some(format!(

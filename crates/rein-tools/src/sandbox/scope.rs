@@ -157,7 +157,7 @@ impl Scope {
             let Some(src) = lookup(&path) else { continue };
             // Where commands look for it: its folder resolved, its own name
             // kept (a symlinked toolchain folder shows up where the link is).
-            let dest = match (path.parent().and_then(|p| lookup(p)), path.file_name()) {
+            let dest = match (path.parent().and_then(lookup), path.file_name()) {
                 (Some(parent), Some(name)) => parent.path.join(name),
                 _ => src.path.clone(),
             };
@@ -202,13 +202,22 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn host(dirs: &'static [&'static str], files: &'static [&'static str]) -> impl Fn(&Path) -> Option<Found> {
+    fn host(
+        dirs: &'static [&'static str],
+        files: &'static [&'static str],
+    ) -> impl Fn(&Path) -> Option<Found> {
         move |p: &Path| {
             let s = p.to_str()?;
             if dirs.contains(&s) {
-                Some(Found { path: p.into(), is_dir: true })
+                Some(Found {
+                    path: p.into(),
+                    is_dir: true,
+                })
             } else if files.contains(&s) {
-                Some(Found { path: p.into(), is_dir: false })
+                Some(Found {
+                    path: p.into(),
+                    is_dir: false,
+                })
             } else {
                 None
             }
@@ -224,7 +233,15 @@ mod tests {
             ..Default::default()
         };
         let lookup = host(
-            &["/home", "/home/u", "/root", "/home/u/.cargo", "/home/u/data", "/srv/shared", "/home/u/w"],
+            &[
+                "/home",
+                "/home/u",
+                "/root",
+                "/home/u/.cargo",
+                "/home/u/data",
+                "/srv/shared",
+                "/home/u/w",
+            ],
             &["/home/u/.cargo/credentials.toml"],
         );
         let s = Scope::new(&policy, Path::new("/home/u/w"), &lookup);
@@ -233,11 +250,17 @@ mod tests {
         assert!(s.hidden_roots.contains(&PathBuf::from("/root")));
         assert!(!s.hidden_roots.contains(&PathBuf::from("/home/u")));
         let dests: Vec<_> = s.bind_back.iter().map(|b| b.dest.clone()).collect();
-        assert!(dests.contains(&PathBuf::from("/home/u/.cargo")), "{dests:?}");
+        assert!(
+            dests.contains(&PathBuf::from("/home/u/.cargo")),
+            "{dests:?}"
+        );
         assert!(dests.contains(&PathBuf::from("/home/u/data")), "{dests:?}");
         // Visible anyway: nothing to bind.
         assert!(!dests.contains(&PathBuf::from("/srv/shared")), "{dests:?}");
-        assert!(s.hidden.contains(&PathBuf::from("/home/u/.cargo/credentials.toml")));
+        assert!(
+            s.hidden
+                .contains(&PathBuf::from("/home/u/.cargo/credentials.toml"))
+        );
         assert!(s.hidden.contains(&PathBuf::from("/home/u/.rein")));
     }
 

@@ -25,10 +25,14 @@ pub use harness::{Fixture, Outcome, have, run_cases};
 
 #[path = "escape/files.rs"]
 mod files;
+#[path = "escape/gitmeta_commands.rs"]
+mod gitmeta_commands;
 #[path = "escape/harness.rs"]
 mod harness;
 #[path = "escape/holes.rs"]
 mod holes;
+#[path = "escape/limits.rs"]
+mod limits;
 #[path = "escape/modes.rs"]
 mod modes;
 #[path = "escape/protected.rs"]
@@ -37,10 +41,6 @@ mod protected;
 mod scope;
 #[path = "escape/secrets.rs"]
 mod secrets;
-#[path = "escape/gitmeta_commands.rs"]
-mod gitmeta_commands;
-#[path = "escape/limits.rs"]
-mod limits;
 
 /// The environment variable set in this test process, which no command may
 /// see (its name looks secret, so it is scrubbed).
@@ -201,7 +201,10 @@ pub fn all_groups() -> Vec<(&'static str, usize)> {
         ("network", modes::network().len()),
         ("read scope", scope::read_scope().len()),
         ("unlisted variables", scope::unlisted_variables().len()),
-        ("git metadata by commands", gitmeta_commands::planted().len()),
+        (
+            "git metadata by commands",
+            gitmeta_commands::planted().len(),
+        ),
         ("ordinary git work", gitmeta_commands::ordinary().len()),
     ]
 }

@@ -920,7 +920,11 @@ async fn landlock_a_new_session_dies_with_the_cgroup_or_is_a_known_limit() {
     let cgroup = sandbox::cgroup_available();
     eprintln!("cgroup per command: {cgroup}");
     let expected = if cgroup { 0 } else { 1 };
-    assert_eq!(pids.len(), expected, "escaped sleeps still running: {pids:?}");
+    assert_eq!(
+        pids.len(),
+        expected,
+        "escaped sleeps still running: {pids:?}"
+    );
     for pid in pids {
         // SAFETY: kill only signals the process this test started.
         unsafe { libc::kill(pid, libc::SIGKILL) };

@@ -167,7 +167,10 @@ pub fn ordinary() -> Vec<Case> {
                  git branch feature && git branch --list feature | grep -q feature",
                 Ok,
             )
-            .bash("git -C p log --format=%an:%s | grep -qx 'Test User:one'", Ok),
+            .bash(
+                "git -C p log --format=%an:%s | grep -qx 'Test User:one'",
+                Ok,
+            ),
         Case::new("remote add in a fresh repo persists", Auto)
             .bash(
                 "git init -q q && git -C q remote add origin /srv/none.git && \

@@ -96,8 +96,11 @@ fn processes(needle: &str) -> usize {
             entries
                 .flatten()
                 .filter(|e| {
-                    std::fs::read(e.path().join("cmdline"))
-                        .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+                    std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                        String::from_utf8_lossy(&c)
+                            .replace('\0', " ")
+                            .contains(needle)
+                    })
                 })
                 .count()
         })
@@ -205,7 +208,10 @@ async fn the_private_tmp_fills_only_to_its_cap() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(u64::MAX);
     assert!(size <= 4 * MIB, "/tmp took {size} bytes: {out}");
-    assert!(out.contains("/tmp and /var/tmp hold at most 4 MiB"), "{out}");
+    assert!(
+        out.contains("/tmp and /var/tmp hold at most 4 MiB"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
@@ -239,7 +245,10 @@ async fn no_more_commands_run_at_once_than_the_cap() {
         .collect();
     assert_eq!(counts.len(), 48, "every command ran: {counts:?}");
     let max = counts.iter().copied().max().unwrap();
-    assert!(max <= cap, "{max} commands ran at once, cap {cap}: {counts:?}");
+    assert!(
+        max <= cap,
+        "{max} commands ran at once, cap {cap}: {counts:?}"
+    );
 }
 
 #[tokio::test]
@@ -274,7 +283,10 @@ async fn a_call_waiting_for_a_slot_can_be_cancelled() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert!(lim.ws.join("held").exists(), "the first command never started");
+    assert!(
+        lim.ws.join("held").exists(),
+        "the first command never started"
+    );
     let waiting = CancellationToken::new();
     let second = {
         let lim = lim.clone();
@@ -293,7 +305,11 @@ async fn a_call_waiting_for_a_slot_can_be_cancelled() {
     waiting.cancel();
     let out = second.await.unwrap();
     assert!(out.is_error, "{}", out.content);
-    assert!(out.content.contains("cancelled while waiting"), "{}", out.content);
+    assert!(
+        out.content.contains("cancelled while waiting"),
+        "{}",
+        out.content
+    );
     assert!(!lim.ws.join("second").exists(), "the cancelled call ran");
     hold.cancel();
     let first = holder.await.unwrap();

@@ -29,7 +29,10 @@ fn home_files(fx: &mut Fixture) {
         &fx.home.join(".config/gh/hosts.yml"),
         &format!("example.invalid:\n    oauth_token: {}\n", m.secret),
     );
-    write(&fx.home.join(".cargo/bin/tool-marker"), "toolchain visible\n");
+    write(
+        &fx.home.join(".cargo/bin/tool-marker"),
+        "toolchain visible\n",
+    );
     write(
         &fx.home.join(".cargo/credentials.toml"),
         &format!("[registry]\ntoken = \"{}\"\n", m.secret),
@@ -150,7 +153,11 @@ async fn commands_see_neither_the_home_nor_rein_home_in_any_mode() {
 #[tokio::test]
 async fn variables_off_the_allowlist_never_reach_a_command() {
     set_unlisted_variables();
-    assert!(std::env::var("DATABASE_URL").unwrap().contains(&markers().env));
+    assert!(
+        std::env::var("DATABASE_URL")
+            .unwrap()
+            .contains(&markers().env)
+    );
     run_cases(unlisted_variables(), &[])
         .await
         .assert("unlisted variables");
