@@ -106,8 +106,11 @@ impl Tool for Bash {
                  and last {} KiB. Timeout {DEFAULT_TIMEOUT_SECS} s by default, at most \
                  {MAX_TIMEOUT_SECS} s; on timeout the command and all its child processes are \
                  killed. Unless the user turned it off, commands run in a sandbox: only the workspace and a private /tmp are \
-                 writable, the network may be off, and no process outlives the call (start \
-                 servers and the commands that use them in the same call).",
+                 writable, the home folder is hidden (toolchain folders stay readable), only \
+                 basic environment variables are passed, the network may be off, processes, \
+                 memory and file sizes are limited, and no process outlives the call (start \
+                 servers and the commands that use them in the same call). Git hooks, \
+                 `.git` files and config keys that run programs cannot be added.",
                 HEAD_BYTES / 1024
             ),
             parameters: crate::schema_of::<Args>(),

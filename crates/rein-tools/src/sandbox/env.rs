@@ -97,7 +97,9 @@ pub fn passes(name: &OsStr, allow: &[String]) -> bool {
 /// git identity of `homes` (the first home with one). `sandboxed`: the
 /// home is hidden, so git is told there is no global config
 /// (`GIT_CONFIG_GLOBAL=/dev/null`) rather than finding one it may not read
-/// (under Landlock that is an error that stops every git command).
+/// (under Landlock that is an error that stops every git command), and
+/// `TMPDIR` is `/tmp` (a `TMPDIR` of the user's may be hidden or read-only
+/// there) unless `env_allow` names it.
 pub fn apply(cmd: &mut Command, allow: &[String], homes: &[PathBuf], sandboxed: bool) {
     cmd.env_clear();
     for (name, value) in std::env::vars_os() {
@@ -107,6 +109,10 @@ pub fn apply(cmd: &mut Command, allow: &[String], homes: &[PathBuf], sandboxed: 
     }
     if sandboxed && !passes(OsStr::new("GIT_CONFIG_GLOBAL"), allow) {
         cmd.env("GIT_CONFIG_GLOBAL", "/dev/null");
+    }
+    if sandboxed && !allow.iter().any(|a| a == "TMPDIR") {
+        // The one temporary folder commands can write to in a sandbox.
+        cmd.env("TMPDIR", "/tmp");
     }
     if let Some((name, email)) = homes.iter().find_map(|h| git_identity(h)) {
         for (var, value) in [

@@ -142,9 +142,12 @@ impl Scope {
             .collect();
         roots.sort();
         roots.dedup();
-        // A root inside another one is hidden with it.
+        // A root inside another one is hidden with it, unless it lies in the
+        // workspace (which shows it again).
         let all = roots.clone();
-        roots.retain(|r| !all.iter().any(|o| o != r && r.starts_with(o)));
+        roots.retain(|r| {
+            r.starts_with(workspace) || !all.iter().any(|o| o != r && r.starts_with(o))
+        });
 
         let mut scope = Scope {
             hidden_roots: roots,
@@ -273,6 +276,17 @@ mod tests {
         let lookup = host(&["/home", "/home/u", "/home/u/.cargo"], &[]);
         let s = Scope::new(&policy, Path::new("/home/u"), &lookup);
         assert!(s.bind_back.is_empty(), "{:?}", s.bind_back);
+    }
+
+    #[test]
+    fn a_workspace_holding_the_home_still_hides_it() {
+        let policy = SandboxPolicy {
+            home: Some("/home/u".into()),
+            ..Default::default()
+        };
+        let lookup = host(&["/home", "/home/u"], &[]);
+        let s = Scope::new(&policy, Path::new("/home"), &lookup);
+        assert!(s.hidden_roots.contains(&PathBuf::from("/home/u")), "{s:?}");
     }
 
     #[test]
