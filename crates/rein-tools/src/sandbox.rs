@@ -255,8 +255,8 @@ impl Drop for After {
 
 /// The process that runs `script` with `bash -c` under `policy`, wrapped by
 /// `kind` (ignored when the policy's mode is [`SandboxMode::Off`]; `None`
-/// runs it plainly), limited by the policy's limits with `timeout` as its
-/// CPU time. Its working folder, standard streams and process group are
+/// runs it plainly), limited by the policy's limits, with a CPU time of
+/// `timeout` on every core. Its working folder, standard streams and process group are
 /// set, its environment is the allowlist of [`env`]. The child leads a new
 /// process group, so killing that group stops everything (with bubblewrap,
 /// the sandbox's PID namespace goes with it). In writable modes the
@@ -303,7 +303,10 @@ pub fn prepare(
     if let Some(cg) = &cgroup {
         cg.join_in_child(&mut cmd);
     }
-    let cpu_secs = timeout.as_secs().max(1);
+    // A process's threads together can spend the timeout on every core:
+    // the CPU limit stops only what would outlive the timeout's kill.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let cpu_secs = timeout.as_secs().max(1).saturating_mul(cores);
     rlimits::apply(&mut cmd, &policy.limits, cpu_secs, cgroup.is_none());
     if kind == SandboxKind::Landlock {
         // The child makes its own session (and so its own process group)

@@ -18,9 +18,9 @@ struct Plan {
 }
 
 /// Set `RLIMIT_AS`, `RLIMIT_FSIZE`, `RLIMIT_CPU` (soft at `cpu_secs`, the
-/// command's timeout: a single process cannot spend more CPU than that
-/// without also running past the timeout, unless it has many threads; hard
-/// a little later) and `RLIMIT_CORE` 0 in `cmd`'s child. A zero limit
+/// command's timeout times the cores: never reached by a process the
+/// timeout kills, it stops one that escaped the kill; hard a little later)
+/// and `RLIMIT_CORE` 0 in `cmd`'s child. A zero limit
 /// leaves that one unlimited.
 ///
 /// `nproc_fallback`: when no cgroup caps the processes and rein does not
