@@ -274,8 +274,6 @@ pub fn prepare(
     } else {
         kind
     };
-    let watch_git = policy.mode == SandboxMode::WorkspaceWrite;
-    let git = watch_git.then(|| (workspace.to_path_buf(), gitmeta::scan(workspace)));
     let mut cmd = match kind {
         SandboxKind::Bubblewrap => {
             if policy.mode != SandboxMode::ReadOnly {
@@ -297,6 +295,9 @@ pub fn prepare(
             cmd
         }
     };
+    // Recorded after `ensure_protected` made what it makes.
+    let watch_git = policy.mode == SandboxMode::WorkspaceWrite;
+    let git = watch_git.then(|| (workspace.to_path_buf(), gitmeta::scan(workspace)));
     // The child joins its cgroup and lowers its limits first, then (under
     // Landlock) confines itself.
     let cgroup = cgroup::CommandCgroup::create(&policy.limits);

@@ -37,8 +37,11 @@ enum Layout {
 /// them and removes them.
 #[derive(Debug)]
 pub struct CommandCgroup {
-    /// Folders made for this command (pids first).
+    /// Folders made for this command.
     dirs: Vec<PathBuf>,
+    /// The one with the `pids` controller, and the one with `memory`.
+    pids: Option<PathBuf>,
+    memory: Option<PathBuf>,
     /// `cgroup.procs` of each, opened for the child to join.
     procs: Vec<OwnedFd>,
     v2: bool,
@@ -124,6 +127,8 @@ impl CommandCgroup {
         );
         let mut cg = CommandCgroup {
             dirs: Vec::new(),
+            pids: None,
+            memory: None,
             procs: Vec::new(),
             v2: false,
             limits: *limits,
@@ -156,6 +161,12 @@ impl CommandCgroup {
         for (dir, files) in settings {
             std::fs::create_dir(&dir).ok()?;
             cg.dirs.push(dir.clone());
+            if files.iter().any(|(f, _)| f.starts_with("pids")) {
+                cg.pids = Some(dir.clone());
+            }
+            if files.iter().any(|(f, _)| f.starts_with("memory")) {
+                cg.memory = Some(dir.clone());
+            }
             for (file, value) in files {
                 if value > 0 {
                     write_file(&dir.join(file), &value.to_string()).ok()?;
@@ -217,38 +228,28 @@ impl CommandCgroup {
     /// Lines for the observation about limits the command ran into.
     pub fn report(&self) -> Vec<String> {
         let mut lines = Vec::new();
-        let Some(pids_dir) = self.dirs.first() else {
-            return lines;
+        let read = |dir: &Option<PathBuf>, file: &str, key: &str| -> u64 {
+            dir.as_ref()
+                .and_then(|d| std::fs::read_to_string(d.join(file)).ok())
+                .and_then(|text| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+                })
+                .unwrap_or(0)
         };
-        let events = std::fs::read_to_string(pids_dir.join("pids.events")).unwrap_or_default();
-        let refused = events
-            .lines()
-            .find_map(|l| l.strip_prefix("max ")?.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+        let refused = read(&self.pids, "pids.events", "max ");
         if refused > 0 {
             lines.push(format!(
                 "[process limit ({}) reached: {refused} fork(s) were refused]",
                 self.limits.processes
             ));
         }
-        let memory_dir = if self.v2 {
-            pids_dir
-        } else {
-            match self.dirs.get(1) {
-                Some(d) => d,
-                None => return lines,
-            }
-        };
         let file = if self.v2 {
             "memory.events"
         } else {
             "memory.oom_control"
         };
-        let text = std::fs::read_to_string(memory_dir.join(file)).unwrap_or_default();
-        let oom = text
-            .lines()
-            .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+        let oom = read(&self.memory, file, "oom_kill ");
         if oom > 0 {
             lines.push(format!(
                 "[memory limit ({}) reached: {oom} process(es) were killed]",

@@ -315,3 +315,29 @@ async fn a_call_waiting_for_a_slot_can_be_cancelled() {
     let first = holder.await.unwrap();
     assert!(first.content.contains("cancelled"), "{}", first.content);
 }
+
+#[tokio::test]
+async fn a_command_past_the_memory_cap_is_killed_and_told_so() {
+    if sandbox_kind().is_none() || !sandbox::cgroup_available() {
+        eprintln!("no cgroup per command here: skipped");
+        return;
+    }
+    if !have("python3", &["-c", "pass"]) {
+        eprintln!("python3 does not run here: skipped");
+        return;
+    }
+    let lim = Lim::new().await;
+    let limits = CommandLimits {
+        memory: 64 * MIB,
+        ..CommandLimits::default()
+    };
+    let out = lim
+        .run(
+            limits,
+            "python3 -c \"b = bytearray(256 * 1024 * 1024); print('allocated', len(b))\"",
+            60,
+        )
+        .await;
+    assert!(!out.contains("allocated"), "{out}");
+    assert!(out.contains("memory limit (64 MiB) reached"), "{out}");
+}
