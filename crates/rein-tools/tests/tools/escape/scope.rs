@@ -38,7 +38,7 @@ fn home_files(fx: &mut Fixture) {
         &format!("[registry]\ntoken = \"{}\"\n", m.secret),
     );
     write(
-        &fx.state.join("outputs/other-session/call-7.txt"),
+        &fx.state.join("sessions/other-session/outputs/call-7.txt"),
         &format!("another session's output {}\n", m.secret),
     );
     write(
@@ -68,7 +68,7 @@ fn scope_rows(mode: PermissionMode) -> Vec<Case> {
         "grep -r KEY-MATERIAL {home}",
         "cat {home}/.cargo/credentials.toml",
         "cat {state}/sessions.db",
-        "cat {state}/outputs/other-session/call-7.txt",
+        "cat {state}/sessions/other-session/outputs/call-7.txt",
         "grep -r -a KEY-MATERIAL {state}",
         "cat {ws}/../state/sessions.db",
     ];
