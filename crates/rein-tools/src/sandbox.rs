@@ -82,15 +82,21 @@ pub enum SandboxKind {
 struct Probe {
     /// The `bwrap` found on `PATH`, when a trivial sandbox actually ran.
     bwrap: Option<PathBuf>,
+    /// Whether that bubblewrap can cap the size of `/tmp`.
+    bwrap_size: bool,
     /// The kernel's Landlock ABI version (0 or less: none).
     landlock_abi: i32,
 }
 
 fn probe() -> &'static Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE.get_or_init(|| Probe {
-        bwrap: find_on_path("bwrap").filter(|p| bwrap::probe(p)),
-        landlock_abi: landlock::abi_version(),
+    PROBE.get_or_init(|| {
+        let bwrap = find_on_path("bwrap").filter(|p| bwrap::probe(p));
+        Probe {
+            bwrap_size: bwrap.as_deref().is_some_and(bwrap::probe_size),
+            bwrap,
+            landlock_abi: landlock::abi_version(),
+        }
     })
 }
 
@@ -110,6 +116,12 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 /// Whether bubblewrap is installed and can create its namespaces here.
 pub fn bubblewrap_usable() -> bool {
     probe().bwrap.is_some()
+}
+
+/// Whether bubblewrap works here and can cap the size of `/tmp` (0.5 and
+/// later); an older one gives an uncapped private `/tmp`.
+pub fn bubblewrap_caps_tmp() -> bool {
+    probe().bwrap_size
 }
 
 /// Whether the kernel supports Landlock.
@@ -284,7 +296,14 @@ pub fn prepare(
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("bwrap"));
             let mut cmd = Command::new(program);
-            cmd.args(bwrap_args(policy, workspace, script));
+            if probe().bwrap_size {
+                cmd.args(bwrap_args(policy, workspace, script));
+            } else {
+                // An old bubblewrap: /tmp stays private but uncapped.
+                let mut uncapped = policy.clone();
+                uncapped.limits.tmp_size = 0;
+                cmd.args(bwrap_args(&uncapped, workspace, script));
+            }
             cmd.process_group(0);
             cmd
         }
@@ -331,7 +350,9 @@ pub fn prepare(
             git,
             limits: policy.limits,
             cpu_secs,
-            tmp_capped: kind == SandboxKind::Bubblewrap && policy.limits.tmp_size > 0,
+            tmp_capped: kind == SandboxKind::Bubblewrap
+                && probe().bwrap_size
+                && policy.limits.tmp_size > 0,
         },
     })
 }

@@ -174,6 +174,29 @@ pub(super) fn probe(bwrap: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether this bubblewrap caps a tmpfs's size (`--size`, bubblewrap 0.5
+/// and later).
+pub(super) fn probe_size(bwrap: &Path) -> bool {
+    std::process::Command::new(bwrap)
+        .args(ISOLATION)
+        .arg("--unshare-net")
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--size",
+            "1048576",
+            "--tmpfs",
+            "/tmp",
+        ])
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// The arguments after `bwrap` that run `script` with `bash -c` in
 /// `workspace` (canonical) under `policy`, looking paths up on this host.
 pub fn bwrap_args(policy: &SandboxPolicy, workspace: &Path, script: &str) -> Vec<OsString> {

@@ -189,6 +189,10 @@ async fn the_private_tmp_fills_only_to_its_cap() {
         eprintln!("only bubblewrap gives a private /tmp: skipped");
         return;
     }
+    assert!(
+        sandbox::bubblewrap_caps_tmp(),
+        "this bubblewrap cannot cap /tmp (--size needs 0.5 or later)"
+    );
     let lim = Lim::new().await;
     let limits = CommandLimits {
         tmp_size: 4 * MIB,
