@@ -186,7 +186,14 @@ impl Scope {
         // one bound inside it.
         scope.bind_back.sort_by(|a, b| a.dest.cmp(&b.dest));
         if let Some(state) = &policy.state_dir {
-            scope.hidden.push(state.clone());
+            let real = lookup(state).map_or_else(|| state.clone(), |f| f.path);
+            if workspace.starts_with(&real) {
+                // The workspace lies in `$REIN_HOME`: hide everything of it
+                // but the way down to the workspace.
+                scope.hidden.extend(siblings_on_the_way(&real, workspace));
+            } else {
+                scope.hidden.push(state.clone());
+            }
         }
         scope
     }
@@ -198,6 +205,24 @@ impl Scope {
             dest.starts_with(r) && !(dest.starts_with(workspace) && workspace.starts_with(r))
         })
     }
+}
+
+/// Every entry of `top` and of the folders between it and `inner` (which
+/// lies inside it), except the folders leading to `inner`.
+fn siblings_on_the_way(top: &Path, inner: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rest) = inner.strip_prefix(top) else {
+        return out;
+    };
+    let mut dir = top.to_path_buf();
+    for part in rest.components() {
+        let next = dir.join(part);
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            out.extend(entries.flatten().map(|e| e.path()).filter(|p| *p != next));
+        }
+        dir = next;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -287,6 +312,37 @@ mod tests {
         let lookup = host(&["/home", "/home/u"], &[]);
         let s = Scope::new(&policy, Path::new("/home"), &lookup);
         assert!(s.hidden_roots.contains(&PathBuf::from("/home/u")), "{s:?}");
+    }
+
+    #[test]
+    fn a_workspace_inside_rein_home_sees_nothing_else_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = std::fs::canonicalize(dir.path()).unwrap();
+        let ws = state.join("projects/mine");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(state.join("projects/other")).unwrap();
+        std::fs::write(state.join("sessions.db"), "x").unwrap();
+        std::fs::create_dir_all(state.join("sessions/s1/outputs")).unwrap();
+        let policy = SandboxPolicy {
+            state_dir: Some(state.clone()),
+            ..Default::default()
+        };
+        let lookup = |p: &Path| {
+            let path = std::fs::canonicalize(p).ok()?;
+            let is_dir = path.is_dir();
+            Some(Found { path, is_dir })
+        };
+        let s = Scope::new(&policy, &ws, &lookup);
+        let mut hidden = s.hidden.clone();
+        hidden.sort();
+        assert_eq!(
+            hidden,
+            [
+                state.join("projects/other"),
+                state.join("sessions"),
+                state.join("sessions.db")
+            ]
+        );
     }
 
     #[test]

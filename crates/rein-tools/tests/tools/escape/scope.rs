@@ -60,6 +60,16 @@ fn state_in_workspace(fx: &mut Fixture) {
     );
 }
 
+/// The workspace inside `$REIN_HOME` (its parent folder plays it).
+fn workspace_in_state(fx: &mut Fixture) {
+    let m = markers();
+    fx.state = fx.base.clone();
+    write(
+        &fx.state.join("sessions.db"),
+        &format!("transcripts {}\n", m.secret),
+    );
+}
+
 fn scope_rows(mode: PermissionMode) -> Vec<Case> {
     let failing = [
         "cat {home}/.git-credentials",
@@ -92,6 +102,12 @@ fn scope_rows(mode: PermissionMode) -> Vec<Case> {
              -e .rustup -e .npm -e .cache -e .pyenv -e go -e .m2 -e .gradle -e .nvm -e .local)\"",
             Ok,
         ),
+    );
+    cases.push(
+        Case::new(format!("{mode} the workspace inside $REIN_HOME"), mode)
+            .setup(workspace_in_state)
+            .bash("cat {state}/sessions.db", Failed)
+            .bash("cat ../sessions.db", Failed),
     );
     cases.push(
         Case::new(format!("{mode} $REIN_HOME inside the workspace"), mode)
