@@ -194,4 +194,26 @@ mod tests {
         assert!(passes(OsStr::new("DATABASE_URL"), &allow));
         assert!(!passes(OsStr::new("DATABASE_URL2"), &allow));
     }
+
+    #[test]
+    fn the_git_identity_comes_from_the_home_config_only() {
+        if std::process::Command::new("git")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join(".gitconfig"),
+            "[user]\n\tname = Ann Example\n\temail = ann@example.invalid\n\
+             [include]\n\tpath = /nonexistent\n[credential]\n\thelper = store\n",
+        )
+        .unwrap();
+        let id = git_identity(home.path()).unwrap();
+        assert_eq!(id, ("Ann Example".into(), "ann@example.invalid".into()));
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(git_identity(empty.path()), None);
+    }
 }

@@ -210,3 +210,39 @@ async fn ordinary_git_work_still_succeeds_in_the_sandbox() {
     }
     run_cases(ordinary(), &[]).await.assert("ordinary git work");
 }
+
+/// The observation names what was undone and why, in one line.
+#[tokio::test]
+async fn the_observation_says_what_was_undone_and_why() {
+    if super::harness::sandbox_kind().is_none() || !have("git", &["--version"]) {
+        return;
+    }
+    let lim = super::limits::Lim::new().await;
+    let out = lim
+        .run(
+            rein_core::CommandLimits::default(),
+            "git init -q sub && git -C sub config core.fsmonitor 'touch /tmp/x' && \
+             printf '#!/bin/sh\\n' > sub/.git/hooks/post-checkout",
+            60,
+        )
+        .await;
+    let line = out
+        .lines()
+        .find(|l| l.contains("may not plant git metadata"))
+        .unwrap_or_else(|| panic!("no line about git metadata: {out}"));
+    assert!(
+        line.contains("sub/.git/config (it set core.fsmonitor)"),
+        "{line}"
+    );
+    assert!(
+        line.contains("removed sub/.git/hooks/post-checkout (a hook)"),
+        "{line}"
+    );
+    assert!(!lim.ws.join("sub/.git/hooks/post-checkout").exists());
+    assert!(
+        !lim.ws.join("sub/.git/config").exists(),
+        "a new unsafe config is removed"
+    );
+    // The repository's other files stay.
+    assert!(lim.ws.join("sub/.git/HEAD").exists());
+}

@@ -23,15 +23,15 @@ use super::have;
 const MIB: u64 = 1024 * 1024;
 
 /// A workspace under the target folder and the context to run bash in.
-struct Lim {
+pub(super) struct Lim {
     _dir: TempDir,
-    ws: PathBuf,
+    pub(super) ws: PathBuf,
     store: Arc<MemoryStore>,
     session: String,
 }
 
 impl Lim {
-    async fn new() -> Lim {
+    pub(super) async fn new() -> Lim {
         let dir = tempfile::Builder::new()
             .prefix("limits-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -68,7 +68,12 @@ impl Lim {
     }
 
     /// Run `command` with `limits` and `timeout_secs`; the observation.
-    async fn run(&self, limits: CommandLimits, command: &str, timeout_secs: u64) -> String {
+    pub(super) async fn run(
+        &self,
+        limits: CommandLimits,
+        command: &str,
+        timeout_secs: u64,
+    ) -> String {
         let tool = Bash::with_sandbox(sandbox::available());
         let out = tool
             .call(
