@@ -62,6 +62,8 @@ enum State {
     Link(PathBuf),
     /// A folder or anything else git does not run or follow.
     Other,
+    /// Could not be reached to be read (treated as changed).
+    Unreachable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +100,10 @@ pub fn scan(workspace: &Path) -> GitMeta {
     // makes them one later, say on `git submodule update`).
     let mut stack = vec![(PathBuf::new(), false)];
     while let Some((rel, nested)) = stack.pop() {
-        let Ok(read) = std::fs::read_dir(workspace.join(&rel)) else {
+        let Ok(at) = Reach::new(workspace, &rel) else {
+            continue;
+        };
+        let Ok(read) = std::fs::read_dir(&at.path) else {
             continue;
         };
         meta.folders += 1;
@@ -142,12 +147,18 @@ pub fn scan(workspace: &Path) -> GitMeta {
 
 impl GitMeta {
     fn watch(&mut self, workspace: &Path, rel: PathBuf, role: Role) {
-        let state = read_state(&workspace.join(&rel));
+        let state = match Reach::new(workspace, &rel) {
+            Ok(at) => read_state(&at.path),
+            Err(_) => State::Unreachable,
+        };
         self.items.insert(rel, Item { role, state });
     }
 
     fn watch_hooks(&mut self, workspace: &Path, rel: &Path) {
-        let Ok(read) = std::fs::read_dir(workspace.join(rel)) else {
+        let Ok(at) = Reach::new(workspace, rel) else {
+            return;
+        };
+        let Ok(read) = std::fs::read_dir(&at.path) else {
             return;
         };
         for e in read.flatten() {
@@ -157,6 +168,37 @@ impl GitMeta {
                 self.watch(workspace, rel.join(name), Role::Hook);
             }
         }
+    }
+}
+
+/// Paths longer than this are reached through a folder handle instead
+/// (the kernel refuses paths of `PATH_MAX`, 4096 bytes, and more: a command
+/// must not hide metadata below that depth).
+const LONG_PATH: usize = 3000;
+
+/// A path the kernel accepts for `workspace/rel`: the path itself when it
+/// is short, else `/proc/self/fd/N/<last part>` through a handle of its
+/// folder, opened part by part without following symlinks (kept open here).
+struct Reach {
+    path: PathBuf,
+    _folder: Option<OwnedFd>,
+}
+
+impl Reach {
+    fn new(workspace: &Path, rel: &Path) -> std::io::Result<Reach> {
+        let path = workspace.join(rel);
+        if path.as_os_str().len() < LONG_PATH {
+            return Ok(Reach {
+                path,
+                _folder: None,
+            });
+        }
+        let (folder, name) = open_parent(workspace, rel)?;
+        Ok(Reach {
+            path: PathBuf::from(format!("/proc/self/fd/{}", folder.as_raw_fd()))
+                .join(OsStr::from_bytes(name.as_bytes())),
+            _folder: Some(folder),
+        })
     }
 }
 
@@ -244,7 +286,7 @@ pub fn restore(workspace: &Path, before: &GitMeta) -> Option<String> {
                 }
             },
         };
-        done.push(format!("{verb} {} ({why})", rel.display()));
+        done.push(format!("{verb} {} ({why})", shown(rel)));
     }
     if done.is_empty() {
         return None;
@@ -260,6 +302,18 @@ pub fn restore(workspace: &Path, before: &GitMeta) -> Option<String> {
         "[sandbox: commands may not plant git metadata that runs code on the host: {}{more}]",
         shown.join("; ")
     ))
+}
+
+/// `rel` for a message: its middle cut when it is long.
+fn shown(rel: &Path) -> String {
+    let text = rel.display().to_string();
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= 160 {
+        return text;
+    }
+    let head: String = chars[..60].iter().collect();
+    let tail: String = chars[chars.len() - 80..].iter().collect();
+    format!("{head}…{tail}")
 }
 
 /// Why a new or changed config must go, or `None` when it only sets safe
@@ -459,6 +513,50 @@ mod tests {
         assert!(p.join("fresh/.git/config").exists());
         // Nothing left to undo.
         assert_eq!(restore(&p, &scan(&p)), None);
+    }
+
+    /// Make `rel` (longer than a path may be) under `root`, folder by
+    /// folder through handles; a handle of the last one.
+    fn deep_dirs(root: &Path, parts: &[String]) -> OwnedFd {
+        let mut dir = OwnedFd::from(File::open(root).unwrap());
+        for part in parts {
+            let name = CString::new(part.as_str()).unwrap();
+            // SAFETY: mkdirat/openat with a NUL-terminated name.
+            unsafe {
+                libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755);
+                let fd = libc::openat(
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                );
+                assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+                dir = OwnedFd::from_raw_fd(fd);
+            }
+        }
+        dir
+    }
+
+    #[test]
+    fn metadata_deeper_than_a_path_may_be_long_is_found_and_undone() {
+        let (_d, p) = ws();
+        let mut parts: Vec<String> = (0..25).map(|i| format!("{i:0>200}")).collect();
+        let before = scan(&p);
+        parts.push(".git".into());
+        let git = deep_dirs(&p, &parts);
+        for (name, content) in [
+            ("HEAD", "ref: refs/heads/x\n"),
+            ("config", "[core]\n\tfsmonitor = evil\n"),
+        ] {
+            let path = format!("/proc/self/fd/{}/{name}", git.as_raw_fd());
+            std::fs::write(path, content).unwrap();
+        }
+        let rel: PathBuf = parts.iter().collect::<PathBuf>().join("config");
+        assert!(p.join(&rel).as_os_str().len() > 4096);
+        let line = restore(&p, &before).unwrap();
+        assert!(line.contains("core.fsmonitor"), "{line}");
+        assert!(line.len() < 600, "{line}");
+        let left = format!("/proc/self/fd/{}/config", git.as_raw_fd());
+        assert!(!Path::new(&left).exists());
     }
 
     #[test]
