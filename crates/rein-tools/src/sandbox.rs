@@ -232,7 +232,15 @@ impl After {
         }
         notes.extend(self.end());
         if let Some(s) = status
-            && let Some(line) = rlimits::explain(s.code(), s.signal(), &self.limits, self.cpu_secs)
+            && let Some(line) = rlimits::explain(
+                &rlimits::Ending {
+                    code: s.code(),
+                    signal: s.signal(),
+                    output,
+                },
+                &self.limits,
+                self.cpu_secs,
+            )
         {
             notes.push(line);
         }

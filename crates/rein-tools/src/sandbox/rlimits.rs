@@ -119,22 +119,34 @@ fn set(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<
     Ok(())
 }
 
-/// The line explaining an exit caused by a limit: a process killed by
-/// `SIGXFSZ` or `SIGXCPU` (bash reports 128 + the signal for a child, and
-/// bubblewrap passes that on), `None` for any other status.
-pub fn explain(
-    code: Option<i32>,
-    signal: Option<i32>,
-    limits: &CommandLimits,
-    cpu_secs: u64,
-) -> Option<String> {
-    let sig = signal.or_else(|| code.filter(|c| *c > 128).map(|c| c - 128))?;
-    if sig == libc::SIGXFSZ {
+/// What a finished command said about itself, for [`explain`].
+pub struct Ending<'a> {
+    /// Its exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+    /// What it printed.
+    pub output: &'a str,
+}
+
+/// The line explaining a command that ran into the file size or CPU time
+/// limit, `None` otherwise. Recognised: a kill by `SIGXFSZ`/`SIGXCPU`; bash
+/// reporting one of its children killed so (exit 128 + the signal, with
+/// its "File size limit exceeded" / "CPU time limit exceeded" line, passed
+/// on by bubblewrap); a program that ignores `SIGXFSZ` (Python does) and
+/// reports the write error "File too large".
+pub fn explain(end: &Ending<'_>, limits: &CommandLimits, cpu_secs: u64) -> Option<String> {
+    let by = |sig: i32, said: &str| {
+        end.signal == Some(sig) || (end.code == Some(128 + sig) && end.output.contains(said))
+    };
+    let fsize = limits.file_size > 0
+        && (by(libc::SIGXFSZ, "File size limit exceeded") || end.output.contains("File too large"));
+    if fsize {
         Some(format!(
             "[file size limit ({}) reached: a process was stopped for writing a larger file]",
             human_bytes(limits.file_size)
         ))
-    } else if sig == libc::SIGXCPU {
+    } else if by(libc::SIGXCPU, "CPU time limit exceeded") {
         Some(format!(
             "[CPU time limit ({cpu_secs} s) reached: a process was stopped]"
         ))
@@ -148,13 +160,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn limit_signals_are_named_and_others_are_not() {
+    fn limit_endings_are_named_and_others_are_not() {
         let l = CommandLimits::default();
-        let fsize = explain(Some(128 + libc::SIGXFSZ), None, &l, 10).unwrap_or_default();
+        let end = |code, signal, output| Ending {
+            code,
+            signal,
+            output,
+        };
+        let bash = end(Some(128 + libc::SIGXFSZ), None, "File size limit exceeded");
+        let fsize = explain(&bash, &l, 10).unwrap_or_default();
         assert!(fsize.contains("file size limit (1 GiB)"), "{fsize}");
-        let cpu = explain(None, Some(libc::SIGXCPU), &l, 10).unwrap_or_default();
+        let python = end(Some(1), None, "OSError: [Errno 27] File too large");
+        assert!(explain(&python, &l, 10).is_some());
+        let cpu = explain(&end(None, Some(libc::SIGXCPU), ""), &l, 10).unwrap_or_default();
         assert!(cpu.contains("CPU time limit (10 s)"), "{cpu}");
-        assert_eq!(explain(Some(1), None, &l, 10), None);
-        assert_eq!(explain(Some(137), None, &l, 10), None);
+        // A plain exit code 153 or 152 is just an exit code.
+        assert_eq!(explain(&end(Some(153), None, "done"), &l, 10), None);
+        assert_eq!(explain(&end(Some(152), None, ""), &l, 10), None);
+        assert_eq!(explain(&end(Some(1), None, ""), &l, 10), None);
     }
 }

@@ -183,6 +183,18 @@ async fn a_write_past_the_file_size_limit_fails_clearly() {
     assert!(out.contains("file size limit (1 MiB) reached"), "{out}");
     let len = std::fs::metadata(lim.ws.join("big")).unwrap().len();
     assert!(len <= MIB, "the file grew to {len} bytes");
+    // Python ignores SIGXFSZ and reports the write error instead.
+    if have("python3", &["-c", "pass"]) {
+        let py = lim
+            .run(
+                limits,
+                "python3 -c \"open('big2', 'wb').write(b'0' * 3 * 1024 * 1024)\"",
+                30,
+            )
+            .await;
+        assert_ne!(exit_code(&py), Some(0), "{py}");
+        assert!(py.contains("file size limit (1 MiB) reached"), "{py}");
+    }
     // Below the limit, writing works.
     let ok = lim.run(limits, "head -c 512K /dev/zero > small", 30).await;
     assert_eq!(exit_code(&ok), Some(0), "{ok}");
