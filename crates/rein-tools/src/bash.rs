@@ -266,7 +266,7 @@ async fn shell_command(
     })
     .await
     .map_err(|e| ToolError(format!("could not prepare the command: {e}")))?
-    .map_err(ToolError)?;
+    .map_err(|e| ToolError(e.to_string()))?;
     prepared
         .cmd
         .env("PAGER", "cat")

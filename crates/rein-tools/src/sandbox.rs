@@ -201,6 +201,18 @@ pub fn is_secret_name(name: &str) -> bool {
     WORDS.iter().any(|w| upper.contains(w))
 }
 
+/// Why a command could not be prepared (it did not run); the message is
+/// for the model and the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrepareError {
+    /// A path bubblewrap must keep read-only could not be made.
+    #[error("{0}")]
+    Protect(String),
+    /// The Landlock sandbox could not be set up.
+    #[error("{0}")]
+    Landlock(String),
+}
+
 /// A command ready to start, and what must happen once it is over.
 pub struct Prepared {
     /// The process to spawn.
@@ -288,7 +300,7 @@ pub fn prepare(
     workspace: &Path,
     script: &str,
     timeout: std::time::Duration,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, PrepareError> {
     let kind = if policy.mode == SandboxMode::Off {
         SandboxKind::None
     } else {
@@ -297,7 +309,7 @@ pub fn prepare(
     let mut cmd = match kind {
         SandboxKind::Bubblewrap => {
             if policy.mode != SandboxMode::ReadOnly {
-                bwrap::ensure_protected(workspace)?;
+                bwrap::ensure_protected(workspace).map_err(PrepareError::Protect)?;
             }
             let program = probe()
                 .bwrap
@@ -339,7 +351,7 @@ pub fn prepare(
     if kind == SandboxKind::Landlock {
         // The child makes its own session (and so its own process group)
         // before it restricts itself.
-        landlock::confine(&mut cmd, policy, workspace)?;
+        landlock::confine(&mut cmd, policy, workspace).map_err(PrepareError::Landlock)?;
     }
     cmd.current_dir(workspace)
         .stdin(Stdio::null())
