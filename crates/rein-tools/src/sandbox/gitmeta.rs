@@ -119,7 +119,8 @@ pub fn scan(workspace: &Path) -> GitMeta {
         let dot_git = rel.file_name() == Some(OsStr::new(".git"));
         let git_dir = dot_git
             || nested
-            || (named("HEAD", false) && (named("objects", true) || named("commondir", false)));
+            || (named("HEAD", false)
+                && ((named("objects", true) && named("refs", true)) || named("commondir", false)));
         for (name, kind) in &entries {
             let path = rel.join(name);
             let real_dir = kind.is_dir() && !kind.is_symlink();
@@ -557,6 +558,24 @@ mod tests {
         assert!(line.len() < 600, "{line}");
         let left = format!("/proc/self/fd/{}/config", git.as_raw_fd());
         assert!(!Path::new(&left).exists());
+    }
+
+    #[test]
+    fn bare_repositories_are_found_and_lookalike_folders_left_alone() {
+        let (_d, p) = ws();
+        for d in ["b.git/objects", "b.git/refs", "proj/objects"] {
+            std::fs::create_dir_all(p.join(d)).unwrap();
+        }
+        std::fs::write(p.join("b.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(p.join("proj/HEAD"), "a project file\n").unwrap();
+        let before = scan(&p);
+        std::fs::write(p.join("b.git/config"), "[core]\n\tpager = evil\n").unwrap();
+        std::fs::write(p.join("proj/config"), "anything = at all\n").unwrap();
+        let line = restore(&p, &before).unwrap();
+        assert!(line.contains("b.git/config (it set core.pager)"), "{line}");
+        assert!(!p.join("b.git/config").exists());
+        assert!(!line.contains("proj"), "{line}");
+        assert!(p.join("proj/config").exists());
     }
 
     #[test]
