@@ -84,6 +84,7 @@ fn layout() -> Option<&'static Layout> {
                 let base = Path::new("/sys/fs/cgroup").join(own);
                 if base.join("cgroup.controllers").exists() && writable_child_ok(&base, "pids.max")
                 {
+                    sweep(&base);
                     return Some(Layout::V2(base));
                 }
             }
@@ -93,6 +94,9 @@ fn layout() -> Option<&'static Layout> {
             };
             let pids = v1("pids", "pids.max");
             let memory = v1("memory", "memory.limit_in_bytes");
+            for parent in pids.iter().chain(&memory) {
+                sweep(parent);
+            }
             (pids.is_some() || memory.is_some()).then_some(Layout::V1 { pids, memory })
         })
         .as_ref()
@@ -265,12 +269,45 @@ impl Drop for CommandCgroup {
         self.kill_all();
         self.procs.clear();
         for dir in self.dirs.drain(..) {
-            if std::fs::remove_dir(&dir).is_err() {
+            // Killed processes leave the cgroup a moment later (bubblewrap's
+            // sandbox init dies just after bubblewrap itself).
+            let mut removed = false;
+            for _ in 0..100 {
+                if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                    removed = true;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            if !removed {
                 STALE
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(dir);
             }
+        }
+    }
+}
+
+/// Remove the empty cgroups earlier rein processes that are gone left in
+/// `parent` (a rein killed with SIGKILL never removes its own).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("rein-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            // Fails (and stays) while anything still runs in it.
+            let _ = std::fs::remove_dir(e.path());
         }
     }
 }
