@@ -39,6 +39,7 @@ pub struct ConfigFile {
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSection>,
     pub permissions: Option<crate::permissions::PermissionsSection>,
+    pub sandbox: Option<crate::sandbox_config::SandboxSection>,
     pub tui: Option<TuiSection>,
 }
 
@@ -176,6 +177,8 @@ pub struct Config {
     /// Whether the workspace's own settings counted in full (the folder is
     /// trusted, or `--trust`).
     pub trusted: bool,
+    /// `[sandbox]`: extra readable folders and command limits, layered.
+    pub sandbox: crate::sandbox_config::SandboxSettings,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -233,6 +236,7 @@ impl Config {
             loop_guard: Default::default(),
             alternate_screen: false,
             trusted: false,
+            sandbox: Default::default(),
         }
     }
 
@@ -413,6 +417,12 @@ impl Config {
             if let Some(n) = g.no_progress_turns {
                 self.loop_guard.no_progress_turns = (n > 0).then_some(n);
             }
+        }
+        if let Some(section) = file.sandbox {
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from);
+            self.sandbox.apply(section, base, home.as_deref())?;
         }
         for (name, section) in file.providers {
             self.providers.entry(name).or_default().merge_from(section);

@@ -69,6 +69,8 @@ pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
     p.network = cfg.permissions.network;
     p.env_allow = cfg.permissions.env_allow.clone();
     p.state_dir = Some(cfg.home.clone());
+    p.read_paths = cfg.sandbox.read_paths.clone();
+    p.limits = cfg.sandbox.limits;
     p
 }
 

@@ -10,6 +10,7 @@ mod model;
 mod output;
 mod permissions;
 mod providers;
+mod sandbox_config;
 mod sessions;
 mod settings_file;
 mod trust;

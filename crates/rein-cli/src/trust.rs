@@ -23,6 +23,7 @@ use rein_core::PermissionMode;
 
 use crate::config::{CompactionSection, Config, ConfigFile, LoopGuardSection};
 use crate::permissions::{PermissionSettings, PermissionsSection};
+use crate::sandbox_config::SandboxSection;
 
 /// One thing a project file asked for that an untrusted folder does not get.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,6 +210,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         providers,
         permissions,
         tui,
+        sandbox,
     } = file;
     let mut s = Sorter {
         ignored: Vec::new(),
@@ -272,6 +274,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
             s.ignored.extend(r.ignored);
             r.kept
         }),
+        sandbox: sandbox.map(|x| restrict_sandbox(x, current, &mut s)),
         // How the app draws has no authority: kept.
         tui,
         ..ConfigFile::default()
@@ -314,6 +317,59 @@ fn guard(project: u32, current: Option<u32>) -> Compare {
         (0, None) => Compare::Keep,
         (0, Some(_)) => Compare::Looser,
         (p, current) => limit(p, current),
+    }
+}
+
+/// A command limit where 0 means "no limit" and a smaller number is
+/// stricter.
+fn cap(project: u64, current: u64) -> Compare {
+    match (project, current) {
+        (0, 0) => Compare::Keep,
+        (0, _) => Compare::Looser,
+        (p, 0) => limit(p, None),
+        (p, c) => limit(p, Some(c)),
+    }
+}
+
+/// `[sandbox]`: limits may be lowered; `read_paths` (more for commands to
+/// read) is ignored.
+fn restrict_sandbox(x: SandboxSection, current: &Config, s: &mut Sorter) -> SandboxSection {
+    if !x.read_paths.is_empty() {
+        s.ignored.push(Ignored::Looser {
+            key: "[sandbox] read_paths",
+            value: format!("{} folders", x.read_paths.len()),
+        });
+    }
+    let now = &current.sandbox.limits;
+    let mib = |bytes: u64| bytes / (1024 * 1024);
+    let mut size = |key: &'static str, value: Option<u64>, now_bytes: u64| {
+        value.and_then(|n| s.limit(key, n, cap(n, mib(now_bytes))))
+    };
+    let address_space_mib = size(
+        "[sandbox] address_space_mib",
+        x.address_space_mib,
+        now.address_space,
+    );
+    let memory_mib = size("[sandbox] memory_mib", x.memory_mib, now.memory);
+    let file_size_mib = size("[sandbox] file_size_mib", x.file_size_mib, now.file_size);
+    let tmp_size_mib = size("[sandbox] tmp_size_mib", x.tmp_size_mib, now.tmp_size);
+    let processes = x
+        .processes
+        .and_then(|n| s.limit("[sandbox] processes", n, cap(n, now.processes)));
+    SandboxSection {
+        read_paths: Vec::new(),
+        max_concurrent: x.max_concurrent.and_then(|n| {
+            s.limit(
+                "[sandbox] max_concurrent",
+                n,
+                limit(n, Some(now.max_concurrent)),
+            )
+        }),
+        processes,
+        address_space_mib,
+        memory_mib,
+        file_size_mib,
+        tmp_size_mib,
     }
 }
 

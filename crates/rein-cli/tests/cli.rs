@@ -9,6 +9,7 @@ mod cli {
     mod memory;
     mod model;
     mod permissions;
+    mod sandbox;
     mod sessions;
     pub mod support;
     mod trust;

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod event;
 pub mod glob;
 pub mod history;
+pub mod limits;
 pub mod locks;
 pub mod memory;
 pub mod memory_store;
@@ -35,6 +36,7 @@ pub use engine::{
     RunStream,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
+pub use limits::CommandLimits;
 pub use memory::{
     Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
     NewMemory,

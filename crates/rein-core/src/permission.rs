@@ -114,13 +114,24 @@ pub struct SandboxPolicy {
     pub mode: SandboxMode,
     /// Whether commands may use the network.
     pub network: bool,
-    /// Environment variables kept even though their names look secret.
+    /// Environment variables passed to commands besides the built-in
+    /// allowlist (see the sandbox of the tools crate).
     pub env_allow: Vec<String>,
     /// Paths kept read-only even inside the workspace (besides `.git/hooks`
     /// and `.rein`, which the tool protects itself): the harness's own state.
     pub read_only: Vec<PathBuf>,
     /// Folders hidden from commands entirely (credential folders).
     pub hidden: Vec<PathBuf>,
+    /// The user's home folder, hidden from commands except the toolchain
+    /// folders in it; `None`: `$HOME` of this process.
+    pub home: Option<PathBuf>,
+    /// The harness's state folder (`$REIN_HOME`), never visible to commands.
+    pub state_dir: Option<PathBuf>,
+    /// Folders the user made readable to commands although they lie in a
+    /// hidden place (`sandbox.read_paths`).
+    pub read_paths: Vec<PathBuf>,
+    /// Resource limits of each command.
+    pub limits: crate::limits::CommandLimits,
 }
 
 /// How dangerous a call is.
@@ -312,12 +323,17 @@ pub struct Permissions {
     pub rules: Rules,
     /// Let shell commands use the network.
     pub network: bool,
-    /// Environment variables kept although their names look secret.
+    /// Environment variables passed to commands besides the built-in
+    /// allowlist.
     pub env_allow: Vec<String>,
-    /// The harness's own state folder (kept read-only for commands; file
-    /// tools never write inside it, which matters when it lies inside the
+    /// The harness's own state folder: hidden from commands, and file
+    /// tools never write inside it (which matters when it lies inside the
     /// workspace). Set it before the first decision: it is resolved once.
     pub state_dir: Option<PathBuf>,
+    /// Extra folders commands may read (`sandbox.read_paths`).
+    pub read_paths: Vec<PathBuf>,
+    /// Resource limits of each command (`[sandbox]`).
+    pub limits: crate::limits::CommandLimits,
     /// The user's home folder (for the secret folders); None disables that
     /// check. Set it before the first decision: the folders are resolved
     /// once.
@@ -397,6 +413,10 @@ impl Permissions {
             env_allow: self.env_allow.clone(),
             read_only: self.state_dir.iter().cloned().collect(),
             hidden: self.secret_dirs(),
+            home: self.home.clone(),
+            state_dir: self.state_dir.clone(),
+            read_paths: self.read_paths.clone(),
+            limits: self.limits,
         }
     }
 

@@ -1,9 +1,9 @@
 //! `bash`: run a shell command in the workspace, in its own process group,
 //! with bounded output and a timeout that kills every process it started.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitStatus;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,10 +15,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdout};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::sandbox::{self, SandboxKind};
+
+mod captured;
+use captured::Captured;
 
 /// Timeout when none is asked for, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -105,8 +109,11 @@ impl Tool for Bash {
                  and last {} KiB. Timeout {DEFAULT_TIMEOUT_SECS} s by default, at most \
                  {MAX_TIMEOUT_SECS} s; on timeout the command and all its child processes are \
                  killed. Unless the user turned it off, commands run in a sandbox: only the workspace and a private /tmp are \
-                 writable, the network may be off, and no process outlives the call (start \
-                 servers and the commands that use them in the same call).",
+                 writable, the home folder is hidden (toolchain folders stay readable), only \
+                 basic environment variables are passed, the network may be off, processes, \
+                 memory and file sizes are limited, and no process outlives the call (start \
+                 servers and the commands that use them in the same call). Git hooks, \
+                 `.git` files and config keys that run programs cannot be added.",
                 HEAD_BYTES / 1024
             ),
             parameters: crate::schema_of::<Args>(),
@@ -182,8 +189,41 @@ async fn call_bash(
         return Err(ToolError::new("the command is empty"));
     }
     let limit = command_timeout(args.timeout_secs);
-    let cmd = shell_command(&args.command, &ctx, kind).map_err(ToolError)?;
-    run(cmd, limit, ctx.cancel.clone()).await
+    // The timeout counts from here, waiting for a slot included.
+    let deadline = Instant::now() + limit;
+    let slots = slots(ctx.sandbox.limits.max_concurrent);
+    let _slot = tokio::select! {
+        permit = slots.acquire_owned() => permit
+            .map_err(|_| ToolError::new("the command slots were closed"))?,
+        _ = ctx.cancel.cancelled() => {
+            return Ok(ToolOutput::error(
+                "[cancelled while waiting for one of the running commands to finish]",
+            ));
+        }
+        _ = tokio::time::sleep_until(deadline) => {
+            return Ok(ToolOutput::error(format!(
+                "[timed out after {} s waiting for a command slot: {} commands were already \
+                 running]",
+                limit.as_secs(),
+                ctx.sandbox.limits.max_concurrent.max(1)
+            )));
+        }
+    };
+    let prepared = shell_command(args.command, &ctx, kind, limit).await?;
+    run(prepared, deadline, limit, ctx.cancel.clone()).await
+}
+
+/// The process-wide semaphore of commands running at once, one per cap
+/// (one configuration gives one cap; zero is read as one).
+fn slots(cap: usize) -> Arc<Semaphore> {
+    static SLOTS: Mutex<BTreeMap<usize, Arc<Semaphore>>> = Mutex::new(BTreeMap::new());
+    let cap = cap.max(1);
+    SLOTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(cap)
+        .or_insert_with(|| Arc::new(Semaphore::new(cap)))
+        .clone()
 }
 
 /// Whether the sandbox `policy` asks for can be applied to shell commands
@@ -208,15 +248,42 @@ fn command_timeout(secs: Option<u64>) -> Duration {
 
 /// The process to start for `command`: the one place that decides how a
 /// command is run. `bash -c` in the workspace, leading its own process
-/// group, with secret-looking variables removed, wrapped in the `kind` of
-/// sandbox the context's policy asks for (none when its mode is `Off`, or
-/// when `kind` is `None`: the gate then asks before every command).
-fn shell_command(command: &str, ctx: &ToolContext, kind: SandboxKind) -> Result<Command, String> {
-    let mut cmd = sandbox::command(kind, &ctx.sandbox, &ctx.workspace, command)?;
-    cmd.env("PAGER", "cat")
+/// group, with the allowlisted environment and the limits of the policy,
+/// wrapped in the `kind` of sandbox the context's policy asks for (none
+/// when its mode is `Off`, or when `kind` is `None`: the gate then asks
+/// before every command). Preparing walks the workspace (git metadata), so
+/// it runs on a blocking thread.
+async fn shell_command(
+    command: String,
+    ctx: &ToolContext,
+    kind: SandboxKind,
+    limit: Duration,
+) -> Result<sandbox::Prepared, ToolError> {
+    let policy = ctx.sandbox.clone();
+    let workspace = ctx.workspace.clone();
+    let mut prepared = tokio::task::spawn_blocking(move || {
+        sandbox::prepare(kind, &policy, &workspace, &command, limit)
+    })
+    .await
+    .map_err(|e| ToolError(format!("could not prepare the command: {e}")))?
+    .map_err(|e| ToolError(e.to_string()))?;
+    prepared
+        .cmd
+        .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0");
-    Ok(cmd)
+    Ok(prepared)
+}
+
+/// Run the work left after a command on a blocking thread: its notes.
+async fn after_notes(
+    after: sandbox::After,
+    status: Option<ExitStatus>,
+    output: String,
+) -> Vec<String> {
+    tokio::task::spawn_blocking(move || after.finish(status, &output))
+        .await
+        .unwrap_or_else(|e| vec![format!("[could not check the command's aftermath: {e}]")])
 }
 
 /// Process groups of the commands running right now, so that a process
@@ -289,20 +356,24 @@ enum Stop {
 }
 
 async fn run(
-    mut cmd: Command,
+    prepared: sandbox::Prepared,
+    deadline: Instant,
     limit: Duration,
     cancel: CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
+    let sandbox::Prepared { mut cmd, after } = prepared;
     let mut child = cmd
         .spawn()
         .map_err(|e| ToolError(format!("could not start bash: {e}")))?;
+    // The descriptors the child needed to join its cgroup are no longer
+    // needed by this side; `after` keeps the cgroup itself.
+    drop(cmd);
     let mut guard = GroupGuard::new(child.id().and_then(|id| i32::try_from(id).ok()));
     let mut pipes = Pipes {
         out: child.stdout.take(),
         err: child.stderr.take(),
         captured: Captured::new(HEAD_BYTES, TAIL_BYTES),
     };
-    let deadline = Instant::now() + limit;
     let mut status: Option<ExitStatus> = None;
     let mut linger_until: Option<Instant> = None;
     let mut out_buf = vec![0u8; 8192];
@@ -328,6 +399,7 @@ async fn run(
                 }
                 Err(e) => {
                     guard.kill();
+                    after_notes(after, None, String::new()).await;
                     return Err(ToolError(format!("lost track of the command: {e}")));
                 }
             },
@@ -337,27 +409,24 @@ async fn run(
         }
     };
 
-    match stop {
+    let failed = matches!(stop, Some(Stop::TimedOut | Stop::Cancelled));
+    let note = match stop {
         None => {
             guard.disarm();
-            Ok(ToolOutput::ok(finish(pipes.captured, status, None)))
+            None
         }
         Some(Stop::Lingering) => {
             guard.kill();
             guard.disarm();
             pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            Ok(ToolOutput::ok(finish(
-                pipes.captured,
-                status,
-                Some("[background processes still holding the output were stopped]"),
-            )))
+            Some("[background processes still holding the output were stopped]".to_string())
         }
         Some(why) => {
             guard.kill();
             reap(&mut child).await;
             guard.disarm();
             pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            let note = match why {
+            Some(match why {
                 Stop::Cancelled => {
                     "[cancelled; the command and its child processes were killed]".to_string()
                 }
@@ -365,12 +434,21 @@ async fn run(
                     "[timed out after {} s; the command and its child processes were killed]",
                     limit.as_secs()
                 ),
-            };
-            let mut text = body(pipes.captured);
-            text.push('\n');
-            text.push_str(&note);
-            Ok(ToolOutput::error(text))
+            })
         }
+    };
+    let mut text = body(pipes.captured);
+    let notes = after_notes(after, status, text.clone()).await;
+    for line in note.into_iter().chain(notes) {
+        text.push('\n');
+        text.push_str(&line);
+    }
+    if failed {
+        Ok(ToolOutput::error(text))
+    } else {
+        text.push('\n');
+        text.push_str(&describe_status(status));
+        Ok(ToolOutput::ok(text))
     }
 }
 
@@ -427,18 +505,6 @@ impl Pipes {
     }
 }
 
-/// The observation for a command that ran to its end.
-fn finish(captured: Captured, status: Option<ExitStatus>, note: Option<&str>) -> String {
-    let mut text = body(captured);
-    if let Some(note) = note {
-        text.push('\n');
-        text.push_str(note);
-    }
-    text.push('\n');
-    text.push_str(&describe_status(status));
-    text
-}
-
 fn body(captured: Captured) -> String {
     let text = captured.render();
     let trimmed = text.strip_suffix('\n').unwrap_or(&text);
@@ -461,159 +527,10 @@ fn describe_status(status: Option<ExitStatus>) -> String {
     }
 }
 
-/// Output kept in bounded memory: the first `head_cap` bytes and a rolling
-/// window of the last `tail_cap`, counting what falls out between them.
-pub(crate) struct Captured {
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    head_cap: usize,
-    tail_cap: usize,
-    dropped: u64,
-    dropped_lines: u64,
-    total: u64,
-}
-
-impl Captured {
-    pub(crate) fn new(head_cap: usize, tail_cap: usize) -> Self {
-        Captured {
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            head_cap,
-            tail_cap,
-            dropped: 0,
-            dropped_lines: 0,
-            total: 0,
-        }
-    }
-
-    pub(crate) fn push(&mut self, mut data: &[u8]) {
-        self.total += data.len() as u64;
-        if self.head.len() < self.head_cap {
-            let take = (self.head_cap - self.head.len()).min(data.len());
-            self.head.extend_from_slice(&data[..take]);
-            data = &data[take..];
-        }
-        if data.len() >= self.tail_cap {
-            let keep_from = data.len() - self.tail_cap;
-            self.drop_bytes(
-                self.tail.len() as u64,
-                self.tail.iter().filter(|&&b| b == b'\n').count(),
-            );
-            self.tail.clear();
-            let skipped = &data[..keep_from];
-            self.drop_bytes(
-                skipped.len() as u64,
-                skipped.iter().filter(|&&b| b == b'\n').count(),
-            );
-            self.tail.extend(&data[keep_from..]);
-        } else {
-            self.tail.extend(data);
-            let excess = self.tail.len().saturating_sub(self.tail_cap);
-            if excess > 0 {
-                let lines = self.tail.range(..excess).filter(|&&b| b == b'\n').count();
-                self.tail.drain(..excess);
-                self.drop_bytes(excess as u64, lines);
-            }
-        }
-    }
-
-    fn drop_bytes(&mut self, bytes: u64, lines: usize) {
-        self.dropped += bytes;
-        self.dropped_lines += lines as u64;
-    }
-
-    /// The text kept, with a line saying how much was cut from the middle.
-    /// Cuts fall on UTF-8 boundaries; invalid bytes are shown lossily.
-    pub(crate) fn render(self) -> String {
-        let mut head = self.head;
-        let mut tail: Vec<u8> = self.tail.into();
-        if self.dropped == 0 {
-            head.extend_from_slice(&tail);
-            return String::from_utf8_lossy(&head).into_owned();
-        }
-        let head_keep = complete_utf8_len(&head);
-        let tail_skip = tail
-            .iter()
-            .take(3)
-            .take_while(|&&b| b & 0xC0 == 0x80)
-            .count();
-        let cut = self.dropped + (head.len() - head_keep) as u64 + tail_skip as u64;
-        head.truncate(head_keep);
-        tail.drain(..tail_skip);
-        let head = String::from_utf8_lossy(&head);
-        let tail = String::from_utf8_lossy(&tail);
-        let sep = if head.ends_with('\n') { "" } else { "\n" };
-        format!(
-            "{head}{sep}[... {cut} bytes ({} lines) cut from the middle of {} bytes of output ...]\n{tail}",
-            self.dropped_lines, self.total
-        )
-    }
-}
-
-/// Length of the longest prefix of `b` that does not end inside a UTF-8
-/// sequence.
-fn complete_utf8_len(b: &[u8]) -> usize {
-    let n = b.len();
-    for back in 1..=n.min(4) {
-        let i = n - back;
-        let c = b[i];
-        if c & 0xC0 == 0x80 {
-            continue;
-        }
-        let need = match c {
-            0xF0..=0xFF => 4,
-            0xE0..=0xEF => 3,
-            0xC0..=0xDF => 2,
-            _ => 1,
-        };
-        return if back < need { i } else { n };
-    }
-    n
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-
-    #[test]
-    fn small_output_is_kept_whole() {
-        let mut c = Captured::new(4, 4);
-        c.push(b"abc");
-        c.push(b"de");
-        assert_eq!(c.render(), "abcde");
-    }
-
-    #[test]
-    fn big_output_keeps_head_and_tail_and_counts_the_cut() {
-        let mut c = Captured::new(4, 4);
-        for chunk in [&b"0123"[..], b"4\n6", b"789a", b"bcdef"] {
-            c.push(chunk);
-        }
-        let out = c.render();
-        assert_eq!(
-            out,
-            "0123\n[... 8 bytes (1 lines) cut from the middle of 16 bytes of output ...]\ncdef"
-        );
-    }
-
-    #[test]
-    fn cuts_never_split_a_character() {
-        let mut c = Captured::new(5, 5);
-        c.push("éééééééééé".as_bytes());
-        let out = c.render();
-        assert!(out.starts_with("éé\n[..."), "{out}");
-        assert!(out.ends_with("\néé"), "{out}");
-        assert!(!out.contains('\u{FFFD}'), "{out}");
-    }
-
-    #[test]
-    fn utf8_prefix_stops_before_an_incomplete_sequence() {
-        assert_eq!(complete_utf8_len("aé".as_bytes()), 3);
-        assert_eq!(complete_utf8_len(&"aé".as_bytes()[..2]), 1);
-        assert_eq!(complete_utf8_len(b"abc"), 3);
-        assert_eq!(complete_utf8_len(&"€".as_bytes()[..2]), 0);
-    }
 
     #[test]
     fn timeouts_are_clamped() {

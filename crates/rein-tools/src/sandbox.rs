@@ -4,58 +4,68 @@
 //!
 //! - **Bubblewrap** (`bwrap`): the command runs in new mount, PID, IPC, UTS
 //!   and (unless the policy allows it) network namespaces, with no
-//!   capabilities. The whole filesystem is a read-only bind, `/dev` holds
-//!   only the harmless devices, `/tmp` and `/var/tmp` are private tmpfs, the
-//!   workspace is bound writable (not in read-only mode) with `.rein`,
-//!   `.git/hooks`, `.git/config` (and `.git/config.worktree`) and the
-//!   policy's read-only paths bound read-only over it, and hidden paths
-//!   (plus container-runtime sockets) are covered with an empty tmpfs
-//!   (folders) or `/dev/null` (files). When the command exits, its PID
+//!   capabilities. The whole filesystem is a read-only bind except the home
+//!   folders, which are hidden ([`scope`]: `/home`, `/root` and the user's
+//!   home, with the toolchain folders and `read_paths` bound back
+//!   read-only); `/dev` holds only the harmless devices; `/tmp` and
+//!   `/var/tmp` are private size-capped tmpfs; the workspace is bound
+//!   writable (not in read-only mode) with `.rein`, `.git/hooks`,
+//!   `.git/config` (and `.git/config.worktree`) and the policy's read-only
+//!   paths bound read-only over it; hidden paths (credential folders,
+//!   `$REIN_HOME`, container-runtime sockets) are covered with an empty
+//!   tmpfs (folders) or `/dev/null` (files). When the command exits, its PID
 //!   namespace and everything in it die. A bind needs an existing path, so
 //!   a missing `.rein/` (and, in a repository, `.git/hooks/` and
 //!   `.git/config`) is first created empty on the host; when that fails the
 //!   command does not run. With `.git/config` read-only, `git config`
 //!   writes, `git remote add` and setting a branch's upstream fail inside
-//!   the sandbox: that is intended (the config names commands git runs on
-//!   the host later: `core.hooksPath`, `core.fsmonitor`, aliases, filters).
+//!   the sandbox in the top repository: that is intended (the config names
+//!   commands git runs on the host later).
 //! - **Landlock**, when bubblewrap is missing or namespaces are forbidden:
-//!   applied in the child just before `exec`. Reading and executing stay
-//!   allowed everywhere, writing only in the workspace (not in read-only
+//!   applied in the child just before `exec`. Reading and executing are
+//!   allowed in the system folders, the workspace, the toolchain folders and
+//!   `read_paths` only; writing only in the workspace (not in read-only
 //!   mode), `/tmp` and a few devices; TCP is refused unless the network is
 //!   allowed; signals and abstract sockets cannot reach outside; every
-//!   capability is dropped. It cannot hide paths, make paths inside the
-//!   workspace read-only, or give the command a private `/tmp` or PID
-//!   namespace. So under Landlock a command CAN write `.rein/` (rules the
-//!   next run loads), `.git/hooks/` and `.git/config` (code git runs on the
-//!   host later): only the classifier stands in the way (a `git config` that
-//!   sets a command is high risk; `echo … >> .git/config` is not seen), as
-//!   the protected paths of the permission gate bind file tools only. That
-//!   is a known limit, not a reason to refuse: Landlock still counts as a
-//!   sandbox for the permission gate.
+//!   capability is dropped. It cannot hide paths inside what it grants,
+//!   make paths inside the workspace read-only, or give the command a
+//!   private `/tmp` or PID namespace. So under Landlock a command CAN write
+//!   `.rein/` (rules the next run loads); git metadata is guarded by the
+//!   check after the command alone ([`gitmeta`]).
 //!
-//! Environment variables whose names look secret are removed in every mode
-//! ([`scrub_env`]), also without a sandbox.
+//! In every mode with a writable workspace, git metadata at any depth is
+//! recorded before the command and what it may not plant is undone after
+//! it ([`gitmeta`]). Every command gets an allowlisted environment
+//! ([`env`]), rlimits (address space, file size, CPU time, no core files)
+//! and, where rein can make one, a cgroup capping its processes and memory;
+//! at most `max_concurrent` commands run at once (the bash tool waits).
 //!
 //! `REIN_SANDBOX=bwrap|landlock|none` forces the choice (read once per
 //! process; a forced kind that does not work here gives `None`, so the
 //! permission gate asks before every command).
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
 
-use rein_core::{SandboxMode, SandboxPolicy};
+use rein_core::{CommandLimits, SandboxMode, SandboxPolicy};
 use tokio::process::Command;
 
 mod bwrap;
+mod cgroup;
+pub mod env;
+pub mod gitconfig;
+pub mod gitmeta;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(not(target_os = "linux"))]
 #[path = "sandbox/landlock_stub.rs"]
 mod landlock;
+mod rlimits;
+pub mod scope;
 
 pub use bwrap::{BwrapEntry, bwrap_args, bwrap_args_with, ensure_protected};
+pub use cgroup::available as cgroup_available;
 
 /// The environment variable that forces a sandbox kind.
 pub const FORCE_ENV: &str = "REIN_SANDBOX";
@@ -72,15 +82,21 @@ pub enum SandboxKind {
 struct Probe {
     /// The `bwrap` found on `PATH`, when a trivial sandbox actually ran.
     bwrap: Option<PathBuf>,
+    /// Whether that bubblewrap can cap the size of `/tmp`.
+    bwrap_size: bool,
     /// The kernel's Landlock ABI version (0 or less: none).
     landlock_abi: i32,
 }
 
 fn probe() -> &'static Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE.get_or_init(|| Probe {
-        bwrap: find_on_path("bwrap").filter(|p| bwrap::probe(p)),
-        landlock_abi: landlock::abi_version(),
+    PROBE.get_or_init(|| {
+        let bwrap = find_on_path("bwrap").filter(|p| bwrap::probe(p));
+        Probe {
+            bwrap_size: bwrap.as_deref().is_some_and(bwrap::probe_size),
+            bwrap,
+            landlock_abi: landlock::abi_version(),
+        }
     })
 }
 
@@ -100,6 +116,12 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 /// Whether bubblewrap is installed and can create its namespaces here.
 pub fn bubblewrap_usable() -> bool {
     probe().bwrap.is_some()
+}
+
+/// Whether bubblewrap works here and can cap the size of `/tmp` (0.5 and
+/// later); an older one gives an uncapped private `/tmp`.
+pub fn bubblewrap_caps_tmp() -> bool {
+    probe().bwrap_size
 }
 
 /// Whether the kernel supports Landlock.
@@ -144,15 +166,16 @@ pub fn describe(kind: SandboxKind) -> &'static str {
     match kind {
         SandboxKind::Bubblewrap => {
             "bubblewrap: read-only filesystem except the workspace (where .rein, .git/hooks \
-             and .git/config stay read-only, so `git config` cannot write), private /tmp, \
-             hidden credential folders, no network unless allowed, and no process outlives the \
-             command"
+             and .git/config stay read-only, so `git config` cannot write), home folders hidden \
+             except toolchain folders, private size-capped /tmp, no network unless allowed, and \
+             no process outlives the command"
         }
         SandboxKind::Landlock => {
-            "landlock: writes only in the workspace and /tmp, no TCP unless allowed; it cannot \
-             hide folders, protect paths inside the workspace (commands can change .rein, \
-             .git/hooks and .git/config), give a private /tmp, or stop background processes \
-             from outliving the command"
+            "landlock: reads only in system folders, the workspace and toolchain folders, writes \
+             only in the workspace and /tmp, no TCP unless allowed; it cannot protect paths \
+             inside the workspace (commands can change .rein; planted git metadata is undone \
+             after the command), give a private /tmp, or stop background processes from \
+             outliving the command where no cgroup can be made"
         }
         SandboxKind::None => {
             "no sandbox: neither bubblewrap nor Landlock works here, so every shell command \
@@ -170,40 +193,114 @@ pub fn can_apply(policy: &SandboxPolicy) -> bool {
 
 /// Whether an environment variable's name looks like it holds a secret:
 /// it contains KEY, SECRET, TOKEN, PASSWORD, PASSWD or CREDENTIAL, in any
-/// case.
+/// case. (Commands get an allowlist anyway, see [`env`]; this names the
+/// ones worth a warning when a user allows them.)
 pub fn is_secret_name(name: &str) -> bool {
     const WORDS: [&str; 6] = ["KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"];
     let upper = name.to_ascii_uppercase();
     WORDS.iter().any(|w| upper.contains(w))
 }
 
-/// Remove from `cmd`'s environment every inherited variable whose name
-/// looks secret, except those named exactly in `allow`.
-pub fn scrub_env(cmd: &mut Command, allow: &[String]) {
-    for (name, _) in std::env::vars_os() {
-        if secret_and_not_allowed(&name, allow) {
-            cmd.env_remove(&name);
+/// Why a command could not be prepared (it did not run); the message is
+/// for the model and the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrepareError {
+    /// A path bubblewrap must keep read-only could not be made.
+    #[error("{0}")]
+    Protect(String),
+    /// The Landlock sandbox could not be set up.
+    #[error("{0}")]
+    Landlock(String),
+}
+
+/// A command ready to start, and what must happen once it is over.
+pub struct Prepared {
+    /// The process to spawn.
+    pub cmd: Command,
+    /// Call [`After::finish`] when nothing of the command runs any more.
+    pub after: After,
+}
+
+/// The work left for when a command is over: kill what is left in its
+/// cgroup, undo git metadata it planted, and say which limits it hit.
+pub struct After {
+    cgroup: Option<cgroup::CommandCgroup>,
+    git: Option<(PathBuf, gitmeta::GitMeta)>,
+    limits: CommandLimits,
+    cpu_secs: u64,
+    tmp_capped: bool,
+}
+
+impl After {
+    /// Lines for the observation (each one bracketed), after the command's
+    /// processes are gone: `status` is its exit status when it exited,
+    /// `output` what it printed (to recognise a full `/tmp`). Blocking: it
+    /// walks the workspace.
+    pub fn finish(mut self, status: Option<std::process::ExitStatus>, output: &str) -> Vec<String> {
+        use std::os::unix::process::ExitStatusExt;
+        let mut notes = Vec::new();
+        if let Some(cg) = &self.cgroup {
+            notes.extend(cg.report());
         }
+        notes.extend(self.end());
+        if let Some(s) = status
+            && let Some(line) = rlimits::explain(
+                &rlimits::Ending {
+                    code: s.code(),
+                    signal: s.signal(),
+                    output,
+                },
+                &self.limits,
+                self.cpu_secs,
+            )
+        {
+            notes.push(line);
+        }
+        if self.tmp_capped && output.contains("No space left on device") {
+            notes.push(format!(
+                "[/tmp and /var/tmp hold at most {} each in the sandbox; write big files in the \
+                 workspace]",
+                rein_core::limits::human_bytes(self.limits.tmp_size)
+            ));
+        }
+        notes
     }
 }
 
-fn secret_and_not_allowed(name: &OsStr, allow: &[String]) -> bool {
-    let lossy = name.to_string_lossy();
-    is_secret_name(&lossy) && !allow.iter().any(|a| OsStr::new(a) == name)
+impl After {
+    /// Kill what is left in the cgroup (and remove it), then undo planted
+    /// git metadata; once.
+    fn end(&mut self) -> Option<String> {
+        drop(self.cgroup.take());
+        let (ws, before) = self.git.take()?;
+        gitmeta::restore(&ws, &before)
+    }
+}
+
+impl Drop for After {
+    /// A call dropped before [`After::finish`] (its future was abandoned)
+    /// still gets its leftovers killed and its git metadata checked.
+    fn drop(&mut self) {
+        self.end();
+    }
 }
 
 /// The process that runs `script` with `bash -c` under `policy`, wrapped by
 /// `kind` (ignored when the policy's mode is [`SandboxMode::Off`]; `None`
-/// runs it plainly). Its working folder, standard streams and process group
-/// are set; the caller adds environment variables. The child leads a new
+/// runs it plainly), limited by the policy's limits, with a CPU time of
+/// `timeout` on every core. Its working folder, standard streams and process group are
+/// set, its environment is the allowlist of [`env`]. The child leads a new
 /// process group, so killing that group stops everything (with bubblewrap,
-/// the sandbox's PID namespace goes with it).
-pub fn command(
+/// the sandbox's PID namespace goes with it). In writable modes the
+/// workspace's git metadata is recorded first (see [`gitmeta`]). Blocking:
+/// it may walk the workspace.
+pub fn prepare(
     kind: SandboxKind,
     policy: &SandboxPolicy,
     workspace: &Path,
     script: &str,
-) -> Result<Command, String> {
+    timeout: std::time::Duration,
+) -> Result<Prepared, PrepareError> {
     let kind = if policy.mode == SandboxMode::Off {
         SandboxKind::None
     } else {
@@ -212,36 +309,72 @@ pub fn command(
     let mut cmd = match kind {
         SandboxKind::Bubblewrap => {
             if policy.mode != SandboxMode::ReadOnly {
-                bwrap::ensure_protected(workspace)?;
+                bwrap::ensure_protected(workspace).map_err(PrepareError::Protect)?;
             }
             let program = probe()
                 .bwrap
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("bwrap"));
             let mut cmd = Command::new(program);
-            cmd.args(bwrap_args(policy, workspace, script));
+            if probe().bwrap_size {
+                cmd.args(bwrap_args(policy, workspace, script));
+            } else {
+                // An old bubblewrap: /tmp stays private but uncapped.
+                let mut uncapped = policy.clone();
+                uncapped.limits.tmp_size = 0;
+                cmd.args(bwrap_args(&uncapped, workspace, script));
+            }
             cmd.process_group(0);
             cmd
         }
-        SandboxKind::Landlock => {
-            let mut cmd = plain(script);
-            // The child makes its own session (and so its own process
-            // group) before it restricts itself.
-            landlock::confine(&mut cmd, policy, workspace)?;
-            cmd
-        }
+        SandboxKind::Landlock => plain(script),
         SandboxKind::None => {
             let mut cmd = plain(script);
             cmd.process_group(0);
             cmd
         }
     };
+    // Recorded after `ensure_protected` made what it makes.
+    let watch_git = policy.mode == SandboxMode::WorkspaceWrite;
+    let git = watch_git.then(|| (workspace.to_path_buf(), gitmeta::scan(workspace)));
+    // The child joins its cgroup and lowers its limits first, then (under
+    // Landlock) confines itself.
+    let cgroup = cgroup::CommandCgroup::create(&policy.limits);
+    if let Some(cg) = &cgroup {
+        cg.join_in_child(&mut cmd);
+    }
+    // A process's threads together can spend the timeout on every core:
+    // the CPU limit stops only what would outlive the timeout's kill.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let cpu_secs = timeout.as_secs().max(1).saturating_mul(cores);
+    rlimits::apply(&mut cmd, &policy.limits, cpu_secs, cgroup.is_none());
+    if kind == SandboxKind::Landlock {
+        // The child makes its own session (and so its own process group)
+        // before it restricts itself.
+        landlock::confine(&mut cmd, policy, workspace).map_err(PrepareError::Landlock)?;
+    }
     cmd.current_dir(workspace)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    scrub_env(&mut cmd, &policy.env_allow);
-    Ok(cmd)
+    env::apply(
+        &mut cmd,
+        &policy.env_allow,
+        &scope::homes(policy),
+        kind != SandboxKind::None,
+    );
+    Ok(Prepared {
+        cmd,
+        after: After {
+            cgroup,
+            git,
+            limits: policy.limits,
+            cpu_secs,
+            tmp_capped: kind == SandboxKind::Bubblewrap
+                && probe().bwrap_size
+                && policy.limits.tmp_size > 0,
+        },
+    })
 }
 
 fn plain(script: &str) -> Command {
@@ -280,15 +413,6 @@ mod tests {
         ] {
             assert!(!is_secret_name(name), "{name}");
         }
-    }
-
-    #[test]
-    fn allowed_names_must_match_exactly() {
-        let allow = vec!["GITHUB_TOKEN".to_string()];
-        assert!(!secret_and_not_allowed(OsStr::new("GITHUB_TOKEN"), &allow));
-        assert!(secret_and_not_allowed(OsStr::new("github_token"), &allow));
-        assert!(secret_and_not_allowed(OsStr::new("GITHUB_TOKEN_2"), &allow));
-        assert!(!secret_and_not_allowed(OsStr::new("PATH"), &allow));
     }
 
     #[test]

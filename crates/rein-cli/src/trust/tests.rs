@@ -311,3 +311,26 @@ fn the_tool_call_cap_may_be_lowered_but_not_raised_past_the_engine_default() {
         vec![looser("max_tool_calls_per_turn", &over.to_string())]
     );
 }
+
+#[test]
+fn sandbox_limits_may_be_lowered_but_read_paths_and_higher_or_unlimited_values_are_ignored() {
+    let (cfg, ignored) = applied(
+        "[sandbox]\nread_paths = [\"/home/u/.ssh\"]\nmax_concurrent = 2\nprocesses = 64\nmemory_mib = 0\nfile_size_mib = 999999\ntmp_size_mib = 16\n",
+    );
+    let limits = &cfg.sandbox.limits;
+    let defaults = rein_core::CommandLimits::default();
+    assert!(cfg.sandbox.read_paths.is_empty(), "{:?}", cfg.sandbox);
+    assert_eq!(limits.max_concurrent, 2);
+    assert_eq!(limits.processes, 64);
+    assert_eq!(limits.tmp_size, 16 * 1024 * 1024);
+    assert_eq!(limits.memory, defaults.memory, "0 (no limit) is looser");
+    assert_eq!(limits.file_size, defaults.file_size);
+    assert_eq!(
+        ignored,
+        vec![
+            looser("[sandbox] read_paths", "1 folders"),
+            looser("[sandbox] memory_mib", "0"),
+            looser("[sandbox] file_size_mib", "999999"),
+        ]
+    );
+}

@@ -1,11 +1,17 @@
 //! Landlock, applied by the child between `fork` and `exec`.
 //!
+//! Reads are granted, not denied: the system folders, the workspace, the
+//! toolchain folders and `read_paths` (the same scope bubblewrap shows),
+//! so home folders stay unreadable. `$REIN_HOME` is unreadable when it lies
+//! outside those (the default `~/.rein` does); Landlock cannot take it away
+//! inside the workspace or a system folder.
+//!
 //! The ruleset is built (paths opened, rules added) in the parent; the
 //! child only makes system calls: `setsid`, `capset`, `prctl` and
 //! `landlock_restrict_self`. Nothing there allocates or takes a lock.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
@@ -13,6 +19,8 @@ use landlock::{
 };
 use rein_core::{SandboxMode, SandboxPolicy};
 use tokio::process::Command;
+
+use super::scope::{TOOLCHAIN_SECRETS, homes, toolchain_paths};
 
 /// The newest Landlock ABI whose rights this module asks for; older kernels
 /// get what they support (best effort), newer ones nothing untested.
@@ -42,6 +50,48 @@ pub(super) fn abi_version() -> i32 {
     i32::try_from(v).unwrap_or(-1)
 }
 
+/// System folders commands may read and execute from. Not `/home`,
+/// `/root`, `/mnt`, `/media` or anything else: Landlock grants, it cannot
+/// hide, so the read scope is this list plus the workspace, the toolchain
+/// folders and `read_paths`.
+const SYSTEM: [&str; 17] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+    "/sys", "/dev", "/run", "/var", "/nix", "/snap", "/tmp",
+];
+
+/// Everything commands may read: [`SYSTEM`], the workspace, the toolchain
+/// folders and `read_paths`; a folder holding a credential file of
+/// [`TOOLCHAIN_SECRETS`] is granted entry by entry, without it.
+fn readable(policy: &SandboxPolicy, workspace: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    paths.push(workspace.to_path_buf());
+    let wanted = toolchain_paths(&homes(policy))
+        .into_iter()
+        .chain(policy.read_paths.iter().cloned());
+    for path in wanted {
+        let Ok(real) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        let has_secret = TOOLCHAIN_SECRETS
+            .iter()
+            .any(|s| std::fs::symlink_metadata(real.join(s)).is_ok());
+        if !has_secret {
+            paths.push(real);
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&real) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if !TOOLCHAIN_SECRETS.iter().any(|s| name == *s) {
+                paths.push(e.path());
+            }
+        }
+    }
+    paths
+}
+
 fn ruleset(policy: &SandboxPolicy, workspace: &Path) -> Result<RulesetCreated, RulesetError> {
     let all = AccessFs::from_all(TARGET);
     let read = AccessFs::from_read(TARGET);
@@ -60,7 +110,7 @@ fn ruleset(policy: &SandboxPolicy, workspace: &Path) -> Result<RulesetCreated, R
     let writable = policy.mode != SandboxMode::ReadOnly;
     let mut created = rules
         .create()?
-        .add_rules(path_beneath_rules(["/"], read))?
+        .add_rules(path_beneath_rules(readable(policy, workspace), read))?
         .add_rules(path_beneath_rules(DEVICES, device))?;
     if writable {
         created = created.add_rules(path_beneath_rules([workspace], write))?;

@@ -25,16 +25,22 @@ pub use harness::{Fixture, Outcome, have, run_cases};
 
 #[path = "escape/files.rs"]
 mod files;
+#[path = "escape/gitmeta_commands.rs"]
+mod gitmeta_commands;
 #[path = "escape/gitmeta_files.rs"]
 mod gitmeta_files;
 #[path = "escape/harness.rs"]
 mod harness;
 #[path = "escape/holes.rs"]
 mod holes;
+#[path = "escape/limits.rs"]
+mod limits;
 #[path = "escape/modes.rs"]
 mod modes;
 #[path = "escape/protected.rs"]
 mod protected;
+#[path = "escape/scope.rs"]
+mod scope;
 #[path = "escape/secrets.rs"]
 mod secrets;
 
@@ -195,6 +201,15 @@ pub fn all_groups() -> Vec<(&'static str, usize)> {
         ("default and accept-edits", modes::asking_modes().len()),
         ("background", modes::background().len()),
         ("network", modes::network().len()),
+        ("read scope", scope::read_scope().len()),
+        ("unlisted variables", scope::unlisted_variables().len()),
+        (
+            "git metadata by commands",
+            gitmeta_commands::planted().len(),
+        ),
+        ("ordinary git work", gitmeta_commands::ordinary().len()),
+        ("git metadata by file tools", gitmeta_files::git_metadata().len()),
+        ("REIN_HOME inside", gitmeta_files::rein_home_inside().len()),
     ]
 }
 

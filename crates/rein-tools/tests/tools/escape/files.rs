@@ -217,10 +217,10 @@ pub fn symlinks() -> Vec<Case> {
 }
 
 /// A hard link to an outside file cannot be made: the workspace is its own
-/// mount in the sandbox, so `link(2)` across it fails. Known limit, not
-/// tested here: a hard link that already exists in the workspace (made
-/// outside the sandbox) is the same file, and file tools and commands write
-/// through it (`sandbox.rs` shows it for commands).
+/// mount in the sandbox, so `link(2)` across it fails. A hard link that
+/// already exists in the workspace (made outside the sandbox) is replaced by
+/// the file tools, not written through (`gitmeta_files.rs` proves it); a
+/// command can still write through it (known limit, `sandbox.rs` shows it).
 pub fn hard_links() -> Vec<Case> {
     vec![
         Case::new("bash hard-links an outside file and appends", Auto)

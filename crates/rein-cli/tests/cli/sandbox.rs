@@ -1,0 +1,112 @@
+//! The sandbox as the binary fills it: `$REIN_HOME` hidden from commands
+//! (plan mode included), `[sandbox]` limits from the user's config reaching
+//! every command. `REIN_HOME` and the workspace live under the target
+//! folder, not /tmp (private under bubblewrap: a test there would prove
+//! nothing).
+
+use serde_json::{Value, json};
+
+use super::support::{json_lines, stderr};
+
+struct Dirs {
+    _home: tempfile::TempDir,
+    _ws: tempfile::TempDir,
+    home: std::path::PathBuf,
+    ws: std::path::PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let base = env!("CARGO_TARGET_TMPDIR");
+    let home = tempfile::Builder::new()
+        .prefix("sbx-home-")
+        .tempdir_in(base)
+        .unwrap();
+    let ws = tempfile::Builder::new()
+        .prefix("sbx-ws-")
+        .tempdir_in(base)
+        .unwrap();
+    Dirs {
+        home: std::fs::canonicalize(home.path()).unwrap(),
+        ws: std::fs::canonicalize(ws.path()).unwrap(),
+        _home: home,
+        _ws: ws,
+    }
+}
+
+/// Run one bash command through a replay model; the events.
+fn run_one(d: &Dirs, mode: &str, command: &str) -> Vec<Value> {
+    let script = d.home.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", &d.home)
+        .env_remove("REIN_PROVIDER")
+        .env_remove("REIN_MODEL")
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args(["exec", "--json", "--provider", "replay", "--script"])
+        .arg(&script)
+        .args(["--mode", mode, "go"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    json_lines(&o)
+}
+
+fn bash_output(events: &[Value]) -> String {
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished")
+        .unwrap_or_else(|| panic!("no tool ran: {events:?}"));
+    finished["output_preview"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn commands_never_see_rein_home_not_even_in_plan_mode() {
+    if !rein_tools::sandbox::can_apply(&rein_core::SandboxPolicy::default()) {
+        eprintln!("no sandbox here: skipped");
+        return;
+    }
+    let d = dirs();
+    std::fs::write(d.home.join("marker.txt"), "REIN-HOME-MARKER\n").unwrap();
+    for mode in ["plan", "auto"] {
+        let cmd = format!(
+            "cat {0}/marker.txt; ls -a {0}; grep -r -a -l REIN-HOME-MARKER {0}; true",
+            d.home.display()
+        );
+        let out = bash_output(&run_one(&d, mode, &cmd));
+        eprintln!("{mode}: {out}");
+        assert!(!out.contains("REIN-HOME-MARKER"), "{mode}: {out}");
+        assert!(!out.contains("sessions.db"), "{mode}: {out}");
+        assert!(out.contains("No such file"), "{mode}: {out}");
+    }
+}
+
+#[test]
+fn sandbox_limits_from_the_user_config_reach_commands() {
+    if !rein_tools::sandbox::can_apply(&rein_core::SandboxPolicy::default()) {
+        eprintln!("no sandbox here: skipped");
+        return;
+    }
+    let d = dirs();
+    std::fs::write(
+        d.home.join("config.toml"),
+        "[sandbox]\nfile_size_mib = 1\nmax_concurrent = 2\n",
+    )
+    .unwrap();
+    let out = bash_output(&run_one(&d, "auto", "head -c 3M /dev/zero > big"));
+    eprintln!("{out}");
+    assert!(out.contains("file size limit (1 MiB) reached"), "{out}");
+    let len = std::fs::metadata(d.ws.join("big")).unwrap().len();
+    assert!(len <= 1024 * 1024, "{len}");
+}

@@ -1,0 +1,318 @@
+//! A cgroup per command, where rein may make one: it caps the processes
+//! (and threads) alive at once, which is what stops a fork bomb (an
+//! `RLIMIT_NPROC` counts every process of the user, and root is exempt
+//! from it), caps the memory of the whole command, and lets rein kill every
+//! process of the command at the end, whatever session or group it moved to.
+//!
+//! cgroup v2 is used when rein's own cgroup lets it make children with the
+//! `pids` controller (a delegated subtree, or root); else the v1 `pids`
+//! and `memory` hierarchies when they are writable (root on a v1 or hybrid
+//! host). Neither: no cgroup, the process cap is only the timeout (see the
+//! README's known limits). The child joins its cgroups itself, before
+//! `exec`, by writing `0` to descriptors opened here.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use rein_core::CommandLimits;
+use rein_core::limits::human_bytes;
+use tokio::process::Command;
+
+/// Where command cgroups are made.
+#[derive(Debug, Clone)]
+enum Layout {
+    /// One v2 folder (rein's own cgroup) holding pids and memory.
+    V2(PathBuf),
+    /// v1: the folders of rein's `pids` and `memory` cgroups, when writable.
+    V1 {
+        pids: Option<PathBuf>,
+        memory: Option<PathBuf>,
+    },
+}
+
+/// The cgroups of one running command; dropping it kills what is left in
+/// them and removes them.
+#[derive(Debug)]
+pub struct CommandCgroup {
+    /// Folders made for this command.
+    dirs: Vec<PathBuf>,
+    /// The one with the `pids` controller, and the one with `memory`.
+    pids: Option<PathBuf>,
+    memory: Option<PathBuf>,
+    /// `cgroup.procs` of each, opened for the child to join.
+    procs: Vec<OwnedFd>,
+    v2: bool,
+    limits: CommandLimits,
+}
+
+/// Cgroups that could not be removed yet (a process not yet reaped); tried
+/// again before the next one is made.
+static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn own_path(controller: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let hit = if controller.is_empty() {
+            ctrls.is_empty()
+        } else {
+            ctrls.split(',').any(|c| c == controller)
+        };
+        hit.then(|| PathBuf::from(path.trim_start_matches('/')))
+    })
+}
+
+fn writable_child_ok(parent: &Path, probe_file: &str) -> bool {
+    let dir = parent.join(format!("rein-probe-{}", std::process::id()));
+    if std::fs::create_dir(&dir).is_err() {
+        return false;
+    }
+    let ok = dir.join(probe_file).exists();
+    let _ = std::fs::remove_dir(&dir);
+    ok
+}
+
+fn layout() -> Option<&'static Layout> {
+    static LAYOUT: OnceLock<Option<Layout>> = OnceLock::new();
+    LAYOUT
+        .get_or_init(|| {
+            if let Some(own) = own_path("") {
+                let base = Path::new("/sys/fs/cgroup").join(own);
+                if base.join("cgroup.controllers").exists() && writable_child_ok(&base, "pids.max")
+                {
+                    sweep(&base);
+                    return Some(Layout::V2(base));
+                }
+            }
+            let v1 = |ctrl: &str, file: &str| {
+                let base = Path::new("/sys/fs/cgroup").join(ctrl).join(own_path(ctrl)?);
+                writable_child_ok(&base, file).then_some(base)
+            };
+            let pids = v1("pids", "pids.max");
+            let memory = v1("memory", "memory.limit_in_bytes");
+            for parent in pids.iter().chain(&memory) {
+                sweep(parent);
+            }
+            (pids.is_some() || memory.is_some()).then_some(Layout::V1 { pids, memory })
+        })
+        .as_ref()
+}
+
+/// Whether commands get a cgroup here (with the `pids` controller).
+pub fn available() -> bool {
+    match layout() {
+        Some(Layout::V2(_)) => true,
+        Some(Layout::V1 { pids, .. }) => pids.is_some(),
+        None => false,
+    }
+}
+
+fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .write_all(value.as_bytes())
+}
+
+impl CommandCgroup {
+    /// Make the cgroups of one command with `limits` applied; `None` when
+    /// this host offers none (or making them failed: best effort).
+    pub fn create(limits: &CommandLimits) -> Option<CommandCgroup> {
+        retry_stale();
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "rein-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut cg = CommandCgroup {
+            dirs: Vec::new(),
+            pids: None,
+            memory: None,
+            procs: Vec::new(),
+            v2: false,
+            limits: *limits,
+        };
+        let settings: Vec<(PathBuf, Vec<(&str, u64)>)> = match layout()? {
+            Layout::V2(base) => {
+                cg.v2 = true;
+                vec![(
+                    base.join(&name),
+                    vec![
+                        ("pids.max", limits.processes),
+                        ("memory.max", limits.memory),
+                    ],
+                )]
+            }
+            Layout::V1 { pids, memory } => {
+                let mut v = Vec::new();
+                if let Some(p) = pids {
+                    v.push((p.join(&name), vec![("pids.max", limits.processes)]));
+                }
+                if let Some(m) = memory {
+                    v.push((
+                        m.join(&name),
+                        vec![("memory.limit_in_bytes", limits.memory)],
+                    ));
+                }
+                v
+            }
+        };
+        for (dir, files) in settings {
+            std::fs::create_dir(&dir).ok()?;
+            cg.dirs.push(dir.clone());
+            if files.iter().any(|(f, _)| f.starts_with("pids")) {
+                cg.pids = Some(dir.clone());
+            }
+            if files.iter().any(|(f, _)| f.starts_with("memory")) {
+                cg.memory = Some(dir.clone());
+            }
+            for (file, value) in files {
+                if value > 0 {
+                    write_file(&dir.join(file), &value.to_string()).ok()?;
+                }
+            }
+            let procs = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))
+                .ok()?;
+            cg.procs.push(OwnedFd::from(procs));
+        }
+        Some(cg)
+    }
+
+    /// Make `cmd`'s child join these cgroups before anything else runs.
+    pub fn join_in_child(&self, cmd: &mut Command) {
+        let fds: Vec<i32> = self.procs.iter().map(AsRawFd::as_raw_fd).collect();
+        // SAFETY: runs in the forked child: only `write` on descriptors that
+        // this value keeps open until the command is spawned.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in &fds {
+                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Kill every process still in the command's cgroups.
+    pub fn kill_all(&self) {
+        let Some(dir) = self.dirs.first() else { return };
+        if self.v2 && write_file(&dir.join("cgroup.kill"), "1").is_ok() {
+            return;
+        }
+        // Each round kills what is there; what they forked meanwhile is
+        // caught by the next (the pids cap bounds it).
+        for _ in 0..200 {
+            let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
+                return;
+            };
+            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                if pid > 1 {
+                    // SAFETY: kill only sends a signal; the pid is in this
+                    // command's cgroup.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Lines for the observation about limits the command ran into.
+    pub fn report(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let read = |dir: &Option<PathBuf>, file: &str, key: &str| -> u64 {
+            dir.as_ref()
+                .and_then(|d| std::fs::read_to_string(d.join(file)).ok())
+                .and_then(|text| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+                })
+                .unwrap_or(0)
+        };
+        let refused = read(&self.pids, "pids.events", "max ");
+        if refused > 0 {
+            lines.push(format!(
+                "[process limit ({}) reached: {refused} fork(s) were refused]",
+                self.limits.processes
+            ));
+        }
+        let file = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        let oom = read(&self.memory, file, "oom_kill ");
+        if oom > 0 {
+            lines.push(format!(
+                "[memory limit ({}) reached: {oom} process(es) were killed]",
+                human_bytes(self.limits.memory)
+            ));
+        }
+        lines
+    }
+}
+
+impl Drop for CommandCgroup {
+    fn drop(&mut self) {
+        self.kill_all();
+        self.procs.clear();
+        for dir in self.dirs.drain(..) {
+            // Killed processes leave the cgroup a moment later (bubblewrap's
+            // sandbox init dies just after bubblewrap itself).
+            let mut removed = false;
+            for _ in 0..100 {
+                if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                    removed = true;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            if !removed {
+                STALE
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(dir);
+            }
+        }
+    }
+}
+
+/// Remove the empty cgroups earlier rein processes that are gone left in
+/// `parent` (a rein killed with SIGKILL never removes its own).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("rein-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            // Fails (and stays) while anything still runs in it.
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+fn retry_stale() {
+    let mut stale = STALE.lock().unwrap_or_else(PoisonError::into_inner);
+    stale.retain(|d| std::fs::remove_dir(d).is_err() && d.exists());
+}

@@ -1,0 +1,219 @@
+//! The environment of a command: an allowlist, not a denylist.
+//!
+//! A command starts from an empty environment and gets only the variables
+//! of [`ALLOWED`] (and every `LC_*`) that rein itself has, plus the names
+//! in the policy's `env_allow`. Anything else (`DATABASE_URL`, `GH_PAT`,
+//! cloud keys, proxies with passwords in them) stays out unless the user
+//! names it. Git gets the user's name and e-mail as `GIT_AUTHOR_*` and
+//! `GIT_COMMITTER_*`, read from the user's git config on the host, because
+//! `~/.gitconfig` itself is hidden.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// A user's git name and e-mail, when both are set.
+type Identity = Option<(OsString, OsString)>;
+
+use tokio::process::Command;
+
+/// Variables passed to commands when rein has them: the session basics and
+/// toolchain settings (none of which holds a secret by convention).
+pub const ALLOWED: [&str; 50] = [
+    // Session.
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    // Rust.
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "RUSTFLAGS",
+    "RUST_BACKTRACE",
+    // Go.
+    "GOPATH",
+    "GOROOT",
+    "GOMODCACHE",
+    "GOCACHE",
+    "GOFLAGS",
+    "GOTOOLCHAIN",
+    "GO111MODULE",
+    // JVM.
+    "JAVA_HOME",
+    "GRADLE_USER_HOME",
+    "MAVEN_HOME",
+    // Python.
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    // Node.
+    "NVM_DIR",
+    "NVM_BIN",
+    "NODE_PATH",
+    // C and C++ builds.
+    "CC",
+    "CXX",
+    "AR",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "PKG_CONFIG_PATH",
+    "LD_LIBRARY_PATH",
+    "LIBRARY_PATH",
+    "CPATH",
+    // XDG folders (paths only).
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+];
+
+/// Whether a variable of rein's environment passes to commands: named in
+/// [`ALLOWED`], a locale variable (`LC_*`), or named exactly in `allow`.
+pub fn passes(name: &OsStr, allow: &[String]) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    ALLOWED.contains(&name)
+        || name.strip_prefix("LC_").is_some_and(|rest| {
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        })
+        || allow.iter().any(|a| a == name)
+}
+
+/// Clear `cmd`'s environment, then give it the variables that pass and the
+/// git identity of `homes` (the first home with one). `sandboxed`: the
+/// home is hidden, so git is told there is no global config
+/// (`GIT_CONFIG_GLOBAL=/dev/null`) rather than finding one it may not read
+/// (under Landlock that is an error that stops every git command), and
+/// `TMPDIR` is `/tmp` (a `TMPDIR` of the user's may be hidden or read-only
+/// there) unless `env_allow` names it.
+pub fn apply(cmd: &mut Command, allow: &[String], homes: &[PathBuf], sandboxed: bool) {
+    cmd.env_clear();
+    for (name, value) in std::env::vars_os() {
+        if passes(&name, allow) {
+            cmd.env(&name, &value);
+        }
+    }
+    if sandboxed && !passes(OsStr::new("GIT_CONFIG_GLOBAL"), allow) {
+        cmd.env("GIT_CONFIG_GLOBAL", "/dev/null");
+    }
+    if sandboxed && !allow.iter().any(|a| a == "TMPDIR") {
+        // The one temporary folder commands can write to in a sandbox.
+        cmd.env("TMPDIR", "/tmp");
+    }
+    if let Some((name, email)) = homes.iter().find_map(|h| git_identity(h)) {
+        for (var, value) in [
+            ("GIT_AUTHOR_NAME", &name),
+            ("GIT_COMMITTER_NAME", &name),
+            ("GIT_AUTHOR_EMAIL", &email),
+            ("GIT_COMMITTER_EMAIL", &email),
+        ] {
+            // The user's own settings win.
+            if std::env::var_os(var).is_none() || !passes(OsStr::new(var), allow) {
+                cmd.env(var, value);
+            }
+        }
+    }
+}
+
+/// The `user.name` and `user.email` of the git config files of `home`, read
+/// once per home and process with `git config --file` (which reads only
+/// that file: no repository, no includes).
+fn git_identity(home: &Path) -> Identity {
+    static CACHE: OnceLock<Mutex<Vec<(PathBuf, Identity)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, id)) = cache.iter().find(|(h, _)| h == home) {
+        return id.clone();
+    }
+    let files = [home.join(".gitconfig"), home.join(".config/git/config")];
+    let get = |key: &str| {
+        files.iter().rev().find_map(|f| {
+            let out = std::process::Command::new("git")
+                .args(["config", "--file"])
+                .arg(f)
+                .args(["--get", key])
+                .current_dir("/")
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            let value = String::from_utf8(out.stdout).ok()?;
+            let value = value.trim_end_matches('\n');
+            (out.status.success() && !value.is_empty() && !value.contains('\0'))
+                .then(|| OsString::from(value))
+        })
+    };
+    let id = get("user.name").zip(get("user.email"));
+    cache.push((home.to_path_buf(), id.clone()));
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn only_listed_and_locale_variables_pass() {
+        for name in ["PATH", "HOME", "LC_ALL", "LC_CTYPE", "CARGO_HOME", "TERM"] {
+            assert!(passes(OsStr::new(name), &[]), "{name}");
+        }
+        for name in [
+            "DATABASE_URL",
+            "GH_PAT",
+            "AWS_SECRET_ACCESS_KEY",
+            "SSH_AUTH_SOCK",
+            "https_proxy",
+            "LC_",
+            "LC_x",
+            "path",
+            "REIN_HOME",
+        ] {
+            assert!(!passes(OsStr::new(name), &[]), "{name}");
+        }
+        let allow = vec!["DATABASE_URL".to_string()];
+        assert!(passes(OsStr::new("DATABASE_URL"), &allow));
+        assert!(!passes(OsStr::new("DATABASE_URL2"), &allow));
+    }
+
+    #[test]
+    fn the_git_identity_comes_from_the_home_config_only() {
+        if std::process::Command::new("git")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join(".gitconfig"),
+            "[user]\n\tname = Ann Example\n\temail = ann@example.invalid\n\
+             [include]\n\tpath = /nonexistent\n[credential]\n\thelper = store\n",
+        )
+        .unwrap();
+        let id = git_identity(home.path()).unwrap();
+        assert_eq!(id, ("Ann Example".into(), "ann@example.invalid".into()));
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(git_identity(empty.path()), None);
+    }
+}

@@ -1,0 +1,364 @@
+//! Limits of each command, for real: fork bombs end (the process cap stops
+//! the forking, the timeout and the PID namespace or cgroup end the rest),
+//! a write past the file size limit fails with a clear line, the private
+//! `/tmp` fills only to its cap, and no more commands run at once than the
+//! cap allows (counted with marker files, not timed). Limits are kept
+//! small here so the tests stay cheap and the machine stays up.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rein_core::{
+    CancellationToken, CommandLimits, MemoryStore, NewSession, SandboxMode, SandboxPolicy,
+    SessionStore, Tool, ToolContext,
+};
+use rein_tools::Bash;
+use rein_tools::sandbox::{self, SandboxKind};
+use serde_json::json;
+use tempfile::TempDir;
+
+use super::harness::{exit_code, sandbox_kind};
+use super::have;
+
+const MIB: u64 = 1024 * 1024;
+
+/// A workspace under the target folder and the context to run bash in.
+pub(super) struct Lim {
+    _dir: TempDir,
+    pub(super) ws: PathBuf,
+    store: Arc<MemoryStore>,
+    session: String,
+}
+
+impl Lim {
+    pub(super) async fn new() -> Lim {
+        let dir = tempfile::Builder::new()
+            .prefix("limits-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let store = Arc::new(MemoryStore::new());
+        let session = store
+            .create_session(NewSession::default())
+            .await
+            .unwrap()
+            .id;
+        Lim {
+            _dir: dir,
+            ws,
+            store,
+            session,
+        }
+    }
+
+    fn ctx(&self, limits: CommandLimits, cancel: CancellationToken) -> ToolContext {
+        ToolContext {
+            workspace: self.ws.clone(),
+            session_id: self.session.clone(),
+            call_id: "limits".into(),
+            cancel,
+            store: self.store.clone(),
+            sandbox: SandboxPolicy {
+                mode: SandboxMode::WorkspaceWrite,
+                limits,
+                ..Default::default()
+            },
+            read_roots: Vec::new(),
+        }
+    }
+
+    /// Run `command` with `limits` and `timeout_secs`; the observation.
+    pub(super) async fn run(
+        &self,
+        limits: CommandLimits,
+        command: &str,
+        timeout_secs: u64,
+    ) -> String {
+        let tool = Bash::with_sandbox(sandbox::available());
+        let out = tool
+            .call(
+                json!({ "command": command, "timeout_secs": timeout_secs }),
+                self.ctx(limits, CancellationToken::new()),
+            )
+            .await
+            .unwrap();
+        eprintln!("`{command}` ->\n{}", out.content);
+        out.content
+    }
+}
+
+fn small(processes: u64) -> CommandLimits {
+    CommandLimits {
+        processes,
+        ..CommandLimits::default()
+    }
+}
+
+/// Processes whose command line contains `needle`.
+fn processes(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                        String::from_utf8_lossy(&c)
+                            .replace('\0', " ")
+                            .contains(needle)
+                    })
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// What stops a fork bomb here: a cgroup per command; without one (and as
+/// root, exempt from `RLIMIT_NPROC`) nothing but the timeout would, so the
+/// bombs are not set off.
+fn bombs_are_safe_here() -> bool {
+    let cgroup = sandbox::cgroup_available();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    eprintln!("cgroup per command: {cgroup}; root: {root}");
+    if !cgroup && root {
+        eprintln!("no cgroup can be made and root ignores RLIMIT_NPROC: fork bombs skipped");
+        return false;
+    }
+    true
+}
+
+#[tokio::test]
+async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
+    if sandbox_kind().is_none() || !bombs_are_safe_here() {
+        return;
+    }
+    let lim = Lim::new().await;
+    let mut bombs = vec![(
+        "bash",
+        "bomb_rein_bash() { bomb_rein_bash | bomb_rein_bash & }; bomb_rein_bash; wait".to_string(),
+    )];
+    if have("python3", &["-c", "pass"]) {
+        bombs.push((
+            "python",
+            "python3 -c \"import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\"".into(),
+        ));
+    }
+    if have("perl", &["-e", "1"]) {
+        bombs.push(("perl", "perl -e 'fork while 1'".into()));
+    }
+    for (name, bomb) in bombs {
+        let started = std::time::Instant::now();
+        let out = lim.run(small(64), &bomb, 4).await;
+        let took = started.elapsed();
+        // Ended by the timeout (4 s plus the kill), not by the machine.
+        assert!(took.as_secs() < 30, "{name}: took {took:?}");
+        assert!(
+            out.contains("timed out") || exit_code(&out).is_some(),
+            "{name}: {out}"
+        );
+        if sandbox::cgroup_available() {
+            assert!(
+                out.contains("process limit (64) reached"),
+                "{name}: the observation does not name the process limit: {out}"
+            );
+        }
+        for needle in ["bomb_rein_bash", "while True", "fork while 1"] {
+            assert_eq!(processes(needle), 0, "{name}: `{needle}` processes left");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_write_past_the_file_size_limit_fails_clearly() {
+    if sandbox_kind().is_none() {
+        return;
+    }
+    let lim = Lim::new().await;
+    let limits = CommandLimits {
+        file_size: MIB,
+        ..CommandLimits::default()
+    };
+    let out = lim.run(limits, "head -c 3M /dev/zero > big", 30).await;
+    assert_ne!(exit_code(&out), Some(0), "{out}");
+    assert!(out.contains("file size limit (1 MiB) reached"), "{out}");
+    let len = std::fs::metadata(lim.ws.join("big")).unwrap().len();
+    assert!(len <= MIB, "the file grew to {len} bytes");
+    // Python ignores SIGXFSZ and reports the write error instead.
+    if have("python3", &["-c", "pass"]) {
+        let py = lim
+            .run(
+                limits,
+                "python3 -c \"open('big2', 'wb').write(b'0' * 3 * 1024 * 1024)\"",
+                30,
+            )
+            .await;
+        assert_ne!(exit_code(&py), Some(0), "{py}");
+        assert!(py.contains("file size limit (1 MiB) reached"), "{py}");
+    }
+    // Below the limit, writing works.
+    let ok = lim.run(limits, "head -c 512K /dev/zero > small", 30).await;
+    assert_eq!(exit_code(&ok), Some(0), "{ok}");
+}
+
+#[tokio::test]
+async fn the_private_tmp_fills_only_to_its_cap() {
+    if sandbox_kind() != Some(SandboxKind::Bubblewrap) {
+        eprintln!("only bubblewrap gives a private /tmp: skipped");
+        return;
+    }
+    assert!(
+        sandbox::bubblewrap_caps_tmp(),
+        "this bubblewrap cannot cap /tmp (--size needs 0.5 or later)"
+    );
+    let lim = Lim::new().await;
+    let limits = CommandLimits {
+        tmp_size: 4 * MIB,
+        ..CommandLimits::default()
+    };
+    let out = lim
+        .run(
+            limits,
+            "head -c 16M /dev/zero > /tmp/fill; r=$?; echo size=$(stat -c %s /tmp/fill); exit $r",
+            30,
+        )
+        .await;
+    assert_ne!(exit_code(&out), Some(0), "{out}");
+    let size: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("size="))
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(size <= 4 * MIB, "/tmp took {size} bytes: {out}");
+    assert!(
+        out.contains("/tmp and /var/tmp hold at most 4 MiB"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn no_more_commands_run_at_once_than_the_cap() {
+    if sandbox_kind().is_none() {
+        return;
+    }
+    let lim = Arc::new(Lim::new().await);
+    std::fs::create_dir(lim.ws.join("running")).unwrap();
+    let cap = 3;
+    let limits = CommandLimits {
+        max_concurrent: cap,
+        ..CommandLimits::default()
+    };
+    // Each command marks itself running, counts the marks, and leaves.
+    let command = "m=$(mktemp running/m.XXXXXX) && ls running | wc -l >> counts && \
+                   sleep 0.3 && ls running | wc -l >> counts && rm $m";
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..24 {
+        let lim = lim.clone();
+        set.spawn(async move { lim.run(limits, command, 120).await });
+    }
+    while let Some(out) = set.join_next().await {
+        let out = out.unwrap();
+        assert_eq!(exit_code(&out), Some(0), "{out}");
+    }
+    let counts: Vec<usize> = std::fs::read_to_string(lim.ws.join("counts"))
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 48, "every command ran: {counts:?}");
+    let max = counts.iter().copied().max().unwrap();
+    assert!(
+        max <= cap,
+        "{max} commands ran at once, cap {cap}: {counts:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_a_slot_can_be_cancelled() {
+    if sandbox_kind().is_none() {
+        return;
+    }
+    let lim = Arc::new(Lim::new().await);
+    // A cap no other test uses: its one slot is this test's alone.
+    let limits = CommandLimits {
+        max_concurrent: 1,
+        ..CommandLimits::default()
+    };
+    let hold = CancellationToken::new();
+    let holder = {
+        let lim = lim.clone();
+        let hold = hold.clone();
+        tokio::spawn(async move {
+            let tool = Bash::with_sandbox(sandbox::available());
+            tool.call(
+                json!({"command": "touch held; sleep 60", "timeout_secs": 120}),
+                lim.ctx(limits, hold),
+            )
+            .await
+            .unwrap()
+        })
+    };
+    // Wait until the first command really runs (its marker file exists).
+    for _ in 0..600 {
+        if lim.ws.join("held").exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        lim.ws.join("held").exists(),
+        "the first command never started"
+    );
+    let waiting = CancellationToken::new();
+    let second = {
+        let lim = lim.clone();
+        let waiting = waiting.clone();
+        tokio::spawn(async move {
+            let tool = Bash::with_sandbox(sandbox::available());
+            tool.call(
+                json!({"command": "touch second", "timeout_secs": 120}),
+                lim.ctx(limits, waiting),
+            )
+            .await
+            .unwrap()
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    waiting.cancel();
+    let out = second.await.unwrap();
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("cancelled while waiting"),
+        "{}",
+        out.content
+    );
+    assert!(!lim.ws.join("second").exists(), "the cancelled call ran");
+    hold.cancel();
+    let first = holder.await.unwrap();
+    assert!(first.content.contains("cancelled"), "{}", first.content);
+}
+
+#[tokio::test]
+async fn a_command_past_the_memory_cap_is_killed_and_told_so() {
+    if sandbox_kind().is_none() || !sandbox::cgroup_available() {
+        eprintln!("no cgroup per command here: skipped");
+        return;
+    }
+    if !have("python3", &["-c", "pass"]) {
+        eprintln!("python3 does not run here: skipped");
+        return;
+    }
+    let lim = Lim::new().await;
+    let limits = CommandLimits {
+        memory: 64 * MIB,
+        ..CommandLimits::default()
+    };
+    let out = lim
+        .run(
+            limits,
+            "python3 -c \"b = bytearray(256 * 1024 * 1024); print('allocated', len(b))\"",
+            60,
+        )
+        .await;
+    assert!(!out.contains("allocated"), "{out}");
+    assert!(out.contains("memory limit (64 MiB) reached"), "{out}");
+}
