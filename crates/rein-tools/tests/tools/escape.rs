@@ -208,7 +208,10 @@ pub fn all_groups() -> Vec<(&'static str, usize)> {
             gitmeta_commands::planted().len(),
         ),
         ("ordinary git work", gitmeta_commands::ordinary().len()),
-        ("git metadata by file tools", gitmeta_files::git_metadata().len()),
+        (
+            "git metadata by file tools",
+            gitmeta_files::git_metadata().len(),
+        ),
         ("REIN_HOME inside", gitmeta_files::rein_home_inside().len()),
     ]
 }
