@@ -118,6 +118,10 @@ impl Sbx {
         let mut ctx = self.env.ctx_with(cancel);
         ctx.workspace = self.ws.clone();
         ctx.sandbox = policy;
+        // The outside folder is one the user lets commands read, so the
+        // tests prove what happens to a visible folder outside even when
+        // the target folder lies in a home (hidden from commands).
+        ctx.sandbox.read_paths.push(self.out.clone());
         ctx
     }
 

@@ -150,6 +150,11 @@ impl Fixture {
         p.network = false;
         p.state_dir = Some(self.state.clone());
         p.home = Some(self.perm_home.clone());
+        // The outside folder is one the user lets commands read (as with
+        // `sandbox.read_paths`), so rows prove that a visible folder outside
+        // stays unchanged even when the target folder lies in a home, which
+        // commands do not see at all.
+        p.read_paths = vec![self.out.clone()];
         p
     }
 
