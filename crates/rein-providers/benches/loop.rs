@@ -34,13 +34,16 @@ impl Tool for Noop {
 }
 
 /// `turns` turns of text plus `calls` no-op calls, then a final answer.
+/// Every call has its own argument (as an agent's calls do), so the loop
+/// guard sees progress and never stops the run.
 fn script(turns: usize, calls: usize) -> ReplayScript {
     let mut list = Vec::with_capacity(turns + 1);
     for t in 0..turns {
         let mut turn = ReplayTurn::text(format!("Step {t}: looking at the next part of the code."));
         for c in 0..calls {
-            turn.tool_calls
-                .extend(ReplayTurn::call("noop", format!("{{\"n\":{c}}}")).tool_calls);
+            turn.tool_calls.extend(
+                ReplayTurn::call("noop", format!("{{\"n\":{}}}", t * calls + c)).tool_calls,
+            );
         }
         list.push(turn);
     }

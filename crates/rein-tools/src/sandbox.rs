@@ -91,10 +91,13 @@ struct Probe {
 fn probe() -> &'static Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
     PROBE.get_or_init(|| {
-        let bwrap = find_on_path("bwrap").filter(|p| bwrap::probe(p));
+        let found = find_on_path("bwrap").map(|p| {
+            let probed = bwrap::probe(&p);
+            (p, probed)
+        });
         Probe {
-            bwrap_size: bwrap.as_deref().is_some_and(bwrap::probe_size),
-            bwrap,
+            bwrap_size: found.as_ref().is_some_and(|(_, p)| p.caps_tmp),
+            bwrap: found.and_then(|(p, probed)| probed.usable.then_some(p)),
             landlock_abi: landlock::abi_version(),
         }
     })

@@ -166,6 +166,16 @@ fn user_script(env: &Env) -> String {
     )
 }
 
+/// `rein exec --json` with the user's own replay script and the secret set.
+fn exec_user_script(env: &Env) -> std::process::Output {
+    let script = user_script(env);
+    exec(
+        env,
+        &["--json", "--provider", "replay", "--script", &script, "go"],
+        SECRET,
+    )
+}
+
 fn exec(env: &Env, args: &[&str], secret: &str) -> std::process::Output {
     env.command()
         .arg("exec")
@@ -359,18 +369,7 @@ fn once_trusted_the_repo_settings_apply_until_revoked() {
     assert!(stdout(&o).contains(&format!("not trusted: {ws}")));
     let o = env.rein(&["trust", "--list"]);
     assert_eq!(stdout(&o).trim(), format!("not trusted  {ws}"));
-    let o = exec(
-        &env,
-        &[
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &user_script(&env),
-            "go",
-        ],
-        SECRET,
-    );
+    let o = exec_user_script(&env);
     assert_eq!(json_lines(&o)[0]["mode"], "default");
     assert_eq!(not_trusted_lines(&o).len(), 1, "{}", stderr(&o));
     assert_eq!(listener.connections().len(), 1);
@@ -396,18 +395,7 @@ fn trust_for_one_run_is_not_recorded() {
     assert!(not_trusted_lines(&o).is_empty(), "{}", stderr(&o));
     assert!(!env.home.path().join("trusted.json").exists());
 
-    let o = exec(
-        &env,
-        &[
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &user_script(&env),
-            "go",
-        ],
-        SECRET,
-    );
+    let o = exec_user_script(&env);
     assert_eq!(json_lines(&o)[0]["mode"], "default");
     assert_eq!(not_trusted_lines(&o).len(), 1, "{}", stderr(&o));
     assert!(listener.connections().is_empty());
@@ -422,18 +410,7 @@ fn a_project_may_still_tighten_without_trust() {
         r#"{"permissions": {"mode": "plan", "deny": ["bash(echo*)"]}}"#,
     )
     .unwrap();
-    let o = exec(
-        &env,
-        &[
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &user_script(&env),
-            "go",
-        ],
-        SECRET,
-    );
+    let o = exec_user_script(&env);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // Nothing was ignored, so there is no note.
     assert!(not_trusted_lines(&o).is_empty(), "{}", stderr(&o));

@@ -159,42 +159,49 @@ pub struct BwrapEntry {
     pub is_dir: bool,
 }
 
-/// Whether a trivial command runs under the same isolation as real ones.
-pub(super) fn probe(bwrap: &Path) -> bool {
-    std::process::Command::new(bwrap)
-        .args(ISOLATION)
-        .arg("--unshare-net")
-        .args(BASE)
-        .args(["--", "true"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+/// What the probe found out about this bubblewrap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Probed {
+    /// A trivial command runs under the same isolation as real ones.
+    pub usable: bool,
+    /// It caps a tmpfs's size (`--size`, bubblewrap 0.5 and later).
+    pub caps_tmp: bool,
 }
 
-/// Whether this bubblewrap caps a tmpfs's size (`--size`, bubblewrap 0.5
-/// and later).
-pub(super) fn probe_size(bwrap: &Path) -> bool {
-    std::process::Command::new(bwrap)
-        .args(ISOLATION)
-        .arg("--unshare-net")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--size",
-            "1048576",
-            "--tmpfs",
-            "/tmp",
-        ])
-        .args(["--", "true"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// Run a trivial command under the same isolation as real ones, with a
+/// size-capped `/tmp`; only when that fails, once more without the cap (an
+/// older bubblewrap). One process in the common case: this runs before
+/// the first command of every rein process.
+pub(super) fn probe(bwrap: &Path) -> Probed {
+    let run = |capped: bool| {
+        let mut cmd = std::process::Command::new(bwrap);
+        cmd.args(ISOLATION).arg("--unshare-net");
+        if capped {
+            // BASE with `--size` before its first tmpfs.
+            cmd.args(&BASE[..7])
+                .args(["--size", "1048576"])
+                .args(&BASE[7..]);
+        } else {
+            cmd.args(BASE);
+        }
+        cmd.args(["--", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if run(true) {
+        Probed {
+            usable: true,
+            caps_tmp: true,
+        }
+    } else {
+        Probed {
+            usable: run(false),
+            caps_tmp: false,
+        }
+    }
 }
 
 /// The arguments after `bwrap` that run `script` with `bash -c` in

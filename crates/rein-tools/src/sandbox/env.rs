@@ -130,8 +130,7 @@ pub fn apply(cmd: &mut Command, allow: &[String], homes: &[PathBuf], sandboxed: 
 }
 
 /// The `user.name` and `user.email` of the git config files of `home`, read
-/// once per home and process with `git config --file` (which reads only
-/// that file: no repository, no includes).
+/// once per home and process.
 fn git_identity(home: &Path) -> Identity {
     static CACHE: OnceLock<Mutex<Vec<(PathBuf, Identity)>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
@@ -141,30 +140,48 @@ fn git_identity(home: &Path) -> Identity {
     if let Some((_, id)) = cache.iter().find(|(h, _)| h == home) {
         return id.clone();
     }
-    let files = [home.join(".gitconfig"), home.join(".config/git/config")];
-    let get = |key: &str| {
-        files.iter().rev().find_map(|f| {
-            let out = std::process::Command::new("git")
-                .args(["config", "--file"])
-                .arg(f)
-                .args(["--get", key])
-                .current_dir("/")
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .stdin(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()?;
-            let value = String::from_utf8(out.stdout).ok()?;
-            let value = value.trim_end_matches('\n');
-            (out.status.success() && !value.is_empty() && !value.contains('\0'))
-                .then(|| OsString::from(value))
-        })
-    };
+    // git reads the XDG file first, so `~/.gitconfig` wins.
+    let files = [home.join(".config/git/config"), home.join(".gitconfig")];
+    let get = |key: &str| files.iter().rev().find_map(|f| config_value(f, key));
     let id = get("user.name").zip(get("user.email"));
     cache.push((home.to_path_buf(), id.clone()));
     id
+}
+
+/// `key` (`user.name`) of one git config file (no includes, no repository):
+/// read by the strict parser when the file is plain, which costs no
+/// process; otherwise asked of `git config --file`.
+fn config_value(file: &Path, key: &str) -> Option<OsString> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let (section, name) = key.split_once('.')?;
+    if let Some(entries) = super::gitconfig::parse(&text) {
+        return entries
+            .iter()
+            .rev()
+            .find(|e| {
+                e.sub.is_none()
+                    && e.section.eq_ignore_ascii_case(section)
+                    && e.key.eq_ignore_ascii_case(name)
+            })
+            .map(|e| OsString::from(&e.value))
+            .filter(|v| !v.is_empty());
+    }
+    let out = std::process::Command::new("git")
+        .args(["config", "--file"])
+        .arg(file)
+        .args(["--get", key])
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let value = String::from_utf8(out.stdout).ok()?;
+    let value = value.trim_end_matches('\n');
+    (out.status.success() && !value.is_empty() && !value.contains('\0'))
+        .then(|| OsString::from(value))
 }
 
 #[cfg(test)]
@@ -215,5 +232,45 @@ mod tests {
         assert_eq!(id, ("Ann Example".into(), "ann@example.invalid".into()));
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(git_identity(empty.path()), None);
+    }
+
+    #[test]
+    fn the_git_identity_is_what_git_itself_reads_plain_or_not() {
+        let Ok(version) = std::process::Command::new("git").arg("--version").output() else {
+            return;
+        };
+        assert!(version.status.success());
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".config/git")).unwrap();
+        std::fs::write(
+            home.path().join(".config/git/config"),
+            "[user]\n\tname = From XDG\n\temail = xdg@example.invalid\n",
+        )
+        .unwrap();
+        // Quotes, a comment and an escape: whichever way it is read, the
+        // value is git's own.
+        std::fs::write(
+            home.path().join(".gitconfig"),
+            "[User]\n\tName = \"Ann \\\"A\\\" Example\" ; a comment\n",
+        )
+        .unwrap();
+        let git = |key: &str| {
+            let out = std::process::Command::new("git")
+                .env("HOME", home.path())
+                .env("XDG_CONFIG_HOME", home.path().join(".config"))
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .args(["config", "--global", "--get", key])
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .trim_end()
+                .to_string()
+        };
+        let id = git_identity(home.path()).unwrap();
+        assert_eq!(id.0.to_str().unwrap(), git("user.name"));
+        assert_eq!(id.0.to_str().unwrap(), "Ann \"A\" Example");
+        // Not in ~/.gitconfig: the XDG file's value.
+        assert_eq!(id.1.to_str().unwrap(), "xdg@example.invalid");
     }
 }
