@@ -24,8 +24,10 @@
 //!   by Anthropic itself: their blocks and deltas are skipped.
 //! - A tool's input cut off by `max_tokens` is delivered as it is (invalid
 //!   JSON) with finish `Length`; the engine reports the broken call.
-//! - The stream ending without `message_stop` still yields what was owed
-//!   and a `Done`, as long as some message arrived.
+//! - The stream ending before `message_stop` is a retryable transport
+//!   failure (the connection was cut), unless the `message_delta` carrying
+//!   `stop_reason` had arrived: then every block is closed and the answer
+//!   is whole.
 
 mod stream;
 

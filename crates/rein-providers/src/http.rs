@@ -232,10 +232,9 @@ impl Reading {
                     self.take(Err(err));
                 }
                 Ok(None) => {
-                    if let Some(event) = self.decoder.finish() {
-                        let r = self.parser.on_event(&event);
-                        self.take(r);
-                    }
+                    // An event cut off by the end of the stream is dropped;
+                    // the parser then says whether the answer was complete.
+                    self.decoder.finish();
                     if !self.finished {
                         let r = self.parser.finish();
                         self.take(r);

@@ -23,7 +23,8 @@
 //!   finish chunk, Groq's `x_groq.usage`, or inside choice 0. It is held
 //!   and sent just before `Done`, because it usually follows the finish
 //!   reason. `Done` is only sent at `data: [DONE]` or at the end of the
-//!   stream, never at `finish_reason`;
+//!   stream, never at `finish_reason`; a stream that ends before either
+//!   was cut off and fails with a retryable transport error;
 //! - an `error` object in a chunk (OpenRouter, Groq's `event: error`) ends
 //!   the answer with an error even though the HTTP status was 200.
 //!

@@ -34,7 +34,9 @@
 //!
 //! Events that are not JSON (a `[DONE]` marker, say) and event types rein
 //! has no use for (lifecycle, built-in tools, annotations, audio...) are
-//! ignored.
+//! ignored. Only `response.completed`, `.incomplete` or `.failed` ends an
+//! answer: a stream that stops before one was cut off and fails with a
+//! retryable transport error.
 
 mod stream;
 

@@ -80,6 +80,16 @@ pub trait StreamParser: Send {
     fn finish(&mut self) -> Result<Vec<StreamChunk>, ProviderError>;
 }
 
+/// The stream ended before the protocol's end of the answer: a connection
+/// dropped by a proxy or a load balancer, most often. Retryable, like any
+/// transport failure; what arrived is not an answer.
+pub fn cut_off(api: &str, expected: &str) -> ProviderError {
+    ProviderError::new(
+        rein_core::ProviderErrorKind::Transport,
+        format!("the {api} stream ended before the answer was complete (no {expected})"),
+    )
+}
+
 /// The error kind an HTTP status means before the body is read: 401/403
 /// authentication; 408, 409, 429, 5xx and 529 worth a retry; other 4xx a
 /// request the service will keep refusing; anything else is not an error

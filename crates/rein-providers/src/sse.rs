@@ -5,9 +5,11 @@
 //! line end); lines starting with `:` are comments; `data:` lines of one
 //! event are joined with `\n`; a blank line dispatches the event. Bytes are
 //! only decoded as UTF-8 once a whole line is in, so a character split
-//! across reads is never damaged. Unlike a browser, a final event that the
-//! server did not close with a blank line is still delivered by `finish`,
-//! because model servers do send those.
+//! across reads is never damaged. As the spec says, an event that the
+//! stream did not close with a blank line before it ended is discarded: a
+//! connection cut in the middle of `data: {"delta": "par` must not be read
+//! as an event. Whether the answer as a whole was complete is for the wire
+//! parser to judge (each protocol has its own end marker).
 
 /// One decoded event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -88,17 +90,19 @@ impl SseDecoder {
         out
     }
 
-    /// The stream ended: deliver a last line and event that were not
-    /// terminated.
-    pub fn finish(&mut self) -> Option<SseEvent> {
-        let mut out = Vec::new();
-        if !self.buf.is_empty() {
-            let line = std::mem::take(&mut self.buf);
-            self.scan = 0;
-            self.line(&line, &mut out);
-        }
-        self.line(b"", &mut out);
-        out.pop()
+    /// The stream ended. An event that was not closed by a blank line is
+    /// discarded (WHATWG: "if the file ends in the middle of an event, before
+    /// the final empty line, the incomplete event is not dispatched").
+    /// Returns whether anything was discarded.
+    pub fn finish(&mut self) -> bool {
+        let discarded = self.has_data || self.buf.iter().any(|b| !b.is_ascii_whitespace());
+        self.buf.clear();
+        self.scan = 0;
+        self.after_cr = false;
+        self.event.clear();
+        self.data.clear();
+        self.has_data = false;
+        discarded
     }
 
     fn line(&mut self, raw: &[u8], out: &mut Vec<SseEvent>) {
@@ -146,11 +150,12 @@ impl SseDecoder {
     }
 }
 
-/// Decode a whole body at once (for tests and recorded streams).
+/// Decode a whole body at once (for tests and recorded streams); an
+/// unterminated last event is discarded as in a live stream.
 pub fn decode_all(body: &[u8]) -> Vec<SseEvent> {
     let mut d = SseDecoder::new();
-    let mut events = d.feed(body);
-    events.extend(d.finish());
+    let events = d.feed(body);
+    d.finish();
     events
 }
 
@@ -182,9 +187,15 @@ mod tests {
     }
 
     #[test]
-    fn a_final_event_without_a_blank_line_is_delivered() {
-        assert_eq!(decode_all(b"data: last"), vec![ev("", "last")]);
-        assert_eq!(decode_all(b"data: last\n"), vec![ev("", "last")]);
+    fn an_event_cut_off_before_its_blank_line_is_discarded() {
+        assert!(decode_all(b"data: {\"delta\": \"par").is_empty());
+        assert!(decode_all(b"data: last\n").is_empty());
+        let mut d = SseDecoder::new();
+        assert_eq!(d.feed(b"data: 1\n\ndata: {\"par"), vec![ev("", "1")]);
+        assert!(d.finish(), "the cut event is reported as discarded");
+        let mut d = SseDecoder::new();
+        assert_eq!(d.feed(b"data: 1\n\n: comment\n"), vec![ev("", "1")]);
+        assert!(!d.finish(), "nothing pending, nothing discarded");
     }
 
     #[test]
@@ -198,7 +209,7 @@ mod tests {
             let mut d = SseDecoder::new();
             let mut got = d.feed(&bytes[..cut]);
             got.extend(d.feed(&bytes[cut..]));
-            got.extend(d.finish());
+            d.finish();
             assert_eq!(got, whole, "cut at {cut}");
         }
         let mut d = SseDecoder::new();
@@ -206,7 +217,7 @@ mod tests {
         for b in bytes {
             got.extend(d.feed(std::slice::from_ref(b)));
         }
-        got.extend(d.finish());
+        d.finish();
         assert_eq!(got, whole, "byte by byte");
     }
 

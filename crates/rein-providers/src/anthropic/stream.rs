@@ -6,7 +6,7 @@ use rein_core::{FinishReason, ProviderError, ProviderErrorKind, StreamChunk, Usa
 use serde_json::Value;
 
 use super::{event_error, finish_reason, index_of, inferred_finish, non_empty, snippet};
-use crate::protocol::StreamParser;
+use crate::protocol::{StreamParser, cut_off};
 use crate::sse::SseEvent;
 
 /// Token counts as reported; a later report replaces a field it carries.
@@ -397,15 +397,15 @@ impl StreamParser for AnthropicStreamParser {
         Ok(out)
     }
 
+    /// The end of the answer is `message_stop`. A stream cut after the
+    /// `message_delta` that carries `stop_reason` is complete too: every
+    /// block is closed by then and only `message_stop` is missing.
     fn finish(&mut self) -> Result<Vec<StreamChunk>, ProviderError> {
         if self.done {
             return Ok(Vec::new());
         }
-        if !self.started {
-            return Err(ProviderError::new(
-                ProviderErrorKind::Protocol,
-                "the Anthropic stream ended before any message arrived",
-            ));
+        if self.finish.is_none() {
+            return Err(cut_off("Anthropic", "stop_reason or message_stop"));
         }
         Ok(self.end())
     }

@@ -9,7 +9,7 @@ use super::{
     arguments_text, choice_index, content_text, final_finish, find_usage, finish_reason,
     first_chars, in_band_error, protocol_error, push_text, reasoning_chunks, str_field,
 };
-use crate::protocol::StreamParser;
+use crate::protocol::{StreamParser, cut_off};
 use crate::sse::SseEvent;
 
 /// Reads one streamed answer.
@@ -78,12 +78,15 @@ impl StreamParser for ChatStreamParser {
         Ok(self.chunk(&value))
     }
 
+    /// The end of the answer is `data: [DONE]` or a `finish_reason`
+    /// (several compatible servers stop after it without `[DONE]`); a
+    /// stream that stops before both was cut off.
     fn finish(&mut self) -> Result<Vec<StreamChunk>, ProviderError> {
         if self.done {
             return Ok(Vec::new());
         }
-        if !self.answered {
-            return Err(protocol_error("the stream ended before any answer"));
+        if self.finish.is_none() {
+            return Err(cut_off("Chat Completions", "finish_reason or [DONE]"));
         }
         Ok(self.end())
     }

@@ -2,11 +2,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rein_core::{FinishReason, ProviderError, ProviderErrorKind, StreamChunk, Usage};
+use rein_core::{FinishReason, ProviderError, StreamChunk, Usage};
 use serde_json::{Value, json};
 
 use super::{ErrorInfo, index_field, str_of};
-use crate::protocol::StreamParser;
+use crate::protocol::{StreamParser, cut_off};
 use crate::sse::SseEvent;
 
 /// What the parser knows about one output item.
@@ -556,16 +556,11 @@ impl StreamParser for ResponsesParser {
         if self.done {
             return Ok(Vec::new());
         }
-        let mut out = Vec::new();
-        self.close_custom_calls(&mut out);
-        if !self.produced {
-            return Err(self.fail(ProviderError::new(
-                ProviderErrorKind::Protocol,
-                "the Responses stream ended without any output or a completion event",
-            )));
-        }
-        self.done = true;
-        out.push(StreamChunk::Done(self.natural_end()));
-        Ok(out)
+        // Only `response.completed` (or `.incomplete`, `.failed`) ends an
+        // answer; without one the stream was cut off.
+        Err(self.fail(cut_off(
+            "Responses",
+            "response.completed, .incomplete or .failed",
+        )))
     }
 }

@@ -1008,48 +1008,43 @@ fn an_error_body_given_as_a_whole_response_is_an_error() {
 // --- streams that break the rules ------------------------------------------
 
 #[test]
-fn a_stream_cut_before_message_stop_still_ends_with_usage_and_done() {
-    let body = sse(&[
-        MESSAGE_START,
-        r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
-        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
-        r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s1"}}"#,
-    ]);
-    let p = parse_sse(&body);
-    assert_eq!(
-        p.chunks,
-        vec![
-            StreamChunk::ReasoningDelta("hm".into()),
-            StreamChunk::ReasoningEnd {
-                signature: Some("s1".into()),
-                encrypted: None,
-                id: None,
-            },
-            StreamChunk::Usage(usage(5, 0, 1)),
-            StreamChunk::Done(FinishReason::Stop),
-        ]
-    );
-
-    let body = sse(&[
-        MESSAGE_START,
-        r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_x","name":"glob","input":{}}}"#,
-    ]);
-    let p = parse_sse(&body);
-    let c = calls(&p.message);
-    assert_call(&c[0], "toolu_x", "glob", json!({}));
-    assert_eq!(p.message.finish, Some(FinishReason::ToolCalls));
-}
-
-#[test]
-fn a_stream_without_any_message_is_a_protocol_error() {
+fn a_stream_cut_before_its_stop_reason_is_a_retryable_transport_failure() {
+    // Cut inside a block, after a whole tool call, before any message, or
+    // with nothing at all: none of them is an answer.
     for body in [
+        sse(&[
+            MESSAGE_START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+        ]),
+        sse(&[
+            MESSAGE_START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_x","name":"glob","input":{}}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+        ]),
         Vec::new(),
         sse(&[r#"{"type": "ping"}"#, r#"{"type": "ping"}"#]),
         b"data: [DONE]\n\n".to_vec(),
     ] {
-        let err = fixtures::parse_stream(&Anthropic, &[body]).unwrap_err();
-        assert_eq!(err.kind, ProviderErrorKind::Protocol);
+        let err = fixtures::parse_stream(&Anthropic, &[body.clone()]).unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::Transport, "{}", String::from_utf8_lossy(&body));
+        assert!(err.is_retryable());
+        assert!(err.message.contains("ended before the answer was complete"), "{}", err.message);
     }
+}
+
+#[test]
+fn a_stream_cut_after_its_stop_reason_is_complete_without_message_stop() {
+    let body = sse(&[
+        MESSAGE_START,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}"#,
+    ]);
+    let p = parse_sse(&body);
+    assert_eq!(p.message.text(), "hi");
+    assert_eq!(p.message.finish, Some(FinishReason::Stop));
 }
 
 #[test]

@@ -296,7 +296,7 @@ pub fn parse_stream(
     for c in chunks {
         events.extend(decoder.feed(c));
     }
-    events.extend(decoder.finish());
+    decoder.finish();
     for ev in &events {
         if done {
             break;

@@ -1395,19 +1395,41 @@ fn kind_is_openai() {
 // Edge cases beyond the recordings
 
 #[test]
-fn a_stream_with_nothing_in_it_is_a_protocol_error() {
-    for body in [&b""[..], b": keep-alive\n\n", b"data: [DONE]\n\n"] {
-        let err = fixtures::parse_stream(&OpenAiChat, &[body.to_vec()]).unwrap_err();
-        assert_eq!(err.kind, ProviderErrorKind::Protocol);
-        assert_eq!(err.message, "the stream ended before any answer");
-    }
-    // A prompt-filter chunk with no choices is not an answer either.
-    let err = fixtures::parse_stream(
-        &OpenAiChat,
-        &[sse(&[r#"{"choices":[],"prompt_filter_results":[]}"#])],
-    )
-    .unwrap_err();
+fn a_done_marker_with_no_answer_before_it_is_a_protocol_error() {
+    let err = fixtures::parse_stream(&OpenAiChat, &[b"data: [DONE]\n\n".to_vec()]).unwrap_err();
     assert_eq!(err.kind, ProviderErrorKind::Protocol);
+    assert_eq!(err.message, "the stream ended before any answer");
+}
+
+#[test]
+fn a_stream_that_stops_before_finish_reason_or_done_is_a_retryable_transport_failure() {
+    let half_event = [
+        sse(&[r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#]),
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par".to_vec(),
+    ]
+    .concat();
+    let whole_call = sse(&[
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]}}]}"#,
+    ]);
+    for body in [
+        Vec::new(),
+        b": keep-alive\n\n".to_vec(),
+        // A prompt-filter chunk with no choices is not an answer either.
+        sse(&[r#"{"choices":[],"prompt_filter_results":[]}"#]),
+        half_event,
+        whole_call,
+    ] {
+        let err = fixtures::parse_stream(&OpenAiChat, &[body.clone()]).unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::Transport, "{}", String::from_utf8_lossy(&body));
+        assert!(err.is_retryable());
+    }
+    // finish_reason without [DONE] is a whole answer (several servers stop there).
+    let body = sse(&[
+        r#"{"choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    ]);
+    let p = fixtures::parse_stream(&OpenAiChat, &[body]).unwrap();
+    assert_eq!(p.message.text(), "Hi");
 }
 
 #[test]

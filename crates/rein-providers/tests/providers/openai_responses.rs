@@ -893,24 +893,20 @@ fn response_failed_alone_is_an_error_with_the_response_message() {
 // ------------------------------------------------- stream edge behaviour
 
 #[test]
-fn a_stream_cut_before_its_completion_ends_with_done_if_it_produced_anything() {
-    let chunks = run(&[
-        json!({"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m"}}),
-        json!({"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"Hal"}),
-    ])
-    .unwrap();
-    assert_eq!(
-        chunks,
-        [
-            StreamChunk::TextDelta("Hal".into()),
-            StreamChunk::Done(FinishReason::Stop)
-        ]
-    );
-    let err =
-        run(&[json!({"type":"response.created","response":{"status":"in_progress"}})]).unwrap_err();
-    assert_eq!(err.kind, ProviderErrorKind::Protocol);
-    let err = run(&[]).unwrap_err();
-    assert_eq!(err.kind, ProviderErrorKind::Protocol);
+fn a_stream_cut_before_its_completion_event_is_a_retryable_transport_failure() {
+    for events in [
+        vec![
+            json!({"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m"}}),
+            json!({"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"Hal"}),
+        ],
+        vec![json!({"type":"response.created","response":{"status":"in_progress"}})],
+        vec![],
+    ] {
+        let err = run(&events).unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::Transport, "{events:?}");
+        assert!(err.is_retryable());
+        assert!(err.message.contains("response.completed"), "{}", err.message);
+    }
 }
 
 #[test]

@@ -45,7 +45,7 @@ fn decode_chunks(chunks: &[Vec<u8>]) -> Vec<rein_providers::sse::SseEvent> {
     for c in chunks {
         out.extend(d.feed(c));
     }
-    out.extend(d.finish());
+    d.finish();
     out
 }
 
