@@ -223,7 +223,7 @@ impl Config {
             tool_timeout: Duration::from_secs(120),
             max_concurrent_tools: None,
             max_tool_calls_per_turn: None,
-            provider_retries: 3,
+            provider_retries: 4,
             stream_idle_timeout: Duration::from_secs(120),
             replay_script: None,
             local: LocalSection::default(),

@@ -190,8 +190,14 @@ impl HumanOutput {
                 max_retries,
                 delay_ms,
                 error,
+                discarded,
             } => err(&format!(
-                "  retrying in {:.1} s (attempt {attempt} of {max_retries}): {}",
+                "  {}retrying in {:.1} s (attempt {attempt} of {max_retries}): {}",
+                if *discarded {
+                    "partial answer discarded; "
+                } else {
+                    ""
+                },
                 *delay_ms as f64 / 1000.0,
                 one_line(error, 160)
             )),

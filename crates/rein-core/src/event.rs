@@ -79,6 +79,10 @@ pub enum Event {
         max_retries: u32,
         delay_ms: u64,
         error: String,
+        /// The call had streamed part of an answer before it failed; that
+        /// part was thrown away (never stored, no tool call of it run), and
+        /// front ends showing it should take it back.
+        discarded: bool,
     },
     /// A tool call passed to the gate.
     ToolStarted {

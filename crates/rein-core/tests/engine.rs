@@ -7,6 +7,7 @@ mod engine {
     mod limit_scenarios;
     mod loop_scenarios;
     mod permission_scenarios;
+    mod stream_scenarios;
     pub mod support;
     mod tool_scenarios;
 }

@@ -121,6 +121,9 @@ pub struct App {
     /// True when part of this answer was already flushed.
     pub stream_continued: bool,
     pub stream_reasoning: String,
+    /// Answer and reasoning cells the current model call has pushed, to
+    /// take back if the call breaks off and is retried.
+    streamed_cells: usize,
     last_reasoning: Option<String>,
     history: InputHistory,
     files: Option<FileIndex>,
@@ -160,6 +163,7 @@ impl App {
             approvals: VecDeque::new(),
             queued: Vec::new(),
             inserts: Vec::new(),
+            streamed_cells: 0,
             printed: VecDeque::new(),
             live: Vec::new(),
             stream_text: String::new(),
@@ -210,6 +214,22 @@ impl App {
     /// Add a finished cell to the transcript.
     pub fn push_cell(&mut self, cell: Cell) {
         self.inserts.push(cell);
+    }
+
+    /// Remove up to `n` of the newest cells if they are answer or
+    /// reasoning cells not yet printed; returns how many were removed.
+    fn take_back_streamed(&mut self, n: usize) -> usize {
+        let mut removed = 0;
+        while removed < n
+            && matches!(
+                self.inserts.last(),
+                Some(Cell::Assistant { .. } | Cell::Reasoning { .. })
+            )
+        {
+            self.inserts.pop();
+            removed += 1;
+        }
+        removed
     }
 
     pub fn notice(&mut self, text: impl Into<String>) {

@@ -7,7 +7,7 @@ use super::*;
 pub struct EngineConfig {
     /// Most model calls in one run (default 50).
     pub max_turns: u32,
-    /// Retries of a failed model call before the run stops (default 3).
+    /// Retries of a failed model call before the run stops (default 4).
     pub provider_retries: u32,
     /// First retry delay; doubles each time, with jitter (default 1 s).
     pub retry_base_delay: Duration,
@@ -32,7 +32,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             max_turns: 50,
-            provider_retries: 3,
+            provider_retries: 4,
             retry_base_delay: Duration::from_secs(1),
             limits: GateLimits::default(),
             permissions: Permissions::new(PermissionMode::Default),

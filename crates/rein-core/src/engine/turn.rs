@@ -3,7 +3,12 @@
 use super::*;
 
 impl AgentEngine {
-    /// One model call, retried while nothing has been streamed yet.
+    /// One model call, retried on a transport failure (a refused or cut
+    /// connection, an overloaded service, a stream that went silent or
+    /// stopped before its end) up to `provider_retries` times. Whatever a
+    /// failed attempt streamed is discarded: only a whole answer is
+    /// returned, so a broken stream's text is never stored and its tool
+    /// calls never run. Each attempt is one ledger entry.
     pub(super) async fn model_turn(
         &self,
         session_id: &str,
@@ -36,7 +41,7 @@ impl AgentEngine {
                     .await;
                 return Err(TurnFailure::Cancelled(partial));
             }
-            if !(err.is_retryable() && asm.is_empty() && attempt < cfg.provider_retries) {
+            if !(err.is_retryable() && attempt < cfg.provider_retries) {
                 self.record_call(session_id, CallKind::Turn, usage, false, began, sink, st)
                     .await;
                 return Err(TurnFailure::Provider(err, partial));
@@ -50,6 +55,7 @@ impl AgentEngine {
                 max_retries: cfg.provider_retries,
                 delay_ms: delay.as_millis() as u64,
                 error: err.to_string(),
+                discarded: !asm.is_empty(),
             });
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}

@@ -1027,9 +1027,18 @@ fn a_stream_cut_before_its_stop_reason_is_a_retryable_transport_failure() {
         b"data: [DONE]\n\n".to_vec(),
     ] {
         let err = fixtures::parse_stream(&Anthropic, &[body.clone()]).unwrap_err();
-        assert_eq!(err.kind, ProviderErrorKind::Transport, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(
+            err.kind,
+            ProviderErrorKind::Transport,
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
         assert!(err.is_retryable());
-        assert!(err.message.contains("ended before the answer was complete"), "{}", err.message);
+        assert!(
+            err.message.contains("ended before the answer was complete"),
+            "{}",
+            err.message
+        );
     }
 }
 

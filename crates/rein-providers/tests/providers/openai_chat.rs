@@ -1420,7 +1420,12 @@ fn a_stream_that_stops_before_finish_reason_or_done_is_a_retryable_transport_fai
         whole_call,
     ] {
         let err = fixtures::parse_stream(&OpenAiChat, &[body.clone()]).unwrap_err();
-        assert_eq!(err.kind, ProviderErrorKind::Transport, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(
+            err.kind,
+            ProviderErrorKind::Transport,
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
         assert!(err.is_retryable());
     }
     // finish_reason without [DONE] is a whole answer (several servers stop there).

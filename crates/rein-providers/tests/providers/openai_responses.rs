@@ -905,7 +905,11 @@ fn a_stream_cut_before_its_completion_event_is_a_retryable_transport_failure() {
         let err = run(&events).unwrap_err();
         assert_eq!(err.kind, ProviderErrorKind::Transport, "{events:?}");
         assert!(err.is_retryable());
-        assert!(err.message.contains("response.completed"), "{}", err.message);
+        assert!(
+            err.message.contains("response.completed"),
+            "{}",
+            err.message
+        );
     }
 }
 

@@ -34,15 +34,20 @@ impl App {
                 self.flush_stable_text();
             }
             Event::ReasoningDelta { text } => self.stream_reasoning.push_str(&text),
+            Event::TurnStarted { .. } => self.streamed_cells = 0,
             Event::Retry {
                 attempt,
                 max_retries,
                 delay_ms,
                 error,
-            } => self.notice(format!(
-                "retrying in {:.1} s (attempt {attempt} of {max_retries}): {error}",
-                delay_ms as f64 / 1000.0
-            )),
+                discarded,
+            } => {
+                let taken_back = if discarded { self.discard_attempt() } else { "" };
+                self.notice(format!(
+                    "{taken_back}retrying in {:.1} s (attempt {attempt} of {max_retries}): {error}",
+                    delay_ms as f64 / 1000.0
+                ));
+            }
             Event::ToolStarted {
                 call_id,
                 name,
@@ -275,10 +280,30 @@ impl App {
         }
     }
 
+    /// A model call broke off after streaming part of an answer, which the
+    /// engine threw away: take it off the screen. What is still in the live
+    /// area or waiting to be printed goes; what already went to the
+    /// terminal's scrollback cannot be taken back, so the notice says so.
+    /// Returns the notice's opening words.
+    fn discard_attempt(&mut self) -> &'static str {
+        self.stream_text.clear();
+        self.stream_reasoning.clear();
+        self.stream_continued = false;
+        let unprinted = self.take_back_streamed(self.streamed_cells);
+        let printed = self.streamed_cells - unprinted;
+        self.streamed_cells = 0;
+        if printed > 0 {
+            "the answer above broke off and was discarded; "
+        } else {
+            "the answer broke off and was discarded; "
+        }
+    }
+
     pub(super) fn finish_reasoning(&mut self) {
         if !self.stream_reasoning.trim().is_empty() {
             let text = std::mem::take(&mut self.stream_reasoning);
             self.last_reasoning = Some(text.clone());
+            self.streamed_cells += 1;
             self.push_cell(Cell::Reasoning {
                 text,
                 expanded: false,
@@ -292,6 +317,7 @@ impl App {
         self.finish_reasoning();
         if !self.stream_text.trim().is_empty() {
             let text = std::mem::take(&mut self.stream_text);
+            self.streamed_cells += 1;
             self.push_cell(Cell::Assistant {
                 text,
                 continued: self.stream_continued,
@@ -308,6 +334,7 @@ impl App {
             let rest = self.stream_text.split_off(cut);
             let done = std::mem::replace(&mut self.stream_text, rest);
             if !done.trim().is_empty() {
+                self.streamed_cells += 1;
                 self.push_cell(Cell::Assistant {
                     text: done,
                     continued: self.stream_continued,

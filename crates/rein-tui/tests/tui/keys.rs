@@ -1,7 +1,9 @@
 //! The state machine: keys and engine events in, actions out.
 
 use crossterm::event::{KeyCode, KeyModifiers};
-use rein_core::{ApprovalDecision, ApprovalScope, PermissionMode, Risk, SessionInfo, StopReason};
+use rein_core::{
+    ApprovalDecision, ApprovalScope, Event, PermissionMode, Risk, SessionInfo, StopReason,
+};
 use rein_tui::app::{Action, Modal, Status};
 use rein_tui::cells::{Cell, ToolState};
 
@@ -626,6 +628,87 @@ fn a_finished_paragraph_goes_to_the_transcript_while_the_rest_streams() {
             continued: true
         }]
     );
+}
+
+fn retry(discarded: bool) -> Event {
+    Event::Retry {
+        attempt: 1,
+        max_retries: 4,
+        delay_ms: 1000,
+        error: "the stream ended before the answer was complete".into(),
+        discarded,
+    }
+}
+
+#[test]
+fn a_broken_off_answer_is_taken_off_the_screen_when_the_engine_retries() {
+    let mut h = Harness::new();
+    running(&mut h);
+    h.event(Event::TurnStarted { turn: 1 });
+    h.event(Event::ReasoningDelta {
+        text: "thinking".into(),
+    });
+    h.event(text("Half a paragraph.\n\nand the start of"));
+    h.event(retry(true));
+    assert!(h.app.stream_text.is_empty(), "the live text is gone");
+    assert!(h.app.stream_reasoning.is_empty());
+    let cells = h.app.drain_inserts();
+    match cells.as_slice() {
+        [Cell::Notice { text }] => {
+            assert!(
+                text.starts_with("the answer broke off and was discarded; retrying"),
+                "{text}"
+            );
+        }
+        other => panic!("expected only the notice, got {other:?}"),
+    }
+    // The second attempt's answer is shown as a fresh answer.
+    h.event(text("Whole answer."));
+    h.event(stopped(StopReason::Completed, "Whole answer."));
+    let cells = h.app.drain_inserts();
+    assert!(
+        cells.contains(&Cell::Assistant {
+            text: "Whole answer.".into(),
+            continued: false
+        }),
+        "{cells:?}"
+    );
+}
+
+#[test]
+fn a_broken_off_answer_already_printed_is_named_by_the_notice() {
+    let mut h = Harness::new();
+    running(&mut h);
+    h.event(Event::TurnStarted { turn: 1 });
+    h.event(text("Printed paragraph.\n\nmore"));
+    assert_eq!(
+        h.app.drain_inserts().len(),
+        1,
+        "the paragraph went to the scrollback"
+    );
+    h.event(retry(true));
+    match h.app.drain_inserts().as_slice() {
+        [Cell::Notice { text }] => {
+            assert!(
+                text.starts_with("the answer above broke off and was discarded"),
+                "{text}"
+            )
+        }
+        other => panic!("expected the notice, got {other:?}"),
+    }
+    assert!(h.app.stream_text.is_empty());
+}
+
+#[test]
+fn a_retry_before_any_output_keeps_the_transcript_and_says_it_retries() {
+    let mut h = Harness::new();
+    running(&mut h);
+    h.event(Event::TurnStarted { turn: 2 });
+    h.event(retry(false));
+    match h.app.drain_inserts().as_slice() {
+        [Cell::Notice { text }] => assert!(text.starts_with("retrying in 1.0 s"), "{text}"),
+        other => panic!("expected the notice, got {other:?}"),
+    }
 }
 
 #[test]
