@@ -85,11 +85,17 @@ impl ProviderError {
         }
     }
 
-    /// Whether trying the same request again may succeed.
+    /// Whether trying the same request again may succeed. A service that
+    /// broke its own protocol (an event that is not JSON, two answers
+    /// spliced together) is retried too: a proxy that cut or mangled the
+    /// bytes is the usual cause, and the next attempt goes through cleanly.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.kind,
-            ProviderErrorKind::Transport | ProviderErrorKind::Unavailable | ProviderErrorKind::Idle
+            ProviderErrorKind::Transport
+                | ProviderErrorKind::Unavailable
+                | ProviderErrorKind::Idle
+                | ProviderErrorKind::Protocol
         )
     }
 }

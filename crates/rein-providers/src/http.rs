@@ -20,7 +20,7 @@ use crate::sse::SseDecoder;
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// A stream with no bytes for this long fails (default 120 s); the
-    /// engine retries it when nothing had been streamed yet.
+    /// engine retries it, discarding what had been streamed.
     pub idle_timeout: Duration,
     pub connect_timeout: Duration,
     /// Context window reported to the engine; from the catalog when unset.

@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod http;
 #[cfg(feature = "local")]
 pub mod local;
+#[cfg(feature = "mock-server")]
 pub mod mock_server;
 pub mod openai_chat;
 pub mod openai_responses;

@@ -1,7 +1,8 @@
 //! A local HTTP/1.1 server that plays scripted responses and records the
 //! requests it gets: it stands in for a model service in tests and bug
 //! reports, speaking the real wire format (chunked bodies, real SSE bytes,
-//! pauses, and connections dropped mid-body).
+//! pauses, and connections dropped mid-body). Built only with the
+//! `mock-server` feature: it is test equipment, not part of rein.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -10,6 +11,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod faults;
+pub use faults::Fault;
 
 /// A request as the server received it.
 #[derive(Debug, Clone)]
@@ -46,12 +50,24 @@ pub enum Part {
     Drop,
 }
 
+/// A connection closed with no response at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HangUp {
+    /// Before the request is read (as a refused connection looks to a client
+    /// behind a load balancer).
+    OnAccept,
+    /// After the request is read, before any header.
+    AfterRequest,
+}
+
 /// A scripted response.
 #[derive(Debug, Clone)]
 pub struct MockResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub parts: Vec<Part>,
+    /// Close the connection instead of answering.
+    pub hang_up: Option<HangUp>,
 }
 
 impl MockResponse {
@@ -61,6 +77,7 @@ impl MockResponse {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
             parts: vec![Part::Bytes(body.into())],
+            hang_up: None,
         }
     }
 
@@ -70,6 +87,7 @@ impl MockResponse {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
             parts,
+            hang_up: None,
         }
     }
 
@@ -79,6 +97,7 @@ impl MockResponse {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             parts: vec![Part::Bytes(body.to_string().into_bytes())],
+            hang_up: None,
         }
     }
 
@@ -93,6 +112,8 @@ impl MockResponse {
 struct Shared {
     queue: VecDeque<MockResponse>,
     requests: Vec<RecordedRequest>,
+    /// Responses taken from the queue, hang-ups included.
+    served: usize,
 }
 
 /// The server; it stops when dropped.
@@ -143,6 +164,16 @@ impl MockServer {
     /// Requests received so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared).requests.clone()
+    }
+
+    /// Connections answered from the queue so far, hang-ups included.
+    pub fn served(&self) -> usize {
+        lock(&self.shared).served
+    }
+
+    /// Responses still queued.
+    pub fn queued(&self) -> usize {
+        lock(&self.shared).queue.len()
     }
 }
 
@@ -210,14 +241,27 @@ fn reason(status: u16) -> &'static str {
 }
 
 async fn serve(mut sock: TcpStream, shared: Arc<Mutex<Shared>>) -> std::io::Result<()> {
+    {
+        let mut s = lock(&shared);
+        if s.queue.front().and_then(|r| r.hang_up) == Some(HangUp::OnAccept) {
+            s.queue.pop_front();
+            s.served += 1;
+            return Ok(());
+        }
+    }
     let Some(request) = read_request(&mut sock).await? else {
         return Ok(());
     };
     let response = {
         let mut s = lock(&shared);
         s.requests.push(request);
-        s.queue.pop_front()
+        let next = s.queue.pop_front();
+        s.served += usize::from(next.is_some());
+        next
     };
+    if response.as_ref().is_some_and(|r| r.hang_up.is_some()) {
+        return Ok(());
+    }
     let response = response.unwrap_or_else(|| {
         MockResponse::json(
             500,

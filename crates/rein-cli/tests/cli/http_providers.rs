@@ -551,8 +551,20 @@ fn a_stream_that_goes_silent_before_any_output_is_retried() {
     );
 }
 
+/// The retry events of a run, and the error they carried.
+fn retries(events: &[Value]) -> Vec<(bool, String)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "retry")
+        .map(|e| {
+            let error = e["error"].as_str().unwrap().to_string();
+            (e["discarded"].as_bool().unwrap(), error)
+        })
+        .collect()
+}
+
 #[test]
-fn a_stream_that_goes_silent_after_output_fails_the_turn_and_keeps_the_text() {
+fn a_stream_that_goes_silent_after_output_is_retried_and_the_partial_answer_discarded() {
     use rein_providers::mock_server::Part;
     let (_rt, server) = server();
     let first = sse(
@@ -563,50 +575,77 @@ fn a_stream_that_goes_silent_after_output_fails_the_turn_and_keeps_the_text() {
         Part::Bytes(first),
         Part::Pause(Duration::from_secs(30)),
     ]));
+    server.push(MockResponse::sse(openai_text_stream("second try")));
     let env = Env::new();
     config_with_idle_timeout(&env, 1);
     let o = exec(&env, "openai", &openai_env(&server, "k"));
-    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    let events = json_lines(&o);
-    assert!(events.iter().all(|e| e["type"] != "retry"));
+    let events = assert_completed(&o, "second try");
+    let retries = retries(&events);
+    assert_eq!(retries.len(), 1, "{retries:?}");
     assert!(
-        events.last().unwrap()["error"]
-            .as_str()
-            .unwrap()
-            .contains("went silent")
+        retries[0].0,
+        "the retry says the partial answer was discarded"
     );
-    let stored = stored(&env, &session_id(&events));
-    assert_eq!(
-        stored.last().unwrap()["content"][0]["text"],
-        "half an answer"
-    );
-    assert_eq!(server.requests().len(), 1);
-}
-
-#[test]
-fn a_connection_dropped_mid_stream_fails_the_turn_cleanly() {
-    use rein_providers::mock_server::Part;
-    let (_rt, server) = server();
-    let first = sse(
-        &[json!({"choices": [{"index": 0, "delta": {"content": "cut "}}]})],
-        false,
-    );
-    server.push(MockResponse::sse_parts(vec![
-        Part::Bytes(first),
-        Part::Drop,
-    ]));
-    let env = Env::new();
-    let o = exec(&env, "openai", &openai_env(&server, "k"));
-    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    let events = json_lines(&o);
-    let error = events.last().unwrap()["error"].as_str().unwrap();
-    assert!(error.contains("stream broke"), "{error}");
+    assert!(retries[0].1.contains("went silent"), "{retries:?}");
     let stored = stored(&env, &session_id(&events));
     assert_eq!(
         stored.len(),
         2,
-        "the prompt and the partial answer are kept"
+        "the prompt and the whole answer only: {stored:?}"
     );
+    assert_eq!(stored[1]["content"][0]["text"], "second try");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn a_connection_dropped_or_cut_mid_stream_is_retried_on_every_wire_api() {
+    use rein_providers::mock_server::{Fault, Part};
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        ("openai", openai_text_stream("whole"), "stream broke"),
+        (
+            "openai-responses",
+            responses_text("whole"),
+            "before the answer was complete",
+        ),
+        (
+            "anthropic",
+            anthropic_text("whole"),
+            "before the answer was complete",
+        ),
+    ];
+    for (provider, good, why) in cases {
+        let (_rt, server) = server();
+        // Chat: the connection breaks; the others: the body ends cleanly
+        // half-way through an event, as a proxy's cut looks.
+        let fault = match provider {
+            "openai" => MockResponse::sse_parts(vec![
+                Part::Bytes(good[..good.len() / 2].to_vec()),
+                Part::Drop,
+            ]),
+            _ => Fault::EndMidEvent.response(&good),
+        };
+        server.push(fault);
+        server.push(MockResponse::sse(good));
+        let env = Env::new();
+        let vars = match provider {
+            "anthropic" => vec![
+                ("ANTHROPIC_BASE_URL", format!("{}/v1", server.url())),
+                ("ANTHROPIC_API_KEY", "k".to_string()),
+            ],
+            _ => openai_env(&server, "k").to_vec(),
+        };
+        let o = exec(&env, provider, &vars);
+        let events = assert_completed(&o, "whole");
+        let retries = retries(&events);
+        assert_eq!(retries.len(), 1, "{provider}: {retries:?}");
+        assert!(retries[0].1.contains(why), "{provider}: {retries:?}");
+        let stored = stored(&env, &session_id(&events));
+        assert_eq!(
+            stored.len(),
+            2,
+            "{provider}: the prompt and the whole answer only"
+        );
+    }
 }
 
 /// One protocol's streams for the context-length scenario.
@@ -727,7 +766,7 @@ fn each_providers_context_length_error_compacts_the_session_and_retries_the_turn
         .unwrap();
         let vars: Vec<(&str, String)> = if w.provider == "anthropic" {
             vec![
-                ("ANTHROPIC_BASE_URL", server.url()),
+                ("ANTHROPIC_BASE_URL", format!("{}/v1", server.url())),
                 ("ANTHROPIC_API_KEY", "k".to_string()),
             ]
         } else {

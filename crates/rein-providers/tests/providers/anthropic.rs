@@ -1026,7 +1026,7 @@ fn a_stream_cut_before_its_stop_reason_is_a_retryable_transport_failure() {
         sse(&[r#"{"type": "ping"}"#, r#"{"type": "ping"}"#]),
         b"data: [DONE]\n\n".to_vec(),
     ] {
-        let err = fixtures::parse_stream(&Anthropic, &[body.clone()]).unwrap_err();
+        let err = fixtures::parse_stream(&Anthropic, std::slice::from_ref(&body)).unwrap_err();
         assert_eq!(
             err.kind,
             ProviderErrorKind::Transport,

@@ -1419,7 +1419,7 @@ fn a_stream_that_stops_before_finish_reason_or_done_is_a_retryable_transport_fai
         half_event,
         whole_call,
     ] {
-        let err = fixtures::parse_stream(&OpenAiChat, &[body.clone()]).unwrap_err();
+        let err = fixtures::parse_stream(&OpenAiChat, std::slice::from_ref(&body)).unwrap_err();
         assert_eq!(
             err.kind,
             ProviderErrorKind::Transport,
