@@ -525,7 +525,8 @@ fn a_different_message_spliced_in_mid_tool_input_fails_the_stream_as_a_protocol_
     for (name, chunks) in fixtures::variants(&sse) {
         let err = fixtures::parse_stream(&Anthropic, &chunks).unwrap_err();
         assert_eq!(err.kind, ProviderErrorKind::Protocol, "variant {name}");
-        assert!(!err.is_retryable());
+        // A mangled stream is most often a proxy's doing: retried.
+        assert!(err.is_retryable());
         assert!(
             err.message.contains("msg_second") && err.message.contains("msg_first"),
             "{}",

@@ -287,7 +287,7 @@ async fn every_error_kind_is_injected_with_the_matching_retryability() {
             ProviderErrorKind::ContextLengthExceeded,
             false,
         ),
-        ("protocol", ProviderErrorKind::Protocol, false),
+        ("protocol", ProviderErrorKind::Protocol, true),
         ("stream", ProviderErrorKind::Stream, false),
     ];
     for (name, kind, retryable) in cases {
