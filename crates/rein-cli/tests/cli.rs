@@ -4,6 +4,7 @@
 mod cli {
     mod bad_input;
     mod cancel;
+    mod crash_soak;
     mod exec;
     mod fault_soak;
     mod http_providers;

@@ -108,9 +108,14 @@ impl MockResponse {
     }
 }
 
+/// Answers a request when nothing is queued: a test's stand-in for a
+/// model that reads the conversation (or the workspace) to decide.
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> MockResponse + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     queue: VecDeque<MockResponse>,
+    responder: Option<Responder>,
     requests: Vec<RecordedRequest>,
     /// Responses taken from the queue, hang-ups included.
     served: usize,
@@ -159,6 +164,12 @@ impl MockServer {
     /// Queue the response to the next request.
     pub fn push(&self, response: MockResponse) {
         lock(&self.shared).queue.push_back(response);
+    }
+
+    /// Answer with `responder` whenever the queue is empty (instead of a
+    /// 500 saying nothing was queued).
+    pub fn respond_with(&self, responder: Responder) {
+        lock(&self.shared).responder = Some(responder);
     }
 
     /// Requests received so far.
@@ -254,8 +265,11 @@ async fn serve(mut sock: TcpStream, shared: Arc<Mutex<Shared>>) -> std::io::Resu
     };
     let response = {
         let mut s = lock(&shared);
+        let next = s
+            .queue
+            .pop_front()
+            .or_else(|| s.responder.as_ref().map(|answer| answer(&request)));
         s.requests.push(request);
-        let next = s.queue.pop_front();
         s.served += usize::from(next.is_some());
         next
     };
