@@ -28,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
         ReplayTurn::call("read_file", r#"{"path": "notes.txt"}"#),
         ReplayTurn::text("The notes say the build runs with make."),
     ])));
-    // SQLite keeps each message the moment it exists (MemoryStore is the
+    // SQLite keeps each message the moment it exists (InMemorySessionStore is the
     // in-memory alternative).
     let store = Arc::new(SqliteStore::open(&workspace.path().join("sessions.db"))?);
 

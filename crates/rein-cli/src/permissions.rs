@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
-use rein_core::{PermissionMode, ProjectRules, Rule, Rules};
+use rein_core::{PermissionMode, ProjectRules, ProjectRulesError, Rule, Rules};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -230,8 +230,12 @@ impl ProjectRulesFile {
 }
 
 impl ProjectRules for ProjectRulesFile {
-    fn add_allow(&self, rule: &Rule) -> Result<(), String> {
-        self.add(&rule.to_string()).map_err(|e| e.to_string())
+    fn add_allow(&self, rule: &Rule) -> Result<(), ProjectRulesError> {
+        self.add(&rule.to_string())
+            .map_err(|e| ProjectRulesError::Unwritable {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })
     }
 }
 

@@ -13,9 +13,6 @@ use rein_providers::protocol::{EndpointConfig, WireProtocol};
 use crate::config::{Config, ProviderSection};
 use crate::model;
 
-/// Providers that exist without any configuration.
-pub const BUILTIN: &[&str] = &["anthropic", "openai", "openai-responses", "local", "replay"];
-
 /// The line printed when there is neither a key nor a local model.
 pub const NO_MODEL: &str = "no model available: run scripts/fetch-model.sh to fetch the default local model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY";
 
@@ -23,55 +20,118 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// The defaults of a built-in HTTP provider, before config and environment.
-fn builtin(name: &str) -> Option<ProviderSection> {
-    let (kind, base, key, model) = match name {
-        "openai" => (
-            "openai",
-            "https://api.openai.com/v1",
-            "OPENAI_API_KEY",
-            "gpt-4.1",
-        ),
-        "openai-responses" => (
-            "openai-responses",
-            "https://api.openai.com/v1",
-            "OPENAI_API_KEY",
-            "gpt-5",
-        ),
-        "anthropic" => (
-            "anthropic",
-            "https://api.anthropic.com/v1",
-            "ANTHROPIC_API_KEY",
-            "claude-sonnet-4-5",
-        ),
-        _ => return None,
-    };
+/// The providers that exist without any configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinProvider {
+    Anthropic,
+    OpenAi,
+    OpenAiResponses,
+    Local,
+    Replay,
+}
+
+impl BuiltinProvider {
+    pub const ALL: [BuiltinProvider; 5] = [
+        BuiltinProvider::Anthropic,
+        BuiltinProvider::OpenAi,
+        BuiltinProvider::OpenAiResponses,
+        BuiltinProvider::Local,
+        BuiltinProvider::Replay,
+    ];
+
+    /// The name users write (`--provider`, `provider =`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinProvider::Anthropic => "anthropic",
+            BuiltinProvider::OpenAi => "openai",
+            BuiltinProvider::OpenAiResponses => "openai-responses",
+            BuiltinProvider::Local => "local",
+            BuiltinProvider::Replay => "replay",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<BuiltinProvider> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// The defaults of a built-in HTTP provider, before config and
+    /// environment: wire API, base URL, key variable, model.
+    fn http_defaults(self) -> Option<(WireKind, &'static str, &'static str, &'static str)> {
+        const OPENAI: &str = "https://api.openai.com/v1";
+        match self {
+            BuiltinProvider::OpenAi => {
+                Some((WireKind::OpenAiChat, OPENAI, "OPENAI_API_KEY", "gpt-4.1"))
+            }
+            BuiltinProvider::OpenAiResponses => {
+                Some((WireKind::OpenAiResponses, OPENAI, "OPENAI_API_KEY", "gpt-5"))
+            }
+            BuiltinProvider::Anthropic => Some((
+                WireKind::Anthropic,
+                "https://api.anthropic.com/v1",
+                "ANTHROPIC_API_KEY",
+                "claude-sonnet-4-5",
+            )),
+            BuiltinProvider::Local | BuiltinProvider::Replay => None,
+        }
+    }
+
+    /// The environment variable that moves its base URL.
+    fn base_url_env(self) -> Option<&'static str> {
+        match self.http_defaults()?.0 {
+            WireKind::OpenAiChat | WireKind::OpenAiResponses => Some("OPENAI_BASE_URL"),
+            WireKind::Anthropic => Some("ANTHROPIC_BASE_URL"),
+        }
+    }
+}
+
+/// The wire API an HTTP provider speaks (`kind` in its config section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireKind {
+    OpenAiChat,
+    OpenAiResponses,
+    Anthropic,
+}
+
+impl WireKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WireKind::OpenAiChat => "openai",
+            WireKind::OpenAiResponses => "openai-responses",
+            WireKind::Anthropic => "anthropic",
+        }
+    }
+
+    pub fn parse(kind: &str) -> Option<WireKind> {
+        [
+            WireKind::OpenAiChat,
+            WireKind::OpenAiResponses,
+            WireKind::Anthropic,
+        ]
+        .into_iter()
+        .find(|k| k.name() == kind)
+    }
+
+    pub fn protocol(self) -> Arc<dyn WireProtocol> {
+        match self {
+            WireKind::OpenAiChat => Arc::new(rein_providers::openai_chat::OpenAiChat),
+            WireKind::OpenAiResponses => {
+                Arc::new(rein_providers::openai_responses::OpenAiResponses)
+            }
+            WireKind::Anthropic => Arc::new(rein_providers::anthropic::Anthropic),
+        }
+    }
+}
+
+/// The config section a built-in HTTP provider starts from.
+fn builtin_section(builtin: BuiltinProvider) -> Option<ProviderSection> {
+    let (kind, base, key, model) = builtin.http_defaults()?;
     Some(ProviderSection {
-        kind: Some(kind.into()),
+        kind: Some(kind.name().into()),
         base_url: Some(base.into()),
         api_key_env: Some(key.into()),
         model: Some(model.into()),
         ..Default::default()
     })
-}
-
-/// The environment variable that moves a built-in provider's base URL.
-fn base_url_env(name: &str) -> Option<&'static str> {
-    match name {
-        "openai" | "openai-responses" => Some("OPENAI_BASE_URL"),
-        "anthropic" => Some("ANTHROPIC_BASE_URL"),
-        _ => None,
-    }
-}
-
-/// The wire protocol of a `kind`.
-pub fn protocol(kind: &str) -> Option<Arc<dyn WireProtocol>> {
-    match kind {
-        "openai" => Some(Arc::new(rein_providers::openai_chat::OpenAiChat)),
-        "openai-responses" => Some(Arc::new(rein_providers::openai_responses::OpenAiResponses)),
-        "anthropic" => Some(Arc::new(rein_providers::anthropic::Anthropic)),
-        _ => None,
-    }
 }
 
 fn is_loopback(url: &str) -> bool {
@@ -195,17 +255,18 @@ pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
             .map(str::to_string)
             .ok_or_else(|| anyhow!("{NO_MODEL}"))?,
     };
-    if name == "local" {
+    let builtin = BuiltinProvider::named(&name);
+    if builtin == Some(BuiltinProvider::Local) {
         return build_local(cfg);
     }
-    if name == "replay" {
+    if builtin == Some(BuiltinProvider::Replay) {
         let script = cfg.replay_script.as_ref().ok_or_else(|| {
             anyhow!("the replay provider needs a script: pass --script FILE or set [replay] script in config")
         })?;
         let provider = ReplayProvider::from_file(script).map_err(|e| anyhow!("{e}"))?;
         return Ok(Arc::new(provider));
     }
-    let mut section = match (builtin(&name), cfg.providers.get(&name)) {
+    let mut section = match (builtin.and_then(builtin_section), cfg.providers.get(&name)) {
         (Some(mut b), Some(c)) => {
             b.merge_from(c.clone());
             b
@@ -213,7 +274,10 @@ pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
         (Some(b), None) => b,
         (None, Some(c)) => c.clone(),
         (None, None) => {
-            let mut known: Vec<String> = BUILTIN.iter().map(|s| s.to_string()).collect();
+            let mut known: Vec<String> = BuiltinProvider::ALL
+                .iter()
+                .map(|b| b.name().to_string())
+                .collect();
             known.extend(cfg.providers.keys().cloned());
             known.sort();
             known.dedup();
@@ -223,7 +287,7 @@ pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
             );
         }
     };
-    if let Some(var) = base_url_env(&name)
+    if let Some(var) = builtin.and_then(BuiltinProvider::base_url_env)
         && let Some(url) = env(var)
     {
         section.base_url = Some(url);
@@ -231,7 +295,7 @@ pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
     let kind = section.kind.clone().ok_or_else(|| {
         anyhow!("[providers.{name}] needs `kind`: one of openai, openai-responses, anthropic")
     })?;
-    let protocol = protocol(&kind).ok_or_else(|| {
+    let protocol = WireKind::parse(&kind).map(WireKind::protocol).ok_or_else(|| {
         anyhow!("[providers.{name}] has unknown kind `{kind}`; use openai, openai-responses or anthropic")
     })?;
     let base_url = section

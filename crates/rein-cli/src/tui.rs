@@ -18,12 +18,12 @@ use crate::providers;
 pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>) {
     let text = text.trim();
     if let Some((p, m)) = text.split_once(':')
-        && (providers::BUILTIN.contains(&p) || cfg.providers.contains_key(p))
+        && (providers::BuiltinProvider::named(p).is_some() || cfg.providers.contains_key(p))
     {
         let m = m.trim();
         return (Some(p.to_string()), (!m.is_empty()).then(|| m.to_string()));
     }
-    if providers::BUILTIN.contains(&text) || cfg.providers.contains_key(text) {
+    if providers::BuiltinProvider::named(text).is_some() || cfg.providers.contains_key(text) {
         return (Some(text.to_string()), None);
     }
     (None, Some(text.to_string()))

@@ -156,5 +156,19 @@ pub(crate) fn rule_strings(rules: &[Rule]) -> Vec<String> {
 
 /// Writes "always for this project" approvals to the project's rules file.
 pub trait ProjectRules: Send + Sync {
-    fn add_allow(&self, rule: &Rule) -> Result<(), String>;
+    fn add_allow(&self, rule: &Rule) -> Result<(), ProjectRulesError>;
+}
+
+/// Why an approval could not be saved for the project.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectRulesError {
+    /// The run was built without a project rules file.
+    #[error("this run has no project rules file")]
+    NoFile,
+    /// The file could not be read, parsed or written.
+    #[error("{}: {reason}", path.display())]
+    Unwritable {
+        path: std::path::PathBuf,
+        reason: String,
+    },
 }

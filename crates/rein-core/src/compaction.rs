@@ -279,15 +279,5 @@ pub fn shrink_tool_outputs(messages: &mut [Message], max_bytes: usize) -> usize 
     n
 }
 
-/// Whether a shell command looks like running tests.
-pub fn is_test_command(command: &str) -> bool {
-    let c = command.to_ascii_lowercase();
-    [
-        "test", "pytest", "jest", "vitest", "mocha", "rspec", "ctest", "check",
-    ]
-    .iter()
-    .any(|w| c.contains(w))
-}
-
 #[cfg(test)]
 mod tests;

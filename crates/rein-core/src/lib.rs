@@ -5,15 +5,15 @@ pub mod approval;
 pub mod assemble;
 pub mod compaction;
 pub mod context;
-pub mod dispatch;
 pub mod engine;
 pub mod event;
+pub mod gate;
 pub mod glob;
 pub mod history;
+pub mod in_memory_store;
 pub mod limits;
 pub mod locks;
 pub mod memory;
-pub mod memory_store;
 pub mod permission;
 pub mod private_fs;
 pub mod provider;
@@ -27,21 +27,21 @@ pub mod tool;
 
 pub use approval::{
     ApprovalDecision, ApprovalReply, ApprovalRequest, ApprovalScope, Approvals, Approver,
-    ProjectRules,
+    ProjectRules, ProjectRulesError,
 };
 pub use assemble::AssistantAssembler;
-pub use dispatch::{Gate, GateEvents, GateLimits, RunPolicy, no_events};
 pub use engine::{
     AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunControl, RunOutcome, RunRequest,
-    RunStream,
+    RunStream, TitleError,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
+pub use gate::{Gate, GateEvents, GateLimits, RunPolicy, no_events};
+pub use in_memory_store::InMemorySessionStore;
 pub use limits::CommandLimits;
 pub use memory::{
     Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
     NewMemory,
 };
-pub use memory_store::MemoryStore;
 pub use permission::{
     Assessment, PermissionMode, Permissions, Risk, Rule, Rules, SandboxMode, SandboxPolicy,
     SubjectKind, Verdict,
@@ -56,4 +56,6 @@ pub use schema::{
 pub use store::{CompactionRecord, NewSession, SessionInfo, SessionStore, StoreError};
 pub use tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, Pricing, TokenCounter};
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{OutputSpill, PathLock, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
+pub use tool::{
+    OutputSpill, PathLock, SpillError, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+};

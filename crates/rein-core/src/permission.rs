@@ -63,6 +63,22 @@ impl PermissionMode {
         }
     }
 
+    /// Whether tools of `access` are offered to the model, and may run, in
+    /// this mode: plan mode offers none that change files. The one place
+    /// that rule is decided (the gate's tool list, its first check, and
+    /// the permission decision all ask here).
+    pub fn offers(self, access: ToolAccess) -> bool {
+        !(self == PermissionMode::Plan && access == ToolAccess::Write)
+    }
+
+    /// The refusal a call to a tool this mode does not offer gets.
+    pub fn not_offered(self, tool: &str) -> String {
+        format!(
+            "`{tool}` changes files, and plan mode is read-only, so it is not available. \
+             Finish the plan; the user switches modes to carry it out."
+        )
+    }
+
     /// The sandbox shell commands get in this mode.
     pub fn sandbox(self) -> SandboxMode {
         match self {
@@ -167,6 +183,9 @@ pub struct Assessment {
     pub reads: Vec<PathBuf>,
     /// Absolute paths the call writes.
     pub writes: Vec<PathBuf>,
+    /// The test command the call runs, when it runs tests (the task
+    /// ledger keeps the last test run's result).
+    pub test_command: Option<String>,
     pub risk: Risk,
     /// Why the risk is what it is, for people and the model.
     pub reasons: Vec<String>,
@@ -442,11 +461,8 @@ impl Permissions {
                 ));
             }
         }
-        if mode == PermissionMode::Plan && access == ToolAccess::Write {
-            return deny(format!(
-                "`{tool}` changes files, and plan mode is read-only. Finish the plan; the user \
-                 switches modes to carry it out."
-            ));
+        if !mode.offers(access) {
+            return deny(mode.not_offered(tool));
         }
         if mode == PermissionMode::Plan && access == ToolAccess::Execute && a.unsandboxed {
             return deny(format!(

@@ -25,6 +25,10 @@ pub struct Capabilities {
     pub prompt_caching: bool,
     /// Context window in tokens, when known.
     pub context_window: Option<u64>,
+    /// Worth one extra short call to title a new session: a service that
+    /// answers any request quickly. Not a local model (each call costs
+    /// seconds of CPU) nor a script (it holds no answer for it).
+    pub session_titles: bool,
 }
 
 /// One request to a model: the whole conversation, replayed.

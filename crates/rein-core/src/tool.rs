@@ -63,7 +63,22 @@ pub trait OutputSpill: Send + Sync {
     fn dir(&self, session_id: &str) -> PathBuf;
 
     /// Save one call's whole output; returns the file's path.
-    fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, String>;
+    fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, SpillError>;
+}
+
+/// Why a big output could not be saved (the model then gets it cut).
+#[derive(Debug, thiserror::Error)]
+pub enum SpillError {
+    #[error("cannot create the folder {}: {source}", path.display())]
+    Folder {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot save the output to {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// What a successful tool call returns.

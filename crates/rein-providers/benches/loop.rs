@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rein_core::{
-    AgentEngine, CancellationToken, MemoryStore, NullSink, RunRequest, StopReason, Tool,
+    AgentEngine, CancellationToken, InMemorySessionStore, NullSink, RunRequest, StopReason, Tool,
     ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use rein_providers::{ReplayProvider, ReplayScript, ReplayTurn};
@@ -67,7 +67,7 @@ fn bench_loop(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     let provider = Arc::new(ReplayProvider::new(template.clone()));
-                    AgentEngine::builder(provider, Arc::new(MemoryStore::new()))
+                    AgentEngine::builder(provider, Arc::new(InMemorySessionStore::new()))
                         .workspace(dir.path())
                         .tool(Arc::new(Noop))
                         .max_turns(10_000)
@@ -142,7 +142,7 @@ impl rein_core::Provider for Canned {
 
 /// A stored session with `messages` messages of history (user prompt, then
 /// assistant calls and results).
-async fn session_with_history(store: &MemoryStore, messages: usize) -> String {
+async fn session_with_history(store: &InMemorySessionStore, messages: usize) -> String {
     use rein_core::{
         AssistantMessage, ContentPart, Message, NewSession, SessionStore, ToolCall, ToolResult,
     };
@@ -197,7 +197,7 @@ fn bench_history(c: &mut Criterion) {
             group.bench_function(name, |b| {
                 b.iter_batched(
                     || {
-                        let store = Arc::new(MemoryStore::new());
+                        let store = Arc::new(InMemorySessionStore::new());
                         let id = rt.block_on(session_with_history(&store, history));
                         let provider = Arc::new(Canned {
                             turns,

@@ -261,6 +261,7 @@ impl Provider for HttpProvider {
             parallel_tool_calls: true,
             reasoning: true,
             prompt_caching: true,
+            session_titles: true,
             context_window: self
                 .options
                 .context_window

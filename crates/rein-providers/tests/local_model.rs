@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use rein_core::{
-    AgentEngine, AssistantMessage, CancellationToken, ContentPart, MemoryStore, Message,
+    AgentEngine, AssistantMessage, CancellationToken, ContentPart, InMemorySessionStore, Message,
     ModelRequest, NullSink, Provider, ProviderErrorKind, RunRequest, StopReason, StreamChunk, Tool,
     ToolAccess, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
 };
@@ -181,7 +181,7 @@ async fn an_agent_run_reads_a_file_and_answers_with_its_fact() {
     )
     .unwrap();
     let provider = Arc::new(load(config()));
-    let engine = AgentEngine::builder(provider, Arc::new(MemoryStore::new()))
+    let engine = AgentEngine::builder(provider, Arc::new(InMemorySessionStore::new()))
         .workspace(dir.path())
         .tool(Arc::new(ReadFile))
         .max_turns(4)
@@ -716,12 +716,13 @@ async fn measure_tool_results_modes() {
         for (file, content, question, expected) in FACT_TASKS {
             let dir = tempfile::tempdir().unwrap();
             std::fs::write(dir.path().join(file), content).unwrap();
-            let engine = AgentEngine::builder(provider.clone(), Arc::new(MemoryStore::new()))
-                .workspace(dir.path())
-                .tool(Arc::new(ReadFile))
-                .max_turns(4)
-                .build()
-                .unwrap();
+            let engine =
+                AgentEngine::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+                    .workspace(dir.path())
+                    .tool(Arc::new(ReadFile))
+                    .max_turns(4)
+                    .build()
+                    .unwrap();
             let outcome = engine
                 .run(
                     RunRequest::new(format!("Read {file} and tell me {question}.")),

@@ -2,7 +2,7 @@
 //!
 //! [`SqliteStore`] is the durable [`SessionStore`](rein_core::SessionStore):
 //! one SQLite file (WAL mode), every message committed the moment it is
-//! appended. [`MemoryStore`] is re-exported so callers find both stores here.
+//! appended. [`InMemorySessionStore`] is re-exported so callers find both stores here.
 //! [`FileSpill`] saves tool outputs too big for the context beside them.
 //! [`SqliteMemory`] is the long-term memory
 //! ([`LongTermMemory`](rein_core::LongTermMemory)): its own SQLite file with
@@ -17,6 +17,6 @@ mod sqlite;
 
 pub use memory::{MEMORY_SCHEMA_VERSION, SqliteMemory};
 pub use migrations::SCHEMA_VERSION;
-pub use rein_core::MemoryStore;
+pub use rein_core::InMemorySessionStore;
 pub use spill::FileSpill;
 pub use sqlite::{SqliteOptions, SqliteStore};

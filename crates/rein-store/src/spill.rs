@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use rein_core::OutputSpill;
+use rein_core::{OutputSpill, SpillError};
 
 /// Longest file-name stem used for an id.
 const MAX_NAME: usize = 64;
@@ -36,13 +36,17 @@ impl OutputSpill for FileSpill {
             .join("outputs")
     }
 
-    fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, String> {
+    fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, SpillError> {
         let dir = self.dir(session_id);
-        create_private_dir(&dir)
-            .map_err(|e| format!("cannot create the folder {}: {e}", dir.display()))?;
+        create_private_dir(&dir).map_err(|source| SpillError::Folder {
+            path: dir.clone(),
+            source,
+        })?;
         let path = dir.join(format!("{}.txt", safe_name(call_id, "output")));
-        write_atomically(&path, content.as_bytes())
-            .map_err(|e| format!("cannot save the output to {}: {e}", path.display()))?;
+        write_atomically(&path, content.as_bytes()).map_err(|source| SpillError::Write {
+            path: path.clone(),
+            source,
+        })?;
         Ok(path)
     }
 }
@@ -220,6 +224,10 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let spill = FileSpill::new(&file);
         let err = spill.save("s", "c", "x").unwrap_err();
-        assert!(err.contains("cannot create the folder"), "{err}");
+        assert!(matches!(err, SpillError::Folder { .. }), "{err}");
+        assert!(
+            err.to_string().contains("cannot create the folder"),
+            "{err}"
+        );
     }
 }

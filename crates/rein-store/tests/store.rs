@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use fixtures::{every_kind_of_message, open, open_with_timeout, raw, session, temp_db};
 use rein_core::{Message, SessionStore, StoreError, Todo, TodoStatus};
-use rein_store::{MemoryStore, SCHEMA_VERSION, SqliteStore};
+use rein_store::{InMemorySessionStore, SCHEMA_VERSION, SqliteStore};
 
 fn todo(id: &str, content: &str, status: TodoStatus) -> Todo {
     Todo {
@@ -735,6 +735,6 @@ async fn script(store: &dyn SessionStore) -> Vec<String> {
 async fn sqlite_store_behaves_like_memory_store() {
     let db = temp_db();
     let sqlite = script(&open(&db.path)).await;
-    let memory = script(&MemoryStore::new()).await;
+    let memory = script(&InMemorySessionStore::new()).await;
     assert_eq!(sqlite, memory);
 }

@@ -159,6 +159,9 @@ pub fn assess_command(
     match crate::shell::parse(command) {
         Ok(parsed) => {
             a.subjects = crate::shell::rule_subjects(&parsed);
+            if a.subjects.iter().any(|s| runs_tests(s)) {
+                a.test_command = Some(command.trim().to_string());
+            }
             if a.subjects.is_empty() {
                 a.subjects.push(command.trim().to_string());
             }
@@ -177,6 +180,30 @@ pub fn assess_command(
         }
     }
     a
+}
+
+/// Whether one simple command runs tests: a test runner (`pytest`,
+/// `./run_tests.sh`), or a build tool asked to test or check (`cargo test`,
+/// `npm run test:unit`, `go test ./...`, `make check`, `python -m pytest`).
+/// The shell's own `test` builtin is not one.
+fn runs_tests(simple_command: &str) -> bool {
+    const RUNNERS: [&str; 9] = [
+        "pytest", "jest", "vitest", "mocha", "rspec", "ctest", "tox", "nox", "phpunit",
+    ];
+    const VERBS: [&str; 6] = ["test", "tests", "check", "pytest", "unittest", "spec"];
+    let mut words = simple_command.split_whitespace();
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let program = program.rsplit('/').next().unwrap_or(program);
+    if program == "test" || program == "[" {
+        return false;
+    }
+    RUNNERS.contains(&program)
+        || program.contains("test")
+        || words
+            .filter(|w| !w.starts_with('-'))
+            .any(|w| VERBS.contains(&w) || w.starts_with("test:"))
 }
 
 async fn call_bash(
@@ -524,6 +551,36 @@ fn describe_status(status: Option<ExitStatus>) -> String {
             (None, None) => "[exit status unknown]".to_string(),
         },
         None => "[exit status unknown]".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod test_runs {
+    use super::runs_tests;
+
+    #[test]
+    fn test_runners_and_test_verbs_count_and_the_test_builtin_does_not() {
+        for yes in [
+            "cargo test --all",
+            "pytest -q tests/",
+            "python3 -m pytest",
+            "npm run test:unit",
+            "go test ./...",
+            "make check",
+            "./run_tests.sh",
+            "/usr/bin/jest",
+        ] {
+            assert!(runs_tests(yes), "{yes}");
+        }
+        for no in [
+            "test -f x",
+            "[ -d src ]",
+            "ls tests-data",
+            "cat test.txt",
+            "echo hi",
+        ] {
+            assert!(!runs_tests(no), "{no}");
+        }
     }
 }
 

@@ -348,7 +348,7 @@ mod tests {
             session_id: "s".into(),
             call_id: "c".into(),
             cancel: rein_core::CancellationToken::new(),
-            store: std::sync::Arc::new(rein_core::MemoryStore::new()),
+            store: std::sync::Arc::new(rein_core::InMemorySessionStore::new()),
             sandbox: rein_core::SandboxPolicy::default(),
             read_roots,
         }

@@ -11,7 +11,7 @@ use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt;
 use rein_core::{
     AgentEngine, CancellationToken, Event, Message, PermissionMode, RunControl, RunRequest,
-    SessionStore, TokenCounter,
+    SessionStore,
 };
 use tokio::sync::mpsc;
 
@@ -457,10 +457,7 @@ async fn show_context(app: &mut App, engine: &AgentEngine) {
             return;
         }
     };
-    let counter: Arc<dyn TokenCounter> = engine
-        .provider()
-        .token_counter()
-        .unwrap_or_else(|| Arc::new(rein_core::CalibratedEstimator::default()));
+    let counter = engine.token_counter();
     let mut by_kind = [0u64; 4];
     let mut biggest: Vec<(u64, String)> = Vec::new();
     for m in &messages {
@@ -516,12 +513,10 @@ async fn show_context(app: &mut App, engine: &AgentEngine) {
 }
 
 /// A short model-written title for a new session, recorded in the ledger.
-/// Skipped for the local model (its first-line title stays: no extra call)
-/// and the replay provider (its script has no title answers).
+/// Only where the provider says titles are worth a call (the first line of
+/// the prompt stays the title otherwise).
 fn spawn_title(engine: &AgentEngine, session_id: String, side: mpsc::UnboundedSender<Side>) {
-    let provider = engine.provider();
-    let name = provider.name();
-    if name == "local" || name == "replay" {
+    if !engine.provider().capabilities().session_titles {
         return;
     }
     let e = engine.clone();

@@ -1,30 +1,26 @@
 //! The engine's compaction step: ask the model for a summary of the older
 //! turns, keep the task ledger and the last turns, store the record.
 
-use crate::CancellationToken;
 use crate::compaction::{self, CompactionReason, TaskLedger};
 use crate::engine::state::Conversation;
-use crate::engine::{AgentEngine, RunState};
-use crate::event::{Event, EventSink};
+use crate::engine::{AgentEngine, RunCtx};
+use crate::event::Event;
 use crate::schema::Message;
 use crate::store::{CompactionRecord, StoreError};
-use crate::tokens::{CallKind, TokenCounter};
+use crate::tokens::CallKind;
 
 impl AgentEngine {
     /// Compact `conv` in place and store the record. Only a store failure
     /// is an error; a failed summary falls back to dropping turns.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn compact(
         &self,
-        session_id: &str,
+        ctx: &mut RunCtx<'_>,
         conv: &mut Conversation,
         reason: CompactionReason,
         ledger: &TaskLedger,
-        counter: &dyn TokenCounter,
-        cancel: &CancellationToken,
-        sink: &mut dyn EventSink,
-        st: &mut RunState,
     ) -> Result<(), StoreError> {
+        let counter = ctx.counter.clone();
+        let counter = counter.as_ref();
         let cfg = &self.inner.config.compaction;
         let before = conv.tokens();
         let Some(cut) = compaction::split_point(&conv.messages, cfg.keep_turns) else {
@@ -33,7 +29,7 @@ impl AgentEngine {
             let shrunk = compaction::shrink_tool_outputs(&mut messages, cfg.fallback_output_bytes);
             if shrunk > 0 {
                 conv.replace(messages, conv.seqs.clone(), counter);
-                sink.emit(Event::Compaction {
+                ctx.emit(Event::Compaction {
                     reason,
                     summarized: false,
                     replaced_messages: 0,
@@ -60,36 +56,20 @@ impl AgentEngine {
         let began = std::time::Instant::now();
         let provider = self.provider();
         let answer = tokio::select! {
-            a = provider.complete(&request, cancel) => a,
-            _ = cancel.cancelled() => Err(crate::provider::ProviderError::new(
+            a = provider.complete(&request, ctx.cancel) => a,
+            _ = ctx.cancel.cancelled() => Err(crate::provider::ProviderError::new(
                 crate::provider::ProviderErrorKind::Cancelled, "cancelled")),
         };
         let summary = match answer {
             Ok(a) => {
                 let usage = a.usage.unwrap_or_default();
-                self.record_call(
-                    session_id,
-                    CallKind::Compaction,
-                    usage,
-                    true,
-                    began,
-                    sink,
-                    st,
-                )
-                .await;
+                self.record_call(ctx, CallKind::Compaction, usage, true, began)
+                    .await;
                 compaction::check_summary(&a.text(), summary_bytes)
             }
             Err(e) => {
-                self.record_call(
-                    session_id,
-                    CallKind::Compaction,
-                    Default::default(),
-                    false,
-                    began,
-                    sink,
-                    st,
-                )
-                .await;
+                self.record_call(ctx, CallKind::Compaction, Default::default(), false, began)
+                    .await;
                 Err(format!("the summary call failed: {e}"))
             }
         };
@@ -106,7 +86,7 @@ impl AgentEngine {
             self.inner
                 .store
                 .add_compaction(
-                    session_id,
+                    &ctx.session_id,
                     &CompactionRecord {
                         upto_seq,
                         summary: head.clone(),
@@ -121,7 +101,7 @@ impl AgentEngine {
         messages.extend(kept);
         seqs.extend(conv.seqs[cut..].iter().copied());
         conv.replace(messages, seqs, counter);
-        sink.emit(Event::Compaction {
+        ctx.emit(Event::Compaction {
             reason,
             summarized,
             replaced_messages: cut as u64,

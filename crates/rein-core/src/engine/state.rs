@@ -1,10 +1,12 @@
 //! What one run keeps as it goes: the conversation with its token counts,
 //! and the facts the task ledger and the loop guard need.
 
-use crate::compaction::{TaskLedger, is_test_command};
-use crate::dispatch::Gate;
+use std::path::Path;
+
+use crate::compaction::TaskLedger;
 use crate::engine::guard::LoopGuard;
-use crate::schema::{Message, ToolCall, ToolResult};
+use crate::engine::turn::Finished;
+use crate::schema::Message;
 use crate::text::truncate_middle;
 use crate::tokens::{TokenCounter, count_message, message_text};
 use crate::tool::ToolAccess;
@@ -107,40 +109,36 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    /// Note what a turn's calls did; true when a call that changes files
-    /// succeeded.
-    pub fn observe(
-        &mut self,
-        calls: &[ToolCall],
-        results: &[(ToolResult, Option<u64>)],
-        turn: u32,
-        gate: &Gate,
-    ) -> bool {
+    /// Note what a turn's calls did, from what the gate says they touched;
+    /// true when a call that changes files succeeded.
+    pub fn observe(&mut self, finished: &[Finished], turn: u32, workspace: &Path) -> bool {
         let mut wrote = false;
-        for (call, (result, _)) in calls.iter().zip(results) {
-            let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-            let access = gate.access(&call.name);
-            if access == Some(ToolAccess::Write) && !result.is_error {
+        for Finished {
+            result, effects, ..
+        } in finished
+        {
+            if result.is_error {
+                continue;
+            }
+            if effects.access == Some(ToolAccess::Write) {
                 wrote = true;
-                if let Some(path) = args.get("path").and_then(|p| p.as_str()) {
-                    let first = result.output.lines().next().unwrap_or("").trim();
+                let first = result.output.lines().next().unwrap_or("").trim();
+                for path in &effects.writes {
+                    let shown = path.strip_prefix(workspace).unwrap_or(path);
                     self.ledger.files.insert(
-                        path.to_string(),
+                        shown.display().to_string(),
                         format!(
                             "{} at turn {turn}: {}",
-                            call.name,
+                            result.name,
                             truncate_middle(first, 160)
                         ),
                     );
                 }
             }
-            if access == Some(ToolAccess::Execute)
-                && let Some(cmd) = args.get("command").and_then(|c| c.as_str())
-                && is_test_command(cmd)
-            {
+            if let Some(cmd) = &effects.test_command {
                 self.ledger.last_test = Some(format!(
                     "`{}` (turn {turn}):\n{}",
-                    truncate_middle(cmd.trim(), 200),
+                    truncate_middle(cmd, 200),
                     tail(&result.output, 800)
                 ));
             }
@@ -154,9 +152,5 @@ fn tail(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
+    &text[crate::text::ceil_boundary(text, text.len() - max)..]
 }

@@ -11,11 +11,8 @@ impl AgentEngine {
     /// calls never run. Each attempt is one ledger entry.
     pub(super) async fn model_turn(
         &self,
-        session_id: &str,
+        ctx: &mut RunCtx<'_>,
         req: &ModelRequest,
-        cancel: &CancellationToken,
-        sink: &mut dyn EventSink,
-        st: &mut RunState,
     ) -> Result<AssistantMessage, TurnFailure> {
         let cfg = &self.inner.config;
         let mut attempt = 0u32;
@@ -23,12 +20,12 @@ impl AgentEngine {
             let mut asm =
                 AssistantAssembler::with_args_cap(self.inner.gate.limits().max_argument_bytes);
             let began = std::time::Instant::now();
-            let result = self.stream_once(req, cancel, sink, &mut asm).await;
+            let result = self.stream_once(req, ctx, &mut asm).await;
             let err = match result {
                 Ok(()) => {
                     let answer = asm.finish();
                     let usage = answer.usage.unwrap_or_default();
-                    self.record_call(session_id, CallKind::Turn, usage, true, began, sink, st)
+                    self.record_call(ctx, CallKind::Turn, usage, true, began)
                         .await;
                     return Ok(answer);
                 }
@@ -36,21 +33,21 @@ impl AgentEngine {
             };
             let partial = asm.partial();
             let usage = partial.usage.unwrap_or_default();
-            if err.kind == ProviderErrorKind::Cancelled || cancel.is_cancelled() {
-                self.record_call(session_id, CallKind::Turn, usage, false, began, sink, st)
+            if err.kind == ProviderErrorKind::Cancelled || ctx.cancel.is_cancelled() {
+                self.record_call(ctx, CallKind::Turn, usage, false, began)
                     .await;
-                return Err(TurnFailure::Cancelled(partial));
+                return Err(TurnFailure::cancelled(partial));
             }
             if !(err.is_retryable() && attempt < cfg.provider_retries) {
-                self.record_call(session_id, CallKind::Turn, usage, false, began, sink, st)
+                self.record_call(ctx, CallKind::Turn, usage, false, began)
                     .await;
-                return Err(TurnFailure::Provider(err, partial));
+                return Err(TurnFailure::provider(err, partial));
             }
-            self.record_call(session_id, CallKind::Retry, usage, false, began, sink, st)
+            self.record_call(ctx, CallKind::Retry, usage, false, began)
                 .await;
             attempt += 1;
             let delay = backoff(cfg.retry_base_delay, attempt, err.retry_after);
-            sink.emit(Event::Retry {
+            ctx.emit(Event::Retry {
                 attempt,
                 max_retries: cfg.provider_retries,
                 delay_ms: delay.as_millis() as u64,
@@ -59,7 +56,7 @@ impl AgentEngine {
             });
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
-                _ = cancel.cancelled() => return Err(TurnFailure::Cancelled(AssistantMessage::default())),
+                _ = ctx.cancel.cancelled() => return Err(TurnFailure::cancelled(AssistantMessage::default())),
             }
         }
     }
@@ -67,10 +64,10 @@ impl AgentEngine {
     pub(super) async fn stream_once(
         &self,
         req: &ModelRequest,
-        cancel: &CancellationToken,
-        sink: &mut dyn EventSink,
+        ctx: &mut RunCtx<'_>,
         asm: &mut AssistantAssembler,
     ) -> Result<(), ProviderError> {
+        let cancel = ctx.cancel;
         let cancelled = || ProviderError::new(ProviderErrorKind::Cancelled, "cancelled");
         let provider = self.provider();
         let mut stream = tokio::select! {
@@ -87,10 +84,10 @@ impl AgentEngine {
             let chunk = chunk?;
             match &chunk {
                 crate::schema::StreamChunk::TextDelta(t) if !t.is_empty() => {
-                    sink.emit(Event::TextDelta { text: t.clone() })
+                    ctx.emit(Event::TextDelta { text: t.clone() })
                 }
                 crate::schema::StreamChunk::ReasoningDelta(t) if !t.is_empty() => {
-                    sink.emit(Event::ReasoningDelta { text: t.clone() })
+                    ctx.emit(Event::ReasoningDelta { text: t.clone() })
                 }
                 _ => {}
             }
@@ -101,7 +98,7 @@ impl AgentEngine {
                 // Stop reading: a model streaming gigabytes of arguments
                 // would otherwise fill memory. The call is refused by the
                 // gate; what came before it stands.
-                sink.emit(Event::Notice {
+                ctx.emit(Event::Notice {
                     message: format!(
                         "the model's answer was cut: a tool call's arguments passed {bytes} bytes, \
                          over the limit"
@@ -113,130 +110,161 @@ impl AgentEngine {
     }
 
     /// Run one turn's calls concurrently through the gate. Each result is
-    /// stored as it finishes; the returned results keep call order.
+    /// stored as it finishes; the returned results keep call order. A
+    /// store failure stops committing and is returned beside them.
     pub(super) async fn run_tools(
         &self,
-        session_id: &str,
-        calls: Vec<ToolCall>,
+        ctx: &mut RunCtx<'_>,
+        calls: &[ToolCall],
         policy: &Arc<RunPolicy>,
         note: Option<String>,
-        cancel: &CancellationToken,
-        sink: &mut dyn EventSink,
-    ) -> (Vec<(ToolResult, Option<u64>)>, Option<StoreError>) {
-        enum Msg {
-            Event(Event),
-            Done(usize, crate::dispatch::GateOutcome),
-        }
+    ) -> (Vec<Finished>, Option<StoreError>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let gate = &self.inner.gate;
-        for call in &calls {
-            // Arguments over the cap are never copied into an event.
-            let arguments = match gate.oversized(call) {
-                Some(_) => format!(
-                    "[{} bytes of arguments, over the limit]",
-                    call.arguments.len()
-                ),
-                None => call.arguments.clone(),
-            };
-            sink.emit(Event::ToolStarted {
+        for call in calls {
+            ctx.emit(Event::ToolStarted {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                arguments,
+                arguments: self.shown_arguments(call),
             });
         }
-        let cap = gate.limits().max_tool_calls_per_turn.max(1);
+        let cap = self.inner.gate.limits().max_tool_calls_per_turn.max(1);
         for (index, call) in calls.iter().enumerate() {
-            let refusal = match index >= cap {
-                true => Some(gate.over_turn_cap()),
-                false => gate.oversized(call),
-            };
-            if let Some(output) = refusal {
-                let result = ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    output,
-                    is_error: true,
-                };
-                let outcome = crate::dispatch::GateOutcome {
-                    result,
-                    duration: Duration::ZERO,
-                };
-                let _ = tx.send(Msg::Done(index, outcome));
-                continue;
-            }
-            let gate = self.inner.gate.clone();
-            let ctx = ToolContext {
-                workspace: self.inner.workspace.clone(),
-                session_id: session_id.to_string(),
-                call_id: call.id.clone(),
-                cancel: cancel.clone(),
-                store: self.inner.store.clone(),
-                sandbox: Default::default(),
-                read_roots: Vec::new(),
-            };
-            let call = call.clone();
-            let tx = tx.clone();
-            let policy = policy.clone();
-            let events_tx = tx.clone();
-            let events: GateEvents = Arc::new(move |e| {
-                let _ = events_tx.send(Msg::Event(e));
-            });
-            tokio::spawn(async move {
-                let outcome = gate.run(&call, ctx, &policy, &events).await;
-                let _ = tx.send(Msg::Done(index, outcome));
-            });
+            self.spawn_call(ctx, call, index >= cap, policy, index, tx.clone());
         }
         drop(tx);
-        let mut slots: Vec<Option<(ToolResult, Option<u64>)>> = vec![None; calls.len()];
+        let mut slots: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
         let mut fault = None;
         while let Some(msg) = rx.recv().await {
             let (index, outcome) = match msg {
-                Msg::Event(e) => {
-                    sink.emit(e);
+                CallMsg::Event(e) => {
+                    ctx.emit(e);
                     continue;
                 }
-                Msg::Done(index, outcome) => (index, outcome),
+                CallMsg::Done(index, outcome) => (index, outcome),
             };
-            let mut r = outcome.result;
+            let mut result = outcome.result;
             if let Some(n) = &note {
-                r.output.push_str("\n\n");
-                r.output.push_str(n);
+                result.output.push_str("\n\n");
+                result.output.push_str(n);
             }
-            sink.emit(Event::ToolFinished {
-                call_id: r.call_id.clone(),
-                name: r.name.clone(),
+            ctx.emit(Event::ToolFinished {
+                call_id: result.call_id.clone(),
+                name: result.name.clone(),
                 duration_ms: outcome.duration.as_millis() as u64,
-                is_error: r.is_error,
-                output_preview: preview(&r.output, 4, 300),
+                is_error: result.is_error,
+                output_preview: preview(&result.output, 4, 300),
             });
             let mut seq = None;
             if fault.is_none() {
-                match self
-                    .commit(session_id, &Message::Tool(r.clone()), sink)
-                    .await
-                {
+                let message = Message::Tool(result.clone());
+                match self.commit(&ctx.session_id, &message, ctx.sink).await {
                     Ok(s) => seq = Some(s),
                     Err(e) => fault = Some(e),
                 }
             }
-            slots[index] = Some((r, seq));
+            slots[index] = Some(Finished {
+                result,
+                seq,
+                effects: outcome.effects,
+            });
         }
-        let results = slots
+        let finished = slots
             .into_iter()
             .zip(calls)
-            .map(|(slot, call)| {
-                slot.unwrap_or_else(|| {
-                    let lost = ToolResult {
-                        call_id: call.id,
-                        name: call.name,
-                        output: "error: the harness lost this call's result".to_string(),
-                        is_error: true,
-                    };
-                    (lost, None)
-                })
-            })
+            .map(|(slot, call)| slot.unwrap_or_else(|| Finished::lost(call)))
             .collect();
-        (results, fault)
+        (finished, fault)
+    }
+
+    /// A call's arguments as events show them: never copied when over the
+    /// cap.
+    fn shown_arguments(&self, call: &ToolCall) -> String {
+        match self.inner.gate.oversized(call) {
+            Some(_) => format!(
+                "[{} bytes of arguments, over the limit]",
+                call.arguments.len()
+            ),
+            None => call.arguments.clone(),
+        }
+    }
+
+    /// Start one call through the gate in its own task, or refuse it at
+    /// once (past the per-turn cap, or arguments over the size limit).
+    fn spawn_call(
+        &self,
+        ctx: &RunCtx<'_>,
+        call: &ToolCall,
+        over_cap: bool,
+        policy: &Arc<RunPolicy>,
+        index: usize,
+        tx: mpsc::UnboundedSender<CallMsg>,
+    ) {
+        let gate = self.inner.gate.clone();
+        let refusal = match over_cap {
+            true => Some(gate.over_turn_cap()),
+            false => gate.oversized(call),
+        };
+        if let Some(output) = refusal {
+            let result = ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                output,
+                is_error: true,
+            };
+            let _ = tx.send(CallMsg::Done(index, GateOutcome::refused(result)));
+            return;
+        }
+        let tool_ctx = ToolContext {
+            workspace: self.inner.workspace.clone(),
+            session_id: ctx.session_id.clone(),
+            call_id: call.id.clone(),
+            cancel: ctx.cancel.clone(),
+            store: self.inner.store.clone(),
+            sandbox: Default::default(),
+            read_roots: Vec::new(),
+        };
+        let call = call.clone();
+        let policy = policy.clone();
+        let events_tx = tx.clone();
+        let events: GateEvents = Arc::new(move |e| {
+            let _ = events_tx.send(CallMsg::Event(e));
+        });
+        tokio::spawn(async move {
+            let outcome = gate.run(&call, tool_ctx, &policy, &events).await;
+            let _ = tx.send(CallMsg::Done(index, outcome));
+        });
+    }
+}
+
+/// What a running call sends back to the turn: its gate's events, then
+/// its outcome.
+enum CallMsg {
+    Event(Event),
+    Done(usize, GateOutcome),
+}
+
+/// A call of this turn, finished: its result, where it was stored, and
+/// what it touched.
+pub(crate) struct Finished {
+    pub result: ToolResult,
+    /// None when it could not be stored.
+    pub seq: Option<u64>,
+    pub effects: CallEffects,
+}
+
+impl Finished {
+    /// A call whose task vanished without an outcome.
+    fn lost(call: &ToolCall) -> Finished {
+        Finished {
+            result: ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                output: "error: the harness lost this call's result".to_string(),
+                is_error: true,
+            },
+            seq: None,
+            effects: CallEffects::default(),
+        }
     }
 }
 

@@ -28,6 +28,13 @@ impl Tool for Edit {
     fn access(&self) -> ToolAccess {
         ToolAccess::Write
     }
+    /// The file it writes, which the task ledger lists.
+    fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
+        Assessment {
+            writes: vec![ctx.workspace.join(args["path"].as_str().unwrap_or(""))],
+            ..Assessment::default()
+        }
+    }
     async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let n = args["n"].as_u64().unwrap_or(0);
         Ok(ToolOutput::ok(format!(
@@ -391,12 +398,12 @@ impl OutputSpill for Spill {
     fn dir(&self, session_id: &str) -> PathBuf {
         self.0.join(session_id)
     }
-    fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, String> {
+    fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, SpillError> {
         *self.1.lock().unwrap() += 1;
         let dir = self.dir(session_id);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{call_id}.txt"));
-        std::fs::write(&path, content).map_err(|e| e.to_string())?;
+        std::fs::write(&path, content).unwrap();
         Ok(path)
     }
 }

@@ -327,7 +327,7 @@ async fn resuming_an_unknown_session_is_a_harness_error_not_a_panic() {
 
 #[test]
 fn a_missing_workspace_fails_the_build_with_a_clear_error() {
-    let err = AgentEngine::builder(Scripted::new(vec![]), Arc::new(MemoryStore::new()))
+    let err = AgentEngine::builder(Scripted::new(vec![]), Arc::new(InMemorySessionStore::new()))
         .workspace("/definitely/not/here")
         .build()
         .err()

@@ -217,7 +217,7 @@ async fn headless_refusal_tells_the_model_and_emits_what_would_allow_it() {
 struct Recorded(Mutex<Vec<String>>);
 
 impl ProjectRules for Recorded {
-    fn add_allow(&self, rule: &Rule) -> Result<(), String> {
+    fn add_allow(&self, rule: &Rule) -> Result<(), ProjectRulesError> {
         self.0.lock().unwrap().push(rule.to_string());
         Ok(())
     }

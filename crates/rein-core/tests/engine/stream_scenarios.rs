@@ -74,7 +74,7 @@ struct Run {
 }
 
 async fn run(provider: Arc<Breaking>, ran: Arc<Mutex<u32>>, retries: u32) -> Run {
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(InMemorySessionStore::new());
     let engine = AgentEngine::builder(provider, store.clone())
         .workspace(std::env::temp_dir())
         .tools(vec![Arc::new(Writer(ran)) as Arc<dyn Tool>])

@@ -256,7 +256,7 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
 
 pub struct Harness {
     pub provider: Arc<Scripted>,
-    pub store: Arc<MemoryStore>,
+    pub store: Arc<InMemorySessionStore>,
     pub engine: AgentEngine,
 }
 
@@ -264,7 +264,7 @@ pub fn harness(
     provider: Arc<Scripted>,
     configure: impl FnOnce(AgentEngineBuilder) -> AgentEngineBuilder,
 ) -> Harness {
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(InMemorySessionStore::new());
     let builder = AgentEngine::builder(provider.clone(), store.clone())
         .workspace(std::env::temp_dir())
         .tools(tools())

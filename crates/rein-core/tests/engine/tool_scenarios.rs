@@ -117,7 +117,9 @@ async fn plan_mode_hides_write_tools_and_refuses_calls_to_them() {
     let obs = observations(&h);
     assert!(obs[0].is_error);
     assert!(
-        obs[0].output.contains("not available in plan mode"),
+        obs[0]
+            .output
+            .contains("plan mode is read-only, so it is not available"),
         "{}",
         obs[0].output
     );

@@ -102,6 +102,7 @@ impl Provider for LocalProvider {
             parallel_tool_calls: true,
             reasoning: false,
             prompt_caching: true,
+            session_titles: false,
             context_window: Some(u64::from(self.n_ctx)),
         }
     }

@@ -413,6 +413,7 @@ fn name_model_and_capabilities_come_from_the_script() {
             parallel_tool_calls: true,
             reasoning: true,
             prompt_caching: false,
+            session_titles: false,
             context_window: Some(200000),
         }
     );
@@ -462,7 +463,7 @@ async fn the_engine_retries_an_injected_failure_and_the_model_sees_the_tool_erro
         {"text": "That tool does not exist here."}
     ]}"#;
     let p = Arc::new(provider(script));
-    let engine = AgentEngine::builder(p.clone(), Arc::new(MemoryStore::new()))
+    let engine = AgentEngine::builder(p.clone(), Arc::new(InMemorySessionStore::new()))
         .workspace(std::env::temp_dir())
         .retry_base_delay(Duration::from_millis(1))
         .build()
@@ -693,7 +694,7 @@ async fn a_long_script_crosses_compactions_with_summaries_from_the_script() {
         "turns": turns,
     });
     let provider = Arc::new(provider(&script.to_string()));
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(InMemorySessionStore::new());
     let engine = AgentEngine::builder(provider.clone(), store)
         .workspace(std::env::temp_dir())
         .tool(Arc::new(Filler))

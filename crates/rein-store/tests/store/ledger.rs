@@ -4,7 +4,7 @@ use rein_core::{
     CallKind, CompactionRecord, LedgerEntry, LedgerTotals, Message, Pricing, SessionStore,
     StoreError, Usage,
 };
-use rein_store::{MemoryStore, SCHEMA_VERSION};
+use rein_store::{InMemorySessionStore, SCHEMA_VERSION};
 
 use crate::fixtures::{open, raw, session, temp_db};
 
@@ -408,7 +408,7 @@ async fn ledger_script(store: &dyn SessionStore) -> Vec<String> {
 async fn sqlite_ledger_behaves_like_memory_store() {
     let db = temp_db();
     let sqlite = ledger_script(&open(&db.path)).await;
-    let memory = ledger_script(&MemoryStore::new()).await;
+    let memory = ledger_script(&InMemorySessionStore::new()).await;
     assert_eq!(sqlite, memory);
 }
 

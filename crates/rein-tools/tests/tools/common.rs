@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rein_core::{
-    CancellationToken, MemoryStore, NewSession, SessionStore, Tool, ToolContext, ToolError,
-    ToolOutput,
+    CancellationToken, InMemorySessionStore, NewSession, SessionStore, Tool, ToolContext,
+    ToolError, ToolOutput,
 };
 use serde_json::Value;
 use tempfile::TempDir;
@@ -13,7 +13,7 @@ use tempfile::TempDir;
 pub struct Env {
     _dir: TempDir,
     pub root: PathBuf,
-    pub store: Arc<MemoryStore>,
+    pub store: Arc<InMemorySessionStore>,
     pub session: String,
 }
 
@@ -21,7 +21,7 @@ impl Env {
     pub async fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
-        let store = Arc::new(MemoryStore::new());
+        let store = Arc::new(InMemorySessionStore::new());
         let session = store
             .create_session(NewSession::default())
             .await

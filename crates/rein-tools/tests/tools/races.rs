@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rein_core::{
-    CancellationToken, Gate, GateLimits, MemoryStore, PermissionMode, Permissions, RunPolicy,
-    ToolCall, ToolContext, no_events,
+    CancellationToken, Gate, GateLimits, InMemorySessionStore, PermissionMode, Permissions,
+    RunPolicy, ToolCall, ToolContext, no_events,
 };
 use serde_json::json;
 
@@ -127,7 +127,7 @@ struct Race {
     out: PathBuf,
     gate: Gate,
     policy: RunPolicy,
-    store: Arc<MemoryStore>,
+    store: Arc<InMemorySessionStore>,
 }
 
 impl Race {
@@ -152,7 +152,7 @@ impl Race {
             out,
             gate: Gate::new(rein_tools::builtin_tools(), GateLimits::default()),
             policy: RunPolicy::new(PermissionMode::Auto, perms),
-            store: Arc::new(MemoryStore::new()),
+            store: Arc::new(InMemorySessionStore::new()),
         }
     }
 

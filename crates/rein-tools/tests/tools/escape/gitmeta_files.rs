@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rein_core::PermissionMode::{Auto, Bypass};
 use rein_core::{
-    CancellationToken, Gate, GateLimits, MemoryStore, Permissions, RunPolicy, ToolCall,
+    CancellationToken, Gate, GateLimits, InMemorySessionStore, Permissions, RunPolicy, ToolCall,
     ToolContext, no_events,
 };
 use serde_json::json;
@@ -182,7 +182,7 @@ async fn file_tools_never_write_a_rein_home_inside_the_workspace() {
 async fn writes_to_a_hard_link_replace_it_instead_of_writing_the_outside_file() {
     let m = markers();
     let gate = Gate::new(rein_tools::builtin_tools(), GateLimits::default());
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(InMemorySessionStore::new());
     let steps = [
         ("write_file", json!({"path": "h", "content": "replaced\n"})),
         (

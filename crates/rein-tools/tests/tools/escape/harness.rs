@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rein_core::{
-    CancellationToken, Gate, GateLimits, MemoryStore, NewSession, PermissionMode, Permissions,
-    RunPolicy, SessionStore, ToolCall, ToolContext, ToolResult, no_events,
+    CancellationToken, Gate, GateLimits, InMemorySessionStore, NewSession, PermissionMode,
+    Permissions, RunPolicy, SessionStore, ToolCall, ToolContext, ToolResult, no_events,
 };
 use rein_tools::sandbox::{self, SandboxKind};
 use serde_json::Value;
@@ -350,7 +350,7 @@ impl Outcome {
 pub async fn run_cases(cases: Vec<Case>, extra: &[(&str, String)]) -> Outcome {
     let kind = sandbox_kind();
     let gate = Gate::new(rein_tools::builtin_tools(), GateLimits::default());
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(InMemorySessionStore::new());
     let session = store
         .create_session(NewSession::default())
         .await
@@ -391,7 +391,7 @@ pub async fn run_cases(cases: Vec<Case>, extra: &[(&str, String)]) -> Outcome {
 
 async fn run_case(
     gate: &Gate,
-    store: &Arc<MemoryStore>,
+    store: &Arc<InMemorySessionStore>,
     session: &str,
     case: &Case,
     fx: &Fixture,

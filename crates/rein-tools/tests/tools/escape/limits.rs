@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rein_core::{
-    CancellationToken, CommandLimits, MemoryStore, NewSession, SandboxMode, SandboxPolicy,
+    CancellationToken, CommandLimits, InMemorySessionStore, NewSession, SandboxMode, SandboxPolicy,
     SessionStore, Tool, ToolContext,
 };
 use rein_tools::Bash;
@@ -26,7 +26,7 @@ const MIB: u64 = 1024 * 1024;
 pub(super) struct Lim {
     _dir: TempDir,
     pub(super) ws: PathBuf,
-    store: Arc<MemoryStore>,
+    store: Arc<InMemorySessionStore>,
     session: String,
 }
 
@@ -37,7 +37,7 @@ impl Lim {
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
         let ws = std::fs::canonicalize(dir.path()).unwrap();
-        let store = Arc::new(MemoryStore::new());
+        let store = Arc::new(InMemorySessionStore::new());
         let session = store
             .create_session(NewSession::default())
             .await

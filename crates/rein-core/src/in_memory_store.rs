@@ -1,4 +1,4 @@
-//! `MemoryStore`: a `SessionStore` that lives only as long as the process.
+//! `InMemorySessionStore`: a `SessionStore` that lives only as long as the process.
 //! Kept in core (it touches no disk) so every crate's tests can use it.
 
 use std::collections::HashMap;
@@ -29,7 +29,7 @@ struct Data {
 
 /// An in-memory session store.
 #[derive(Default)]
-pub struct MemoryStore {
+pub struct InMemorySessionStore {
     data: Mutex<Data>,
 }
 
@@ -42,7 +42,7 @@ pub fn new_session_id() -> String {
     )
 }
 
-impl MemoryStore {
+impl InMemorySessionStore {
     pub fn new() -> Self {
         Self::default()
     }
@@ -79,7 +79,7 @@ pub fn resolve_prefix<'a>(
 }
 
 #[async_trait]
-impl SessionStore for MemoryStore {
+impl SessionStore for InMemorySessionStore {
     async fn create_session(&self, new: NewSession) -> Result<SessionInfo, StoreError> {
         self.with(|d| {
             let now = crate::time::now_millis();
@@ -287,7 +287,7 @@ mod tests {
 
     #[tokio::test]
     async fn sessions_resolve_by_unique_prefix() {
-        let store = MemoryStore::new();
+        let store = InMemorySessionStore::new();
         let a = store.create_session(NewSession::default()).await.unwrap();
         let got = store.get_session(&a.id[..14]).await.unwrap();
         assert_eq!(got.id, a.id);

@@ -18,13 +18,10 @@ impl AgentEngine {
         let mut requests = compaction::user_requests(&stored);
         let latest = requests.pop().unwrap_or_default();
         let (view, seqs) = self.model_view(&info.id, stored).await?;
-        let counter: Arc<dyn TokenCounter> = self
-            .provider()
-            .token_counter()
-            .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()));
+        let mut ctx = RunCtx::new(info.id.clone(), &cancel, sink, self.token_counter());
         let repaired = repair_history(view);
         let seqs = state::realign_seqs(&repaired, seqs, &Default::default());
-        let mut conv = Conversation::new(repaired.messages, seqs, counter.as_ref());
+        let mut conv = Conversation::new(repaired.messages, seqs, ctx.counter.as_ref());
         let before = conv.messages.len();
         let ledger = TaskLedger {
             latest_instruction: latest,
@@ -32,39 +29,20 @@ impl AgentEngine {
             todos: store.todos(&info.id).await?,
             ..Default::default()
         };
-        let mut st = RunState {
-            session_id: info.id.clone(),
-            turns: 0,
-            usage: Usage::default(),
-            final_text: String::new(),
-            totals: LedgerTotals::default(),
-        };
-        self.compact(
-            &info.id,
-            &mut conv,
-            CompactionReason::Manual,
-            &ledger,
-            counter.as_ref(),
-            &cancel,
-            sink,
-            &mut st,
-        )
-        .await?;
+        self.compact(&mut ctx, &mut conv, CompactionReason::Manual, &ledger)
+            .await?;
         Ok(conv.messages.len() != before)
     }
 
     /// Record one model call in the session's ledger and the run's totals.
     /// A ledger that cannot be written is a notice, never a stop.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn record_call(
         &self,
-        session_id: &str,
+        ctx: &mut RunCtx<'_>,
         kind: CallKind,
         usage: Usage,
         ok: bool,
         began: std::time::Instant,
-        sink: &mut dyn EventSink,
-        st: &mut RunState,
     ) {
         let provider = self.provider();
         let entry = LedgerEntry {
@@ -77,9 +55,9 @@ impl AgentEngine {
             duration_ms: began.elapsed().as_millis() as u64,
             at: crate::time::now_millis(),
         };
-        st.totals.add(&entry);
-        if let Err(e) = self.inner.store.add_ledger(session_id, &entry).await {
-            sink.emit(Event::Notice {
+        ctx.st.totals.add(&entry);
+        if let Err(e) = self.inner.store.add_ledger(&ctx.session_id, &entry).await {
+            ctx.emit(Event::Notice {
                 message: format!("the cost ledger could not record a model call: {e}"),
             });
         }
@@ -92,19 +70,16 @@ impl AgentEngine {
         &self,
         session_id: &str,
         cancel: CancellationToken,
-    ) -> Result<String, String> {
+    ) -> Result<String, TitleError> {
         let store = &self.inner.store;
-        let messages = store
-            .messages(session_id)
-            .await
-            .map_err(|e| e.to_string())?;
+        let messages = store.messages(session_id).await?;
         let first = messages
             .iter()
             .find_map(|m| match m {
                 Message::User { content } => Some(content.clone()),
                 _ => None,
             })
-            .ok_or("the session has no request yet")?;
+            .ok_or(TitleError::NoRequest)?;
         let request: String = first.chars().take(2000).collect();
         let req = ModelRequest {
             system: "You name coding sessions. Reply with a title of at most six words for \
@@ -116,36 +91,38 @@ impl AgentEngine {
         };
         let began = std::time::Instant::now();
         let result = self.provider().complete(&req, &cancel).await;
-        let mut st = RunState {
-            session_id: session_id.to_string(),
-            turns: 0,
-            usage: Usage::default(),
-            final_text: String::new(),
-            totals: LedgerTotals::default(),
-        };
+        let mut sink = crate::event::NullSink;
+        let mut ctx = RunCtx::new(
+            session_id.to_string(),
+            &cancel,
+            &mut sink,
+            self.token_counter(),
+        );
         let usage = result
             .as_ref()
             .ok()
             .and_then(|a| a.usage)
             .unwrap_or_default();
-        self.record_call(
-            session_id,
-            CallKind::Title,
-            usage,
-            result.is_ok(),
-            began,
-            &mut crate::event::NullSink,
-            &mut st,
-        )
-        .await;
-        let answer = result.map_err(|e| e.to_string())?;
-        let title = clean_title(&answer.text()).ok_or("the model gave no usable title")?;
-        store
-            .set_title(session_id, &title)
-            .await
-            .map_err(|e| e.to_string())?;
+        self.record_call(&mut ctx, CallKind::Title, usage, result.is_ok(), began)
+            .await;
+        let title = clean_title(&result?.text()).ok_or(TitleError::Unusable)?;
+        store.set_title(session_id, &title).await?;
         Ok(title)
     }
+}
+
+/// Why a session could not be given a model-written title (it keeps the
+/// first line of its prompt).
+#[derive(Debug, thiserror::Error)]
+pub enum TitleError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the session has no request yet")]
+    NoRequest,
+    #[error("the title call failed: {0}")]
+    Provider(#[from] ProviderError),
+    #[error("the model gave no usable title")]
+    Unusable,
 }
 
 /// A model's title answer made fit: one line, no quotes, at most 80 chars.

@@ -4,6 +4,7 @@
 //! time and output, and turns every failure into an error observation.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use crate::approval::{
 };
 use crate::event::Event;
 use crate::locks::PathLocks;
-use crate::permission::{PermissionMode, Permissions, Rule, Verdict};
+use crate::permission::{Assessment, PermissionMode, Permissions, Rule, Verdict};
 use crate::schema::{ToolCall, ToolResult, ToolSpec};
 use crate::schema_check;
 use crate::text::truncate_middle;
@@ -139,6 +140,32 @@ pub fn no_events() -> GateEvents {
 pub struct GateOutcome {
     pub result: ToolResult,
     pub duration: Duration,
+    /// What the call touched; empty when it never reached its tool.
+    pub effects: CallEffects,
+}
+
+impl GateOutcome {
+    /// A call refused before it reached the gate's checks.
+    pub fn refused(result: ToolResult) -> GateOutcome {
+        GateOutcome {
+            result,
+            duration: Duration::ZERO,
+            effects: CallEffects::default(),
+        }
+    }
+}
+
+/// What a call that ran touched, as its tool assessed it. The engine keeps
+/// its task ledger and loop guard from this, so no tool's argument names
+/// are known outside the tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallEffects {
+    /// What the tool does; None when the call reached no tool.
+    pub access: Option<ToolAccess>,
+    /// Files the call writes (absolute).
+    pub writes: Vec<PathBuf>,
+    /// The test command the call runs, when it runs tests.
+    pub test_command: Option<String>,
 }
 
 impl Gate {
@@ -190,7 +217,7 @@ impl Gate {
     pub fn specs(&self, mode: PermissionMode) -> Vec<ToolSpec> {
         self.tools
             .iter()
-            .filter(|t| mode != PermissionMode::Plan || t.access != ToolAccess::Write)
+            .filter(|t| mode.offers(t.access))
             .map(|t| t.spec.clone())
             .collect()
     }
@@ -235,26 +262,28 @@ impl Gate {
     ) -> GateOutcome {
         let started = Instant::now();
         if let Some(refusal) = self.oversized(call) {
-            return GateOutcome {
-                result: ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    output: refusal,
-                    is_error: true,
-                },
-                duration: started.elapsed(),
-            };
+            return GateOutcome::refused(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                output: refusal,
+                is_error: true,
+            });
         }
         let mut ctx = ctx;
         let session_id = ctx.session_id.clone();
         if let Some(spill) = &self.spill {
             ctx.read_roots.push(spill.dir(&session_id));
         }
-        let output = match self.run_inner(call, ctx, policy, events).await {
+        let mut effects = CallEffects::default();
+        let output = match self
+            .run_inner(call, ctx, policy, events, &mut effects)
+            .await
+        {
             Ok(out) => out,
             Err(e) => ToolOutput::error(format!("error: {e}")),
         };
         GateOutcome {
+            effects,
             result: ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
@@ -303,8 +332,8 @@ impl Gate {
         mut ctx: ToolContext,
         policy: &RunPolicy,
         events: &GateEvents,
+        effects: &mut CallEffects,
     ) -> Result<ToolOutput, ToolError> {
-        let plan = policy.mode == PermissionMode::Plan;
         let Some(entry) = self.by_name.get(&call.name).map(|&i| &self.tools[i]) else {
             let available: Vec<String> = self
                 .specs(policy.mode)
@@ -317,12 +346,8 @@ impl Gate {
                 available.join(", ")
             )));
         };
-        if plan && entry.access == ToolAccess::Write {
-            return Err(ToolError(format!(
-                "`{}` is not available in plan mode: plan mode is read-only, so no tool that \
-                 changes files can run. Finish the plan; the user will switch modes to carry it out.",
-                call.name
-            )));
+        if !policy.mode.offers(entry.access) {
+            return Err(ToolError(policy.mode.not_offered(&call.name)));
         }
         let raw = if call.arguments.trim().is_empty() {
             "{}"
@@ -340,8 +365,14 @@ impl Gate {
             .map_err(|e| ToolError(format!("invalid arguments for `{}`: {e}", call.name)))?;
 
         ctx.sandbox = policy.permissions.sandbox(policy.mode);
-        self.check_permission(entry, call, &args, &ctx, policy, events)
+        let assessment = self
+            .check_permission(entry, call, &args, &ctx, policy, events)
             .await?;
+        *effects = CallEffects {
+            access: Some(entry.access),
+            writes: assessment.writes,
+            test_command: assessment.test_command,
+        };
 
         let cancel = ctx.cancel.clone();
         let _permit = match &self.semaphore {
@@ -397,8 +428,8 @@ impl Gate {
 }
 
 impl Gate {
-    /// Decide the call; ask for approval when needed. `Err` is the refusal
-    /// the model sees.
+    /// Decide the call; ask for approval when needed. `Ok` hands back the
+    /// tool's assessment of it; `Err` is the refusal the model sees.
     async fn check_permission(
         &self,
         entry: &Registered,
@@ -407,7 +438,7 @@ impl Gate {
         ctx: &ToolContext,
         policy: &RunPolicy,
         events: &GateEvents,
-    ) -> Result<(), ToolError> {
+    ) -> Result<Assessment, ToolError> {
         let assessment = entry.tool.assess(args, ctx);
         let verdict = policy.permissions.decide(
             policy.mode,
@@ -418,7 +449,7 @@ impl Gate {
             &ctx.workspace,
         );
         let (why, suggested_rules, suggested_mode) = match verdict {
-            Verdict::Allow => return Ok(()),
+            Verdict::Allow => return Ok(assessment),
             Verdict::Deny { why } => {
                 events(Event::PermissionDenied {
                     call_id: call.id.clone(),
@@ -502,7 +533,7 @@ impl Gate {
             ApprovalDecision::Approve { scope } => {
                 self.remember(scope, &suggested_rules, ctx, policy, events)
                     .await;
-                Ok(())
+                Ok(assessment)
             }
         }
     }
@@ -530,7 +561,7 @@ impl Gate {
             if scope == ApprovalScope::Project {
                 let saved = match &policy.project_rules {
                     Some(p) => p.add_allow(rule),
-                    None => Err("this run has no project rules file".to_string()),
+                    None => Err(crate::approval::ProjectRulesError::NoFile),
                 };
                 if let Err(e) = saved {
                     events(Event::Notice {

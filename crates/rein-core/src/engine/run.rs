@@ -1,0 +1,459 @@
+//! The one loop, as a short list of steps. A run starts (session, policy,
+//! system prompt, the user's message), then goes turn after turn: apply
+//! what the user queued and check the budgets, get a whole answer
+//! (compacting first when the context is full, and once more when the
+//! service says it overflowed), commit it, run its calls through the gate.
+//! Every step returns `Err(Stop)` to end the run, so the loop itself reads
+//! as the list above.
+
+use super::*;
+
+/// How a run ends: the reason and, for errors, what went wrong.
+#[derive(Debug)]
+pub(crate) struct Stop {
+    pub reason: StopReason,
+    pub error: Option<String>,
+}
+
+impl Stop {
+    pub fn new(reason: StopReason) -> Stop {
+        Stop {
+            reason,
+            error: None,
+        }
+    }
+
+    pub fn with_error(reason: StopReason, error: impl Into<String>) -> Stop {
+        Stop {
+            reason,
+            error: Some(error.into()),
+        }
+    }
+}
+
+/// A store that cannot be written is the harness's own fault: the run stops.
+impl From<StoreError> for Stop {
+    fn from(e: StoreError) -> Stop {
+        Stop::with_error(StopReason::HarnessError, e.to_string())
+    }
+}
+
+/// What a model turn that did not produce a whole answer leaves: the part
+/// that streamed before a cancel (kept), and why the run stops.
+pub(crate) struct TurnFailure {
+    pub partial: AssistantMessage,
+    pub stop: Stop,
+    /// The service said the request did not fit its context window.
+    pub context_overflow: bool,
+}
+
+impl TurnFailure {
+    pub fn cancelled(partial: AssistantMessage) -> TurnFailure {
+        TurnFailure {
+            partial,
+            stop: Stop::new(StopReason::Cancelled),
+            context_overflow: false,
+        }
+    }
+
+    pub fn provider(error: ProviderError, partial: AssistantMessage) -> TurnFailure {
+        TurnFailure {
+            context_overflow: error.kind == ProviderErrorKind::ContextLengthExceeded,
+            partial,
+            stop: Stop::with_error(StopReason::ProviderError, error.to_string()),
+        }
+    }
+}
+
+/// The counts a run keeps; they become its outcome.
+#[derive(Debug, Default)]
+pub(crate) struct RunState {
+    pub turns: u32,
+    pub usage: Usage,
+    pub final_text: String,
+    pub totals: LedgerTotals,
+}
+
+/// What every step of a run reads and updates: its session, its cancel
+/// token, where its events go, its token counter and its counts. Side
+/// calls (titles, `rein compact`) get one too, so every model call is
+/// recorded the same way.
+pub(crate) struct RunCtx<'a> {
+    pub session_id: String,
+    pub cancel: &'a CancellationToken,
+    pub sink: &'a mut dyn EventSink,
+    pub counter: Arc<dyn TokenCounter>,
+    pub st: RunState,
+}
+
+impl<'a> RunCtx<'a> {
+    pub fn new(
+        session_id: String,
+        cancel: &'a CancellationToken,
+        sink: &'a mut dyn EventSink,
+        counter: Arc<dyn TokenCounter>,
+    ) -> RunCtx<'a> {
+        RunCtx {
+            session_id,
+            cancel,
+            sink,
+            counter,
+            st: RunState::default(),
+        }
+    }
+
+    pub fn emit(&mut self, event: Event) {
+        self.sink.emit(event);
+    }
+
+    fn outcome(self, stop: Stop) -> RunOutcome {
+        RunOutcome {
+            session_id: Some(self.session_id),
+            reason: stop.reason,
+            turns: self.st.turns,
+            usage: self.st.usage,
+            final_text: self.st.final_text,
+            error: stop.error,
+            totals: self.st.totals,
+        }
+    }
+}
+
+impl RunOutcome {
+    /// A run that stopped before it had a session.
+    fn before_session(stop: Stop) -> RunOutcome {
+        RunOutcome {
+            session_id: None,
+            reason: stop.reason,
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            error: stop.error,
+            totals: LedgerTotals::default(),
+        }
+    }
+}
+
+/// What the loop keeps between turns besides the context.
+pub(crate) struct Run {
+    conv: Conversation,
+    track: Tracker,
+    mode: PermissionMode,
+    policy: Arc<RunPolicy>,
+    fixed: FixedPart,
+    /// One request for the whole run: its messages are lent from the
+    /// conversation for each call (swapped, never copied), so a turn costs
+    /// the same however long the history is.
+    req: ModelRequest,
+    control: RunControl,
+    agents_md: Option<String>,
+    date: String,
+    started: tokio::time::Instant,
+}
+
+impl AgentEngine {
+    /// The one loop.
+    pub(super) async fn drive(
+        &self,
+        request: RunRequest,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> RunOutcome {
+        if cancel.is_cancelled() {
+            return RunOutcome::before_session(Stop::new(StopReason::Cancelled));
+        }
+        let opened = match self.open_session(&request).await {
+            Ok(s) => s,
+            Err(e) => return RunOutcome::before_session(e.into()),
+        };
+        let mut ctx = RunCtx::new(opened.id.clone(), cancel, sink, self.token_counter());
+        let stop = match self.start(request, opened, &mut ctx).await {
+            Ok(mut run) => loop {
+                if let Err(stop) = self.turn(&mut ctx, &mut run).await {
+                    break stop;
+                }
+            },
+            Err(stop) => stop,
+        };
+        ctx.outcome(stop)
+    }
+
+    /// The provider's own token counter, else an estimate that calibrates
+    /// itself on the usage the service reports.
+    pub fn token_counter(&self) -> Arc<dyn TokenCounter> {
+        self.provider()
+            .token_counter()
+            .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()))
+    }
+
+    /// Announce the run, load its policy, store the user's message and
+    /// build the first request.
+    async fn start(
+        &self,
+        request: RunRequest,
+        opened: Opened,
+        ctx: &mut RunCtx<'_>,
+    ) -> Result<Run, Stop> {
+        let inner = &self.inner;
+        let mode = request.mode.unwrap_or(inner.permissions.mode);
+        ctx.emit(Event::RunStarted {
+            session_id: ctx.session_id.clone(),
+            provider: self.provider().name().to_string(),
+            model: self.provider().model().to_string(),
+            workspace: inner.workspace.display().to_string(),
+            resumed: opened.resumed,
+            mode,
+            plan: mode == PermissionMode::Plan,
+        });
+        let policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+        let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
+        self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
+            .await?;
+        let track = Tracker {
+            ledger: TaskLedger {
+                latest_instruction: request.prompt.clone(),
+                earlier_requests: opened.earlier_requests,
+                todos: inner.store.todos(&ctx.session_id).await.unwrap_or_default(),
+                ..Default::default()
+            },
+            guard: LoopGuard::new(inner.config.loop_guard.clone()),
+        };
+        if inner.config.max_cost_usd.is_some() && self.provider().pricing().is_none() {
+            ctx.emit(Event::Notice {
+                message: format!(
+                    "max_cost_usd is set but the prices of {} are unknown: the cost budget cannot stop this run",
+                    self.provider().model()
+                ),
+            });
+        }
+        let agents_md = context::read_agents_md(&inner.workspace);
+        let date = crate::time::format_date(crate::time::now_millis());
+        let mut fixed = self.fixed_part(mode, agents_md.as_deref(), &date, ctx.counter.as_ref());
+        let req = ModelRequest {
+            system: std::mem::take(&mut fixed.system),
+            messages: Vec::new(),
+            tools: std::mem::take(&mut fixed.tools),
+            max_output_tokens: None,
+        };
+        Ok(Run {
+            conv,
+            track,
+            mode,
+            policy,
+            fixed,
+            req,
+            control: request.control.unwrap_or_default(),
+            agents_md,
+            date,
+            started: tokio::time::Instant::now(),
+        })
+    }
+
+    /// One turn: steering and budgets, a whole answer, its calls.
+    async fn turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
+        self.before_turn(ctx, run).await?;
+        let calls = self.answer(ctx, run).await?;
+        if calls.is_empty() {
+            if run.control.pending() > 0 {
+                // The user wrote while the model answered: go on.
+                return Ok(());
+            }
+            return Err(Stop::new(StopReason::Completed));
+        }
+        self.tool_round(ctx, run, calls).await
+    }
+
+    /// Stop on cancel or a spent budget; apply a mode switch and the
+    /// messages the user queued; count the turn.
+    async fn before_turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
+        if ctx.cancel.is_cancelled() {
+            return Err(Stop::new(StopReason::Cancelled));
+        }
+        if let Some(reason) = self.budget_exceeded(&ctx.st, run.started) {
+            return Err(Stop::new(reason));
+        }
+        if let Some(mode) = run.control.take_mode()
+            && mode != run.mode
+        {
+            run.mode = mode;
+            run.policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+            let agents_md = run.agents_md.as_deref();
+            run.fixed = self.fixed_part(mode, agents_md, &run.date, ctx.counter.as_ref());
+            run.req.system = std::mem::take(&mut run.fixed.system);
+            run.req.tools = std::mem::take(&mut run.fixed.tools);
+            ctx.emit(Event::ModeChanged { mode });
+        }
+        for text in run.control.take_queued() {
+            self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))
+                .await?;
+            let earlier = std::mem::replace(&mut run.track.ledger.latest_instruction, text);
+            run.track.ledger.earlier_requests.push(earlier);
+        }
+        ctx.st.turns += 1;
+        ctx.emit(Event::TurnStarted { turn: ctx.st.turns });
+        Ok(())
+    }
+
+    /// Get the model's answer and commit it; returns its tool calls. A
+    /// full context is compacted first; an answer refused for overflow is
+    /// compacted and asked once more. A failed turn commits what streamed
+    /// before it (if anything) and stops.
+    async fn answer(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<Vec<ToolCall>, Stop> {
+        // The provider may have been switched (`set_provider`).
+        let window = self.provider().capabilities().context_window;
+        let cfg = &self.inner.config.compaction;
+        let used = run.fixed.tokens.saturating_add(run.conv.tokens());
+        if cfg.enabled && window.is_some_and(|w| used as f64 > cfg.threshold * w as f64) {
+            self.compact_run(ctx, run, CompactionReason::Threshold)
+                .await?;
+        }
+        let mut outcome = self.ask(ctx, run).await;
+        if let Err(f) = &outcome
+            && f.context_overflow
+            && f.partial.content.is_empty()
+            && cfg.enabled
+        {
+            self.compact_run(ctx, run, CompactionReason::ContextLengthExceeded)
+                .await?;
+            outcome = self.ask(ctx, run).await;
+        }
+        let (assistant, failure) = match outcome {
+            Ok(a) => (a, None),
+            Err(f) => (f.partial, Some(f.stop)),
+        };
+        if let Some(u) = &assistant.usage {
+            ctx.st.usage.add(u);
+            if u.input_tokens > 0 {
+                let chars = run.fixed.chars.saturating_add(run.conv.chars());
+                ctx.counter.observe(chars, u.input_tokens);
+            }
+        }
+        if assistant.content.is_empty()
+            && let Some(stop) = failure
+        {
+            return Err(stop);
+        }
+        ctx.st.final_text = assistant.text();
+        let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
+        let actual = assistant.usage.map(|u| u.total());
+        self.commit_to(ctx, &mut run.conv, Message::Assistant(assistant))
+            .await?;
+        ctx.emit(Event::TokenUpdate {
+            estimated: run.fixed.tokens.saturating_add(run.conv.tokens()),
+            actual,
+            window,
+        });
+        match failure {
+            Some(stop) => Err(stop),
+            None => Ok(calls),
+        }
+    }
+
+    /// One model turn on the conversation as it stands.
+    async fn ask(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        run: &mut Run,
+    ) -> Result<AssistantMessage, TurnFailure> {
+        std::mem::swap(&mut run.req.messages, &mut run.conv.messages);
+        let outcome = self.model_turn(ctx, &run.req).await;
+        std::mem::swap(&mut run.req.messages, &mut run.conv.messages);
+        outcome
+    }
+
+    async fn compact_run(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        run: &mut Run,
+        reason: CompactionReason,
+    ) -> Result<(), Stop> {
+        Ok(self
+            .compact(ctx, &mut run.conv, reason, &run.track.ledger)
+            .await?)
+    }
+
+    /// Run a turn's calls (unless the loop guard stops them) and note what
+    /// they did.
+    async fn tool_round(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        run: &mut Run,
+        calls: Vec<ToolCall>,
+    ) -> Result<(), Stop> {
+        let note = match run.track.guard.before(&calls) {
+            guard::Verdict::Run => None,
+            guard::Verdict::Remind(n) => Some(n),
+            guard::Verdict::Stop(why) => {
+                for call in &calls {
+                    let refused = Message::Tool(ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        output: format!("error: not run: {why}; the run was stopped"),
+                        is_error: true,
+                    });
+                    self.commit_to(ctx, &mut run.conv, refused).await?;
+                }
+                return Err(Stop::with_error(StopReason::Repetition, why));
+            }
+        };
+        let (finished, fault) = self.run_tools(ctx, &calls, &run.policy, note).await;
+        let wrote = run
+            .track
+            .observe(&finished, ctx.st.turns, &self.inner.workspace);
+        run.track
+            .guard
+            .after(finished.iter().map(|f| &f.result), wrote);
+        for f in finished {
+            run.conv
+                .push(Message::Tool(f.result), f.seq, ctx.counter.as_ref());
+        }
+        if let Some(e) = fault {
+            return Err(e.into());
+        }
+        if let Ok(todos) = self.inner.store.todos(&ctx.session_id).await
+            && todos != run.track.ledger.todos
+        {
+            run.track.ledger.todos = todos.clone();
+            ctx.emit(Event::TodosUpdated { todos });
+        }
+        Ok(())
+    }
+
+    /// The budget this run has used up, if any.
+    fn budget_exceeded(&self, st: &RunState, started: tokio::time::Instant) -> Option<StopReason> {
+        let cfg = &self.inner.config;
+        let tokens = st
+            .totals
+            .input_tokens
+            .saturating_add(st.totals.output_tokens);
+        if st.turns >= cfg.max_turns {
+            Some(StopReason::MaxTurns)
+        } else if cfg.max_tokens.is_some_and(|max| tokens >= max) {
+            Some(StopReason::MaxTokens)
+        } else if cfg
+            .max_cost_usd
+            .is_some_and(|max| st.totals.cost_usd >= max)
+        {
+            Some(StopReason::MaxCost)
+        } else if cfg
+            .max_wall_time
+            .is_some_and(|max| started.elapsed() >= max)
+        {
+            Some(StopReason::MaxWallTime)
+        } else {
+            None
+        }
+    }
+
+    /// Store a message, announce it, and add it to the conversation.
+    async fn commit_to(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        conv: &mut Conversation,
+        message: Message,
+    ) -> Result<(), StoreError> {
+        let seq = self.commit(&ctx.session_id, &message, ctx.sink).await?;
+        conv.push(message, Some(seq), ctx.counter.as_ref());
+        Ok(())
+    }
+}
