@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use crate::provider::ModelRequest;
-use crate::schema::{ContentPart, Message, ToolSpec};
+use crate::schema::ToolSpec;
 
 /// Largest AGENTS.md taken into the prompt, in bytes.
 const AGENTS_MD_CAP: usize = 32 * 1024;
@@ -27,11 +26,7 @@ pub fn read_agents_md(workspace: &Path) -> Option<String> {
     let bytes = std::fs::read(workspace.join("AGENTS.md")).ok()?;
     let mut text = String::from_utf8_lossy(&bytes).into_owned();
     if text.len() > AGENTS_MD_CAP {
-        let mut cut = AGENTS_MD_CAP;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
+        text.truncate(crate::text::floor_boundary(&text, AGENTS_MD_CAP));
         text.push_str("\n[AGENTS.md truncated]");
     }
     Some(text)
@@ -71,47 +66,6 @@ pub fn system_prompt(f: &PromptFacts<'_>) -> String {
         s.push('\n');
     }
     s
-}
-
-/// Rough token count of a text (about four bytes a token for English and
-/// code); replaced by the provider's figure once it reports usage.
-pub fn estimate_text_tokens(text: &str) -> u64 {
-    (text.len() as u64).div_ceil(4)
-}
-
-/// Rough token count of one message, with a small per-message overhead.
-pub fn estimate_message_tokens(m: &Message) -> u64 {
-    let body = match m {
-        Message::System { content } | Message::User { content } => estimate_text_tokens(content),
-        Message::Tool(r) => estimate_text_tokens(&r.output),
-        Message::Assistant(a) => a
-            .content
-            .iter()
-            .map(|p| match p {
-                ContentPart::Text { text } => estimate_text_tokens(text),
-                ContentPart::Reasoning(r) => estimate_text_tokens(&r.text),
-                ContentPart::ToolCall(c) => {
-                    estimate_text_tokens(&c.name) + estimate_text_tokens(&c.arguments)
-                }
-            })
-            .sum(),
-    };
-    body + 4
-}
-
-/// Rough token count of a whole request's fixed part (system prompt and
-/// tool definitions).
-pub fn estimate_fixed_tokens(request: &ModelRequest) -> u64 {
-    let tools: u64 = request
-        .tools
-        .iter()
-        .map(|t| {
-            estimate_text_tokens(&t.name)
-                + estimate_text_tokens(&t.description)
-                + estimate_text_tokens(&t.parameters.to_string())
-        })
-        .sum();
-    estimate_text_tokens(&request.system) + tools
 }
 
 #[cfg(test)]

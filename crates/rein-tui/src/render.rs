@@ -43,10 +43,7 @@ pub fn live_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         // block without a paragraph break must not cost more per frame.
         let text = &app.stream_text;
         let tail = if text.len() > LIVE_TEXT_TAIL {
-            let mut cut = text.len() - LIVE_TEXT_TAIL;
-            while !text.is_char_boundary(cut) {
-                cut += 1;
-            }
+            let cut = rein_core::text::ceil_boundary(text, text.len() - LIVE_TEXT_TAIL);
             let from = text[cut..].find('\n').map_or(cut, |i| cut + i + 1);
             &text[from..]
         } else {

@@ -450,7 +450,9 @@ async fn show_context(app: &mut App, engine: &AgentEngine) {
         app.notice("no session yet: the context holds only the system prompt and tools");
         return;
     };
-    let messages = match engine.store().messages(&id).await {
+    // What the next request carries: after a compaction, its summary and
+    // what followed, not the whole stored transcript.
+    let messages = match engine.model_messages(&id).await {
         Ok(m) => m,
         Err(e) => {
             app.error(format!("cannot read the session: {e}"));
@@ -461,23 +463,17 @@ async fn show_context(app: &mut App, engine: &AgentEngine) {
     let mut by_kind = [0u64; 4];
     let mut biggest: Vec<(u64, String)> = Vec::new();
     for m in &messages {
-        let (k, text, label) = match m {
-            Message::User { content } => (0, content.clone(), None),
-            Message::Assistant(a) => {
-                let mut t = a.text();
-                for c in a.tool_calls() {
-                    t.push_str(&c.arguments);
-                }
-                (1, t, None)
+        let n = rein_core::tokens::count_message(counter.as_ref(), m);
+        let k = match m {
+            Message::User { .. } => 0,
+            Message::Assistant(_) => 1,
+            Message::Tool(r) => {
+                biggest.push((n, r.name.clone()));
+                2
             }
-            Message::Tool(r) => (2, r.output.clone(), Some(r.name.clone())),
-            Message::System { content } => (3, content.clone(), None),
+            Message::System { .. } => 3,
         };
-        let n = counter.count(&text);
         by_kind[k] += n;
-        if let Some(l) = label {
-            biggest.push((n, l));
-        }
     }
     biggest.sort_by_key(|b| std::cmp::Reverse(b.0));
     let total: u64 = by_kind.iter().sum();
@@ -495,7 +491,7 @@ async fn show_context(app: &mut App, engine: &AgentEngine) {
                 .unwrap_or_else(|| "unknown".into())
         ),
         format!(
-            "stored history      {total} tokens in {} messages",
+            "history sent        {total} tokens in {} messages",
             messages.len()
         ),
         format!("  user messages     {}{}", by_kind[0], pct(by_kind[0])),
@@ -505,7 +501,8 @@ async fn show_context(app: &mut App, engine: &AgentEngine) {
     for (n, name) in biggest.into_iter().take(3) {
         lines.push(format!("    largest: {name} {n}"));
     }
-    lines.push("the rest is the system prompt and the tool definitions".into());
+    let fixed = engine.fixed_tokens(app.status.mode);
+    lines.push(format!("  system prompt and tools {fixed}{}", pct(fixed)));
     app.push_cell(Cell::Info {
         title: "Context".into(),
         lines,

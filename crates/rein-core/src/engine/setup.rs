@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// A stored session loaded for the model.
+pub(super) struct Loaded {
+    pub id: String,
+    /// The user's requests in the whole session, oldest first.
+    pub earlier_requests: Vec<String>,
+    pub repaired: crate::history::Repaired,
+    /// Store sequence numbers of the messages before the repair.
+    pub seqs: Vec<Option<u64>>,
+}
+
 impl AgentEngine {
     /// The permission state of a run: the session's earlier approvals
     /// come back from the store.
@@ -99,11 +109,12 @@ impl AgentEngine {
                 })
             }
             Some(id) => {
-                let info = store.get_session(id).await?;
-                let stored = store.messages(&info.id).await?;
-                let earlier_requests = compaction::user_requests(&stored);
-                let (view, seqs) = self.model_view(&info.id, stored).await?;
-                let repaired = repair_history(view);
+                let Loaded {
+                    id,
+                    earlier_requests,
+                    repaired,
+                    seqs,
+                } = self.load_session(id).await?;
                 // Results made up for the last message's dangling calls are
                 // stored too, so the transcript says what happened (earlier
                 // ones are rebuilt the same way on every load).
@@ -116,15 +127,15 @@ impl AgentEngine {
                 for (index, result) in &repaired.added {
                     if *index > last_assistant {
                         let seq = store
-                            .append_message(&info.id, &Message::Tool(result.clone()))
+                            .append_message(&id, &Message::Tool(result.clone()))
                             .await?;
                         seq_of.insert(*index, seq);
                     }
                 }
                 let repaired_seqs = state::realign_seqs(&repaired, seqs, &seq_of);
-                store.set_model(&info.id, self.provider().model()).await?;
+                store.set_model(&id, self.provider().model()).await?;
                 Ok(Opened {
-                    id: info.id,
+                    id,
                     messages: repaired.messages,
                     seqs: repaired_seqs,
                     resumed: true,
@@ -132,6 +143,38 @@ impl AgentEngine {
                 })
             }
         }
+    }
+
+    /// What the model is sent of a stored session now: the latest
+    /// compaction's summary and the messages after it, repaired.
+    pub async fn model_messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
+        Ok(self.load_session(session_id).await?.repaired.messages)
+    }
+
+    /// Tokens of what every request of a run in `mode` carries besides the
+    /// history: the system prompt and the tool definitions.
+    pub fn fixed_tokens(&self, mode: PermissionMode) -> u64 {
+        let agents_md = context::read_agents_md(&self.inner.workspace);
+        let date = crate::time::format_date(crate::time::now_millis());
+        let counter = self.token_counter();
+        self.fixed_part(mode, agents_md.as_deref(), &date, counter.as_ref())
+            .tokens
+    }
+
+    /// A stored session as the model sees it (from its latest compaction
+    /// on), with dangling tool calls repaired, and the user's requests.
+    pub(super) async fn load_session(&self, id: &str) -> Result<Loaded, StoreError> {
+        let store = &self.inner.store;
+        let info = store.get_session(id).await?;
+        let stored = store.messages(&info.id).await?;
+        let earlier_requests = compaction::user_requests(&stored);
+        let (view, seqs) = self.model_view(&info.id, stored).await?;
+        Ok(Loaded {
+            id: info.id,
+            earlier_requests,
+            repaired: repair_history(view),
+            seqs,
+        })
     }
 
     /// What the model sees of stored messages: after a compaction, its

@@ -12,21 +12,22 @@ impl AgentEngine {
         cancel: CancellationToken,
         sink: &mut dyn EventSink,
     ) -> Result<bool, StoreError> {
-        let store = &self.inner.store;
-        let info = store.get_session(id).await?;
-        let stored = store.messages(&info.id).await?;
-        let mut requests = compaction::user_requests(&stored);
+        let setup::Loaded {
+            id,
+            earlier_requests: mut requests,
+            repaired,
+            seqs,
+        } = self.load_session(id).await?;
         let latest = requests.pop().unwrap_or_default();
-        let (view, seqs) = self.model_view(&info.id, stored).await?;
-        let mut ctx = RunCtx::new(info.id.clone(), &cancel, sink, self.token_counter());
-        let repaired = repair_history(view);
+        let todos = self.inner.store.todos(&id).await?;
+        let mut ctx = RunCtx::new(id, &cancel, sink, self.token_counter());
         let seqs = state::realign_seqs(&repaired, seqs, &Default::default());
         let mut conv = Conversation::new(repaired.messages, seqs, ctx.counter.as_ref());
         let before = conv.messages.len();
         let ledger = TaskLedger {
             latest_instruction: latest,
             earlier_requests: requests,
-            todos: store.todos(&info.id).await?,
+            todos,
             ..Default::default()
         };
         self.compact(&mut ctx, &mut conv, CompactionReason::Manual, &ledger)

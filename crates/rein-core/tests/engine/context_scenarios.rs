@@ -185,6 +185,19 @@ async fn a_200_turn_task_compacts_several_times_and_keeps_its_head() {
     let stored = h.stored(&outcome).await;
     assert_eq!(stored.len(), 1 + 200 * 2 + 1);
     let id = outcome.session_id.clone().unwrap();
+    // What /context counts is what the next request sends: the latest
+    // summary and what followed it, not the whole stored transcript.
+    let sent = h.engine.model_messages(&id).await.unwrap();
+    assert!(
+        sent.len() < stored.len() / 4,
+        "{} of {}",
+        sent.len(),
+        stored.len()
+    );
+    assert!(
+        matches!(&sent[0], Message::User { content } if content.starts_with(compaction::SUMMARY_MARKER))
+    );
+    assert!(h.engine.fixed_tokens(PermissionMode::Default) > 0);
     let records = h.store.compactions(&id).await.unwrap();
     assert_eq!(records.len(), compactions.len());
     assert!(records.windows(2).all(|w| w[0].upto_seq < w[1].upto_seq));
