@@ -1,0 +1,120 @@
+//! The app's reports on a session: its cost (`/cost`, the status line)
+//! and what its context holds (`/context`).
+
+use rein_core::{AgentEngine, Message, SessionStore};
+
+use crate::app::App;
+use crate::cells::Cell;
+
+/// The session's cost from its ledger: every call, the title call too.
+pub(super) async fn refresh_cost(app: &mut App, store: &dyn SessionStore) {
+    if let Some(id) = app.status.session_id.clone()
+        && let Ok((entries, _)) = store.ledger(&id).await
+    {
+        let totals = rein_core::LedgerTotals::of(&entries);
+        app.status.cost_usd = totals.cost_usd;
+        app.status.cost_known = totals.unpriced_calls == 0;
+    }
+}
+
+pub(super) async fn show_cost(app: &mut App, store: &dyn SessionStore) {
+    let Some(id) = app.status.session_id.clone() else {
+        app.notice("no session yet: nothing spent");
+        return;
+    };
+    match store.ledger(&id).await {
+        Ok((entries, skipped)) => {
+            let t = rein_core::LedgerTotals::of(&entries);
+            let mut lines = vec![
+                format!("model calls   {}", t.calls),
+                format!(
+                    "input tokens  {} ({} cached)",
+                    t.input_tokens, t.cached_input_tokens
+                ),
+                format!("output tokens {}", t.output_tokens),
+                format!(
+                    "cost          ${:.4}{}",
+                    t.cost_usd,
+                    if t.unpriced_calls > 0 {
+                        format!(" + {} calls at unknown prices", t.unpriced_calls)
+                    } else {
+                        String::new()
+                    }
+                ),
+            ];
+            if skipped > 0 {
+                lines.push(format!("({skipped} unreadable ledger rows skipped)"));
+            }
+            app.push_cell(Cell::Info {
+                title: format!("Cost of session {id}"),
+                lines,
+            });
+        }
+        Err(e) => app.error(format!("cannot read the ledger: {e}")),
+    }
+}
+
+pub(super) async fn show_context(app: &mut App, engine: &AgentEngine) {
+    let window = app.status.context_window;
+    let Some(id) = app.status.session_id.clone() else {
+        app.notice("no session yet: the context holds only the system prompt and tools");
+        return;
+    };
+    // What the next request carries: after a compaction, its summary and
+    // what followed, not the whole stored transcript.
+    let messages = match engine.model_messages(&id).await {
+        Ok(m) => m,
+        Err(e) => {
+            app.error(format!("cannot read the session: {e}"));
+            return;
+        }
+    };
+    let counter = engine.token_counter();
+    let mut by_kind = [0u64; 4];
+    let mut biggest: Vec<(u64, String)> = Vec::new();
+    for m in &messages {
+        let n = rein_core::tokens::count_message(counter.as_ref(), m);
+        let k = match m {
+            Message::User { .. } => 0,
+            Message::Assistant(_) => 1,
+            Message::Tool(r) => {
+                biggest.push((n, r.name.clone()));
+                2
+            }
+            Message::System { .. } => 3,
+        };
+        by_kind[k] += n;
+    }
+    biggest.sort_by_key(|b| std::cmp::Reverse(b.0));
+    let total: u64 = by_kind.iter().sum();
+    let pct = |n: u64| match window {
+        Some(w) if w > 0 => format!(" ({:.0}%)", n as f64 / w as f64 * 100.0),
+        _ => String::new(),
+    };
+    let mut lines = vec![
+        format!(
+            "in the last request  {}{} of a {} window",
+            app.status.context_tokens.unwrap_or(0),
+            pct(app.status.context_tokens.unwrap_or(0)),
+            window
+                .map(|w| w.to_string())
+                .unwrap_or_else(|| "unknown".into())
+        ),
+        format!(
+            "history sent        {total} tokens in {} messages",
+            messages.len()
+        ),
+        format!("  user messages     {}{}", by_kind[0], pct(by_kind[0])),
+        format!("  model replies     {}{}", by_kind[1], pct(by_kind[1])),
+        format!("  tool results      {}{}", by_kind[2], pct(by_kind[2])),
+    ];
+    for (n, name) in biggest.into_iter().take(3) {
+        lines.push(format!("    largest: {name} {n}"));
+    }
+    let fixed = engine.fixed_tokens(app.status.mode);
+    lines.push(format!("  system prompt and tools {fixed}{}", pct(fixed)));
+    app.push_cell(Cell::Info {
+        title: "Context".into(),
+        lines,
+    });
+}
