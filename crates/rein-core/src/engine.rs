@@ -36,7 +36,7 @@ use crate::assemble::AssistantAssembler;
 use crate::compaction::{self, CompactionConfig, CompactionReason, TaskLedger};
 use crate::context::{self, PromptFacts};
 use crate::event::{Event, EventSink, StopReason};
-use crate::gate::{CallEffects, Gate, GateEvents, GateLimits, GateOutcome, RunPolicy};
+use crate::gate::{CallEffects, CallHook, Gate, GateEvents, GateLimits, GateOutcome, RunPolicy};
 use crate::history::repair_history;
 use crate::permission::{PermissionMode, Permissions, Rule};
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind};

@@ -64,6 +64,29 @@ impl Default for GateLimits {
     }
 }
 
+/// A check every call passes inside the gate, after its arguments are
+/// parsed and checked against the schema and before permissions and
+/// approval decide on it (plan mode has refused write tools already): the
+/// one point where a hook can
+/// let a call through, rewrite its arguments (checked again, then decided
+/// on as if the model had sent them), or veto it. Hooks see built-in and
+/// added tools alike.
+#[async_trait::async_trait]
+pub trait CallHook: Send + Sync {
+    async fn before_call(&self, call: &ToolCall, args: &Value) -> HookVerdict;
+}
+
+/// What a [`CallHook`] decided about a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookVerdict {
+    /// Go on with the call as it is.
+    Continue,
+    /// Go on with these arguments instead.
+    Rewrite(Value),
+    /// Do not run it; the model gets this reason as an error observation.
+    Veto(String),
+}
+
 struct Registered {
     tool: Arc<dyn Tool>,
     spec: ToolSpec,
@@ -78,6 +101,7 @@ pub struct Gate {
     limits: GateLimits,
     semaphore: Option<Arc<Semaphore>>,
     spill: Option<Arc<dyn OutputSpill>>,
+    hooks: Vec<Arc<dyn CallHook>>,
 }
 
 /// The permission state of one run, shared by its calls.
@@ -181,6 +205,7 @@ impl Gate {
                 .map(|n| Arc::new(Semaphore::new(n.max(1)))),
             limits,
             spill: None,
+            hooks: Vec::new(),
         };
         for tool in tools {
             let spec = tool.spec();
@@ -204,6 +229,12 @@ impl Gate {
     /// Save big outputs here instead of cutting them.
     pub fn with_spill(mut self, spill: Arc<dyn OutputSpill>) -> Self {
         self.spill = Some(spill);
+        self
+    }
+
+    /// Run `hook` on every call, after the hooks added before it.
+    pub fn with_hook(mut self, hook: Arc<dyn CallHook>) -> Self {
+        self.hooks.push(hook);
         self
     }
 
@@ -363,6 +394,7 @@ impl Gate {
         })?;
         schema_check::check(&args, &entry.spec.parameters)
             .map_err(|e| ToolError(format!("invalid arguments for `{}`: {e}", call.name)))?;
+        let args = self.run_hooks(call, args, entry).await?;
 
         ctx.sandbox = policy.permissions.sandbox(policy.mode);
         let assessment = self
@@ -428,6 +460,34 @@ impl Gate {
 }
 
 impl Gate {
+    /// Pass the call through every hook in order; a rewrite is checked
+    /// against the schema again, and a veto ends the call.
+    async fn run_hooks(
+        &self,
+        call: &ToolCall,
+        mut args: Value,
+        entry: &Registered,
+    ) -> Result<Value, ToolError> {
+        for hook in &self.hooks {
+            match hook.before_call(call, &args).await {
+                HookVerdict::Continue => {}
+                HookVerdict::Veto(why) => {
+                    return Err(ToolError(format!("a hook refused this call: {why}")));
+                }
+                HookVerdict::Rewrite(new) => {
+                    schema_check::check(&new, &entry.spec.parameters).map_err(|e| {
+                        ToolError(format!(
+                            "a hook rewrote the arguments of `{}` into invalid ones: {e}",
+                            call.name
+                        ))
+                    })?;
+                    args = new;
+                }
+            }
+        }
+        Ok(args)
+    }
+
     /// Decide the call; ask for approval when needed. `Ok` hands back the
     /// tool's assessment of it; `Err` is the refusal the model sees.
     async fn check_permission(

@@ -35,7 +35,9 @@ pub use engine::{
     RunStream, TitleError,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
-pub use gate::{Gate, GateEvents, GateLimits, RunPolicy, no_events};
+pub use gate::{
+    CallEffects, CallHook, Gate, GateEvents, GateLimits, HookVerdict, RunPolicy, no_events,
+};
 pub use in_memory_store::InMemorySessionStore;
 pub use limits::CommandLimits;
 pub use memory::{

@@ -279,13 +279,32 @@ fn delete_session(conn: &mut Connection, wanted: &str) -> Result<(), Fail> {
     tx.commit().ctx("committing a deletion")
 }
 
-/// Set one text column of a session; `column` is one of ours, never input.
-fn set_column(conn: &mut Connection, id: &str, column: &str, value: &str) -> Result<(), Fail> {
+/// The text columns of a session that can be changed after it is made.
+#[derive(Debug, Clone, Copy)]
+enum SessionField {
+    Title,
+    Model,
+}
+
+impl SessionField {
+    /// The whole statement, spelled out: no name is ever formatted into SQL.
+    fn update_sql(self) -> &'static str {
+        match self {
+            SessionField::Title => "UPDATE sessions SET title = ?2 WHERE id = ?1",
+            SessionField::Model => "UPDATE sessions SET model = ?2 WHERE id = ?1",
+        }
+    }
+}
+
+/// Set one text field of a session.
+fn set_field(
+    conn: &mut Connection,
+    id: &str,
+    field: SessionField,
+    value: &str,
+) -> Result<(), Fail> {
     let changed = conn
-        .execute(
-            &format!("UPDATE sessions SET {column} = ?2 WHERE id = ?1"),
-            params![id, value],
-        )
+        .execute(field.update_sql(), params![id, value])
         .ctx("updating a session")?;
     if changed == 0 {
         return Err(StoreError::NotFound(id.to_string()).into());
@@ -546,13 +565,13 @@ impl SessionStore for SqliteStore {
 
     async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
         let (id, title) = (id.to_string(), title.to_string());
-        self.run(move |conn| set_column(conn, &id, "title", &title))
+        self.run(move |conn| set_field(conn, &id, SessionField::Title, &title))
             .await
     }
 
     async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
         let (id, model) = (id.to_string(), model.to_string());
-        self.run(move |conn| set_column(conn, &id, "model", &model))
+        self.run(move |conn| set_field(conn, &id, SessionField::Model, &model))
             .await
     }
 

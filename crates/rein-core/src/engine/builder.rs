@@ -56,6 +56,7 @@ pub struct AgentEngineBuilder {
     config: EngineConfig,
     project_rules: Option<Arc<dyn ProjectRules>>,
     spill: Option<Arc<dyn OutputSpill>>,
+    hooks: Vec<Arc<dyn CallHook>>,
 }
 
 impl AgentEngineBuilder {
@@ -115,6 +116,12 @@ impl AgentEngineBuilder {
     /// `GateLimits::spill_bytes`).
     pub fn output_spill(mut self, spill: Arc<dyn OutputSpill>) -> Self {
         self.spill = Some(spill);
+        self
+    }
+
+    /// A hook every tool call passes in the gate (see [`CallHook`]).
+    pub fn hook(mut self, hook: Arc<dyn CallHook>) -> Self {
+        self.hooks.push(hook);
         self
     }
 
@@ -201,6 +208,9 @@ impl AgentEngineBuilder {
         if let Some(spill) = self.spill {
             gate = gate.with_spill(spill);
         }
+        for hook in self.hooks {
+            gate = gate.with_hook(hook);
+        }
         Ok(AgentEngine {
             inner: Arc::new(Inner {
                 provider: std::sync::RwLock::new(self.provider),
@@ -228,6 +238,7 @@ impl AgentEngine {
             config: EngineConfig::default(),
             project_rules: None,
             spill: None,
+            hooks: Vec::new(),
         }
     }
 }

@@ -293,3 +293,52 @@ async fn huge_observations_are_capped_by_the_gate() {
             .contains("cut from the middle of 1000000 bytes")
     );
 }
+
+/// Vetoes `fail`, and makes every `sleep` call sleep 1 ms with a new label.
+struct Policy;
+
+#[async_trait::async_trait]
+impl CallHook for Policy {
+    async fn before_call(&self, call: &ToolCall, args: &serde_json::Value) -> HookVerdict {
+        match call.name.as_str() {
+            "fail" => HookVerdict::Veto("failing tools are off today".into()),
+            "sleep" if args["label"] == "bad" => HookVerdict::Rewrite(json!({"ms": "soon"})),
+            "sleep" => HookVerdict::Rewrite(json!({"ms": 1, "label": "rewritten"})),
+            _ => HookVerdict::Continue,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_hook_in_the_gate_can_veto_a_call_or_rewrite_its_arguments_and_a_bad_rewrite_is_refused()
+{
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[
+                ("f", "fail", json!({})),
+                ("s", "sleep", json!({"ms": 60000, "label": "slow"})),
+                ("b", "sleep", json!({"ms": 1, "label": "bad"})),
+            ])),
+            Ok(text("done")),
+        ]),
+        |b| b.hook(Arc::new(Policy)),
+    );
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let obs = observations(&h);
+    assert_eq!(
+        obs[0].output,
+        "error: a hook refused this call: failing tools are off today"
+    );
+    assert!(obs[0].is_error);
+    // The tool ran with the rewritten arguments: 1 ms, not a minute.
+    assert_eq!(obs[1].output, "rewritten");
+    assert!(!obs[1].is_error);
+    assert!(
+        obs[2]
+            .output
+            .contains("rewrote the arguments of `sleep` into invalid ones"),
+        "{}",
+        obs[2].output
+    );
+}
