@@ -394,17 +394,6 @@ fn restrict_loop_guard(g: LoopGuardSection, current: &Config, s: &mut Sorter) ->
     }
 }
 
-/// How loose a mode is: plan < default < accept-edits < auto < bypass.
-pub fn looseness(mode: PermissionMode) -> u8 {
-    match mode {
-        PermissionMode::Plan => 0,
-        PermissionMode::Default => 1,
-        PermissionMode::AcceptEdits => 2,
-        PermissionMode::Auto => 3,
-        PermissionMode::Bypass => 4,
-    }
-}
-
 /// Split a project `[permissions]` section (or rules file) into what an
 /// untrusted folder keeps (deny and ask rules, a stricter mode,
 /// `network = false`) and what it ignores.
@@ -425,7 +414,7 @@ pub fn restrict_permissions(
     // Modes were checked when the file was read; one that does not parse
     // is left out.
     let mode = mode.filter(|m| match m.parse::<PermissionMode>() {
-        Ok(m) if looseness(m) <= looseness(user_mode) => true,
+        Ok(m) if m.looseness() <= user_mode.looseness() => true,
         Ok(m) => {
             ignored.push(Ignored::Mode(m));
             false

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod builder;
+mod child;
 mod compact;
 mod control;
 mod guard;
@@ -23,6 +24,7 @@ mod state;
 mod turn;
 
 pub use builder::{AgentEngineBuilder, EngineConfig};
+pub use child::ChildPolicy;
 pub use control::RunControl;
 pub use side_calls::TitleError;
 
@@ -98,6 +100,8 @@ struct Inner {
     config: EngineConfig,
     permissions: Arc<Permissions>,
     project_rules: Option<Arc<dyn ProjectRules>>,
+    /// The loosest mode a run may use (a child engine's); None: any.
+    mode_ceiling: Option<PermissionMode>,
 }
 
 /// The agent loop. Cheap to clone; clones share tools, locks and store.

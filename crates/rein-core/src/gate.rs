@@ -97,7 +97,9 @@ struct Registered {
 pub struct Gate {
     tools: Vec<Registered>,
     by_name: HashMap<String, usize>,
-    locks: PathLocks,
+    /// Shared with the gates of child engines: a sub-agent's write waits
+    /// for its parent's read of the same file, and the other way round.
+    locks: Arc<PathLocks>,
     limits: GateLimits,
     semaphore: Option<Arc<Semaphore>>,
     spill: Option<Arc<dyn OutputSpill>>,
@@ -199,7 +201,7 @@ impl Gate {
         let mut gate = Gate {
             tools: Vec::new(),
             by_name: HashMap::new(),
-            locks: PathLocks::default(),
+            locks: Arc::default(),
             semaphore: limits
                 .max_concurrent_tools
                 .map(|n| Arc::new(Semaphore::new(n.max(1)))),
@@ -236,6 +238,30 @@ impl Gate {
     pub fn with_hook(mut self, hook: Arc<dyn CallHook>) -> Self {
         self.hooks.push(hook);
         self
+    }
+
+    /// A gate over the tools `keep` accepts, with this gate's limits,
+    /// output spill, hooks, concurrency cap and path locks (shared, so a
+    /// child engine's calls and its parent's exclude each other).
+    pub fn narrowed(&self, keep: impl Fn(&str) -> bool) -> Gate {
+        let mut gate = Gate {
+            tools: Vec::new(),
+            by_name: HashMap::new(),
+            locks: self.locks.clone(),
+            limits: self.limits.clone(),
+            semaphore: self.semaphore.clone(),
+            spill: self.spill.clone(),
+            hooks: self.hooks.clone(),
+        };
+        for t in self.tools.iter().filter(|t| keep(&t.spec.name)) {
+            gate.by_name.insert(t.spec.name.clone(), gate.tools.len());
+            gate.tools.push(Registered {
+                tool: t.tool.clone(),
+                spec: t.spec.clone(),
+                access: t.access,
+            });
+        }
+        gate
     }
 
     /// What the named tool does, if there is one.

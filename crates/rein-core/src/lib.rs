@@ -31,8 +31,8 @@ pub use approval::{
 };
 pub use assemble::AssistantAssembler;
 pub use engine::{
-    AgentEngine, AgentEngineBuilder, EngineConfig, EngineError, RunControl, RunOutcome, RunRequest,
-    RunStream, TitleError,
+    AgentEngine, AgentEngineBuilder, ChildPolicy, EngineConfig, EngineError, RunControl,
+    RunOutcome, RunRequest, RunStream, TitleError,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
 pub use gate::{

@@ -53,6 +53,26 @@ impl PermissionMode {
         }
     }
 
+    /// How loose a mode is: plan < default < accept-edits < auto < bypass.
+    pub fn looseness(self) -> u8 {
+        match self {
+            PermissionMode::Plan => 0,
+            PermissionMode::Default => 1,
+            PermissionMode::AcceptEdits => 2,
+            PermissionMode::Auto => 3,
+            PermissionMode::Bypass => 4,
+        }
+    }
+
+    /// This mode, or `ceiling` when this one is looser.
+    pub fn at_most(self, ceiling: PermissionMode) -> PermissionMode {
+        if self.looseness() > ceiling.looseness() {
+            ceiling
+        } else {
+            self
+        }
+    }
+
     /// The next mode of the interactive cycle (bypass is never cycled to).
     pub fn cycle(self) -> PermissionMode {
         match self {

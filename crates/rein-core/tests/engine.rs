@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod engine {
+    mod child_scenarios;
     mod context_scenarios;
     mod limit_scenarios;
     mod loop_scenarios;

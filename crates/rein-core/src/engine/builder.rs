@@ -220,6 +220,7 @@ impl AgentEngineBuilder {
                 permissions: Arc::new(self.config.permissions.clone()),
                 config: self.config,
                 project_rules: self.project_rules,
+                mode_ceiling: None,
             }),
         })
     }

@@ -195,7 +195,7 @@ impl AgentEngine {
         ctx: &mut RunCtx<'_>,
     ) -> Result<Run, Stop> {
         let inner = &self.inner;
-        let mode = request.mode.unwrap_or(inner.permissions.mode);
+        let mode = self.capped(request.mode.unwrap_or(inner.permissions.mode));
         ctx.emit(Event::RunStarted {
             session_id: ctx.session_id.clone(),
             provider: self.provider().name().to_string(),
@@ -272,7 +272,7 @@ impl AgentEngine {
         if let Some(reason) = self.budget_exceeded(&ctx.st, run.started) {
             return Err(Stop::new(reason));
         }
-        if let Some(mode) = run.control.take_mode()
+        if let Some(mode) = run.control.take_mode().map(|m| self.capped(m))
             && mode != run.mode
         {
             run.mode = mode;

@@ -1,0 +1,64 @@
+//! Child engines: a sub-task (a sub-agent) runs on an engine made from its
+//! parent's, with a policy that can only narrow what the parent may do.
+
+use super::*;
+
+/// What a child engine may do. Whatever it asks for, it never gets more
+/// than its parent: a looser mode is lowered to the parent's, tools the
+/// parent lacks are not there, a higher turn limit is cut to the parent's.
+#[derive(Debug, Clone, Default)]
+pub struct ChildPolicy {
+    /// Its permission mode, and the loosest any of its runs may use
+    /// (default, and at most: the parent's mode, the one its runs start
+    /// in).
+    pub mode: Option<PermissionMode>,
+    /// The only tools it may use, by name (default: all of the parent's).
+    pub tools: Option<Vec<String>>,
+    /// Most model calls in one of its runs.
+    pub max_turns: Option<u32>,
+}
+
+impl AgentEngine {
+    /// An engine for a sub-task: the same provider, session store,
+    /// workspace, hooks, limits and path locks as this one, the same rules
+    /// (deny and ask rules keep applying), and at most this engine's mode,
+    /// tools and turns. Its runs are sessions of their own.
+    pub fn child(&self, policy: ChildPolicy) -> AgentEngine {
+        let inner = &self.inner;
+        let ceiling = inner.permissions.mode.at_most(self.mode_ceiling());
+        let mode = policy.mode.unwrap_or(ceiling).at_most(ceiling);
+        let mut permissions = (*inner.permissions).clone();
+        permissions.mode = mode;
+        let mut config = inner.config.clone();
+        if let Some(n) = policy.max_turns {
+            config.max_turns = config.max_turns.min(n);
+        }
+        let gate = match &policy.tools {
+            Some(names) => inner.gate.narrowed(|t| names.iter().any(|n| n == t)),
+            None => inner.gate.narrowed(|_| true),
+        };
+        AgentEngine {
+            inner: Arc::new(Inner {
+                provider: std::sync::RwLock::new(self.provider()),
+                store: inner.store.clone(),
+                gate: Arc::new(gate),
+                workspace: inner.workspace.clone(),
+                config,
+                permissions: Arc::new(permissions),
+                project_rules: inner.project_rules.clone(),
+                mode_ceiling: Some(mode),
+            }),
+        }
+    }
+
+    /// The loosest mode a run of this engine may use: any for an engine
+    /// built directly, its own for a child.
+    fn mode_ceiling(&self) -> PermissionMode {
+        self.inner.mode_ceiling.unwrap_or(PermissionMode::Bypass)
+    }
+
+    /// `mode`, lowered to what this engine may use.
+    pub(super) fn capped(&self, mode: PermissionMode) -> PermissionMode {
+        mode.at_most(self.mode_ceiling())
+    }
+}
