@@ -95,7 +95,8 @@ struct Inner {
     /// Swappable: `set_provider` takes effect at the next model call.
     provider: std::sync::RwLock<Arc<dyn Provider>>,
     store: Arc<dyn SessionStore>,
-    gate: Arc<Gate>,
+    /// Swappable: `add_tools` takes effect at the next turn of every run.
+    gate: std::sync::RwLock<Arc<Gate>>,
     workspace: PathBuf,
     config: EngineConfig,
     permissions: Arc<Permissions>,
@@ -142,13 +143,32 @@ impl AgentEngine {
         }
     }
 
+    /// The gate the next tool call goes through.
+    pub(crate) fn gate(&self) -> Arc<Gate> {
+        match self.inner.gate.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Offer `tools` to the model from the next turn on, in every run of
+    /// this engine and its clones (a tool with a name already there
+    /// replaces it). Child engines made before keep their own tools.
+    pub fn add_tools(&self, tools: Vec<Arc<dyn Tool>>) {
+        let mut gate = match self.inner.gate.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *gate = Arc::new(gate.with_added(tools));
+    }
+
     pub fn store(&self) -> &Arc<dyn SessionStore> {
         &self.inner.store
     }
 
     /// The tools offered to the model, as it would see them.
     pub fn tool_specs(&self, mode: PermissionMode) -> Vec<crate::schema::ToolSpec> {
-        self.inner.gate.specs(mode)
+        self.gate().specs(mode)
     }
 
     /// The permission settings runs start from.

@@ -210,20 +210,34 @@ impl Gate {
             hooks: Vec::new(),
         };
         for tool in tools {
-            let spec = tool.spec();
-            let entry = Registered {
-                access: tool.access(),
-                spec,
-                tool,
-            };
-            match gate.by_name.get(&entry.spec.name) {
-                Some(&i) => gate.tools[i] = entry,
-                None => {
-                    gate.by_name
-                        .insert(entry.spec.name.clone(), gate.tools.len());
-                    gate.tools.push(entry);
-                }
+            gate.register(tool);
+        }
+        gate
+    }
+
+    /// Add `tool`; one with the same name is replaced.
+    fn register(&mut self, tool: Arc<dyn Tool>) {
+        let entry = Registered {
+            access: tool.access(),
+            spec: tool.spec(),
+            tool,
+        };
+        match self.by_name.get(&entry.spec.name) {
+            Some(&i) => self.tools[i] = entry,
+            None => {
+                self.by_name
+                    .insert(entry.spec.name.clone(), self.tools.len());
+                self.tools.push(entry);
             }
+        }
+    }
+
+    /// This gate with `tools` added (replacing any of the same name), its
+    /// limits, hooks and path locks shared.
+    pub fn with_added(&self, tools: Vec<Arc<dyn Tool>>) -> Gate {
+        let mut gate = self.narrowed(|_| true);
+        for tool in tools {
+            gate.register(tool);
         }
         gate
     }

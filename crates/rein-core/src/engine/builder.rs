@@ -215,7 +215,7 @@ impl AgentEngineBuilder {
             inner: Arc::new(Inner {
                 provider: std::sync::RwLock::new(self.provider),
                 store: self.store,
-                gate: Arc::new(gate),
+                gate: std::sync::RwLock::new(Arc::new(gate)),
                 workspace,
                 permissions: Arc::new(self.config.permissions.clone()),
                 config: self.config,

@@ -34,14 +34,14 @@ impl AgentEngine {
             config.max_turns = config.max_turns.min(n);
         }
         let gate = match &policy.tools {
-            Some(names) => inner.gate.narrowed(|t| names.iter().any(|n| n == t)),
-            None => inner.gate.narrowed(|_| true),
+            Some(names) => self.gate().narrowed(|t| names.iter().any(|n| n == t)),
+            None => self.gate().narrowed(|_| true),
         };
         AgentEngine {
             inner: Arc::new(Inner {
                 provider: std::sync::RwLock::new(self.provider()),
                 store: inner.store.clone(),
-                gate: Arc::new(gate),
+                gate: std::sync::RwLock::new(Arc::new(gate)),
                 workspace: inner.workspace.clone(),
                 config,
                 permissions: Arc::new(permissions),

@@ -146,6 +146,9 @@ pub(crate) struct Run {
     /// the same however long the history is.
     req: ModelRequest,
     control: RunControl,
+    /// The gate the request's tool list was made from (`add_tools` swaps
+    /// in a new one).
+    gate: Arc<Gate>,
     agents_md: Option<String>,
     date: String,
     started: tokio::time::Instant,
@@ -228,6 +231,7 @@ impl AgentEngine {
         }
         let agents_md = context::read_agents_md(&inner.workspace);
         let date = crate::time::format_date(crate::time::now_millis());
+        let gate = self.gate();
         let mut fixed = self.fixed_part(mode, agents_md.as_deref(), &date, ctx.counter.as_ref());
         let req = ModelRequest {
             system: std::mem::take(&mut fixed.system),
@@ -243,6 +247,7 @@ impl AgentEngine {
             fixed,
             req,
             control: request.control.unwrap_or_default(),
+            gate,
             agents_md,
             date,
             started: tokio::time::Instant::now(),
@@ -272,16 +277,22 @@ impl AgentEngine {
         if let Some(reason) = self.budget_exceeded(&ctx.st, run.started) {
             return Err(Stop::new(reason));
         }
-        if let Some(mode) = run.control.take_mode().map(|m| self.capped(m))
-            && mode != run.mode
-        {
+        let switch = (run.control.take_mode())
+            .map(|m| self.capped(m))
+            .filter(|m| *m != run.mode);
+        if let Some(mode) = switch {
             run.mode = mode;
             run.policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+            ctx.emit(Event::ModeChanged { mode });
+        }
+        let gate = self.gate();
+        if switch.is_some() || !Arc::ptr_eq(&gate, &run.gate) {
+            // What the model is offered follows the mode and the tools.
+            run.gate = gate;
             let agents_md = run.agents_md.as_deref();
-            run.fixed = self.fixed_part(mode, agents_md, &run.date, ctx.counter.as_ref());
+            run.fixed = self.fixed_part(run.mode, agents_md, &run.date, ctx.counter.as_ref());
             run.req.system = std::mem::take(&mut run.fixed.system);
             run.req.tools = std::mem::take(&mut run.fixed.tools);
-            ctx.emit(Event::ModeChanged { mode });
         }
         for text in run.control.take_queued() {
             self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))

@@ -25,7 +25,7 @@ impl AgentEngine {
         counter: &dyn TokenCounter,
     ) -> FixedPart {
         let inner = &self.inner;
-        let tools = inner.gate.specs(mode);
+        let tools = self.gate().specs(mode);
         let mut system = context::system_prompt(&PromptFacts {
             workspace: &inner.workspace,
             date,

@@ -18,7 +18,7 @@ impl AgentEngine {
         let mut attempt = 0u32;
         loop {
             let mut asm =
-                AssistantAssembler::with_args_cap(self.inner.gate.limits().max_argument_bytes);
+                AssistantAssembler::with_args_cap(self.gate().limits().max_argument_bytes);
             let began = std::time::Instant::now();
             let result = self.stream_once(req, ctx, &mut asm).await;
             let err = match result {
@@ -127,7 +127,7 @@ impl AgentEngine {
                 arguments: self.shown_arguments(call),
             });
         }
-        let cap = self.inner.gate.limits().max_tool_calls_per_turn.max(1);
+        let cap = self.gate().limits().max_tool_calls_per_turn.max(1);
         for (index, call) in calls.iter().enumerate() {
             self.spawn_call(ctx, call, index >= cap, policy, index, tx.clone());
         }
@@ -179,7 +179,7 @@ impl AgentEngine {
     /// A call's arguments as events show them: never copied when over the
     /// cap.
     fn shown_arguments(&self, call: &ToolCall) -> String {
-        match self.inner.gate.oversized(call) {
+        match self.gate().oversized(call) {
             Some(_) => format!(
                 "[{} bytes of arguments, over the limit]",
                 call.arguments.len()
@@ -199,7 +199,7 @@ impl AgentEngine {
         index: usize,
         tx: mpsc::UnboundedSender<CallMsg>,
     ) {
-        let gate = self.inner.gate.clone();
+        let gate = self.gate();
         let refusal = match over_cap {
             true => Some(gate.over_turn_cap()),
             false => gate.oversized(call),

@@ -342,3 +342,54 @@ async fn a_hook_in_the_gate_can_veto_a_call_or_rewrite_its_arguments_and_a_bad_r
         obs[2].output
     );
 }
+
+/// A tool that adds the `write` tool to the engine while a run goes on (as
+/// an MCP server that finishes starting would).
+struct Installer(Arc<std::sync::OnceLock<AgentEngine>>);
+
+#[async_trait::async_trait]
+impl Tool for Installer {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "install".into(),
+            description: "adds a tool".into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Read
+    }
+    async fn call(
+        &self,
+        _args: serde_json::Value,
+        _ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let writer = Writer(Arc::new(Mutex::new(0)));
+        self.0.get().unwrap().add_tools(vec![Arc::new(writer)]);
+        Ok(ToolOutput::ok("installed"))
+    }
+}
+
+#[tokio::test]
+async fn tools_added_while_a_run_goes_on_are_offered_and_run_from_the_next_turn() {
+    let engine_cell = Arc::new(std::sync::OnceLock::new());
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[("i", "install", json!({}))])),
+            Ok(calls(&[("w", "write", json!({"path": "x"}))])),
+            Ok(text("done")),
+        ]),
+        |b| b.tool(Arc::new(Installer(engine_cell.clone()))),
+    );
+    engine_cell.set(h.engine.clone()).ok().unwrap();
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
+    let requests = h.provider.requests();
+    let offered =
+        |i: usize| -> Vec<String> { requests[i].tools.iter().map(|t| t.name.clone()).collect() };
+    let write = "write".to_string();
+    assert!(!offered(0).contains(&write), "{:?}", offered(0));
+    assert!(offered(1).contains(&write), "{:?}", offered(1));
+    let obs = tool_results(&requests[2].messages);
+    assert_eq!(obs.last().unwrap().output, "written");
+}
