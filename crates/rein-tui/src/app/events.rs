@@ -76,45 +76,9 @@ impl App {
                     };
                 }
             }
-            Event::ApprovalRequired { request, reply } => {
-                let preview = self.live.iter().find_map(|c| match c {
-                    Cell::Tool {
-                        call_id,
-                        name,
-                        arguments,
-                        ..
-                    } if *call_id == request.call_id => proposed_change(name, arguments, &self.workspace),
-                    _ => None,
-                });
-                if let Some(state) = self.tool_state(&request.call_id) {
-                    *state = ToolState::Waiting;
-                }
-                self.approvals.push_back(PendingApproval {
-                    request,
-                    reply,
-                    preview,
-                });
-                if self.modal.is_none() {
-                    self.popup = None;
-                    self.modal = Some(Modal::Approval { feedback: None });
-                    self.approval_shown = Some(std::time::Instant::now());
-                }
-            }
+            Event::ApprovalRequired { request, reply } => self.approval_required(request, reply),
             Event::ApprovalResolved { call_id, decision } => {
-                self.approvals.retain(|p| p.request.call_id != call_id);
-                if self.approvals.is_empty() && matches!(self.modal, Some(Modal::Approval { .. })) {
-                    self.modal = None;
-                }
-                if let Some(state) = self.tool_state(&call_id)
-                    && *state == ToolState::Waiting
-                {
-                    *state = match decision {
-                        ApprovalDecision::Approve { .. } => ToolState::Running,
-                        ApprovalDecision::Deny { .. } => ToolState::Denied {
-                            why: "denied by you".into(),
-                        },
-                    };
-                }
+                self.approval_resolved(&call_id, decision)
             }
             Event::PermissionDenied { call_id, why, .. } => {
                 if let Some(state) = self.tool_state(&call_id) {
@@ -154,24 +118,7 @@ impl App {
                     self.status.context_window = window;
                 }
             }
-            Event::MessageCommitted { message, .. } => match message {
-                Message::User { content } => {
-                    if let Some(i) = self.queued.iter().position(|q| *q == content) {
-                        self.queued.remove(i);
-                    }
-                    self.finish_stream();
-                    self.push_cell(Cell::User { text: content });
-                }
-                Message::Assistant(_) => self.finish_stream(),
-                Message::Tool(result) => {
-                    if let Some(ToolState::Done { output, .. }) = self.tool_state(&result.call_id)
-                    {
-                        *output = result.output;
-                    }
-                    self.retire_tool(&result.call_id);
-                }
-                _ => {}
-            },
+            Event::MessageCommitted { message, .. } => self.committed(message),
             Event::Stopped {
                 reason,
                 error,
@@ -181,6 +128,77 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// A call waits for the user: show it (with the change it proposes)
+    /// in the approval dialog, after any already waiting.
+    fn approval_required(
+        &mut self,
+        request: rein_core::ApprovalRequest,
+        reply: rein_core::ApprovalReply,
+    ) {
+        let preview = self.live.iter().find_map(|c| match c {
+            Cell::Tool {
+                call_id,
+                name,
+                arguments,
+                ..
+            } if *call_id == request.call_id => proposed_change(name, arguments, &self.workspace),
+            _ => None,
+        });
+        if let Some(state) = self.tool_state(&request.call_id) {
+            *state = ToolState::Waiting;
+        }
+        self.approvals.push_back(PendingApproval {
+            request,
+            reply,
+            preview,
+        });
+        if self.modal.is_none() {
+            self.popup = None;
+            self.modal = Some(Modal::Approval { feedback: None });
+            self.approval_shown = Some(std::time::Instant::now());
+        }
+    }
+
+    /// The user (or a cancel) answered an approval.
+    fn approval_resolved(&mut self, call_id: &str, decision: ApprovalDecision) {
+        self.approvals.retain(|p| p.request.call_id != call_id);
+        if self.approvals.is_empty() && matches!(self.modal, Some(Modal::Approval { .. })) {
+            self.modal = None;
+        }
+        if let Some(state) = self.tool_state(call_id)
+            && *state == ToolState::Waiting
+        {
+            *state = match decision {
+                ApprovalDecision::Approve { .. } => ToolState::Running,
+                ApprovalDecision::Deny { .. } => ToolState::Denied {
+                    why: "denied by you".into(),
+                },
+            };
+        }
+    }
+
+    /// A message reached the store: users' messages enter the transcript,
+    /// a tool's whole output replaces its preview.
+    fn committed(&mut self, message: Message) {
+        match message {
+            Message::User { content } => {
+                if let Some(i) = self.queued.iter().position(|q| *q == content) {
+                    self.queued.remove(i);
+                }
+                self.finish_stream();
+                self.push_cell(Cell::User { text: content });
+            }
+            Message::Assistant(_) => self.finish_stream(),
+            Message::Tool(result) => {
+                if let Some(ToolState::Done { output, .. }) = self.tool_state(&result.call_id) {
+                    *output = result.output;
+                }
+                self.retire_tool(&result.call_id);
+            }
+            _ => {}
+        }
     }
 
     pub fn set_todos(&mut self, todos: Vec<Todo>) {
