@@ -134,201 +134,150 @@ fn rest(inv: &Invocation, from: usize) -> Option<Invocation> {
 
 /// What one wrapper runs.
 fn wrapped(inv: &Invocation) -> Vec<Invocation> {
-    let argv = &inv.argv;
-    let mut chdir: Option<usize> = None;
-    let start = match inv.name() {
-        "sudo" => {
-            let spec = Spec {
-                short_arg: "ugpCDrtTUh",
-                long_arg: &[
-                    "user",
-                    "group",
-                    "prompt",
-                    "close-from",
-                    "chdir",
-                    "role",
-                    "type",
-                    "other-user",
-                    "host",
-                ],
-            };
-            let mut edit = false;
-            let at = skip_options(argv, &spec, |o, _| edit |= o == "e" || o == "edit");
-            chdir = argv[..at.min(argv.len())]
-                .iter()
-                .position(|w| w == "-D" || w.starts_with("--chdir"));
-            if edit {
-                return Vec::new();
-            }
-            at
-        }
-        "doas" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "uC",
-                long_arg: &[],
-            },
-            |_, _| {},
-        ),
-        "pkexec" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "",
-                long_arg: &["user"],
-            },
-            |_, _| {},
-        ),
-        "run0" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "ugD",
-                long_arg: &[
-                    "user",
-                    "group",
-                    "chdir",
-                    "unit",
-                    "property",
-                    "description",
-                    "slice",
-                    "nice",
-                    "setenv",
-                ],
-            },
-            |_, _| {},
-        ),
-        "env" => {
-            let spec = Spec {
-                short_arg: "uCS",
-                long_arg: &["unset", "chdir", "split-string"],
-            };
-            let mut dir: Option<String> = None;
-            let mut split: Option<String> = None;
-            let mut at = skip_options(argv, &spec, |o, v| match o {
-                "C" | "chdir" => dir = v.map(str::to_string),
-                "S" | "split-string" => split = v.map(str::to_string),
-                _ => {}
-            });
-            if let Some(s) = split {
-                // `env -S 'cmd args'`: the string is split into words.
-                let mut words: Vec<String> = s.split_whitespace().map(str::to_string).collect();
-                words.extend(argv[at.min(argv.len())..].iter().cloned());
-                let n = words.len();
-                let d = inv.dyn_.iter().copied().max().unwrap_or_default();
-                return vec![Invocation {
-                    argv: words,
-                    dyn_: vec![d; n],
-                    chdir: inv.chdir.clone(),
-                    input_args: inv.input_args,
-                }];
-            }
-            while argv.get(at).is_some_and(|w| is_assignment(w)) {
-                at += 1;
-            }
-            let mut inner: Vec<Invocation> = rest(inv, at).into_iter().collect();
-            if let (Some(d), Some(first)) = (dir, inner.first_mut()) {
-                first.chdir = Some((d, Dyn::Static));
-            }
-            return inner;
-        }
-        "nice" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "n",
-                long_arg: &["adjustment"],
-            },
-            |_, _| {},
-        ),
-        "watch" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "nq",
-                long_arg: &["interval", "equexit"],
-            },
-            |_, _| {},
-        ),
-        "nohup" | "setsid" | "builtin" | "busybox" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "",
-                long_arg: &[],
-            },
-            |_, _| {},
-        ),
-        "stdbuf" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "ioe",
-                long_arg: &[],
-            },
-            |_, _| {},
-        ),
-        "ionice" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "cnpPu",
-                long_arg: &["class", "classdata"],
-            },
-            |_, _| {},
-        ),
+    if let Some(spec) = plain_options(inv.name()) {
+        let at = skip_options(&inv.argv, &spec, |_, _| {});
+        return rest(inv, at).into_iter().collect();
+    }
+    match inv.name() {
+        "sudo" => sudo(inv),
+        "env" => env(inv),
         "timeout" => {
             let spec = Spec {
                 short_arg: "sk",
                 long_arg: &["signal", "kill-after"],
             };
-            skip_options(argv, &spec, |_, _| {}) + 1
+            // The first operand is the duration.
+            let at = skip_options(&inv.argv, &spec, |_, _| {}) + 1;
+            rest(inv, at).into_iter().collect()
         }
-        "time" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "of",
-                long_arg: &["output", "format"],
-            },
-            |_, _| {},
-        ),
         "command" => {
             let mut query = false;
-            let at = skip_options(
-                argv,
-                &Spec {
-                    short_arg: "",
-                    long_arg: &[],
-                },
-                |o, _| {
-                    query |= o == "v" || o == "V";
-                },
-            );
-            if query {
-                return Vec::new();
+            let at = skip_options(&inv.argv, &NO_OPTIONS, |o, _| {
+                query |= o == "v" || o == "V";
+            });
+            // `command -v NAME` only looks the name up.
+            match query {
+                true => Vec::new(),
+                false => rest(inv, at).into_iter().collect(),
             }
-            at
         }
-        "exec" => skip_options(
-            argv,
-            &Spec {
-                short_arg: "a",
-                long_arg: &[],
-            },
-            |_, _| {},
+        "xargs" => xargs(inv),
+        "find" => find_exec(inv),
+        _ => Vec::new(),
+    }
+}
+
+const NO_OPTIONS: Spec = Spec {
+    short_arg: "",
+    long_arg: &[],
+};
+
+/// The options taking an argument of the wrappers that run their operands
+/// as a command once their options are skipped.
+fn plain_options(wrapper: &str) -> Option<Spec> {
+    let (short_arg, long_arg): (&'static str, &'static [&'static str]) = match wrapper {
+        "doas" => ("uC", &[]),
+        "pkexec" => ("", &["user"]),
+        "run0" => (
+            "ugD",
+            &[
+                "user",
+                "group",
+                "chdir",
+                "unit",
+                "property",
+                "description",
+                "slice",
+                "nice",
+                "setenv",
+            ],
         ),
-        "xargs" => return xargs(inv),
-        "find" => return find_exec(inv),
-        _ => return Vec::new(),
+        "nice" => ("n", &["adjustment"]),
+        "watch" => ("nq", &["interval", "equexit"]),
+        "nohup" | "setsid" | "builtin" | "busybox" => ("", &[]),
+        "stdbuf" => ("ioe", &[]),
+        "ionice" => ("cnpPu", &["class", "classdata"]),
+        "time" => ("of", &["output", "format"]),
+        "exec" => ("a", &[]),
+        _ => return None,
     };
-    let mut inner: Vec<Invocation> = rest(inv, start).into_iter().collect();
+    Some(Spec {
+        short_arg,
+        long_arg,
+    })
+}
+
+/// `sudo [options] command`: nothing for `sudo -e` (it edits files), and
+/// the folder of `-D`/`--chdir` carried to the command.
+fn sudo(inv: &Invocation) -> Vec<Invocation> {
+    let argv = &inv.argv;
+    let spec = Spec {
+        short_arg: "ugpCDrtTUh",
+        long_arg: &[
+            "user",
+            "group",
+            "prompt",
+            "close-from",
+            "chdir",
+            "role",
+            "type",
+            "other-user",
+            "host",
+        ],
+    };
+    let mut edit = false;
+    let at = skip_options(argv, &spec, |o, _| edit |= o == "e" || o == "edit");
+    if edit {
+        return Vec::new();
+    }
+    let chdir = argv[..at.min(argv.len())]
+        .iter()
+        .position(|w| w == "-D" || w.starts_with("--chdir"));
+    let mut inner: Vec<Invocation> = rest(inv, at).into_iter().collect();
     if let (Some(pos), Some(first)) = (chdir, inner.first_mut()) {
-        let w = &argv[pos];
-        first.chdir = match w.strip_prefix("--chdir=") {
-            Some(d) => Some((
-                d.to_string(),
-                inv.dyn_.get(pos).copied().unwrap_or_default(),
-            )),
-            None => argv.get(pos + 1).map(|d| {
-                (
-                    d.clone(),
-                    inv.dyn_.get(pos + 1).copied().unwrap_or_default(),
-                )
-            }),
+        let dyn_at = |i: usize| inv.dyn_.get(i).copied().unwrap_or_default();
+        first.chdir = match argv[pos].strip_prefix("--chdir=") {
+            Some(d) => Some((d.to_string(), dyn_at(pos))),
+            None => argv.get(pos + 1).map(|d| (d.clone(), dyn_at(pos + 1))),
         };
+    }
+    inner
+}
+
+/// `env [options] [NAME=VALUE...] command`: `-S` splits its string into
+/// the command's words; `-C DIR` is the command's folder.
+fn env(inv: &Invocation) -> Vec<Invocation> {
+    let argv = &inv.argv;
+    let spec = Spec {
+        short_arg: "uCS",
+        long_arg: &["unset", "chdir", "split-string"],
+    };
+    let mut dir: Option<String> = None;
+    let mut split: Option<String> = None;
+    let mut at = skip_options(argv, &spec, |o, v| match o {
+        "C" | "chdir" => dir = v.map(str::to_string),
+        "S" | "split-string" => split = v.map(str::to_string),
+        _ => {}
+    });
+    if let Some(s) = split {
+        // `env -S 'cmd args'`: the string is split into words.
+        let mut words: Vec<String> = s.split_whitespace().map(str::to_string).collect();
+        words.extend(argv[at.min(argv.len())..].iter().cloned());
+        let n = words.len();
+        let d = inv.dyn_.iter().copied().max().unwrap_or_default();
+        return vec![Invocation {
+            argv: words,
+            dyn_: vec![d; n],
+            chdir: inv.chdir.clone(),
+            input_args: inv.input_args,
+        }];
+    }
+    while argv.get(at).is_some_and(|w| is_assignment(w)) {
+        at += 1;
+    }
+    let mut inner: Vec<Invocation> = rest(inv, at).into_iter().collect();
+    if let (Some(d), Some(first)) = (dir, inner.first_mut()) {
+        first.chdir = Some((d, Dyn::Static));
     }
     inner
 }
