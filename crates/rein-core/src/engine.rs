@@ -98,6 +98,9 @@ struct Inner {
     /// Swappable: `add_tools` takes effect at the next turn of every run.
     gate: std::sync::RwLock<Arc<Gate>>,
     workspace: PathBuf,
+    /// The loop's settings. Its `permissions` and `limits` are moved out
+    /// at build (into `permissions` and the gate) and are defaults here:
+    /// read those instead.
     config: EngineConfig,
     permissions: Arc<Permissions>,
     project_rules: Option<Arc<dyn ProjectRules>>,

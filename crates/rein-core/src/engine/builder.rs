@@ -204,7 +204,11 @@ impl AgentEngineBuilder {
             .ok_or_else(|| EngineError::Workspace {
                 path: self.workspace.display().to_string(),
             })?;
-        let mut gate = Gate::new(self.tools, self.config.limits.clone());
+        // Permissions and limits move out of the config into the engine
+        // and its gate, their only copies from here on.
+        let mut config = self.config;
+        let permissions = Arc::new(std::mem::take(&mut config.permissions));
+        let mut gate = Gate::new(self.tools, std::mem::take(&mut config.limits));
         if let Some(spill) = self.spill {
             gate = gate.with_spill(spill);
         }
@@ -217,8 +221,8 @@ impl AgentEngineBuilder {
                 store: self.store,
                 gate: std::sync::RwLock::new(Arc::new(gate)),
                 workspace,
-                permissions: Arc::new(self.config.permissions.clone()),
-                config: self.config,
+                permissions,
+                config,
                 project_rules: self.project_rules,
                 mode_ceiling: None,
             }),
