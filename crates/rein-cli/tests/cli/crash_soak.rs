@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rein_core::{Message, ToolResult};
-use rein_providers::mock_server::{MockResponse, MockServer, Part};
+use rein_providers::mock_server::{MockResponse, Part};
 use serde_json::{Value, json};
 
 use super::support::*;
@@ -211,20 +211,9 @@ impl Soak {
 
 #[test]
 fn kill_9_at_random_points_then_last_finishes_with_a_sound_database() {
-    let runs: u64 = std::env::var("REIN_CRASH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
-    let seed: u64 = std::env::var("REIN_CRASH_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0xC0FFEE);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockServer::start()).unwrap();
+    let runs = env_number("REIN_CRASH_RUNS", 100);
+    let seed = env_number("REIN_CRASH_SEED", 0xC0FFEE);
+    let (_rt, server) = mock_server();
     let workspace = Arc::new(Mutex::new(PathBuf::new()));
     let ids = Arc::new(AtomicU64::new(1));
     {

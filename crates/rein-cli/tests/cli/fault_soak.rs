@@ -298,14 +298,8 @@ fn check_messages(stored: &[Message]) -> Result<(), String> {
 
 #[test]
 fn runs_under_random_faults_on_every_wire_api_complete_with_each_message_once() {
-    let runs: u64 = std::env::var("REIN_SOAK_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
-    let base: u64 = std::env::var("REIN_SOAK_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
+    let runs = super::support::env_number("REIN_SOAK_RUNS", 200);
+    let base = super::support::env_number("REIN_SOAK_SEED", 12);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

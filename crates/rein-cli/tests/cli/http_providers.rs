@@ -9,16 +9,8 @@ use serde_json::{Value, json};
 
 use super::support::*;
 
-/// Start a mock server on a runtime that keeps serving while the test
-/// blocks on the rein process.
 fn server() -> (tokio::runtime::Runtime, MockServer) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockServer::start()).unwrap();
-    (rt, server)
+    mock_server()
 }
 
 fn sse(events: &[Value], named: bool) -> Vec<u8> {

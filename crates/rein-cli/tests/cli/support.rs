@@ -114,3 +114,28 @@ pub fn assert_clean_failure(o: &Output, code: i32, needle: &str) {
     assert!(err.starts_with("rein: "), "{err}");
     assert!(err.contains(needle), "expected {needle:?} in: {err}");
 }
+
+/// A number from the environment (a soak's size or seed), else `default`.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A mock model server on its own runtime, which keeps serving while a
+/// test blocks on a rein process.
+pub fn mock_server() -> (
+    tokio::runtime::Runtime,
+    rein_providers::mock_server::MockServer,
+) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(rein_providers::mock_server::MockServer::start())
+        .unwrap();
+    (rt, server)
+}
