@@ -12,16 +12,19 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinError;
 
-use crate::approval::{
-    ApprovalDecision, ApprovalReply, ApprovalRequest, ApprovalScope, Approvals, ProjectRules,
-};
+use crate::approval::{Approvals, ProjectRules};
 use crate::event::Event;
 use crate::locks::PathLocks;
-use crate::permission::{Assessment, PermissionMode, Permissions, Rule, Verdict};
+use crate::permission::{PermissionMode, Permissions, Rule};
 use crate::schema::{ToolCall, ToolResult, ToolSpec};
 use crate::schema_check;
 use crate::text::truncate_middle;
 use crate::tool::{OutputSpill, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
+
+mod approval;
+mod hooks;
+
+pub use hooks::{CallHook, HookVerdict};
 
 /// How long a cancelled or timed-out tool gets to return what it has.
 const GRACE: Duration = Duration::from_secs(3);
@@ -62,29 +65,6 @@ impl Default for GateLimits {
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
         }
     }
-}
-
-/// A check every call passes inside the gate, after its arguments are
-/// parsed and checked against the schema and before permissions and
-/// approval decide on it (plan mode has refused write tools already): the
-/// one point where a hook can
-/// let a call through, rewrite its arguments (checked again, then decided
-/// on as if the model had sent them), or veto it. Hooks see built-in and
-/// added tools alike.
-#[async_trait::async_trait]
-pub trait CallHook: Send + Sync {
-    async fn before_call(&self, call: &ToolCall, args: &Value) -> HookVerdict;
-}
-
-/// What a [`CallHook`] decided about a call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HookVerdict {
-    /// Go on with the call as it is.
-    Continue,
-    /// Go on with these arguments instead.
-    Rewrite(Value),
-    /// Do not run it; the model gets this reason as an error observation.
-    Veto(String),
 }
 
 struct Registered {
@@ -494,182 +474,6 @@ impl Gate {
             Err(_) => {
                 handle.abort();
                 Err(ToolError(format!("`{}` {stopped_why}", call.name)))
-            }
-        }
-    }
-}
-
-impl Gate {
-    /// Pass the call through every hook in order; a rewrite is checked
-    /// against the schema again, and a veto ends the call.
-    async fn run_hooks(
-        &self,
-        call: &ToolCall,
-        mut args: Value,
-        entry: &Registered,
-    ) -> Result<Value, ToolError> {
-        for hook in &self.hooks {
-            match hook.before_call(call, &args).await {
-                HookVerdict::Continue => {}
-                HookVerdict::Veto(why) => {
-                    return Err(ToolError(format!("a hook refused this call: {why}")));
-                }
-                HookVerdict::Rewrite(new) => {
-                    schema_check::check(&new, &entry.spec.parameters).map_err(|e| {
-                        ToolError(format!(
-                            "a hook rewrote the arguments of `{}` into invalid ones: {e}",
-                            call.name
-                        ))
-                    })?;
-                    args = new;
-                }
-            }
-        }
-        Ok(args)
-    }
-
-    /// Decide the call; ask for approval when needed. `Ok` hands back the
-    /// tool's assessment of it; `Err` is the refusal the model sees.
-    async fn check_permission(
-        &self,
-        entry: &Registered,
-        call: &ToolCall,
-        args: &Value,
-        ctx: &ToolContext,
-        policy: &RunPolicy,
-        events: &GateEvents,
-    ) -> Result<Assessment, ToolError> {
-        let assessment = entry.tool.assess(args, ctx);
-        let verdict = policy.permissions.decide(
-            policy.mode,
-            &call.name,
-            entry.access,
-            &assessment,
-            &policy.granted(),
-            &ctx.workspace,
-        );
-        let (why, suggested_rules, suggested_mode) = match verdict {
-            Verdict::Allow => return Ok(assessment),
-            Verdict::Deny { why } => {
-                events(Event::PermissionDenied {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    summary: assessment.summary.clone(),
-                    why: why.clone(),
-                    needed_approval: false,
-                    suggested_rules: Vec::new(),
-                    suggested_mode: None,
-                });
-                return Err(ToolError(format!(
-                    "permission denied: {why}. Do not retry this call; choose another way or \
-                     tell the user what you need."
-                )));
-            }
-            Verdict::Ask {
-                why,
-                suggested_rules,
-                suggested_mode,
-            } => (why, suggested_rules, suggested_mode),
-        };
-        let request = ApprovalRequest {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            summary: assessment.summary.clone(),
-            risk: assessment.risk,
-            why: why.clone(),
-            suggested_rules: crate::approval::rule_strings(&suggested_rules),
-            suggested_mode,
-            mode: policy.mode,
-        };
-        let decision = match &policy.approvals {
-            Approvals::Refuse => {
-                events(Event::PermissionDenied {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    summary: assessment.summary,
-                    why: why.clone(),
-                    needed_approval: true,
-                    suggested_rules: request.suggested_rules,
-                    suggested_mode,
-                });
-                return Err(ToolError(format!(
-                    "not run: this call needs the user's approval ({why}), and nobody can approve \
-                     it in this run. Do not retry it; do what you can without it, and say in your \
-                     answer what you could not run."
-                )));
-            }
-            Approvals::Events => {
-                let (reply, answer) = ApprovalReply::channel();
-                events(Event::ApprovalRequired {
-                    request: request.clone(),
-                    reply,
-                });
-                tokio::select! {
-                    d = answer => d.unwrap_or(ApprovalDecision::deny()),
-                    _ = ctx.cancel.cancelled() => {
-                        return Err(ToolError::new("cancelled while waiting for approval"));
-                    }
-                }
-            }
-            Approvals::With(approver) => tokio::select! {
-                d = approver.decide(&request) => d,
-                _ = ctx.cancel.cancelled() => {
-                    return Err(ToolError::new("cancelled while waiting for approval"));
-                }
-            },
-        };
-        events(Event::ApprovalResolved {
-            call_id: call.id.clone(),
-            decision: decision.clone(),
-        });
-        match decision {
-            ApprovalDecision::Deny { feedback } => Err(ToolError(match feedback {
-                Some(f) if !f.trim().is_empty() => {
-                    format!("the user denied this call, saying: {}", f.trim())
-                }
-                _ => "the user denied this call. Do not retry it; ask or try another way."
-                    .to_string(),
-            })),
-            ApprovalDecision::Approve { scope } => {
-                self.remember(scope, &suggested_rules, ctx, policy, events)
-                    .await;
-                Ok(assessment)
-            }
-        }
-    }
-
-    /// Keep an approval for the session or the project.
-    async fn remember(
-        &self,
-        scope: ApprovalScope,
-        rules: &[Rule],
-        ctx: &ToolContext,
-        policy: &RunPolicy,
-        events: &GateEvents,
-    ) {
-        if scope == ApprovalScope::Once || rules.is_empty() {
-            return;
-        }
-        policy.grant(rules);
-        for rule in rules {
-            let text = rule.to_string();
-            if let Err(e) = ctx.store.add_grant(&ctx.session_id, &text).await {
-                events(Event::Notice {
-                    message: format!("could not remember `{text}` for this session: {e}"),
-                });
-            }
-            if scope == ApprovalScope::Project {
-                let saved = match &policy.project_rules {
-                    Some(p) => p.add_allow(rule),
-                    None => Err(crate::approval::ProjectRulesError::NoFile),
-                };
-                if let Err(e) = saved {
-                    events(Event::Notice {
-                        message: format!(
-                            "`{text}` is allowed for this session only: saving it for the project failed ({e})"
-                        ),
-                    });
-                }
             }
         }
     }

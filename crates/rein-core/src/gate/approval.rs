@@ -1,0 +1,161 @@
+//! The permission check of a call: the decision, the approval asked for
+//! when one is needed, and approvals remembered for the session or the
+//! project.
+
+use serde_json::Value;
+
+use super::{GateEvents, Registered, RunPolicy};
+use crate::approval::{ApprovalDecision, ApprovalReply, ApprovalRequest, ApprovalScope, Approvals};
+use crate::event::Event;
+use crate::gate::Gate;
+use crate::permission::{Assessment, Rule, Verdict};
+use crate::schema::ToolCall;
+use crate::tool::{ToolContext, ToolError};
+
+impl Gate {
+    /// Decide the call; ask for approval when needed. `Ok` hands back the
+    /// tool's assessment of it; `Err` is the refusal the model sees.
+    pub(super) async fn check_permission(
+        &self,
+        entry: &Registered,
+        call: &ToolCall,
+        args: &Value,
+        ctx: &ToolContext,
+        policy: &RunPolicy,
+        events: &GateEvents,
+    ) -> Result<Assessment, ToolError> {
+        let assessment = entry.tool.assess(args, ctx);
+        let verdict = policy.permissions.decide(
+            policy.mode,
+            &call.name,
+            entry.access,
+            &assessment,
+            &policy.granted(),
+            &ctx.workspace,
+        );
+        let (why, suggested_rules, suggested_mode) = match verdict {
+            Verdict::Allow => return Ok(assessment),
+            Verdict::Deny { why } => {
+                events(Event::PermissionDenied {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    summary: assessment.summary.clone(),
+                    why: why.clone(),
+                    needed_approval: false,
+                    suggested_rules: Vec::new(),
+                    suggested_mode: None,
+                });
+                return Err(ToolError(format!(
+                    "permission denied: {why}. Do not retry this call; choose another way or \
+                     tell the user what you need."
+                )));
+            }
+            Verdict::Ask {
+                why,
+                suggested_rules,
+                suggested_mode,
+            } => (why, suggested_rules, suggested_mode),
+        };
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            summary: assessment.summary.clone(),
+            risk: assessment.risk,
+            why: why.clone(),
+            suggested_rules: crate::approval::rule_strings(&suggested_rules),
+            suggested_mode,
+            mode: policy.mode,
+        };
+        let decision = match &policy.approvals {
+            Approvals::Refuse => {
+                events(Event::PermissionDenied {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    summary: assessment.summary,
+                    why: why.clone(),
+                    needed_approval: true,
+                    suggested_rules: request.suggested_rules,
+                    suggested_mode,
+                });
+                return Err(ToolError(format!(
+                    "not run: this call needs the user's approval ({why}), and nobody can approve \
+                     it in this run. Do not retry it; do what you can without it, and say in your \
+                     answer what you could not run."
+                )));
+            }
+            Approvals::Events => {
+                let (reply, answer) = ApprovalReply::channel();
+                events(Event::ApprovalRequired {
+                    request: request.clone(),
+                    reply,
+                });
+                tokio::select! {
+                    d = answer => d.unwrap_or(ApprovalDecision::deny()),
+                    _ = ctx.cancel.cancelled() => {
+                        return Err(ToolError::new("cancelled while waiting for approval"));
+                    }
+                }
+            }
+            Approvals::With(approver) => tokio::select! {
+                d = approver.decide(&request) => d,
+                _ = ctx.cancel.cancelled() => {
+                    return Err(ToolError::new("cancelled while waiting for approval"));
+                }
+            },
+        };
+        events(Event::ApprovalResolved {
+            call_id: call.id.clone(),
+            decision: decision.clone(),
+        });
+        match decision {
+            ApprovalDecision::Deny { feedback } => Err(ToolError(match feedback {
+                Some(f) if !f.trim().is_empty() => {
+                    format!("the user denied this call, saying: {}", f.trim())
+                }
+                _ => "the user denied this call. Do not retry it; ask or try another way."
+                    .to_string(),
+            })),
+            ApprovalDecision::Approve { scope } => {
+                self.remember(scope, &suggested_rules, ctx, policy, events)
+                    .await;
+                Ok(assessment)
+            }
+        }
+    }
+
+    /// Keep an approval for the session or the project.
+    async fn remember(
+        &self,
+        scope: ApprovalScope,
+        rules: &[Rule],
+        ctx: &ToolContext,
+        policy: &RunPolicy,
+        events: &GateEvents,
+    ) {
+        if scope == ApprovalScope::Once || rules.is_empty() {
+            return;
+        }
+        policy.grant(rules);
+        for rule in rules {
+            let text = rule.to_string();
+            if let Err(e) = ctx.store.add_grant(&ctx.session_id, &text).await {
+                events(Event::Notice {
+                    message: format!("could not remember `{text}` for this session: {e}"),
+                });
+            }
+            if scope == ApprovalScope::Project {
+                let saved = match &policy.project_rules {
+                    Some(p) => p.add_allow(rule),
+                    None => Err(crate::approval::ProjectRulesError::NoFile),
+                };
+                if let Err(e) = saved {
+                    events(Event::Notice {
+                        message: format!(
+                            "`{text}` is allowed for this session only: saving it for the project failed ({e})"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+}

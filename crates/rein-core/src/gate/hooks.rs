@@ -1,0 +1,62 @@
+//! Hooks: the one point inside the gate where a call can be let through,
+//! rewritten or vetoed by code outside rein's own checks.
+
+use serde_json::Value;
+
+use super::{Gate, Registered};
+use crate::schema::ToolCall;
+use crate::schema_check;
+use crate::tool::ToolError;
+
+/// A check every call passes inside the gate, after its arguments are
+/// parsed and checked against the schema and before permissions and
+/// approval decide on it (plan mode has refused write tools already): the
+/// one point where a hook can
+/// let a call through, rewrite its arguments (checked again, then decided
+/// on as if the model had sent them), or veto it. Hooks see built-in and
+/// added tools alike.
+#[async_trait::async_trait]
+pub trait CallHook: Send + Sync {
+    async fn before_call(&self, call: &ToolCall, args: &Value) -> HookVerdict;
+}
+
+/// What a [`CallHook`] decided about a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookVerdict {
+    /// Go on with the call as it is.
+    Continue,
+    /// Go on with these arguments instead.
+    Rewrite(Value),
+    /// Do not run it; the model gets this reason as an error observation.
+    Veto(String),
+}
+
+impl Gate {
+    /// Pass the call through every hook in order; a rewrite is checked
+    /// against the schema again, and a veto ends the call.
+    pub(super) async fn run_hooks(
+        &self,
+        call: &ToolCall,
+        mut args: Value,
+        entry: &Registered,
+    ) -> Result<Value, ToolError> {
+        for hook in &self.hooks {
+            match hook.before_call(call, &args).await {
+                HookVerdict::Continue => {}
+                HookVerdict::Veto(why) => {
+                    return Err(ToolError(format!("a hook refused this call: {why}")));
+                }
+                HookVerdict::Rewrite(new) => {
+                    schema_check::check(&new, &entry.spec.parameters).map_err(|e| {
+                        ToolError(format!(
+                            "a hook rewrote the arguments of `{}` into invalid ones: {e}",
+                            call.name
+                        ))
+                    })?;
+                    args = new;
+                }
+            }
+        }
+        Ok(args)
+    }
+}
