@@ -459,6 +459,80 @@ impl Permissions {
         }
     }
 
+    /// What no rule can allow: reading credentials, a tool the mode does
+    /// not offer, a command plan mode cannot sandbox.
+    fn refused_outright(
+        &self,
+        mode: PermissionMode,
+        tool: &str,
+        access: ToolAccess,
+        a: &Assessment,
+    ) -> Option<String> {
+        let secrets = self.secret_cache.get_or_init(|| self.resolve_secret_dirs());
+        for read in a.reads.iter().chain(&a.writes) {
+            if let Some(dir) = secrets.iter().find(|d| read.starts_with(d)) {
+                return Some(format!(
+                    "{} is inside {}, which holds credentials and is never read",
+                    read.display(),
+                    dir.display()
+                ));
+            }
+        }
+        if !mode.offers(access) {
+            return Some(mode.not_offered(tool));
+        }
+        if mode == PermissionMode::Plan && access == ToolAccess::Execute && a.unsandboxed {
+            return Some(format!(
+                "`{tool}` cannot run in plan mode here: no read-only sandbox is available on this \
+                 machine"
+            ));
+        }
+        None
+    }
+
+    /// A write into rein's own state (never), or into a protected path
+    /// that no precise allow rule names.
+    fn protected(
+        &self,
+        tool: &str,
+        a: &Assessment,
+        all_allow: &[Rule],
+        workspace: &Path,
+    ) -> Option<String> {
+        let rel = |p: &Path| -> String {
+            p.strip_prefix(workspace)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| p.to_string_lossy().into_owned())
+        };
+        let state = self.state_cache.get_or_init(|| self.resolve_state_dirs());
+        for w in &a.writes {
+            let w = normalise(w);
+            if let Some(dir) = state.iter().find(|d| w.starts_with(d)) {
+                return Some(format!(
+                    "{} is inside {}, rein's own state folder (REIN_HOME), which tools never \
+                     change",
+                    w.display(),
+                    dir.display()
+                ));
+            }
+        }
+        for w in &a.writes {
+            if let Some(why) = protected_write(w, workspace) {
+                let r = rel(w);
+                let explicitly_allowed = all_allow.iter().any(|rule| {
+                    rule.pattern.is_some() && rule.matches(tool, &r, SubjectKind::Path)
+                });
+                if !explicitly_allowed {
+                    return Some(format!(
+                        "{r} is protected ({why}); a rule like `{}` allows it",
+                        Rule::exact(tool, &r)
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Decide one call. `granted` are extra allow rules (approvals this
     /// session). `workspace` is canonical.
     pub fn decide(
@@ -471,24 +545,8 @@ impl Permissions {
         workspace: &Path,
     ) -> Verdict {
         let deny = |why: String| Verdict::Deny { why };
-        let secrets = self.secret_cache.get_or_init(|| self.resolve_secret_dirs());
-        for read in a.reads.iter().chain(&a.writes) {
-            if let Some(dir) = secrets.iter().find(|d| read.starts_with(d)) {
-                return deny(format!(
-                    "{} is inside {}, which holds credentials and is never read",
-                    read.display(),
-                    dir.display()
-                ));
-            }
-        }
-        if !mode.offers(access) {
-            return deny(mode.not_offered(tool));
-        }
-        if mode == PermissionMode::Plan && access == ToolAccess::Execute && a.unsandboxed {
-            return deny(format!(
-                "`{tool}` cannot run in plan mode here: no read-only sandbox is available on this \
-                 machine"
-            ));
+        if let Some(why) = self.refused_outright(mode, tool, access, a) {
+            return deny(why);
         }
         let subjects: Vec<&str> = if a.subjects.is_empty() {
             vec![""]
@@ -528,37 +586,9 @@ impl Permissions {
             return deny(format!("the rule `{r}` denies {what}"));
         }
 
-        let rel = |p: &Path| -> String {
-            p.strip_prefix(workspace)
-                .map(|r| r.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| p.to_string_lossy().into_owned())
-        };
         let all_allow: Vec<Rule> = self.rules.allow.iter().chain(granted).cloned().collect();
-        let state = self.state_cache.get_or_init(|| self.resolve_state_dirs());
-        for w in &a.writes {
-            let w = normalise(w);
-            if let Some(dir) = state.iter().find(|d| w.starts_with(d)) {
-                return deny(format!(
-                    "{} is inside {}, rein's own state folder (REIN_HOME), which tools never \
-                     change",
-                    w.display(),
-                    dir.display()
-                ));
-            }
-        }
-        for w in &a.writes {
-            if let Some(why) = protected_write(w, workspace) {
-                let r = rel(w);
-                let explicitly_allowed = all_allow.iter().any(|rule| {
-                    rule.pattern.is_some() && rule.matches(tool, &r, SubjectKind::Path)
-                });
-                if !explicitly_allowed {
-                    return deny(format!(
-                        "{r} is protected ({why}); a rule like `{}` allows it",
-                        Rule::exact(tool, &r)
-                    ));
-                }
-            }
+        if let Some(why) = self.protected(tool, a, &all_allow, workspace) {
+            return deny(why);
         }
 
         let ask_hit = cautious_hit(&self.rules.ask).map(|(r, _)| r);
