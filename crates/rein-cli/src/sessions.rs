@@ -1,5 +1,7 @@
 //! `rein sessions list | show | delete`.
 
+use std::path::PathBuf;
+
 use anyhow::anyhow;
 use rein_core::{ContentPart, Message, SessionStore, StoreError};
 
@@ -26,115 +28,8 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
             workspace,
             limit,
             json,
-        } => {
-            let ws = match workspace {
-                Some(dir) => Some(resolve_workspace(Some(&dir))?.display().to_string()),
-                None => None,
-            };
-            let list = store
-                .list_sessions(ws.as_deref(), limit)
-                .await
-                .map_err(store_failure)?;
-            if json {
-                for s in &list {
-                    out(&serde_json::to_string(s).map_err(Failure::harness)?);
-                }
-            } else if list.is_empty() {
-                out("no sessions yet");
-            } else {
-                out(&format!(
-                    "{:<16}  {:<16}  {:>5}  {:<40}  WORKSPACE",
-                    "ID", "UPDATED (UTC)", "MSGS", "TITLE"
-                ));
-                for s in &list {
-                    out(&format!(
-                        "{:<16}  {:<16}  {:>5}  {:<40}  {}",
-                        s.id,
-                        rein_core::time::format_datetime(s.updated_at),
-                        s.message_count,
-                        one_line(&s.title, 40),
-                        s.workspace
-                    ));
-                }
-            }
-        }
-        SessionsCommand::Show { id, json, all } => {
-            let info = store.get_session(&id).await.map_err(store_failure)?;
-            let messages = store.messages(&info.id).await.map_err(store_failure)?;
-            if json {
-                for m in &messages {
-                    out(&serde_json::to_string(m).map_err(Failure::harness)?);
-                }
-                return Ok(COMPLETED);
-            }
-            out(&format!("session   {}", info.id));
-            out(&format!("title     {}", info.title));
-            out(&format!("workspace {}", info.workspace));
-            out(&format!("model     {}", info.model));
-            out(&format!(
-                "created   {} UTC · updated {} UTC · {} messages",
-                rein_core::time::format_datetime(info.created_at),
-                rein_core::time::format_datetime(info.updated_at),
-                info.message_count
-            ));
-            let compactions = store.compactions(&info.id).await.map_err(store_failure)?;
-            match compactions.last() {
-                Some(last) if !all => {
-                    out(&format!(
-                        "\n── {} earlier messages compacted ({} compaction{}; `rein sessions show --all` shows them) ──",
-                        last.upto_seq,
-                        compactions.len(),
-                        if compactions.len() == 1 { "" } else { "s" }
-                    ));
-                    print_message(&last.summary);
-                    for m in messages.iter().skip(last.upto_seq as usize) {
-                        print_message(m);
-                    }
-                }
-                _ => {
-                    for (i, m) in messages.iter().enumerate() {
-                        print_message(m);
-                        let seq = i as u64 + 1;
-                        for c in compactions.iter().filter(|c| c.upto_seq == seq) {
-                            let how = if c.summarized {
-                                "summarized"
-                            } else {
-                                "dropped"
-                            };
-                            out(&format!(
-                                "\n── compaction: messages 1–{seq} {how} for the model from here on ──"
-                            ));
-                        }
-                    }
-                }
-            }
-            let (ledger, unreadable) = store.ledger(&info.id).await.map_err(store_failure)?;
-            if !ledger.is_empty() || unreadable > 0 {
-                let t = rein_core::LedgerTotals::of(&ledger);
-                out("\n── model calls ──");
-                out(&format!(
-                    "{} calls · {} input ({} cached) · {} output ({} reasoning) tokens · {}",
-                    t.calls,
-                    t.input_tokens,
-                    t.cached_input_tokens,
-                    t.output_tokens,
-                    t.reasoning_tokens,
-                    crate::output::cost_text(&t)
-                ));
-                if unreadable > 0 {
-                    out(&format!(
-                        "note: {unreadable} ledger rows could not be read and are not counted"
-                    ));
-                }
-            }
-            let todos = store.todos(&info.id).await.map_err(store_failure)?;
-            if !todos.is_empty() {
-                out("\n── todos ──");
-                for t in todos {
-                    out(&format!("{} {}. {}", t.status.mark(), t.id, t.content));
-                }
-            }
-        }
+        } => list(store.as_ref(), workspace, limit, json).await?,
+        SessionsCommand::Show { id, json, all } => show(store.as_ref(), &id, json, all).await?,
         SessionsCommand::Delete { id } => {
             let info = store.get_session(&id).await.map_err(store_failure)?;
             store
@@ -145,6 +40,127 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
         }
     }
     Ok(COMPLETED)
+}
+
+/// `rein sessions list`.
+async fn list(
+    store: &dyn SessionStore,
+    workspace: Option<PathBuf>,
+    limit: usize,
+    json: bool,
+) -> Result<(), Failure> {
+    let ws = match workspace {
+        Some(dir) => Some(resolve_workspace(Some(&dir))?.display().to_string()),
+        None => None,
+    };
+    let list = store
+        .list_sessions(ws.as_deref(), limit)
+        .await
+        .map_err(store_failure)?;
+    if json {
+        for s in &list {
+            out(&serde_json::to_string(s).map_err(Failure::harness)?);
+        }
+    } else if list.is_empty() {
+        out("no sessions yet");
+    } else {
+        out(&format!(
+            "{:<16}  {:<16}  {:>5}  {:<40}  WORKSPACE",
+            "ID", "UPDATED (UTC)", "MSGS", "TITLE"
+        ));
+        for s in &list {
+            out(&format!(
+                "{:<16}  {:<16}  {:>5}  {:<40}  {}",
+                s.id,
+                rein_core::time::format_datetime(s.updated_at),
+                s.message_count,
+                one_line(&s.title, 40),
+                s.workspace
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `rein sessions show`: the transcript (from the latest compaction on,
+/// unless `all`), then the model calls and the todos.
+async fn show(store: &dyn SessionStore, id: &str, json: bool, all: bool) -> Result<(), Failure> {
+    let info = store.get_session(id).await.map_err(store_failure)?;
+    let messages = store.messages(&info.id).await.map_err(store_failure)?;
+    if json {
+        for m in &messages {
+            out(&serde_json::to_string(m).map_err(Failure::harness)?);
+        }
+        return Ok(());
+    }
+    out(&format!("session   {}", info.id));
+    out(&format!("title     {}", info.title));
+    out(&format!("workspace {}", info.workspace));
+    out(&format!("model     {}", info.model));
+    out(&format!(
+        "created   {} UTC · updated {} UTC · {} messages",
+        rein_core::time::format_datetime(info.created_at),
+        rein_core::time::format_datetime(info.updated_at),
+        info.message_count
+    ));
+    let compactions = store.compactions(&info.id).await.map_err(store_failure)?;
+    match compactions.last() {
+        Some(last) if !all => {
+            out(&format!(
+                "\n── {} earlier messages compacted ({} compaction{}; `rein sessions show --all` shows them) ──",
+                last.upto_seq,
+                compactions.len(),
+                if compactions.len() == 1 { "" } else { "s" }
+            ));
+            print_message(&last.summary);
+            for m in messages.iter().skip(last.upto_seq as usize) {
+                print_message(m);
+            }
+        }
+        _ => {
+            for (i, m) in messages.iter().enumerate() {
+                print_message(m);
+                let seq = i as u64 + 1;
+                for c in compactions.iter().filter(|c| c.upto_seq == seq) {
+                    let how = if c.summarized {
+                        "summarized"
+                    } else {
+                        "dropped"
+                    };
+                    out(&format!(
+                        "\n── compaction: messages 1–{seq} {how} for the model from here on ──"
+                    ));
+                }
+            }
+        }
+    }
+    let (ledger, unreadable) = store.ledger(&info.id).await.map_err(store_failure)?;
+    if !ledger.is_empty() || unreadable > 0 {
+        let t = rein_core::LedgerTotals::of(&ledger);
+        out("\n── model calls ──");
+        out(&format!(
+            "{} calls · {} input ({} cached) · {} output ({} reasoning) tokens · {}",
+            t.calls,
+            t.input_tokens,
+            t.cached_input_tokens,
+            t.output_tokens,
+            t.reasoning_tokens,
+            crate::output::cost_text(&t)
+        ));
+        if unreadable > 0 {
+            out(&format!(
+                "note: {unreadable} ledger rows could not be read and are not counted"
+            ));
+        }
+    }
+    let todos = store.todos(&info.id).await.map_err(store_failure)?;
+    if !todos.is_empty() {
+        out("\n── todos ──");
+        for t in todos {
+            out(&format!("{} {}. {}", t.status.mark(), t.id, t.content));
+        }
+    }
+    Ok(())
 }
 
 fn print_message(m: &Message) {
