@@ -231,58 +231,16 @@ impl App {
             None => (line, ""),
         };
         let arg = (!arg.is_empty()).then(|| arg.to_string());
-        let busy = |app: &mut App, what: &str| {
-            app.error(format!(
-                "{what} needs the run to end first (Esc cancels it)"
-            ));
-            Vec::new()
-        };
         match cmd {
             "/quit" | "/exit" => {
                 self.should_quit = true;
                 vec![Action::Quit]
             }
-            "/help" => {
-                let mut lines: Vec<String> = SLASH_COMMANDS
-                    .iter()
-                    .map(|(c, h)| format!("{c:<10} {h}"))
-                    .collect();
-                lines.push(String::new());
-                lines.extend(
-                    [
-                        "Enter      send (queued for the next turn while the model works)",
-                        "Shift+Enter, Ctrl+J  new line;  a line ending in \\ also continues",
-                        "Esc        cancel the running turn",
-                        "Ctrl+C     clear the input; twice on an empty input quits",
-                        "Shift+Tab  cycle the mode: default → accept-edits → plan → auto",
-                        "Tab        complete /commands and @paths",
-                        "Up/Down    input history",
-                        "Ctrl+O     show the last reasoning in full",
-                    ]
-                    .map(String::from),
-                );
-                self.push_cell(Cell::Info {
-                    title: "Commands and keys".into(),
-                    lines,
-                });
-                Vec::new()
-            }
-            "/new" => {
-                if self.running() {
-                    return busy(self, "/new");
-                }
-                self.status.session_id = None;
-                self.status.cost_usd = 0.0;
-                self.status.cost_known = true;
-                self.status.context_tokens = None;
-                self.todos.clear();
-                self.status.todos_done = 0;
-                self.status.todos_total = 0;
-                vec![Action::NewSession]
-            }
+            "/help" => self.show_help(),
+            "/new" => self.new_session(),
             "/resume" => {
                 if self.running() {
-                    return busy(self, "/resume");
+                    return self.needs_idle("/resume");
                 }
                 match arg {
                     Some(id) => vec![Action::Resume(id)],
@@ -303,7 +261,7 @@ impl App {
             }
             "/compact" => {
                 if self.running() {
-                    return busy(self, "/compact");
+                    return self.needs_idle("/compact");
                 }
                 if self.status.session_id.is_none() {
                     self.error("/compact: no session yet");
@@ -314,42 +272,9 @@ impl App {
                 self.status.running = true;
                 vec![Action::Compact]
             }
-            "/todos" => {
-                let lines = if self.todos.is_empty() {
-                    vec!["(no todos)".to_string()]
-                } else {
-                    self.todos
-                        .iter()
-                        .map(|t| format!("{} {}", t.status.mark(), t.content))
-                        .collect()
-                };
-                self.push_cell(Cell::Info {
-                    title: format!(
-                        "Todos ({}/{})",
-                        self.status.todos_done, self.status.todos_total
-                    ),
-                    lines,
-                });
-                Vec::new()
-            }
+            "/todos" => self.show_todos(),
             "/model" => vec![Action::SwitchModel(arg)],
-            "/mode" => match arg {
-                None => {
-                    let next = cycle_mode(self.status.mode);
-                    self.set_mode(next)
-                }
-                Some(name) => match name.parse::<PermissionMode>() {
-                    Ok(PermissionMode::Bypass) => {
-                        self.error("/mode: bypass is only available as a command-line flag");
-                        Vec::new()
-                    }
-                    Ok(m) => self.set_mode(m),
-                    Err(e) => {
-                        self.error(format!("/mode: {e}"));
-                        Vec::new()
-                    }
-                },
-            },
+            "/mode" => self.mode_command(arg),
             "/cost" => vec![Action::ShowCost],
             "/context" => vec![Action::ShowContext],
             other => {
@@ -363,5 +288,97 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    /// `/help`: the commands and the keys.
+    fn show_help(&mut self) -> Vec<Action> {
+        let mut lines: Vec<String> = SLASH_COMMANDS
+            .iter()
+            .map(|(c, h)| format!("{c:<10} {h}"))
+            .collect();
+        lines.push(String::new());
+        lines.extend(
+            [
+                "Enter      send (queued for the next turn while the model works)",
+                "Shift+Enter, Ctrl+J  new line;  a line ending in \\ also continues",
+                "Esc        cancel the running turn",
+                "Ctrl+C     clear the input; twice on an empty input quits",
+                "Shift+Tab  cycle the mode: default → accept-edits → plan → auto",
+                "Tab        complete /commands and @paths",
+                "Up/Down    input history",
+                "Ctrl+O     show the last reasoning in full",
+            ]
+            .map(String::from),
+        );
+        self.push_cell(Cell::Info {
+            title: "Commands and keys".into(),
+            lines,
+        });
+        Vec::new()
+    }
+
+    /// `/new`: the next message starts a new session.
+    fn new_session(&mut self) -> Vec<Action> {
+        if self.running() {
+            return self.needs_idle("/new");
+        }
+        self.status.session_id = None;
+        self.status.cost_usd = 0.0;
+        self.status.cost_known = true;
+        self.status.context_tokens = None;
+        self.todos.clear();
+        self.status.todos_done = 0;
+        self.status.todos_total = 0;
+        vec![Action::NewSession]
+    }
+
+    /// `/todos`: the session's todo list.
+    fn show_todos(&mut self) -> Vec<Action> {
+        let lines = if self.todos.is_empty() {
+            vec!["(no todos)".to_string()]
+        } else {
+            self.todos
+                .iter()
+                .map(|t| format!("{} {}", t.status.mark(), t.content))
+                .collect()
+        };
+        self.push_cell(Cell::Info {
+            title: format!(
+                "Todos ({}/{})",
+                self.status.todos_done, self.status.todos_total
+            ),
+            lines,
+        });
+        Vec::new()
+    }
+
+    /// `/mode [NAME]`: the next mode of the cycle, or the one named (never
+    /// bypass).
+    fn mode_command(&mut self, arg: Option<String>) -> Vec<Action> {
+        match arg {
+            None => {
+                let next = cycle_mode(self.status.mode);
+                self.set_mode(next)
+            }
+            Some(name) => match name.parse::<PermissionMode>() {
+                Ok(PermissionMode::Bypass) => {
+                    self.error("/mode: bypass is only available as a command-line flag");
+                    Vec::new()
+                }
+                Ok(m) => self.set_mode(m),
+                Err(e) => {
+                    self.error(format!("/mode: {e}"));
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    /// The refusal of a command that needs the run to end first.
+    fn needs_idle(&mut self, what: &str) -> Vec<Action> {
+        self.error(format!(
+            "{what} needs the run to end first (Esc cancels it)"
+        ));
+        Vec::new()
     }
 }
