@@ -353,137 +353,20 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
 }
 
 fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
-    let theme = &app.theme;
     frame.render_widget(Clear, area);
     match &app.modal {
-        Some(Modal::Approval { feedback }) => {
-            let Some(p) = app.approvals.front() else {
-                return;
-            };
-            let r = &p.request;
-            let risk_role = if r.risk == Risk::High {
-                Role::Error
-            } else {
-                Role::Warning
-            };
-            let inner_w = area.width.saturating_sub(4).max(8);
-            let mut lines: Vec<Line> = Vec::new();
-            for l in approval_summary(p, inner_w) {
-                lines.push(Line::styled(l, theme.style(Role::Strong)));
-            }
-            lines.push(Line::from(vec![
-                Span::styled(
-                    format!(
-                        "risk: {}",
-                        if r.risk == Risk::High { "high" } else { "low" }
-                    ),
-                    theme.style(risk_role),
-                ),
-                Span::styled(format!(" · {}", one_line(&r.why)), theme.style(Role::Dim)),
-            ]));
-            if let Some(diff) = &p.preview {
-                for l in render_diff(diff, inner_w, theme)
-                    .into_iter()
-                    .take(MODAL_DIFF_LINES)
-                {
-                    lines.push(l);
-                }
-            }
-            lines.push(Line::raw(""));
-            match feedback {
-                Some(ed) => {
-                    lines.push(Line::from(vec![
-                        Span::styled("why not? ", theme.style(Role::Accent)),
-                        Span::raw(ed.text()),
-                        Span::styled("▏", theme.style(Role::Accent)),
-                    ]));
-                    lines.push(Line::styled(
-                        "Enter denies with this feedback · Esc goes back",
-                        theme.style(Role::Dim),
-                    ));
-                }
-                None => {
-                    let key = |k: &str, what: &str| {
-                        vec![
-                            Span::styled(format!("[{k}]"), theme.style(Role::Accent)),
-                            Span::raw(format!(" {what}  ")),
-                        ]
-                    };
-                    let mut spans = Vec::new();
-                    spans.extend(key("y", "once"));
-                    spans.extend(key("s", "this session"));
-                    spans.extend(key("p", "always in this project"));
-                    lines.push(Line::from(spans));
-                    let mut spans = Vec::new();
-                    spans.extend(key("n", "deny"));
-                    spans.extend(key("f", "deny with feedback"));
-                    if app.approvals.len() > 1 {
-                        spans.push(Span::styled(
-                            format!("(+{} more waiting)", app.approvals.len() - 1),
-                            theme.style(Role::Dim),
-                        ));
-                    }
-                    lines.push(Line::from(spans));
-                }
-            }
-            let block = Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.style(risk_role))
-                .title(Line::styled(
-                    format!(" Allow {}? ", one_line(&r.tool)),
-                    theme.style(Role::Strong),
-                ));
-            frame.render_widget(Paragraph::new(lines).block(block), area);
-        }
+        Some(Modal::Approval { feedback }) => draw_approval(app, feedback.as_ref(), frame, area),
         Some(Modal::Resume {
             sessions,
             filter,
             selected,
-        }) => {
-            let matches = App::resume_matches(sessions, filter);
-            let rows = area.height.saturating_sub(3) as usize;
-            let start = selected.saturating_sub(rows.saturating_sub(1));
-            let now = rein_core::time::now_millis() as i64;
-            let mut lines: Vec<Line> = vec![Line::from(vec![
-                Span::styled("filter: ", theme.style(Role::Dim)),
-                Span::raw(filter.clone()),
-                Span::styled("▏", theme.style(Role::Accent)),
-            ])];
-            if matches.is_empty() {
-                lines.push(Line::styled("no session matches", theme.style(Role::Dim)));
-            }
-            for (row, &i) in matches.iter().enumerate().skip(start).take(rows) {
-                let line = session_row(&sessions[i], now, area.width.saturating_sub(4));
-                if row == *selected {
-                    lines.push(Line::styled(line, theme.style(Role::Selected)));
-                } else {
-                    lines.push(Line::raw(line));
-                }
-            }
-            let block = Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.style(Role::Accent))
-                .title(" Resume a session ")
-                .title_bottom(
-                    Line::styled(
-                        " ↑↓ choose · Enter resume · Esc close ",
-                        theme.style(Role::Dim),
-                    )
-                    .alignment(Alignment::Right),
-                );
-            frame.render_widget(Paragraph::new(lines).block(block), area);
-        }
+        }) => draw_resume(app, sessions, filter, *selected, frame, area),
         Some(Modal::PlanDone) => {
-            let key = |k: &str, what: &str| {
-                vec![
-                    Span::styled(format!("[{k}]"), theme.style(Role::Accent)),
-                    Span::raw(format!(" {what}  ")),
-                ]
-            };
+            let theme = &app.theme;
             let mut spans = Vec::new();
-            spans.extend(key("e", "execute now"));
-            spans.extend(key("k", "keep planning"));
-            spans.extend(key("c", "cancel"));
+            spans.extend(key_hint(theme, "e", "execute now"));
+            spans.extend(key_hint(theme, "k", "keep planning"));
+            spans.extend(key_hint(theme, "c", "cancel"));
             let lines = vec![
                 Line::raw("The plan is ready. Execute it now (leaves plan mode)?"),
                 Line::from(spans),
@@ -496,6 +379,140 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
         }
         None => {}
     }
+}
+
+/// `[k] what` in a modal's key line.
+fn key_hint(theme: &Theme, k: &str, what: &str) -> Vec<Span<'static>> {
+    vec![
+        Span::styled(format!("[{k}]"), theme.style(Role::Accent)),
+        Span::raw(format!(" {what}  ")),
+    ]
+}
+
+/// The approval dialog: what the call does, its risk and diff, the keys
+/// (or the feedback being typed).
+fn draw_approval(
+    app: &App,
+    feedback: Option<&crate::editor::Editor>,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let theme = &app.theme;
+    let Some(p) = app.approvals.front() else {
+        return;
+    };
+    let r = &p.request;
+    let risk_role = if r.risk == Risk::High {
+        Role::Error
+    } else {
+        Role::Warning
+    };
+    let inner_w = area.width.saturating_sub(4).max(8);
+    let mut lines: Vec<Line> = Vec::new();
+    for l in approval_summary(p, inner_w) {
+        lines.push(Line::styled(l, theme.style(Role::Strong)));
+    }
+    lines.push(Line::from(vec![
+        Span::styled(
+            format!(
+                "risk: {}",
+                if r.risk == Risk::High { "high" } else { "low" }
+            ),
+            theme.style(risk_role),
+        ),
+        Span::styled(format!(" · {}", one_line(&r.why)), theme.style(Role::Dim)),
+    ]));
+    if let Some(diff) = &p.preview {
+        for l in render_diff(diff, inner_w, theme)
+            .into_iter()
+            .take(MODAL_DIFF_LINES)
+        {
+            lines.push(l);
+        }
+    }
+    lines.push(Line::raw(""));
+    match feedback {
+        Some(ed) => {
+            lines.push(Line::from(vec![
+                Span::styled("why not? ", theme.style(Role::Accent)),
+                Span::raw(ed.text()),
+                Span::styled("▏", theme.style(Role::Accent)),
+            ]));
+            lines.push(Line::styled(
+                "Enter denies with this feedback · Esc goes back",
+                theme.style(Role::Dim),
+            ));
+        }
+        None => {
+            let mut spans = Vec::new();
+            spans.extend(key_hint(theme, "y", "once"));
+            spans.extend(key_hint(theme, "s", "this session"));
+            spans.extend(key_hint(theme, "p", "always in this project"));
+            lines.push(Line::from(spans));
+            let mut spans = Vec::new();
+            spans.extend(key_hint(theme, "n", "deny"));
+            spans.extend(key_hint(theme, "f", "deny with feedback"));
+            if app.approvals.len() > 1 {
+                spans.push(Span::styled(
+                    format!("(+{} more waiting)", app.approvals.len() - 1),
+                    theme.style(Role::Dim),
+                ));
+            }
+            lines.push(Line::from(spans));
+        }
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.style(risk_role))
+        .title(Line::styled(
+            format!(" Allow {}? ", one_line(&r.tool)),
+            theme.style(Role::Strong),
+        ));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The session picker of `/resume`.
+fn draw_resume(
+    app: &App,
+    sessions: &[rein_core::SessionInfo],
+    filter: &str,
+    selected: usize,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let theme = &app.theme;
+    let matches = App::resume_matches(sessions, filter);
+    let rows = area.height.saturating_sub(3) as usize;
+    let start = selected.saturating_sub(rows.saturating_sub(1));
+    let now = rein_core::time::now_millis() as i64;
+    let mut lines: Vec<Line> = vec![Line::from(vec![
+        Span::styled("filter: ", theme.style(Role::Dim)),
+        Span::raw(filter.to_string()),
+        Span::styled("▏", theme.style(Role::Accent)),
+    ])];
+    if matches.is_empty() {
+        lines.push(Line::styled("no session matches", theme.style(Role::Dim)));
+    }
+    for (row, &i) in matches.iter().enumerate().skip(start).take(rows) {
+        let line = session_row(&sessions[i], now, area.width.saturating_sub(4));
+        if row == selected {
+            lines.push(Line::styled(line, theme.style(Role::Selected)));
+        } else {
+            lines.push(Line::raw(line));
+        }
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.style(Role::Accent))
+        .title(" Resume a session ")
+        .title_bottom(
+            Line::styled(
+                " ↑↓ choose · Enter resume · Esc close ",
+                theme.style(Role::Dim),
+            )
+            .alignment(Alignment::Right),
+        );
+    frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
 /// The summary lines of an approval: with a diff to show, only the first
