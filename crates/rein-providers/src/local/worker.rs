@@ -36,6 +36,14 @@ use super::utf8::PieceDecoder;
 /// cancel token.
 const BATCH: u32 = 256;
 
+/// A failed evaluation, as the stream reports it.
+fn decode_error(e: impl std::fmt::Display) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::Stream,
+        format!("the local model failed to evaluate: {e}"),
+    )
+}
+
 /// What the stream receives.
 pub(crate) type ChunkResult = Result<StreamChunk, ProviderError>;
 
@@ -267,6 +275,54 @@ impl<'m> Worker<'m> {
 
     /// Serve one request: reuse the cached prefix, evaluate the rest of the
     /// prompt, generate and stream.
+    /// Bring the KV cache to `tokens`: keep the longest prefix it already
+    /// holds, evaluate the rest in batches (looking at `cancel` between
+    /// them). Returns how many tokens were reused and the batch index of
+    /// the last one's logits.
+    fn evaluate(
+        &mut self,
+        tokens: &[LlamaToken],
+        cancel: &CancellationToken,
+    ) -> Result<(usize, i32), ProviderError> {
+        let mut keep = reusable_prefix(&self.cached, tokens);
+        if keep < self.cached.len() {
+            let from = u32::try_from(keep).unwrap_or(u32::MAX);
+            if !matches!(
+                self.ctx.clear_kv_cache_seq(Some(0), Some(from), None),
+                Ok(true)
+            ) {
+                self.forget_cache();
+                keep = 0;
+            }
+            self.cached.truncate(keep);
+        }
+        let mut batch = LlamaBatch::new(BATCH as usize, 1);
+        let mut last_idx = 0;
+        for chunk in tokens[keep..].chunks(BATCH as usize) {
+            if cancel.is_cancelled() {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::Cancelled,
+                    "cancelled",
+                ));
+            }
+            batch.clear();
+            for (i, &token) in chunk.iter().enumerate() {
+                let pos = self.cached.len() + i;
+                let is_last = pos + 1 == tokens.len();
+                batch
+                    .add(token, pos as i32, &[0], is_last)
+                    .map_err(decode_error)?;
+            }
+            if let Err(e) = self.ctx.decode(&mut batch) {
+                self.forget_cache();
+                return Err(decode_error(e));
+            }
+            self.cached.extend_from_slice(chunk);
+            last_idx = batch.n_tokens() - 1;
+        }
+        Ok((keep, last_idx))
+    }
+
     fn run(&mut self, job: Job) -> Result<(), ProviderError> {
         let cancelled = || ProviderError::new(ProviderErrorKind::Cancelled, "cancelled");
         let request = &job.request;
@@ -294,47 +350,9 @@ impl<'m> Worker<'m> {
             ));
         }
 
-        // Reuse the longest cached prefix; evaluate the rest.
-        let mut keep = reusable_prefix(&self.cached, &tokens);
-        if keep < self.cached.len() {
-            let from = u32::try_from(keep).unwrap_or(u32::MAX);
-            if !matches!(
-                self.ctx.clear_kv_cache_seq(Some(0), Some(from), None),
-                Ok(true)
-            ) {
-                self.forget_cache();
-                keep = 0;
-            }
-            self.cached.truncate(keep);
-        }
-        let decode_error = |e: String| {
-            ProviderError::new(
-                ProviderErrorKind::Stream,
-                format!("the local model failed to evaluate: {e}"),
-            )
-        };
         let started = std::time::Instant::now();
-        let mut batch = LlamaBatch::new(BATCH as usize, 1);
-        let mut last_idx = 0;
-        for chunk in tokens[keep..].chunks(BATCH as usize) {
-            if job.cancel.is_cancelled() {
-                return Err(cancelled());
-            }
-            batch.clear();
-            for (i, &token) in chunk.iter().enumerate() {
-                let pos = self.cached.len() + i;
-                let is_last = pos + 1 == tokens.len();
-                batch
-                    .add(token, pos as i32, &[0], is_last)
-                    .map_err(|e| decode_error(e.to_string()))?;
-            }
-            if let Err(e) = self.ctx.decode(&mut batch) {
-                self.forget_cache();
-                return Err(decode_error(e.to_string()));
-            }
-            self.cached.extend_from_slice(chunk);
-            last_idx = batch.n_tokens() - 1;
-        }
+        let (keep, mut last_idx) = self.evaluate(&tokens, &job.cancel)?;
+        let mut batch = LlamaBatch::new(1, 1);
 
         // Generate.
         let max_new = request
@@ -394,10 +412,10 @@ impl<'m> Worker<'m> {
             batch.clear();
             batch
                 .add(token, self.cached.len() as i32, &[0], true)
-                .map_err(|e| decode_error(e.to_string()))?;
+                .map_err(decode_error)?;
             if let Err(e) = self.ctx.decode(&mut batch) {
                 self.forget_cache();
-                return Err(decode_error(e.to_string()));
+                return Err(decode_error(e));
             }
             self.cached.push(token);
             last_idx = 0;
