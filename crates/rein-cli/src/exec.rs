@@ -206,7 +206,11 @@ pub fn engine_builder(
         .permissions(permissions(cfg, mode))
         .compaction(cfg.compaction.clone())
         .loop_guard(cfg.loop_guard.clone())
-        .output_spill(Arc::new(rein_store::FileSpill::new(&cfg.home)))
+        .output_spill(Arc::new(
+            rein_store::FileSpill::new(&cfg.home).with_reading_hint(
+                "read parts of it with read_file (offset, limit) or search it with grep",
+            ),
+        ))
         .project_rules(Arc::new(ProjectRulesFile::for_run(
             &cfg.home,
             workspace,

@@ -359,11 +359,12 @@ impl Gate {
                 Ok(path) => {
                     let preview_bytes = (limits.spill_bytes / 2).clamp(1024, 8 * 1024);
                     return format!(
-                        "{}\n[rein: the whole output ({} bytes, {} lines) is saved in {}; read parts of it with read_file (offset, limit) or search it with grep]",
+                        "{}\n[rein: the whole output ({} bytes, {} lines) is saved in {}; {}]",
                         truncate_middle(&content, preview_bytes),
                         content.len(),
                         content.lines().count(),
-                        path.display()
+                        path.display(),
+                        spill.reading_hint()
                     );
                 }
                 Err(e) => {

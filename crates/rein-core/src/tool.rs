@@ -56,6 +56,10 @@ pub struct ToolContext {
     pub read_roots: Vec<PathBuf>,
 }
 
+/// What the model is told to do with a saved output when nobody named the
+/// tools that read it.
+pub const GENERIC_READING_HINT: &str = "read it in parts or search it with the file tools";
+
 /// Saves tool outputs too big for the context, so that the model can read
 /// them in pieces later.
 pub trait OutputSpill: Send + Sync {
@@ -64,6 +68,12 @@ pub trait OutputSpill: Send + Sync {
 
     /// Save one call's whole output; returns the file's path.
     fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, SpillError>;
+
+    /// What the model is told to do with a saved output, after its path.
+    /// Whoever picks the tools knows their names; core does not.
+    fn reading_hint(&self) -> String {
+        GENERIC_READING_HINT.to_string()
+    }
 }
 
 /// Why a big output could not be saved (the model then gets it cut).

@@ -20,11 +20,23 @@ const MAX_NAME: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileSpill {
     pub root: PathBuf,
+    /// What the model is told to do with a saved output (see
+    /// [`OutputSpill::reading_hint`]); None: the generic wording.
+    pub reading_hint: Option<String>,
 }
 
 impl FileSpill {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        FileSpill { root: root.into() }
+        FileSpill {
+            root: root.into(),
+            reading_hint: None,
+        }
+    }
+
+    /// Name the tools that read a saved output.
+    pub fn with_reading_hint(mut self, hint: impl Into<String>) -> Self {
+        self.reading_hint = Some(hint.into());
+        self
     }
 }
 
@@ -34,6 +46,13 @@ impl OutputSpill for FileSpill {
             .join("sessions")
             .join(safe_name(session_id, "session"))
             .join("outputs")
+    }
+
+    fn reading_hint(&self) -> String {
+        match &self.reading_hint {
+            Some(hint) => hint.clone(),
+            None => rein_core::tool::GENERIC_READING_HINT.to_string(),
+        }
     }
 
     fn save(&self, session_id: &str, call_id: &str, content: &str) -> Result<PathBuf, SpillError> {
@@ -215,6 +234,14 @@ mod tests {
         let path = spill.save("s", "c", "secret").unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "{mode:o}");
+    }
+
+    #[test]
+    fn the_reading_hint_is_the_one_given_else_the_generic_one() {
+        let spill = FileSpill::new("/nowhere");
+        assert_eq!(spill.reading_hint(), rein_core::tool::GENERIC_READING_HINT);
+        let named = spill.with_reading_hint("use read_file");
+        assert_eq!(named.reading_hint(), "use read_file");
     }
 
     #[test]

@@ -1,0 +1,111 @@
+//! Permission rules: `Tool` or `Tool(pattern)`, parsed, printed and
+//! matched against a call's subjects.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::SubjectKind;
+use crate::glob::{GlobKind, glob_escape, glob_match};
+
+/// A rule: `Tool` or `Tool(pattern)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Rule {
+    pub tool: String,
+    pub pattern: Option<String>,
+}
+
+impl Rule {
+    pub fn new(tool: impl Into<String>, pattern: Option<String>) -> Rule {
+        Rule {
+            tool: tool.into(),
+            pattern,
+        }
+    }
+
+    /// The most precise rule for one subject: it matches that subject only.
+    pub fn exact(tool: &str, subject: &str) -> Rule {
+        Rule::new(tool, Some(glob_escape(subject)))
+    }
+
+    pub(super) fn matches_tool(&self, tool: &str) -> bool {
+        self.tool == tool || self.tool == "*"
+    }
+
+    pub(super) fn matches(&self, tool: &str, subject: &str, kind: SubjectKind) -> bool {
+        if !self.matches_tool(tool) {
+            return false;
+        }
+        match &self.pattern {
+            None => true,
+            Some(p) => {
+                let kind = match kind {
+                    SubjectKind::Command => GlobKind::Command,
+                    SubjectKind::Path => GlobKind::Path,
+                };
+                glob_match(p, subject, kind)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.pattern {
+            Some(p) => write!(f, "{}({p})", self.tool),
+            None => f.write_str(&self.tool),
+        }
+    }
+}
+
+impl FromStr for Rule {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.trim();
+        let bad = |why: &str| format!("bad permission rule `{s}`: {why}");
+        let (tool, pattern) = match text.find('(') {
+            None => (text, None),
+            Some(open) => {
+                let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                    return Err(bad("expected `Tool(pattern)` with a closing `)`"));
+                };
+                if inner.trim().is_empty() {
+                    return Err(bad(
+                        "the pattern inside `( )` is empty; write just the tool name to match every call",
+                    ));
+                }
+                (&text[..open], Some(inner.to_string()))
+            }
+        };
+        if tool.is_empty() {
+            return Err(bad("missing tool name"));
+        }
+        if tool != "*"
+            && !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+        {
+            return Err(bad(
+                "a tool name has only letters, digits, `_`, `-`, `.` and `:`",
+            ));
+        }
+        Ok(Rule::new(tool, pattern))
+    }
+}
+
+/// Allow, ask and deny lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    pub allow: Vec<Rule>,
+    pub ask: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+impl Rules {
+    /// Append another set (a later layer of configuration).
+    pub fn extend(&mut self, other: Rules) {
+        self.allow.extend(other.allow);
+        self.ask.extend(other.ask);
+        self.deny.extend(other.deny);
+    }
+}
