@@ -311,6 +311,20 @@ impl Gate {
         policy: &RunPolicy,
         events: &GateEvents,
     ) -> GateOutcome {
+        self.run_parsed(call, None, ctx, policy, events).await
+    }
+
+    /// As [`Gate::run`], with the arguments already parsed by the caller
+    /// (the engine parses each call once); None: parse them here (and say
+    /// why they do not parse).
+    pub async fn run_parsed(
+        &self,
+        call: &ToolCall,
+        parsed: Option<Value>,
+        ctx: ToolContext,
+        policy: &RunPolicy,
+        events: &GateEvents,
+    ) -> GateOutcome {
         let started = Instant::now();
         if let Some(refusal) = self.oversized(call) {
             return GateOutcome::refused(ToolResult {
@@ -327,7 +341,7 @@ impl Gate {
         }
         let mut effects = CallEffects::default();
         let output = match self
-            .run_inner(call, ctx, policy, events, &mut effects)
+            .run_inner(call, parsed, ctx, policy, events, &mut effects)
             .await
         {
             Ok(out) => out,
@@ -381,6 +395,7 @@ impl Gate {
     async fn run_inner(
         &self,
         call: &ToolCall,
+        parsed: Option<Value>,
         mut ctx: ToolContext,
         policy: &RunPolicy,
         events: &GateEvents,
@@ -401,18 +416,16 @@ impl Gate {
         if !policy.mode.offers(entry.access) {
             return Err(ToolError(policy.mode.not_offered(&call.name)));
         }
-        let raw = if call.arguments.trim().is_empty() {
-            "{}"
-        } else {
-            call.arguments.as_str()
+        let args = match parsed {
+            Some(args) => args,
+            None => parse_arguments(call).map_err(|e| {
+                ToolError(format!(
+                    "the arguments of `{}` are not valid JSON ({e}). Arguments received: {}",
+                    call.name,
+                    crate::text::preview(&call.arguments, 5, 300)
+                ))
+            })?,
         };
-        let args: Value = serde_json::from_str(raw).map_err(|e| {
-            ToolError(format!(
-                "the arguments of `{}` are not valid JSON ({e}). Arguments received: {}",
-                call.name,
-                crate::text::preview(raw, 5, 300)
-            ))
-        })?;
         schema_check::check(&args, &entry.spec.parameters)
             .map_err(|e| ToolError(format!("invalid arguments for `{}`: {e}", call.name)))?;
         let args = self.run_hooks(call, args, entry).await?;
@@ -477,6 +490,14 @@ impl Gate {
                 Err(ToolError(format!("`{}` {stopped_why}", call.name)))
             }
         }
+    }
+}
+
+/// A call's arguments as JSON; empty arguments are an empty object.
+pub fn parse_arguments(call: &ToolCall) -> Result<Value, serde_json::Error> {
+    match call.arguments.trim() {
+        "" => Ok(Value::Object(Default::default())),
+        raw => serde_json::from_str(raw),
     }
 }
 

@@ -45,12 +45,14 @@ pub struct LoopGuard {
     idle: u32,
 }
 
-fn signature(call: &ToolCall) -> String {
-    // Arguments compared as JSON values, so spacing and key order do not
-    // make two identical calls look different.
-    let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
-        .map(|v| v.to_string())
-        .unwrap_or_else(|_| call.arguments.trim().to_string());
+/// A call as the guard compares it: arguments as a JSON value (parsed
+/// once by the engine), so spacing and key order do not make two identical
+/// calls look different; the raw text when they did not parse.
+fn signature(call: &ToolCall, args: Option<&serde_json::Value>) -> String {
+    let args = match args {
+        Some(v) => v.to_string(),
+        None => call.arguments.trim().to_string(),
+    };
     format!("{}\u{0}{args}", call.name)
 }
 
@@ -68,9 +70,14 @@ impl LoopGuard {
         }
     }
 
-    /// Check a turn's calls before they run.
-    pub fn before(&mut self, calls: &[ToolCall]) -> Verdict {
-        let mut sigs: Vec<String> = calls.iter().map(signature).collect();
+    /// Check a turn's calls (with their parsed arguments, None where they
+    /// did not parse) before they run.
+    pub fn before(&mut self, calls: &[ToolCall], args: &[Option<serde_json::Value>]) -> Verdict {
+        let mut sigs: Vec<String> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| signature(c, args.get(i).and_then(Option::as_ref)))
+            .collect();
         sigs.sort();
         if self.last.as_ref() == Some(&sigs) {
             self.repeats += 1;
@@ -140,6 +147,15 @@ mod tests {
         }
     }
 
+    /// The guard's check, with the arguments parsed as the engine does.
+    fn before(g: &mut LoopGuard, calls: &[ToolCall]) -> Verdict {
+        let args: Vec<_> = calls
+            .iter()
+            .map(|c| serde_json::from_str(&c.arguments).ok())
+            .collect();
+        g.before(calls, &args)
+    }
+
     fn out(text: &str) -> ToolResult {
         ToolResult {
             call_id: "x".into(),
@@ -152,15 +168,18 @@ mod tests {
     #[test]
     fn the_third_identical_call_gets_a_reminder_and_the_fourth_stops() {
         let mut g = LoopGuard::new(LoopGuardConfig::default());
-        assert_eq!(g.before(&[call(r#"{"command": "ls"}"#)]), Verdict::Run);
+        assert_eq!(
+            before(&mut g, &[call(r#"{"command": "ls"}"#)]),
+            Verdict::Run
+        );
         // Spacing and key order do not hide a repeat.
-        assert_eq!(g.before(&[call(r#"{"command":"ls"}"#)]), Verdict::Run);
+        assert_eq!(before(&mut g, &[call(r#"{"command":"ls"}"#)]), Verdict::Run);
         assert!(matches!(
-            g.before(&[call(r#"{ "command" : "ls" }"#)]),
+            before(&mut g, &[call(r#"{ "command" : "ls" }"#)]),
             Verdict::Remind(_)
         ));
         assert!(matches!(
-            g.before(&[call(r#"{"command": "ls"}"#)]),
+            before(&mut g, &[call(r#"{"command": "ls"}"#)]),
             Verdict::Stop(_)
         ));
     }
@@ -169,10 +188,19 @@ mod tests {
     fn a_different_call_resets_the_count() {
         let mut g = LoopGuard::new(LoopGuardConfig::default());
         for _ in 0..2 {
-            assert_eq!(g.before(&[call(r#"{"command": "ls"}"#)]), Verdict::Run);
+            assert_eq!(
+                before(&mut g, &[call(r#"{"command": "ls"}"#)]),
+                Verdict::Run
+            );
         }
-        assert_eq!(g.before(&[call(r#"{"command": "pwd"}"#)]), Verdict::Run);
-        assert_eq!(g.before(&[call(r#"{"command": "ls"}"#)]), Verdict::Run);
+        assert_eq!(
+            before(&mut g, &[call(r#"{"command": "pwd"}"#)]),
+            Verdict::Run
+        );
+        assert_eq!(
+            before(&mut g, &[call(r#"{"command": "ls"}"#)]),
+            Verdict::Run
+        );
     }
 
     #[test]
@@ -181,19 +209,19 @@ mod tests {
             repeat_limit: 0,
             no_progress_turns: Some(2),
         });
-        g.before(&[call("1")]);
+        before(&mut g, &[call("1")]);
         g.after(&[out("same")], false); // new output: progress
-        g.before(&[call("2")]);
+        before(&mut g, &[call("2")]);
         g.after(&[out("same")], false);
-        g.before(&[call("3")]);
+        before(&mut g, &[call("3")]);
         g.after(&[out("same")], false);
-        assert!(matches!(g.before(&[call("4")]), Verdict::Remind(_)));
+        assert!(matches!(before(&mut g, &[call("4")]), Verdict::Remind(_)));
         g.after(&[out("same")], false);
-        g.before(&[call("5")]);
+        before(&mut g, &[call("5")]);
         g.after(&[out("same")], false);
-        assert!(matches!(g.before(&[call("6")]), Verdict::Stop(_)));
+        assert!(matches!(before(&mut g, &[call("6")]), Verdict::Stop(_)));
         // A write is progress.
         g.after(&[out("same")], true);
-        assert_eq!(g.before(&[call("7")]), Verdict::Run);
+        assert_eq!(before(&mut g, &[call("7")]), Verdict::Run);
     }
 }

@@ -391,7 +391,18 @@ impl AgentEngine {
         run: &mut Run,
         calls: Vec<ToolCall>,
     ) -> Result<(), Stop> {
-        let note = match run.track.guard.before(&calls) {
+        // Each call's arguments are parsed once, here (never when they are
+        // over the size limit): the loop guard compares them, the gate
+        // checks and runs them.
+        let gate = self.gate();
+        let args: Vec<Option<serde_json::Value>> = calls
+            .iter()
+            .map(|c| match gate.oversized(c) {
+                Some(_) => None,
+                None => crate::gate::parse_arguments(c).ok(),
+            })
+            .collect();
+        let note = match run.track.guard.before(&calls, &args) {
             guard::Verdict::Run => None,
             guard::Verdict::Remind(n) => Some(n),
             guard::Verdict::Stop(why) => {
@@ -407,7 +418,7 @@ impl AgentEngine {
                 return Err(Stop::with_error(StopReason::Repetition, why));
             }
         };
-        let (finished, fault) = self.run_tools(ctx, &calls, &run.policy, note).await;
+        let (finished, fault) = self.run_tools(ctx, &calls, args, &run.policy, note).await;
         let wrote = run
             .track
             .observe(&finished, ctx.st.turns, &self.inner.workspace);

@@ -116,6 +116,7 @@ impl AgentEngine {
         &self,
         ctx: &mut RunCtx<'_>,
         calls: &[ToolCall],
+        args: Vec<Option<serde_json::Value>>,
         policy: &Arc<RunPolicy>,
         note: Option<String>,
     ) -> (Vec<Finished>, Option<StoreError>) {
@@ -127,9 +128,8 @@ impl AgentEngine {
                 arguments: self.shown_arguments(call),
             });
         }
-        let cap = self.gate().limits().max_tool_calls_per_turn.max(1);
-        for (index, call) in calls.iter().enumerate() {
-            self.spawn_call(ctx, call, index >= cap, policy, index, tx.clone());
+        for (index, (call, args)) in calls.iter().zip(args).enumerate() {
+            self.spawn_call(ctx, call, args, policy, index, tx.clone());
         }
         drop(tx);
         let mut slots: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
@@ -188,18 +188,20 @@ impl AgentEngine {
         }
     }
 
-    /// Start one call through the gate in its own task, or refuse it at
-    /// once (past the per-turn cap, or arguments over the size limit).
+    /// Start call `index` of the turn through the gate in its own task
+    /// (with its arguments as the engine parsed them), or refuse it at once
+    /// (past the per-turn cap, or arguments over the size limit).
     fn spawn_call(
         &self,
         ctx: &RunCtx<'_>,
         call: &ToolCall,
-        over_cap: bool,
+        args: Option<serde_json::Value>,
         policy: &Arc<RunPolicy>,
         index: usize,
         tx: mpsc::UnboundedSender<CallMsg>,
     ) {
         let gate = self.gate();
+        let over_cap = index >= gate.limits().max_tool_calls_per_turn.max(1);
         let refusal = match over_cap {
             true => Some(gate.over_turn_cap()),
             false => gate.oversized(call),
@@ -230,7 +232,9 @@ impl AgentEngine {
             let _ = events_tx.send(CallMsg::Event(e));
         });
         tokio::spawn(async move {
-            let outcome = gate.run(&call, tool_ctx, &policy, &events).await;
+            let outcome = gate
+                .run_parsed(&call, args, tool_ctx, &policy, &events)
+                .await;
             let _ = tx.send(CallMsg::Done(index, outcome));
         });
     }
