@@ -40,7 +40,7 @@ use crate::context::{self, PromptFacts};
 use crate::event::{Event, EventSink, StopReason};
 use crate::gate::{CallEffects, CallHook, Gate, GateEvents, GateLimits, GateOutcome, RunPolicy};
 use crate::history::repair_history;
-use crate::permission::{PermissionMode, Permissions, Rule};
+use crate::permission::{PermissionMode, Permissions};
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
 use crate::schema::{AssistantMessage, Message, ToolCall, ToolResult, Usage};
 use crate::store::{NewSession, SessionStore, StoreError};

@@ -6,12 +6,13 @@ use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 
+use crate::permission::Rule;
 use crate::schema::{Message, Todo};
 use crate::store::{CompactionRecord, NewSession, SessionInfo, SessionStore, StoreError};
 use crate::tokens::LedgerEntry;
 
 /// One session: its record, messages, todos and approval grants.
-type Entry = (SessionInfo, Vec<Message>, Vec<Todo>, Vec<String>);
+type Entry = (SessionInfo, Vec<Message>, Vec<Todo>, Vec<Rule>);
 
 /// A session's ledger and compactions.
 #[derive(Default)]
@@ -203,14 +204,14 @@ impl SessionStore for InMemorySessionStore {
         })
     }
 
-    async fn add_grant(&self, id: &str, rule: &str) -> Result<(), StoreError> {
+    async fn add_grant(&self, id: &str, rule: &Rule) -> Result<(), StoreError> {
         self.with(|d| {
             let s = d
                 .sessions
                 .get_mut(id)
                 .ok_or_else(|| StoreError::NotFound(id.into()))?;
-            if !s.3.iter().any(|r| r == rule) {
-                s.3.push(rule.to_string());
+            if !s.3.contains(rule) {
+                s.3.push(rule.clone());
             }
             Ok(())
         })
@@ -271,11 +272,11 @@ impl SessionStore for InMemorySessionStore {
         })
     }
 
-    async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError> {
+    async fn grants(&self, id: &str) -> Result<(Vec<Rule>, usize), StoreError> {
         self.with(|d| {
             d.sessions
                 .get(id)
-                .map(|s| s.3.clone())
+                .map(|s| (s.3.clone(), 0))
                 .ok_or_else(|| StoreError::NotFound(id.into()))
         })
     }

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::permission::Rule;
 use crate::schema::{Message, Todo};
 use crate::tokens::LedgerEntry;
 
@@ -76,10 +77,11 @@ pub trait SessionStore: Send + Sync {
 
     /// Remember an approval rule (`Tool(pattern)`) for the rest of the
     /// session; adding one twice keeps one.
-    async fn add_grant(&self, id: &str, rule: &str) -> Result<(), StoreError>;
+    async fn add_grant(&self, id: &str, rule: &Rule) -> Result<(), StoreError>;
 
-    /// The session's approval rules, in the order they were granted.
-    async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError>;
+    /// The session's approval rules, in the order they were granted, and
+    /// how many stored ones could not be read back as rules (skipped).
+    async fn grants(&self, id: &str) -> Result<(Vec<Rule>, usize), StoreError>;
 
     /// Record one model call in the session's ledger.
     async fn add_ledger(&self, id: &str, entry: &LedgerEntry) -> Result<(), StoreError>;

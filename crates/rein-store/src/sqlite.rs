@@ -14,7 +14,8 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use rein_core::in_memory_store::{new_session_id, resolve_prefix};
 use rein_core::time::now_millis;
 use rein_core::{
-    CompactionRecord, LedgerEntry, Message, NewSession, SessionInfo, SessionStore, StoreError, Todo,
+    CompactionRecord, LedgerEntry, Message, NewSession, Rule, SessionInfo, SessionStore,
+    StoreError, Todo,
 };
 
 use crate::error::{Context, Fail};
@@ -449,14 +450,19 @@ impl SessionStore for SqliteStore {
         self.run(move |conn| todos(conn, &id)).await
     }
 
-    async fn add_grant(&self, id: &str, rule: &str) -> Result<(), StoreError> {
+    async fn add_grant(&self, id: &str, rule: &Rule) -> Result<(), StoreError> {
+        // Stored as the rule's own text, read back with its parser.
         let (id, rule) = (id.to_string(), rule.to_string());
         self.run(move |conn| add_grant(conn, &id, &rule)).await
     }
 
-    async fn grants(&self, id: &str) -> Result<Vec<String>, StoreError> {
+    async fn grants(&self, id: &str) -> Result<(Vec<Rule>, usize), StoreError> {
         let id = id.to_string();
-        self.run(move |conn| grants(conn, &id)).await
+        let rows = self.run(move |conn| grants(conn, &id)).await?;
+        let total = rows.len();
+        let rules: Vec<Rule> = rows.iter().filter_map(|r| r.parse().ok()).collect();
+        let unreadable = total - rules.len();
+        Ok((rules, unreadable))
     }
 
     async fn add_ledger(&self, id: &str, entry: &LedgerEntry) -> Result<(), StoreError> {

@@ -69,14 +69,13 @@ impl AgentEngine {
         mode: PermissionMode,
         sink: &mut dyn EventSink,
     ) -> Result<RunPolicy, StoreError> {
-        let mut granted = Vec::new();
-        for text in self.inner.store.grants(session_id).await? {
-            match text.parse::<Rule>() {
-                Ok(rule) => granted.push(rule),
-                Err(e) => sink.emit(Event::Notice {
-                    message: format!("ignoring a stored approval of this session: {e}"),
-                }),
-            }
+        let (granted, unreadable) = self.inner.store.grants(session_id).await?;
+        if unreadable > 0 {
+            sink.emit(Event::Notice {
+                message: format!(
+                    "ignoring {unreadable} stored approvals of this session that are not valid rules"
+                ),
+            });
         }
         Ok(RunPolicy {
             mode,

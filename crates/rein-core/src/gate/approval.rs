@@ -138,7 +138,7 @@ impl Gate {
         policy.grant(rules);
         for rule in rules {
             let text = rule.to_string();
-            if let Err(e) = ctx.store.add_grant(&ctx.session_id, &text).await {
+            if let Err(e) = ctx.store.add_grant(&ctx.session_id, rule).await {
                 events(Event::Notice {
                     message: format!("could not remember `{text}` for this session: {e}"),
                 });

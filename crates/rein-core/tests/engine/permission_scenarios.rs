@@ -124,7 +124,8 @@ async fn an_approval_for_the_session_is_asked_once_and_survives_a_resume() {
     assert_eq!(count(&events, "approval_resolved"), 1);
     assert_eq!(*s.ran.lock().unwrap(), ["cargo test", "cargo test"]);
     let id = outcome.session_id.clone().unwrap();
-    assert_eq!(s.h.store.grants(&id).await.unwrap(), ["shell(cargo test)"]);
+    let rule: Rule = "shell(cargo test)".parse().unwrap();
+    assert_eq!(s.h.store.grants(&id).await.unwrap(), (vec![rule], 0));
 
     // Resumed: the grant comes back from the store; only the new command asks.
     let (outcome, events) = run_answering(

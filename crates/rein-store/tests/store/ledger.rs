@@ -363,7 +363,8 @@ async fn a_version_2_database_migrates_keeping_its_data() {
         ("old session", "gpt-4o", 1)
     );
     assert_eq!(store.messages(id).await.unwrap(), [hello]);
-    assert_eq!(store.grants(id).await.unwrap(), ["bash(ls)"]);
+    let rule: rein_core::Rule = "bash(ls)".parse().unwrap();
+    assert_eq!(store.grants(id).await.unwrap(), (vec![rule], 0));
     assert_eq!(store.ledger(id).await.unwrap(), (vec![], 0));
     assert!(store.compactions(id).await.unwrap().is_empty());
     store
@@ -466,4 +467,21 @@ async fn the_sessions_database_and_its_wal_files_are_private_to_the_user() {
     }
     let _store = open(&db.path);
     assert_eq!(mode(&db.path), 0o600, "an old 0644 database is tightened");
+}
+
+#[tokio::test]
+async fn grants_come_back_as_rules_and_a_stored_row_that_is_no_rule_is_skipped_and_counted() {
+    let db = temp_db();
+    let store = open(&db.path);
+    let id = session(&store, "/w", "t").await.id;
+    let rule: rein_core::Rule = "bash(cargo test*)".parse().unwrap();
+    store.add_grant(&id, &rule).await.unwrap();
+    store.add_grant(&id, &rule).await.unwrap();
+    raw(&db.path)
+        .execute(
+            "INSERT INTO grants (session_id, seq, rule) VALUES (?1, 99, 'bash(')",
+            [&id],
+        )
+        .unwrap();
+    assert_eq!(store.grants(&id).await.unwrap(), (vec![rule], 1));
 }
