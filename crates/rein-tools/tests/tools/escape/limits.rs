@@ -135,7 +135,10 @@ async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
     let lim = Lim::new().await;
     let mut bombs = vec![(
         "bash",
-        "bomb_rein_bash() { bomb_rein_bash | bomb_rein_bash & }; bomb_rein_bash; wait".to_string(),
+        // The top shell stays until the timeout: with a bare `wait` it could
+        // end (exit 0) before a loaded machine let the bomb reach the limit.
+        "bomb_rein_bash() { bomb_rein_bash | bomb_rein_bash & }; bomb_rein_bash; sleep 30"
+            .to_string(),
     )];
     if have("python3", &["-c", "pass"]) {
         bombs.push((
