@@ -582,6 +582,16 @@ mod test_runs {
             assert!(!runs_tests(no), "{no}");
         }
     }
+
+    #[test]
+    fn the_assessment_of_a_line_that_runs_tests_names_it_for_the_task_ledger() {
+        let ws = std::path::Path::new("/ws");
+        let policy = rein_core::SandboxPolicy::default();
+        let a = super::assess_command("cd src && cargo test -q", ws, &policy);
+        assert_eq!(a.test_command.as_deref(), Some("cd src && cargo test -q"));
+        let plain = super::assess_command("ls -la", ws, &policy);
+        assert_eq!(plain.test_command, None);
+    }
 }
 
 #[cfg(test)]

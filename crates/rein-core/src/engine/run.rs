@@ -394,7 +394,7 @@ impl AgentEngine {
         // Each call's arguments are parsed once, here (never when they are
         // over the size limit): the loop guard compares them, the gate
         // checks and runs them.
-        let gate = self.gate();
+        let gate = run.gate.clone();
         let args: Vec<Option<serde_json::Value>> = calls
             .iter()
             .map(|c| match gate.oversized(c) {
@@ -418,7 +418,11 @@ impl AgentEngine {
                 return Err(Stop::with_error(StopReason::Repetition, why));
             }
         };
-        let (finished, fault) = self.run_tools(ctx, &calls, args, &run.policy, note).await;
+        let via = turn::TurnGate {
+            gate: &gate,
+            policy: &run.policy,
+        };
+        let (finished, fault) = self.run_tools(ctx, &calls, args, via, note).await;
         let wrote = run
             .track
             .observe(&finished, ctx.st.turns, &self.inner.workspace);

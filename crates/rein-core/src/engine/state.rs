@@ -154,3 +154,71 @@ fn tail(text: &str, max: usize) -> &str {
     }
     &text[crate::text::ceil_boundary(text, text.len() - max)..]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::guard::LoopGuardConfig;
+    use crate::gate::CallEffects;
+    use crate::schema::ToolResult;
+    use crate::tool::ToolAccess;
+    use std::path::PathBuf;
+
+    fn finished(name: &str, output: &str, is_error: bool, effects: CallEffects) -> Finished {
+        Finished {
+            result: ToolResult {
+                call_id: name.into(),
+                name: name.into(),
+                output: output.into(),
+                is_error,
+            },
+            seq: None,
+            effects,
+        }
+    }
+
+    #[test]
+    fn the_ledger_keeps_files_written_and_the_last_test_from_call_effects_not_failed_calls() {
+        let mut t = Tracker {
+            ledger: TaskLedger::default(),
+            guard: LoopGuard::new(LoopGuardConfig::default()),
+        };
+        let ws = Path::new("/ws");
+        let write = |path: &str| CallEffects {
+            access: Some(ToolAccess::Write),
+            writes: vec![PathBuf::from(path)],
+            test_command: None,
+        };
+        let test_run = CallEffects {
+            access: Some(ToolAccess::Execute),
+            writes: Vec::new(),
+            test_command: Some("cargo test".into()),
+        };
+        let wrote = t.observe(
+            &[
+                finished("write_file", "wrote 3 lines", false, write("/ws/src/a.rs")),
+                finished("write_file", "error: denied", true, write("/ws/b.rs")),
+                finished("bash", "test result: ok", false, test_run),
+            ],
+            4,
+            ws,
+        );
+        assert!(wrote);
+        let files: Vec<&String> = t.ledger.files.keys().collect();
+        assert_eq!(files, ["src/a.rs"]);
+        assert_eq!(
+            t.ledger.files["src/a.rs"],
+            "write_file at turn 4: wrote 3 lines"
+        );
+        assert_eq!(
+            t.ledger.last_test.as_deref(),
+            Some("`cargo test` (turn 4):\ntest result: ok")
+        );
+        // A turn of reads changes nothing and writes nothing.
+        let read = CallEffects {
+            access: Some(ToolAccess::Read),
+            ..CallEffects::default()
+        };
+        assert!(!t.observe(&[finished("grep", "x", false, read)], 5, ws));
+    }
+}

@@ -117,7 +117,7 @@ impl AgentEngine {
         ctx: &mut RunCtx<'_>,
         calls: &[ToolCall],
         args: Vec<Option<serde_json::Value>>,
-        policy: &Arc<RunPolicy>,
+        via: TurnGate<'_>,
         note: Option<String>,
     ) -> (Vec<Finished>, Option<StoreError>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -125,11 +125,11 @@ impl AgentEngine {
             ctx.emit(Event::ToolStarted {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                arguments: self.shown_arguments(call),
+                arguments: shown_arguments(via.gate, call),
             });
         }
         for (index, (call, args)) in calls.iter().zip(args).enumerate() {
-            self.spawn_call(ctx, call, args, policy, index, tx.clone());
+            self.spawn_call(ctx, call, args, &via, index, tx.clone());
         }
         drop(tx);
         let mut slots: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
@@ -176,18 +176,6 @@ impl AgentEngine {
         (finished, fault)
     }
 
-    /// A call's arguments as events show them: never copied when over the
-    /// cap.
-    fn shown_arguments(&self, call: &ToolCall) -> String {
-        match self.gate().oversized(call) {
-            Some(_) => format!(
-                "[{} bytes of arguments, over the limit]",
-                call.arguments.len()
-            ),
-            None => call.arguments.clone(),
-        }
-    }
-
     /// Start call `index` of the turn through the gate in its own task
     /// (with its arguments as the engine parsed them), or refuse it at once
     /// (past the per-turn cap, or arguments over the size limit).
@@ -196,11 +184,11 @@ impl AgentEngine {
         ctx: &RunCtx<'_>,
         call: &ToolCall,
         args: Option<serde_json::Value>,
-        policy: &Arc<RunPolicy>,
+        via: &TurnGate<'_>,
         index: usize,
         tx: mpsc::UnboundedSender<CallMsg>,
     ) {
-        let gate = self.gate();
+        let gate = via.gate.clone();
         let over_cap = index >= gate.limits().max_tool_calls_per_turn.max(1);
         let refusal = match over_cap {
             true => Some(gate.over_turn_cap()),
@@ -226,7 +214,7 @@ impl AgentEngine {
             read_roots: Vec::new(),
         };
         let call = call.clone();
-        let policy = policy.clone();
+        let policy = via.policy.clone();
         let events_tx = tx.clone();
         let events: GateEvents = Arc::new(move |e| {
             let _ = events_tx.send(CallMsg::Event(e));
@@ -237,6 +225,25 @@ impl AgentEngine {
                 .await;
             let _ = tx.send(CallMsg::Done(index, outcome));
         });
+    }
+}
+
+/// What every call of a turn goes through: the gate whose tools the model
+/// was offered this turn (tools added meanwhile wait for the next), and the
+/// run's permission state.
+pub(super) struct TurnGate<'a> {
+    pub gate: &'a Arc<Gate>,
+    pub policy: &'a Arc<RunPolicy>,
+}
+
+/// A call's arguments as events show them: never copied when over the cap.
+fn shown_arguments(gate: &Gate, call: &ToolCall) -> String {
+    match gate.oversized(call) {
+        Some(_) => format!(
+            "[{} bytes of arguments, over the limit]",
+            call.arguments.len()
+        ),
+        None => call.arguments.clone(),
     }
 }
 
