@@ -48,6 +48,10 @@ pub struct CommandCgroup {
     limits: CommandLimits,
 }
 
+/// How long [`CommandCgroup::kill_all`] waits for killed processes to be
+/// gone.
+const KILL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Cgroups that could not be removed yet (a process not yet reaped); tried
 /// again before the next one is made.
 static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -202,30 +206,38 @@ impl CommandCgroup {
         }
     }
 
-    /// Kill every process still in the command's cgroups.
+    /// Kill every process still in the command's cgroups and wait (a
+    /// little) until they are gone, so that nothing of the command runs or
+    /// still holds its files when the call ends.
+    ///
+    /// First no process of the command may fork any more (`pids.max` 0),
+    /// so a fork bomb cannot refill what each round of kills empties (v1
+    /// has no atomic `cgroup.kill`); killed processes leave the cgroup
+    /// once the kernel has torn them down, which on a loaded machine takes
+    /// a moment for dozens of them.
     pub fn kill_all(&self) {
         let Some(dir) = self.dirs.first() else { return };
-        if self.v2 && write_file(&dir.join("cgroup.kill"), "1").is_ok() {
-            return;
+        if let Some(pids) = &self.pids {
+            let _ = write_file(&pids.join("pids.max"), "0");
         }
-        // Each round kills what is there; what they forked meanwhile is
-        // caught by the next (the pids cap bounds it).
-        for _ in 0..200 {
+        let atomic = self.v2 && write_file(&dir.join("cgroup.kill"), "1").is_ok();
+        let deadline = std::time::Instant::now() + KILL_WAIT;
+        loop {
             let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
                 return;
             };
             let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-            if pids.is_empty() {
+            if pids.is_empty() || std::time::Instant::now() >= deadline {
                 return;
             }
-            for pid in pids {
-                if pid > 1 {
+            if !atomic {
+                for &pid in pids.iter().filter(|&&p| p > 1) {
                     // SAFETY: kill only sends a signal; the pid is in this
                     // command's cgroup.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
             }
-            std::thread::yield_now();
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
 

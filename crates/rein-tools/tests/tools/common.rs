@@ -10,6 +10,21 @@ use rein_core::{
 use serde_json::Value;
 use tempfile::TempDir;
 
+/// Held shared by every tool call these tests make, and alone by the fork
+/// bomb test: a bomb saturates the cores and the process table for
+/// seconds, which must not decide another test's outcome.
+static MACHINE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// A share of the machine, for one ordinary call.
+pub async fn machine_shared() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    MACHINE.read().await
+}
+
+/// The whole machine, for a test that floods it (fork bombs).
+pub async fn machine_alone() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    MACHINE.write().await
+}
+
 pub struct Env {
     _dir: TempDir,
     pub root: PathBuf,
@@ -71,6 +86,7 @@ impl Env {
         rein_core::schema_check::check(&args, &tool.spec().parameters)
             .map_err(|e| ToolError(format!("schema: {e}")))?;
         tool.locks(&args, &ctx)?;
+        let _machine = machine_shared().await;
         tool.call(args, ctx).await
     }
 

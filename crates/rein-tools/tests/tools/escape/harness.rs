@@ -420,7 +420,9 @@ async fn run_case(
             read_roots: Vec::new(),
         };
         let ws_before = snapshot(&fx.ws, None);
+        let machine = crate::common::machine_shared().await;
         let result = gate.run(&call, ctx, &policy, &no_events()).await.result;
+        drop(machine);
         let shown = format!("step {i} {} {}", step.tool, args);
         eprintln!(
             "[{}] {shown}\n    -> error={} {:?}",

@@ -74,6 +74,19 @@ impl Lim {
         command: &str,
         timeout_secs: u64,
     ) -> String {
+        let _machine = crate::common::machine_shared().await;
+        self.run_holding_the_machine(limits, command, timeout_secs)
+            .await
+    }
+
+    /// [`Lim::run`] for a caller that holds a share of the machine or all
+    /// of it.
+    async fn run_holding_the_machine(
+        &self,
+        limits: CommandLimits,
+        command: &str,
+        timeout_secs: u64,
+    ) -> String {
         let tool = Bash::with_sandbox(sandbox::available());
         let out = tool
             .call(
@@ -133,6 +146,8 @@ async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
         return;
     }
     let lim = Lim::new().await;
+    // No other test's command runs while a bomb floods the machine.
+    let _machine = crate::common::machine_alone().await;
     let mut bombs = vec![(
         "bash",
         // The top shell stays until the timeout: with a bare `wait` it could
@@ -151,7 +166,7 @@ async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
     }
     for (name, bomb) in bombs {
         let started = std::time::Instant::now();
-        let out = lim.run(small(64), &bomb, 4).await;
+        let out = lim.run_holding_the_machine(small(64), &bomb, 4).await;
         let took = started.elapsed();
         // Ended by the timeout (4 s plus the kill), not by the machine.
         assert!(took.as_secs() < 30, "{name}: took {took:?}");
