@@ -218,6 +218,7 @@ pub fn summary_request(transcript: &str, max_output_tokens: u32) -> ModelRequest
         ))],
         tools: Vec::new(),
         max_output_tokens: Some(max_output_tokens),
+        tool_choice: Default::default(),
     }
 }
 

@@ -49,7 +49,7 @@ pub use permission::{
     SubjectKind, Verdict,
 };
 pub use provider::{
-    Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind,
+    Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice,
 };
 pub use schema::{
     AssistantMessage, ContentPart, FinishReason, Message, ReasoningBlock, Role, StreamChunk, Todo,

@@ -40,6 +40,28 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// Output token cap, when the caller wants one.
     pub max_output_tokens: Option<u32>,
+    /// Whether the answer may be text only, or must call a tool.
+    pub tool_choice: ToolChoice,
+}
+
+/// What the model may answer with when tools are offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// Text, tool calls, or both: the model decides.
+    #[default]
+    Auto,
+    /// At least one tool call (ignored when no tools are offered). Wire
+    /// APIs send their own spelling (`"required"`, `{"type": "any"}`); the
+    /// local model is held to a call by its grammar from the first token.
+    Required,
+}
+
+impl ToolChoice {
+    /// Whether this request must be answered with a call: `Required` and
+    /// some tools offered.
+    pub fn forces_call(self, tools: &[crate::schema::ToolSpec]) -> bool {
+        self == ToolChoice::Required && !tools.is_empty()
+    }
 }
 
 /// Broad class of a provider failure; decides whether a retry makes sense.

@@ -278,6 +278,7 @@ fn to_request(system: &str, messages: &[Message], max_tokens: u32) -> ModelReque
         messages: messages.to_vec(),
         tools: Vec::new(),
         max_output_tokens: Some(max_tokens),
+        tool_choice: Default::default(),
     }
 }
 

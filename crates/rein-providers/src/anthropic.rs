@@ -97,6 +97,9 @@ impl WireProtocol for Anthropic {
         if !req.tools.is_empty() {
             body.insert("tools".into(), Value::Array(tool_specs(req)));
         }
+        if req.tool_choice.forces_call(&req.tools) {
+            body.insert("tool_choice".into(), json!({"type": "any"}));
+        }
         body.insert("messages".into(), Value::Array(messages(&req.messages)));
 
         WireRequest {

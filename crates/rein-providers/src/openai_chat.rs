@@ -87,6 +87,9 @@ impl WireProtocol for OpenAiChat {
                 Value::Array(req.tools.iter().map(tool_spec).collect()),
             );
         }
+        if req.tool_choice.forces_call(&req.tools) {
+            body.insert("tool_choice".into(), json!("required"));
+        }
         let cap = match (req.max_output_tokens, endpoint.max_output_tokens) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -89,6 +89,9 @@ impl WireProtocol for OpenAiResponses {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
+        if req.tool_choice.forces_call(&req.tools) {
+            body.insert("tool_choice".into(), json!("required"));
+        }
         if let Some(max) = req.max_output_tokens.or(endpoint.max_output_tokens) {
             body.insert("max_output_tokens".into(), json!(max));
         }

@@ -222,6 +222,7 @@ fn first_turn() -> ModelRequest {
         messages: vec![Message::user("Show me what is in notes.txt.")],
         tools: tools(),
         max_output_tokens: Some(60),
+        tool_choice: Default::default(),
     }
 }
 
@@ -288,6 +289,7 @@ async fn with_the_grammar_every_call_parses_and_names_an_offered_tool() {
             messages: vec![Message::user(prompt)],
             tools: offered.clone(),
             max_output_tokens: Some(80),
+            tool_choice: Default::default(),
         };
         let answer = complete(&provider, &request).await;
         println!("{prompt}: {:?}", answer.content);
@@ -307,6 +309,44 @@ async fn with_the_grammar_every_call_parses_and_names_an_offered_tool() {
         );
     }
     assert!(seen > 0, "the model made tool calls");
+}
+
+/// The prompts on which the model answers from memory instead of looking
+/// ("3", "1000"): with a call required, the first thing it writes is a
+/// well-formed call to an offered tool, never text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_call_is_always_a_call_to_an_offered_tool() {
+    let _serial = serial().await;
+    let provider = load(config());
+    let offered = tools();
+    let system = engine_system(&offered);
+    for prompt in [
+        "How many rows of data does data.csv have, not counting the header?",
+        "What does the function mean() in calc.py return for [1, 2, 3]?",
+        "Hello! What can you do?",
+    ] {
+        let request = ModelRequest {
+            system: system.clone(),
+            messages: vec![Message::user(prompt)],
+            tools: offered.clone(),
+            max_output_tokens: Some(80),
+            tool_choice: rein_core::ToolChoice::Required,
+        };
+        let answer = complete(&provider, &request).await;
+        println!("{prompt}: {:?}", answer.content);
+        let calls: Vec<_> = answer.tool_calls().collect();
+        assert!(
+            !calls.is_empty(),
+            "{prompt}: no call in {:?}",
+            answer.content
+        );
+        for call in calls {
+            assert!(offered.iter().any(|t| t.name == call.name), "{call:?}");
+            let args: Value = serde_json::from_str(&call.arguments).unwrap();
+            assert!(args.is_object(), "{call:?}");
+        }
+        assert_eq!(answer.text().trim(), "", "{prompt}: text beside the call");
+    }
 }
 
 /// A fixed text and its length in Qwen2.5-Coder's vocabulary, measured once
@@ -656,6 +696,7 @@ fn after_call(
         ],
         tools: tools.to_vec(),
         max_output_tokens: Some(80),
+        tool_choice: Default::default(),
     }
 }
 
@@ -803,6 +844,7 @@ async fn measure_grammar_call_validity() {
                 messages: vec![Message::user(*prompt)],
                 tools: offered.clone(),
                 max_output_tokens: Some(120),
+                tool_choice: Default::default(),
             };
             let answer = complete(&provider, &request).await;
             let calls: Vec<&ToolCall> = answer.tool_calls().collect();
@@ -846,6 +888,7 @@ async fn measure_speed() {
         )],
         tools: offered,
         max_output_tokens: Some(256),
+        tool_choice: Default::default(),
     };
     let started = Instant::now();
     let mut stream = provider

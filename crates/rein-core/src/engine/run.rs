@@ -238,6 +238,7 @@ impl AgentEngine {
             messages: Vec::new(),
             tools: std::mem::take(&mut fixed.tools),
             max_output_tokens: None,
+            tool_choice: Default::default(),
         };
         Ok(Run {
             conv,

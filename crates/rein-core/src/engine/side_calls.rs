@@ -89,6 +89,7 @@ impl AgentEngine {
             messages: vec![Message::user(request)],
             tools: Vec::new(),
             max_output_tokens: Some(24),
+            tool_choice: Default::default(),
         };
         let began = std::time::Instant::now();
         let result = self.provider().complete(&req, &cancel).await;

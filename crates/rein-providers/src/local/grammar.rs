@@ -20,6 +20,10 @@ const CALL_RULE: &str = "rein-call";
 pub(crate) struct ToolGrammar {
     /// GBNF, root rule `root`.
     pub(crate) grammar: String,
+    /// GBNF for an answer that must be calls (`ToolChoice::Required`),
+    /// applied from the first token: one or more `<tool_call>` blocks, the
+    /// shape the model's template teaches.
+    pub(crate) forced: String,
     /// Regular expressions (ECMAScript) searched in the output; the grammar
     /// applies from the first capture group of the first match (or from the
     /// match when there is no group).
@@ -48,6 +52,7 @@ pub(crate) fn tool_call_grammar(tools: &[ToolSpec]) -> Option<ToolGrammar> {
         .or_else(|| convert(&calls_schema(tools, true)))?;
     Some(ToolGrammar {
         grammar: wrap(&json_rules),
+        forced: wrap_with(FORCED_ROOT, &json_rules),
         triggers: triggers(tools),
     })
 }
@@ -170,13 +175,26 @@ fn hoist_defs(
     params
 }
 
+/// The root of the lazy grammar: calls in any of the shapes that set it off.
+const LAZY_ROOT: &str = concat!(
+    "root ::= rein-tagged (\"\\n\" rein-tagged){0,7}",
+    " | rein-fenced (\"\\n\"{1,2} rein-fenced){0,7}",
+    " | rein-call (\"\\n\" rein-call){0,7}\n",
+);
+
+/// The root of the forced grammar: tagged calls only.
+const FORCED_ROOT: &str = "root ::= rein-tagged (\"\\n\" rein-tagged){0,7}\n";
+
 /// The call shapes around the converter's rules (its root renamed).
 pub(crate) fn wrap(json_rules: &str) -> String {
+    wrap_with(LAZY_ROOT, json_rules)
+}
+
+/// The converter's rules (its root renamed) under `root`.
+fn wrap_with(root: &str, json_rules: &str) -> String {
     let mut out = String::with_capacity(json_rules.len() + 600);
+    out.push_str(root);
     out.push_str(concat!(
-        "root ::= rein-tagged (\"\\n\" rein-tagged){0,7}",
-        " | rein-fenced (\"\\n\"{1,2} rein-fenced){0,7}",
-        " | rein-call (\"\\n\" rein-call){0,7}\n",
         "rein-tagged ::= \"<tool_call>\" rein-ws rein-call rein-ws \"</tool_call>\"\n",
         "rein-fenced ::= \"```\" (\"json\" | \"tool_call\")? [ \\t]* \"\\n\" rein-ws rein-call rein-ws \"```\"\n",
         "rein-ws ::= [ \\t\\n]{0,4}\n",

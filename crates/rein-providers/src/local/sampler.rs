@@ -20,12 +20,14 @@ pub(crate) struct TokenSampler {
 
 impl TokenSampler {
     /// `grammar`: the tool-call grammar, applied once one of its triggers
-    /// shows up in the output.
+    /// shows up in the output, or from the first token when the answer
+    /// must be a call (`forced`).
     pub(crate) fn new(
         model: &LlamaModel,
         temperature: f32,
         seed: u32,
         grammar: Option<&ToolGrammar>,
+        forced: bool,
     ) -> Result<Self, String> {
         let chain = if temperature <= 0.0 {
             LlamaSampler::greedy()
@@ -40,6 +42,10 @@ impl TokenSampler {
         };
         let grammar = match grammar {
             None => None,
+            Some(g) if forced => Some(
+                LlamaSampler::grammar(model, &g.forced, "root")
+                    .map_err(|e| format!("the forced tool-call grammar was refused: {e}"))?,
+            ),
             Some(g) => Some(
                 LlamaSampler::grammar_lazy_patterns(model, &g.grammar, "root", &g.triggers, &[])
                     .map_err(|e| format!("the tool-call grammar was refused: {e}"))?,

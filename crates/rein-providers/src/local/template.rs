@@ -421,6 +421,7 @@ mod tests {
                 }),
             }],
             max_output_tokens: None,
+            tool_choice: Default::default(),
         }
     }
 

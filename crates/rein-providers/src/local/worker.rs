@@ -362,18 +362,24 @@ impl<'m> Worker<'m> {
             })
             .max(1);
         let grammar = self.grammar_for(&request.tools);
+        let forced = request.tool_choice.forces_call(&request.tools);
         let mut sampler = match TokenSampler::new(
             self.model,
             self.config.temperature,
             self.config.seed,
             grammar.as_ref(),
+            forced,
         ) {
             Ok(s) => s,
             // A grammar llama.cpp refuses: generate without it.
-            Err(_) => {
-                TokenSampler::new(self.model, self.config.temperature, self.config.seed, None)
-                    .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))?
-            }
+            Err(_) => TokenSampler::new(
+                self.model,
+                self.config.temperature,
+                self.config.seed,
+                None,
+                false,
+            )
+            .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))?,
         };
         let mut decoder = PieceDecoder::default();
         let mut output = OutputBuilder::new(&request.tools);

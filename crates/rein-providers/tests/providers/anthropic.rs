@@ -1319,6 +1319,7 @@ fn request_puts_system_and_tools_at_the_top_with_cache_breakpoints_and_replays_t
             },
         ],
         max_output_tokens: None,
+        tool_choice: Default::default(),
     };
     let mut ep = endpoint();
     ep.max_output_tokens = Some(4096);
@@ -1615,5 +1616,29 @@ fn the_cache_breakpoint_of_a_trailing_assistant_turn_skips_its_thinking() {
         body["tools"],
         json!([{"name": "noop", "input_schema": {"type": "object", "properties": {}},
                 "cache_control": {"type": "ephemeral"}}])
+    );
+}
+
+#[test]
+fn a_required_tool_call_is_sent_as_tool_choice_any() {
+    let mut req = ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Read a file.".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }],
+        tool_choice: ToolChoice::Required,
+        ..Default::default()
+    };
+    let body = Anthropic.build_request(&req, &endpoint()).body;
+    assert_eq!(body["tool_choice"], serde_json::json!({"type": "any"}));
+    req.tool_choice = ToolChoice::Auto;
+    assert!(
+        Anthropic
+            .build_request(&req, &endpoint())
+            .body
+            .get("tool_choice")
+            .is_none()
     );
 }

@@ -1267,6 +1267,7 @@ fn request_carries_system_messages_calls_reasoning_results_and_tools() {
             }),
         }],
         max_output_tokens: None,
+        tool_choice: Default::default(),
     };
     let endpoint = EndpointConfig {
         base_url: "https://api.openai.com/v1".into(),
@@ -1700,4 +1701,42 @@ fn replaying_a_recorded_turn_rebuilds_the_messages_openai_accepted() {
     assert_eq!(body["model"], recorded["model"]);
     assert_eq!(body["stream"], recorded["stream"]);
     assert_eq!(body["stream_options"], recorded["stream_options"]);
+}
+
+#[test]
+fn a_required_tool_call_is_sent_as_tool_choice_required_only_with_tools() {
+    let spec = rein_core::ToolSpec {
+        name: "read_file".into(),
+        description: "Read a file.".into(),
+        parameters: json!({"type": "object"}),
+    };
+    let endpoint = EndpointConfig {
+        model: "m".into(),
+        ..Default::default()
+    };
+    let mut req = ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: vec![spec],
+        tool_choice: rein_core::ToolChoice::Required,
+        ..Default::default()
+    };
+    let wire = OpenAiChat.build_request(&req, &endpoint);
+    assert_eq!(wire.body["tool_choice"], json!("required"));
+    req.tool_choice = rein_core::ToolChoice::Auto;
+    assert!(
+        OpenAiChat
+            .build_request(&req, &endpoint)
+            .body
+            .get("tool_choice")
+            .is_none()
+    );
+    req.tool_choice = rein_core::ToolChoice::Required;
+    req.tools.clear();
+    assert!(
+        OpenAiChat
+            .build_request(&req, &endpoint)
+            .body
+            .get("tool_choice")
+            .is_none()
+    );
 }

@@ -1233,6 +1233,7 @@ fn build_request_replays_the_whole_conversation_statelessly_in_order() {
             tool("read_file", "Read a file.", read_schema.clone()),
         ],
         max_output_tokens: None,
+        tool_choice: Default::default(),
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(Some("sk-test"), Some(4000)));
     assert_eq!(wire.path, "/responses");
@@ -1319,6 +1320,7 @@ fn build_request_omits_what_is_empty_and_replays_only_encrypted_openai_reasoning
         ],
         tools: vec![],
         max_output_tokens: Some(50),
+        tool_choice: Default::default(),
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(None, Some(4000)));
     assert!(wire.headers.is_empty());
@@ -1388,6 +1390,7 @@ fn build_request_sends_the_tool_round_trip_the_way_the_recorded_client_did() {
         ],
         tools,
         max_output_tokens: None,
+        tool_choice: Default::default(),
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(Some("k"), Some(4000)));
     let input = wire.body["input"].as_array().unwrap();
@@ -1430,4 +1433,27 @@ fn encrypted_reasoning_is_not_requested_from_models_that_reject_it() {
         assert_eq!(body.get("include").is_some(), included, "{model}");
         assert_eq!(body["store"], false, "{model}");
     }
+}
+
+#[test]
+fn a_required_tool_call_is_sent_as_tool_choice_required() {
+    let mut req = ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: vec![tool("read_file", "Read a file.", json!({"type": "object"}))],
+        tool_choice: rein_core::ToolChoice::Required,
+        ..Default::default()
+    };
+    let ep = endpoint(Some("k"), None);
+    assert_eq!(
+        OpenAiResponses.build_request(&req, &ep).body["tool_choice"],
+        json!("required")
+    );
+    req.tool_choice = rein_core::ToolChoice::Auto;
+    assert!(
+        OpenAiResponses
+            .build_request(&req, &ep)
+            .body
+            .get("tool_choice")
+            .is_none()
+    );
 }
