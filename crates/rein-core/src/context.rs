@@ -19,6 +19,9 @@ pub struct PromptFacts<'a> {
     pub plan: bool,
     /// Contents of the workspace's AGENTS.md, if any.
     pub agents_md: Option<&'a str>,
+    /// The small profile's short instructions (see [`crate::profile`]):
+    /// the tools are not listed again (their specs name them).
+    pub lean: bool,
 }
 
 /// Read AGENTS.md from the workspace root, capped; None when absent.
@@ -32,8 +35,19 @@ pub fn read_agents_md(workspace: &Path) -> Option<String> {
     Some(text)
 }
 
+/// The small profile's instructions: what small models get wrong first
+/// (answering before looking, showing a change instead of making it),
+/// said once, plainly.
+const LEAN_INSTRUCTIONS: &str = "You are rein, a coding agent. You work in the user's project by calling \
+     tools. Never guess what a file holds: read it, search it or run a command first. To change a \
+     file, call edit_file or write_file; do not just show the new code. Run the tests when there \
+     are some. When the task is done, answer in one or two sentences.\n\n";
+
 /// The system prompt for one run.
 pub fn system_prompt(f: &PromptFacts<'_>) -> String {
+    if f.lean {
+        return lean_system_prompt(f);
+    }
     let mut s = String::with_capacity(2048);
     s.push_str(
         "You are rein, a coding agent working in the user's project through tools.\n\
@@ -68,6 +82,28 @@ pub fn system_prompt(f: &PromptFacts<'_>) -> String {
     s
 }
 
+/// The small profile's system prompt: instructions, where and when, plan
+/// mode and the project's instructions.
+fn lean_system_prompt(f: &PromptFacts<'_>) -> String {
+    let mut s = String::with_capacity(1024);
+    s.push_str(LEAN_INSTRUCTIONS);
+    s.push_str(&format!(
+        "Working directory: {} ({}, {}).\n",
+        f.workspace.display(),
+        f.os,
+        f.date
+    ));
+    if f.plan {
+        s.push_str("Plan mode: read and search only; answer with a numbered plan.\n");
+    }
+    if let Some(agents) = f.agents_md {
+        s.push_str("\n# Project instructions (AGENTS.md)\n");
+        s.push_str(agents.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +123,7 @@ mod tests {
             tools: &tools,
             plan: true,
             agents_md: Some("Use tabs."),
+            lean: false,
         });
         assert!(p.contains("Working directory: /w"));
         assert!(p.contains("Date: 2026-12-02"));

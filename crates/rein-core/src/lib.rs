@@ -16,6 +16,7 @@ pub mod locks;
 pub mod memory;
 pub mod permission;
 pub mod private_fs;
+pub mod profile;
 pub mod provider;
 pub mod schema;
 pub mod schema_check;
@@ -48,6 +49,7 @@ pub use permission::{
     Assessment, PermissionMode, Permissions, Risk, Rule, Rules, SandboxMode, SandboxPolicy,
     SubjectKind, Verdict,
 };
+pub use profile::Profile;
 pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice,
 };

@@ -8,6 +8,7 @@ mod engine {
     mod limit_scenarios;
     mod loop_scenarios;
     mod permission_scenarios;
+    mod profile_scenarios;
     mod stream_scenarios;
     pub mod support;
     mod tool_scenarios;

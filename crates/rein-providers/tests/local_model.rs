@@ -570,6 +570,7 @@ fn engine_system(tools: &[ToolSpec]) -> String {
         tools,
         plan: false,
         agents_md: None,
+        lean: false,
     })
 }
 

@@ -26,6 +26,8 @@ pub struct EngineConfig {
     pub compaction: CompactionConfig,
     /// Extra text at the end of the system prompt (long-term memory).
     pub system_note: Option<String>,
+    /// What the model is told and how much it is helped (default full).
+    pub profile: Profile,
 }
 
 impl Default for EngineConfig {
@@ -43,6 +45,7 @@ impl Default for EngineConfig {
             loop_guard: LoopGuardConfig::default(),
             compaction: CompactionConfig::default(),
             system_note: None,
+            profile: Profile::Full,
         }
     }
 }
@@ -103,6 +106,12 @@ impl AgentEngineBuilder {
 
     pub fn compaction(mut self, c: CompactionConfig) -> Self {
         self.config.compaction = c;
+        self
+    }
+
+    /// The request and help runs give the model (see [`Profile`]).
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.config.profile = profile;
         self
     }
 

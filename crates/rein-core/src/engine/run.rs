@@ -152,6 +152,11 @@ pub(crate) struct Run {
     agents_md: Option<String>,
     date: String,
     started: tokio::time::Instant,
+    /// The first turn must call a tool (the profile asks for it and the
+    /// workspace has files to look at).
+    first_call_required: bool,
+    /// What the run's calls did, for the profile's nudges.
+    looked: help::Looked,
 }
 
 impl AgentEngine {
@@ -252,21 +257,50 @@ impl AgentEngine {
             agents_md,
             date,
             started: tokio::time::Instant::now(),
+            first_call_required: inner.config.profile.requires_first_call()
+                && help::workspace_has_files(&inner.workspace),
+            looked: help::Looked::default(),
         })
     }
 
     /// One turn: steering and budgets, a whole answer, its calls.
     async fn turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
         self.before_turn(ctx, run).await?;
+        run.req.tool_choice = if run.first_call_required && ctx.st.turns == 1 {
+            ToolChoice::Required
+        } else {
+            ToolChoice::Auto
+        };
         let calls = self.answer(ctx, run).await?;
         if calls.is_empty() {
             if run.control.pending() > 0 {
                 // The user wrote while the model answered: go on.
                 return Ok(());
             }
+            if self.nudged(ctx, run).await? {
+                return Ok(());
+            }
             return Err(Stop::new(StopReason::Completed));
         }
         self.tool_round(ctx, run, calls).await
+    }
+
+    /// Whether the answer that would end the run got the profile's one
+    /// nudge instead (stored as a user message, announced as a notice).
+    async fn nudged(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<bool, Stop> {
+        if !self.inner.config.profile.nudges() {
+            return Ok(false);
+        }
+        let Some(text) = help::nudge(&ctx.st.final_text, &run.looked, &self.inner.workspace) else {
+            return Ok(false);
+        };
+        run.looked.nudged = true;
+        ctx.emit(Event::Notice {
+            message: format!("nudged the model: {}", text.trim_start_matches("[rein] ")),
+        });
+        self.commit_to(ctx, &mut run.conv, Message::user(text))
+            .await?;
+        Ok(true)
     }
 
     /// Stop on cancel or a spent budget; apply a mode switch and the
@@ -427,6 +461,12 @@ impl AgentEngine {
         let wrote = run
             .track
             .observe(&finished, ctx.st.turns, &self.inner.workspace);
+        run.looked.wrote |= wrote;
+        for f in finished.iter().filter(|f| !f.result.is_error) {
+            if let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) {
+                run.looked.saw(&call.arguments);
+            }
+        }
         run.track
             .guard
             .after(finished.iter().map(|f| &f.result), wrote);

@@ -25,7 +25,11 @@ impl AgentEngine {
         counter: &dyn TokenCounter,
     ) -> FixedPart {
         let inner = &self.inner;
-        let tools = self.gate().specs(mode);
+        let lean = inner.config.profile.lean_request();
+        let mut tools = self.gate().specs(mode);
+        if lean {
+            tools = tools.iter().map(crate::profile::compact_spec).collect();
+        }
         let mut system = context::system_prompt(&PromptFacts {
             workspace: &inner.workspace,
             date,
@@ -33,6 +37,7 @@ impl AgentEngine {
             tools: &tools,
             plan: mode == PermissionMode::Plan,
             agents_md,
+            lean,
         });
         if let Some(note) = &inner.config.system_note
             && !note.trim().is_empty()

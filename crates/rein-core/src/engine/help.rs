@@ -1,0 +1,180 @@
+//! The harness help a small model gets (see [`crate::profile`]): a tool
+//! call required on the first turn of a task in a non-empty workspace, and
+//! one nudge per run when its answer shows a change it never made or talks
+//! about a file it never opened.
+//!
+//! Both read only what the run already knows: the workspace's top folder,
+//! the answer's text, and what earlier calls of the run asked for. The
+//! answer's text is the model's, so file names found in it are only looked
+//! up beneath the workspace (never absolute, never through `..`).
+
+use std::path::{Component, Path};
+
+/// What a run has done so far, as far as the nudges care.
+#[derive(Debug, Default)]
+pub(crate) struct Looked {
+    /// Some call of the run changed files (an edit, a write, a command).
+    pub wrote: bool,
+    /// The arguments of the run's successful calls, joined (bounded): a
+    /// file whose name appears here was read, searched or run on.
+    seen: String,
+    /// The run was nudged already.
+    pub nudged: bool,
+}
+
+/// Most bytes of call arguments kept in [`Looked::seen`].
+const SEEN_CAP: usize = 64 * 1024;
+
+impl Looked {
+    /// Note the arguments of a call that succeeded.
+    pub fn saw(&mut self, arguments: &str) {
+        if self.seen.len() + arguments.len() <= SEEN_CAP {
+            self.seen.push_str(arguments);
+            self.seen.push('\n');
+        }
+    }
+}
+
+/// Whether the workspace holds anything besides rein's and git's folders:
+/// then a task is about its files, and the first turn must look at them.
+pub(crate) fn workspace_has_files(workspace: &Path) -> bool {
+    std::fs::read_dir(workspace).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| !matches!(e.file_name().to_str(), Some(".git" | ".rein")))
+    })
+}
+
+/// The nudge for an answer that ends the run, if it needs one: a change
+/// shown in a code block while no call of the run changed anything, or an
+/// answer naming a workspace file no call of the run ever named.
+pub(crate) fn nudge(answer: &str, looked: &Looked, workspace: &Path) -> Option<String> {
+    if looked.nudged {
+        return None;
+    }
+    let files = mentioned_files(answer, workspace);
+    if !looked.wrote && shows_code(answer) && !files.is_empty() {
+        return Some(format!(
+            "[rein] Your answer shows code for {} but the file was not changed. If the task asks \
+             for a change, make it now with edit_file (or write_file), then answer in a sentence.",
+            files[0]
+        ));
+    }
+    let unread = files.iter().find(|f| !looked.seen.contains(file_name(f)))?;
+    Some(format!(
+        "[rein] You answered about {unread} without opening it. Read it first (read_file, or a \
+         command that prints it), then answer from what it holds."
+    ))
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A fenced block of at least two lines.
+fn shows_code(answer: &str) -> bool {
+    let mut parts = answer.split("```");
+    parts.next();
+    while let (Some(inside), rest) = (parts.next(), parts.next()) {
+        let body = inside.split_once('\n').map_or("", |(_, b)| b);
+        if body.lines().filter(|l| !l.trim().is_empty()).count() >= 2 {
+            return true;
+        }
+        if rest.is_none() {
+            break;
+        }
+    }
+    false
+}
+
+/// Most words of an answer looked up as file names.
+const MAX_LOOKUPS: usize = 40;
+
+/// Relative paths in `answer` (words with a dot, quotes and punctuation
+/// around them trimmed) that name a file in the workspace, in order of
+/// first mention.
+fn mentioned_files(answer: &str, workspace: &Path) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let words = answer
+        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '(' | ')' | ','))
+        .map(|w| w.trim_end_matches([':', ';', '.', '!', '?']))
+        .filter(|w| w.contains('.') && w.len() <= 200)
+        .take(MAX_LOOKUPS);
+    for word in words {
+        let path = Path::new(word);
+        let plain = path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if plain && workspace.join(path).is_file() && !found.iter().any(|f| f == word) {
+            found.push(word.to_string());
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn workspace() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("data.csv"), "a\n1\n").unwrap();
+        std::fs::write(dir.path().join("calc.py"), "def f(): pass\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn an_answer_about_a_file_never_opened_is_nudged_once() {
+        let ws = workspace();
+        let mut looked = Looked::default();
+        let answer = "data.csv has 3 rows.";
+        let n = nudge(answer, &looked, ws.path()).unwrap();
+        assert!(n.contains("data.csv without opening it"), "{n}");
+        looked.nudged = true;
+        assert_eq!(nudge(answer, &looked, ws.path()), None);
+    }
+
+    #[test]
+    fn an_answer_about_a_file_that_was_read_is_left_alone() {
+        let ws = workspace();
+        let mut looked = Looked::default();
+        looked.saw(r#"{"path":"data.csv"}"#);
+        assert_eq!(nudge("`data.csv` has 1 row.", &looked, ws.path()), None);
+    }
+
+    #[test]
+    fn code_shown_for_a_file_that_was_not_changed_is_nudged_to_be_applied() {
+        let ws = workspace();
+        let mut looked = Looked::default();
+        looked.saw(r#"{"path":"calc.py"}"#);
+        let answer = "Fix calc.py like this:\n```python\ndef f():\n    return 1\n```";
+        let n = nudge(answer, &looked, ws.path()).unwrap();
+        assert!(n.contains("shows code for calc.py"), "{n}");
+        looked.wrote = true;
+        assert_eq!(nudge(answer, &looked, ws.path()), None);
+    }
+
+    #[test]
+    fn names_outside_the_workspace_or_missing_are_never_looked_up() {
+        let ws = workspace();
+        let looked = Looked::default();
+        for answer in [
+            "See /etc/passwd.",
+            "See ../data.csv and ../../etc/hosts.",
+            "See missing.txt.",
+            "No files here.",
+        ] {
+            assert_eq!(nudge(answer, &looked, ws.path()), None, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_workspace_with_only_git_and_rein_folders_counts_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        assert!(!workspace_has_files(dir.path()));
+        std::fs::write(dir.path().join("a.txt"), "").unwrap();
+        assert!(workspace_has_files(dir.path()));
+    }
+}

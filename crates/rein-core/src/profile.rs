@@ -1,0 +1,210 @@
+//! How much a run tells the model, and how much it helps it.
+//!
+//! A frontier model reads a long system prompt and detailed tool schemas
+//! and uses them well. A small local model (0.5B–3B parameters) does not:
+//! every token of the first request costs prompt-processing time on the
+//! user's CPU (about 7.5 ms a token for the 0.5B model on two cores), and
+//! long instructions dilute the few it follows. It also answers from
+//! memory before looking, and shows a fix in a code block instead of
+//! making it. The small profile answers both: a lean request (short
+//! instructions, the first sentence of each tool's description, schemas
+//! with only names, types and what is required) and the harness help of
+//! [`crate::engine`]'s run: a tool call required on the first turn of a
+//! task in a non-empty workspace, and one nudge when the model describes a
+//! change instead of applying it or answers about a file it has not read.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::schema::ToolSpec;
+
+/// The request and help a run gives its model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Everything: the full system prompt, full tool descriptions and
+    /// schemas, no forced calls, no nudges.
+    #[default]
+    Full,
+    /// For small models: a lean request and harness help.
+    Small,
+}
+
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Small => "small",
+        }
+    }
+
+    /// Parse `full` or `small`.
+    pub fn parse(text: &str) -> Option<Profile> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "full" => Some(Profile::Full),
+            "small" => Some(Profile::Small),
+            _ => None,
+        }
+    }
+
+    /// Short instructions and compact tool schemas.
+    pub fn lean_request(self) -> bool {
+        self == Profile::Small
+    }
+
+    /// The first model call of a run in a non-empty workspace must call a
+    /// tool.
+    pub fn requires_first_call(self) -> bool {
+        self == Profile::Small
+    }
+
+    /// One nudge per run when the model shows a change instead of making
+    /// it, or answers about a file it never opened.
+    pub fn nudges(self) -> bool {
+        self == Profile::Small
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `spec` as the small profile offers it: the first sentence of its
+/// description, and a schema with only property names, types, enums,
+/// item types and what is required (no descriptions, defaults, formats or
+/// bounds; `["integer", "null"]` becomes `"integer"`, since leaving an
+/// optional property out says the same). The gate still checks calls
+/// against the tool's own schema.
+pub fn compact_spec(spec: &ToolSpec) -> ToolSpec {
+    ToolSpec {
+        name: spec.name.clone(),
+        description: first_sentence(&spec.description),
+        parameters: compact_schema(&spec.parameters),
+    }
+}
+
+/// The text up to the end of its first sentence (a period, question or
+/// exclamation mark followed by a space or the end), on one line.
+fn first_sentence(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if matches!(b, b'.' | b'?' | b'!') && bytes.get(i + 1).is_none_or(|n| *n == b' ') {
+            return line[..=i].to_string();
+        }
+    }
+    line.to_string()
+}
+
+/// Keys of a JSON schema kept by [`compact_schema`].
+const KEPT_KEYS: [&str; 7] = [
+    "type",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "$ref",
+    "$defs",
+];
+
+fn compact_schema(schema: &Value) -> Value {
+    let Value::Object(obj) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in obj {
+        if !KEPT_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let value = match key.as_str() {
+            "type" => non_null_type(value),
+            "properties" | "$defs" => match value {
+                Value::Object(props) => Value::Object(
+                    props
+                        .iter()
+                        .map(|(name, s)| (name.clone(), compact_schema(s)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            },
+            "items" => compact_schema(value),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    Value::Object(out)
+}
+
+/// `["integer", "null"]` → `"integer"`; anything else unchanged.
+fn non_null_type(value: &Value) -> Value {
+    match value {
+        Value::Array(types) => {
+            let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+            match kept.as_slice() {
+                [one] => (*one).clone(),
+                _ => value.clone(),
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_compact_spec_keeps_names_types_enums_and_required_only() {
+        let spec = ToolSpec {
+            name: "read_file".into(),
+            description: "Read a text file, with line numbers. Long lines are cut.\nMore.".into(),
+            parameters: json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "path": {"type": "string", "description": "The file."},
+                    "limit": {"type": ["integer", "null"], "format": "uint", "minimum": 1,
+                              "default": null, "description": "Lines."},
+                    "mode": {"enum": ["a", "b"], "description": "Which."},
+                    "items": {"type": "array", "items": {"type": "string", "description": "x"}}
+                },
+                "required": ["path"]
+            }),
+        };
+        let small = compact_spec(&spec);
+        assert_eq!(small.description, "Read a text file, with line numbers.");
+        assert_eq!(
+            small.parameters,
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "limit": {"type": "integer"},
+                    "mode": {"enum": ["a", "b"]},
+                    "items": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["path"]
+            })
+        );
+    }
+
+    #[test]
+    fn a_first_sentence_ends_at_a_stop_followed_by_a_space_not_inside_a_name() {
+        assert_eq!(
+            first_sentence("Run `bash -c` in a.txt. Then more."),
+            "Run `bash -c` in a.txt."
+        );
+        assert_eq!(first_sentence("No stop at all"), "No stop at all");
+        assert_eq!(first_sentence("Ends here."), "Ends here.");
+    }
+
+    #[test]
+    fn profiles_parse_from_their_names_only() {
+        assert_eq!(Profile::parse("Small"), Some(Profile::Small));
+        assert_eq!(Profile::parse("full"), Some(Profile::Full));
+        assert_eq!(Profile::parse("tiny"), None);
+    }
+}

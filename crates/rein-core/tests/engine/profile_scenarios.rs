@@ -1,0 +1,124 @@
+//! The small profile in a real run: a lean request, a tool call required
+//! on the first turn only (and only when the workspace has files), and one
+//! nudge when an answer talks about a file the run never opened.
+
+use std::sync::Arc;
+
+use rein_core::*;
+use serde_json::json;
+
+use super::support::*;
+
+fn workspace_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in files {
+        std::fs::write(dir.path().join(name), body).unwrap();
+    }
+    dir
+}
+
+fn small_harness(provider: Arc<Scripted>, ws: &std::path::Path) -> Harness {
+    let ws = ws.to_path_buf();
+    harness(provider, move |b| b.workspace(ws).profile(Profile::Small))
+}
+
+#[tokio::test]
+async fn the_small_profile_requires_a_call_on_the_first_turn_only() {
+    let ws = workspace_with(&[("data.csv", "a\n1\n")]);
+    let provider = Scripted::new(vec![
+        Ok(calls(&[(
+            "c1",
+            "sleep",
+            json!({"ms": 1, "label": "data.csv"}),
+        )])),
+        Ok(text("data.csv has one row.")),
+    ]);
+    let h = small_harness(provider, ws.path());
+    let (outcome, _) = h.run(RunRequest::new("How many rows in data.csv?")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let requests = h.provider.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].tool_choice, ToolChoice::Required);
+    assert_eq!(requests[1].tool_choice, ToolChoice::Auto);
+}
+
+#[tokio::test]
+async fn an_empty_workspace_or_the_full_profile_requires_nothing() {
+    let empty = workspace_with(&[]);
+    let h = small_harness(Scripted::new(vec![Ok(text("hello"))]), empty.path());
+    h.run(RunRequest::new("hi")).await;
+    assert_eq!(h.provider.requests()[0].tool_choice, ToolChoice::Auto);
+
+    let ws = workspace_with(&[("a.txt", "x")]);
+    let path = ws.path().to_path_buf();
+    let h = harness(Scripted::new(vec![Ok(text("hello"))]), move |b| {
+        b.workspace(path)
+    });
+    h.run(RunRequest::new("hi")).await;
+    assert_eq!(h.provider.requests()[0].tool_choice, ToolChoice::Auto);
+}
+
+#[tokio::test]
+async fn the_small_profile_sends_short_instructions_and_compact_schemas() {
+    let ws = workspace_with(&[]);
+    let small = small_harness(Scripted::new(vec![Ok(text("ok"))]), ws.path());
+    small.run(RunRequest::new("hi")).await;
+    let path = ws.path().to_path_buf();
+    let full = harness(Scripted::new(vec![Ok(text("ok"))]), move |b| {
+        b.workspace(path)
+    });
+    full.run(RunRequest::new("hi")).await;
+    let (s, f) = (&small.provider.requests()[0], &full.provider.requests()[0]);
+    assert!(
+        s.system.len() < f.system.len(),
+        "{}\n---\n{}",
+        s.system,
+        f.system
+    );
+    // The specs name the tools; the lean prompt does not list them again.
+    assert!(f.system.contains("# Tools") && !s.system.contains("# Tools"));
+    assert!(s.system.contains("edit_file or write_file"), "{}", s.system);
+    assert_eq!(s.tools.len(), f.tools.len());
+    for tool in &s.tools {
+        let text = tool.parameters.to_string();
+        assert!(!text.contains("description"), "{}: {text}", tool.name);
+    }
+}
+
+#[tokio::test]
+async fn an_answer_about_a_file_never_opened_is_nudged_once_and_the_run_goes_on() {
+    let ws = workspace_with(&[("data.csv", "a\n1\n2\n")]);
+    let provider = Scripted::new(vec![
+        Ok(calls(&[("c1", "sleep", json!({"ms": 1, "label": "look"}))])),
+        Ok(text("data.csv has 3 rows.")),
+        Ok(text("data.csv still has 3 rows.")),
+    ]);
+    let h = small_harness(provider, ws.path());
+    let (outcome, events) = h.run(RunRequest::new("How many rows in data.csv?")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(outcome.turns, 3, "one nudge, then the answer ends the run");
+    let stored = h.stored(&outcome).await;
+    let nudges: Vec<_> = stored
+        .iter()
+        .filter(|m| matches!(m, Message::User { content } if content.starts_with("[rein]")))
+        .collect();
+    assert_eq!(nudges.len(), 1, "{stored:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { message } if message.contains("without opening"))),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_full_profile_never_nudges() {
+    let ws = workspace_with(&[("data.csv", "a\n1\n2\n")]);
+    let path = ws.path().to_path_buf();
+    let h = harness(
+        Scripted::new(vec![Ok(text("data.csv has 3 rows."))]),
+        move |b| b.workspace(path),
+    );
+    let (outcome, _) = h.run(RunRequest::new("How many rows?")).await;
+    assert_eq!(outcome.turns, 1);
+}
