@@ -115,6 +115,17 @@ pub struct ModelArgs {
     /// Replay script for `--provider replay`.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// What the model is told and how much it is helped: `small` (short
+    /// instructions, six tools with compact schemas, a tool call required
+    /// first, one nudge) or `full`. Default: small for the embedded models,
+    /// full for the rest.
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
+    pub profile: Option<rein_core::Profile>,
+}
+
+fn parse_profile(text: &str) -> Result<rein_core::Profile, String> {
+    rein_core::Profile::parse(text)
+        .ok_or_else(|| format!("`{text}` is not a profile: use small or full"))
 }
 
 #[derive(Debug, Args)]

@@ -161,6 +161,9 @@ pub struct Config {
     pub provider_retries: u32,
     pub stream_idle_timeout: Duration,
     pub replay_script: Option<PathBuf>,
+    /// `--profile`; `None` picks one for the provider (see
+    /// [`crate::exec::profile_for`]).
+    pub profile: Option<rein_core::Profile>,
     /// `[local]`, merged across files, then `REIN_MODEL_PATH`.
     pub local: LocalSection,
     /// `[providers.NAME]` sections, merged across files.
@@ -226,6 +229,7 @@ impl Config {
             provider_retries: 4,
             stream_idle_timeout: Duration::from_secs(120),
             replay_script: None,
+            profile: None,
             local: LocalSection::default(),
             providers: BTreeMap::new(),
             permissions: PermissionSettings::default(),

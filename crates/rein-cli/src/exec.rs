@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use rein_core::{
-    AgentEngine, CancellationToken, Event, FnSink, PermissionMode, Permissions, RunRequest,
-    SessionStore,
+    AgentEngine, CancellationToken, Event, FnSink, PermissionMode, Permissions, Profile,
+    RunRequest, SessionStore,
 };
 use rein_store::SqliteStore;
 
@@ -195,11 +195,19 @@ pub fn engine_builder(
     store: Arc<SqliteStore>,
     memory: &crate::memory::RunMemory,
 ) -> rein_core::AgentEngineBuilder {
+    let profile = profile_for(cfg, provider.as_ref());
     let mut builder = AgentEngine::builder(provider, store)
         .workspace(workspace)
-        .tools(rein_tools::builtin_tools())
-        .tools(memory.tools.clone())
-        .system_note(memory.note.clone())
+        .profile(profile);
+    builder = match profile {
+        Profile::Full => builder
+            .tools(rein_tools::builtin_tools())
+            .tools(memory.tools.clone())
+            .system_note(memory.note.clone()),
+        // Six tools, no memory: every token of the request is prompt time.
+        Profile::Small => builder.tools(rein_tools::small_model_tools()),
+    };
+    builder = builder
         .max_turns(cfg.max_turns)
         .tool_timeout(cfg.tool_timeout)
         .provider_retries(cfg.provider_retries)
@@ -232,6 +240,26 @@ pub fn engine_builder(
         builder = builder.max_wall_time(t);
     }
     builder
+}
+
+/// Embedded models at most this large (the file) get the small profile
+/// by default: the two offered are 0.5B and 1.5B, a 3B Q4 file is ~2 GB.
+const SMALL_MODEL_FILE: u64 = 3 * 1024 * 1024 * 1024;
+
+/// The profile of a run: `--profile`, else small for an embedded model
+/// whose file is small, else full.
+pub fn profile_for(cfg: &Config, provider: &dyn rein_core::Provider) -> Profile {
+    if let Some(p) = cfg.profile {
+        return p;
+    }
+    if provider.name() != "local" {
+        return Profile::Full;
+    }
+    let (path, _) = crate::providers::local_model_path(cfg);
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > SMALL_MODEL_FILE => Profile::Full,
+        _ => Profile::Small,
+    }
 }
 
 /// `rein compact [SESSION]`.
@@ -369,7 +397,11 @@ fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> 
         model,
         model_path,
         script,
+        profile,
     } = flags;
+    if profile.is_some() {
+        cfg.profile = profile;
+    }
     if let Some(path) = model_path {
         match provider.as_deref() {
             None | Some("local") => {}

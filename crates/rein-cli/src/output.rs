@@ -147,11 +147,15 @@ impl HumanOutput {
                 workspace,
                 resumed,
                 mode,
+                profile,
                 ..
             } => {
                 self.session_id = Some(session_id.clone());
                 let verb = if *resumed { "resumed" } else { "session" };
-                let mode = format!(" · {mode} mode");
+                let mode = match profile {
+                    rein_core::Profile::Full => format!(" · {mode} mode"),
+                    small => format!(" · {mode} mode · {small} profile"),
+                };
                 err(&format!(
                     "rein · {verb} {session_id} · {provider}/{model} · {workspace}{mode}"
                 ));

@@ -142,7 +142,7 @@ fn is_loopback(url: &str) -> bool {
 
 /// The local model file to use, and whether it was configured (`--model-path`,
 /// `REIN_MODEL_PATH`, `[local] model_path`) rather than the default.
-fn local_model_path(cfg: &Config) -> (PathBuf, bool) {
+pub fn local_model_path(cfg: &Config) -> (PathBuf, bool) {
     match &cfg.local.model_path {
         Some(p) => (p.clone(), true),
         None => (model::model_path(&cfg.home, model::default_model()), false),

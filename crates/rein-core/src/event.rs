@@ -66,6 +66,8 @@ pub enum Event {
         /// The permission mode (`plan` is true in plan mode).
         mode: PermissionMode,
         plan: bool,
+        /// What the model is told and how much it is helped.
+        profile: crate::profile::Profile,
     },
     /// A model call is about to be made (turns count from 1).
     TurnStarted { turn: u32 },

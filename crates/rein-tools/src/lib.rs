@@ -51,6 +51,20 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// The tools a small model gets (the small profile): reading, listing,
+/// searching, editing, writing and commands; no todo list (small models
+/// spend their turns on it instead of the task).
+pub fn small_model_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadFile),
+        Arc::new(Glob),
+        Arc::new(Grep),
+        Arc::new(EditFile),
+        Arc::new(WriteFile),
+        Arc::new(Bash),
+    ]
+}
+
 /// The JSON Schema of an argument struct, as the model sees it: no
 /// `$schema` or `title` noise.
 pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {

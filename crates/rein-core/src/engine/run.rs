@@ -212,6 +212,7 @@ impl AgentEngine {
             resumed: opened.resumed,
             mode,
             plan: mode == PermissionMode::Plan,
+            profile: inner.config.profile,
         });
         let policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());

@@ -121,6 +121,7 @@ pub fn run_started(mode: PermissionMode) -> Event {
         resumed: false,
         mode,
         plan: mode == PermissionMode::Plan,
+        profile: rein_core::Profile::Full,
     }
 }
 
