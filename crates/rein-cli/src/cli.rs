@@ -60,6 +60,49 @@ pub enum Command {
     /// Trust a folder: its `.rein/` settings then count like your own
     /// (untrusted, they may only tighten). Covers its subfolders.
     Trust(TrustArgs),
+    /// Run a suite of tasks on a model and report what was solved;
+    /// `rein eval compare A.jsonl B.jsonl` shows what changed.
+    Eval(EvalArgs),
+}
+
+/// `rein eval [SUITE...]` or `rein eval compare BEFORE AFTER`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub command: Option<EvalCommand>,
+    #[command(flatten)]
+    pub run: EvalRunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// What changed between two results files (JSON Lines).
+    Compare { before: PathBuf, after: PathBuf },
+}
+
+/// Running a suite.
+#[derive(Debug, Args)]
+pub struct EvalRunArgs {
+    /// Task files, or folders of them (default: ./evals).
+    #[arg(value_name = "SUITE")]
+    pub suite: Vec<PathBuf>,
+    /// Tasks run at once (default 1 for the local model, else 4).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Folder for results.jsonl and report.md (default:
+    /// rein-eval-results/DATE-TIME).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Only tasks whose name or kind contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    /// Keep each task's folder (workspace, answer, the run's home with its
+    /// session) and name it in the results.
+    #[arg(long)]
+    pub keep: bool,
+    #[command(flatten)]
+    pub models: ModelArgs,
 }
 
 /// `rein trust [DIR]`, `rein trust --revoke [DIR]`, `rein trust --list`.
@@ -100,7 +143,7 @@ pub struct SessionArgs {
 }
 
 /// Which model a command talks to.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 pub struct ModelArgs {
     /// Model provider: anthropic, openai, openai-responses, local, replay, or
     /// a [providers.NAME] from config.

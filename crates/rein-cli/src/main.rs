@@ -2,6 +2,7 @@
 
 mod cli;
 mod config;
+mod eval;
 mod exec;
 mod exit;
 mod home;
@@ -47,6 +48,7 @@ fn main() {
             Some(cli::Command::Model(cmd)) => model::run(cmd),
             Some(cli::Command::Memory(cmd)) => memory::run(cmd).await,
             Some(cli::Command::Trust(args)) => trust::command::run(args),
+            Some(cli::Command::Eval(args)) => eval::run(args).await,
         }
     });
     let code = match result {

@@ -149,6 +149,14 @@ pub fn local_model_path(cfg: &Config) -> (PathBuf, bool) {
     }
 }
 
+/// The provider a run with `cfg` uses: the configured one, else
+/// [`auto_select`]'s.
+pub fn chosen_name(cfg: &Config) -> Option<String> {
+    cfg.provider
+        .clone()
+        .or_else(|| auto_select(cfg).map(str::to_string))
+}
+
 /// The provider name to use when none is configured: one whose key is set,
 /// else the local model when one is configured or the default one is there.
 fn auto_select(cfg: &Config) -> Option<&'static str> {
@@ -249,12 +257,7 @@ fn load_local(_cfg: &Config, _model_path: PathBuf) -> Result<Arc<dyn Provider>> 
 
 /// Build the provider the configuration names.
 pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
-    let name = match cfg.provider.as_deref() {
-        Some(n) => n.to_string(),
-        None => auto_select(cfg)
-            .map(str::to_string)
-            .ok_or_else(|| anyhow!("{NO_MODEL}"))?,
-    };
+    let name = chosen_name(cfg).ok_or_else(|| anyhow!("{NO_MODEL}"))?;
     let builtin = BuiltinProvider::named(&name);
     if builtin == Some(BuiltinProvider::Local) {
         return build_local(cfg);

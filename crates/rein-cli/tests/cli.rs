@@ -5,6 +5,7 @@ mod cli {
     mod bad_input;
     mod cancel;
     mod crash_soak;
+    mod eval;
     mod exec;
     mod fault_soak;
     mod http_providers;

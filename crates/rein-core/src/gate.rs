@@ -21,6 +21,14 @@ use crate::schema_check;
 use crate::text::truncate_middle;
 use crate::tool::{OutputSpill, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
 
+/// How a call's error starts when the model named no offered tool (eval
+/// reports count these).
+pub const UNKNOWN_TOOL: &str = "unknown tool `";
+/// How a call's error starts when its arguments break the tool's schema.
+pub const INVALID_ARGUMENTS: &str = "invalid arguments for `";
+/// Part of a call's error when its arguments are not JSON.
+pub const NOT_JSON: &str = "are not valid JSON";
+
 mod approval;
 mod hooks;
 
@@ -408,7 +416,7 @@ impl Gate {
                 .map(|s| s.name)
                 .collect();
             return Err(ToolError(format!(
-                "unknown tool `{}`. Available tools: {}.",
+                "{UNKNOWN_TOOL}{}`. Available tools: {}.",
                 call.name,
                 available.join(", ")
             )));
@@ -420,14 +428,14 @@ impl Gate {
             Some(args) => args,
             None => parse_arguments(call).map_err(|e| {
                 ToolError(format!(
-                    "the arguments of `{}` are not valid JSON ({e}). Arguments received: {}",
+                    "the arguments of `{}` {NOT_JSON} ({e}). Arguments received: {}",
                     call.name,
                     crate::text::preview(&call.arguments, 5, 300)
                 ))
             })?,
         };
         schema_check::check(&args, &entry.spec.parameters)
-            .map_err(|e| ToolError(format!("invalid arguments for `{}`: {e}", call.name)))?;
+            .map_err(|e| ToolError(format!("{INVALID_ARGUMENTS}{}`: {e}", call.name)))?;
         let args = self.run_hooks(call, args, entry).await?;
 
         ctx.sandbox = policy.permissions.sandbox(policy.mode);

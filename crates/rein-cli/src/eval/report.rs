@@ -1,0 +1,182 @@
+//! The Markdown report of one eval, and the comparison of two.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::record::{FailureKind, TaskRecord};
+
+/// Solved count, and the median wall time, turns and tokens of a set of
+/// records.
+#[derive(Debug, PartialEq)]
+pub struct Totals {
+    pub tasks: usize,
+    pub solved: usize,
+    pub median_wall_ms: u64,
+    pub median_turns: u32,
+    pub tokens: u64,
+    /// `None` when some run's cost is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+fn median<T: Copy + Ord + Default>(mut values: Vec<T>) -> T {
+    values.sort();
+    values.get(values.len() / 2).copied().unwrap_or_default()
+}
+
+pub fn totals(records: &[TaskRecord]) -> Totals {
+    Totals {
+        tasks: records.len(),
+        solved: records.iter().filter(|r| r.solved).count(),
+        median_wall_ms: median(records.iter().map(|r| r.wall_ms).collect()),
+        median_turns: median(records.iter().map(|r| r.turns).collect()),
+        tokens: records
+            .iter()
+            .map(|r| r.input_tokens + r.output_tokens)
+            .sum(),
+        cost_usd: records.iter().map(|r| r.cost_usd).sum(),
+    }
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+fn cost(c: Option<f64>) -> String {
+    match c {
+        Some(c) => format!("${c:.4}"),
+        None => "unknown".to_string(),
+    }
+}
+
+/// Where the records came from: the first record's provider, model and
+/// profile.
+fn setup(records: &[TaskRecord]) -> String {
+    records
+        .iter()
+        .find(|r| !r.model.is_empty())
+        .map(|r| format!("{}/{} · {} profile", r.provider, r.model, r.profile))
+        .unwrap_or_else(|| "no run started".to_string())
+}
+
+/// The report: totals, failures by kind, then a row per task.
+pub fn markdown(records: &[TaskRecord]) -> String {
+    let t = totals(records);
+    let mut out = String::new();
+    let _ = writeln!(out, "# rein eval: {}\n", setup(records));
+    let _ = writeln!(
+        out,
+        "Solved **{}/{}** · median {} and {} turns a task · {} tokens · cost {}\n",
+        t.solved,
+        t.tasks,
+        secs(t.median_wall_ms),
+        t.median_turns,
+        t.tokens,
+        cost(t.cost_usd)
+    );
+    let mut kinds: BTreeMap<FailureKind, usize> = BTreeMap::new();
+    for kind in records.iter().filter_map(|r| r.failure) {
+        *kinds.entry(kind).or_default() += 1;
+    }
+    if !kinds.is_empty() {
+        out.push_str("Failures: ");
+        let list: Vec<String> = kinds
+            .iter()
+            .map(|(k, n)| format!("{} {n}", k.as_str()))
+            .collect();
+        out.push_str(&list.join(", "));
+        out.push_str("\n\n");
+    }
+    out.push_str("| task | kind | solved | failure | turns | calls | tokens | time | cost |\n");
+    out.push_str("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for r in records {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.task,
+            r.kind,
+            if r.solved { "yes" } else { "no" },
+            r.failure.map_or("", FailureKind::as_str),
+            r.turns,
+            r.tool_calls,
+            r.input_tokens + r.output_tokens,
+            secs(r.wall_ms),
+            cost(r.cost_usd)
+        );
+    }
+    out
+}
+
+/// What changed from `before` to `after`, task by task.
+pub fn compare(before: &[TaskRecord], after: &[TaskRecord]) -> String {
+    let (a, b) = (totals(before), totals(after));
+    let mut out = String::new();
+    let _ = writeln!(out, "# rein eval compare\n");
+    let _ = writeln!(out, "| | before | after |\n| --- | --- | --- |");
+    let _ = writeln!(out, "| setup | {} | {} |", setup(before), setup(after));
+    let _ = writeln!(
+        out,
+        "| solved | {}/{} | {}/{} |",
+        a.solved, a.tasks, b.solved, b.tasks
+    );
+    let _ = writeln!(
+        out,
+        "| median time | {} | {} |",
+        secs(a.median_wall_ms),
+        secs(b.median_wall_ms)
+    );
+    let _ = writeln!(
+        out,
+        "| median turns | {} | {} |",
+        a.median_turns, b.median_turns
+    );
+    let _ = writeln!(out, "| tokens | {} | {} |", a.tokens, b.tokens);
+    let _ = writeln!(
+        out,
+        "| cost | {} | {} |\n",
+        cost(a.cost_usd),
+        cost(b.cost_usd)
+    );
+    let old: BTreeMap<&str, &TaskRecord> = before.iter().map(|r| (r.task.as_str(), r)).collect();
+    let new: BTreeMap<&str, &TaskRecord> = after.iter().map(|r| (r.task.as_str(), r)).collect();
+    let mut rows = Vec::new();
+    for (name, n) in &new {
+        let line = match old.get(name) {
+            None => format!("- {name}: only after ({})", outcome(n)),
+            Some(o) if o.solved != n.solved || o.failure != n.failure => {
+                format!("- {name}: {} → {}", outcome(o), outcome(n))
+            }
+            Some(_) => continue,
+        };
+        rows.push(line);
+    }
+    for name in old.keys().filter(|k| !new.contains_key(*k)) {
+        rows.push(format!("- {name}: only before ({})", outcome(old[name])));
+    }
+    if rows.is_empty() {
+        out.push_str("No task changed its outcome.\n");
+    } else {
+        out.push_str("Changed:\n");
+        for row in rows {
+            out.push_str(&row);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn outcome(r: &TaskRecord) -> String {
+    match r.failure {
+        _ if r.solved => "solved".to_string(),
+        Some(kind) => kind.as_str().to_string(),
+        None => "failed".to_string(),
+    }
+}
+
+/// Records from a results file (JSON Lines); blank lines are skipped.
+pub fn parse_results(text: &str) -> Result<Vec<TaskRecord>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
+}
