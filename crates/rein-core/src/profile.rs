@@ -73,8 +73,8 @@ impl std::fmt::Display for Profile {
 
 /// `spec` as the small profile offers it: the first sentence of its
 /// description, and a schema with only property names, types, enums,
-/// item types and what is required (no descriptions, defaults, formats or
-/// bounds; `["integer", "null"]` becomes `"integer"`, since leaving an
+/// bounds, item types and what is required (no descriptions, defaults or
+/// formats; `["integer", "null"]` becomes `"integer"`, since leaving an
 /// optional property out says the same). The gate still checks calls
 /// against the tool's own schema.
 pub fn compact_spec(spec: &ToolSpec) -> ToolSpec {
@@ -98,13 +98,17 @@ fn first_sentence(text: &str) -> String {
     line.to_string()
 }
 
-/// Keys of a JSON schema kept by [`compact_schema`].
-const KEPT_KEYS: [&str; 7] = [
+/// Keys of a JSON schema kept by [`compact_schema`]: the structure and
+/// every bound the gate checks (a bound left out only invites a call the
+/// gate refuses; a local model's grammar is built from these schemas too).
+const KEPT_KEYS: [&str; 9] = [
     "type",
     "properties",
     "required",
     "items",
     "enum",
+    "minimum",
+    "maximum",
     "$ref",
     "$defs",
 ];
@@ -182,7 +186,7 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "path": {"type": "string"},
-                    "limit": {"type": "integer"},
+                    "limit": {"type": "integer", "minimum": 1},
                     "mode": {"enum": ["a", "b"]},
                     "items": {"type": "array", "items": {"type": "string"}}
                 },
