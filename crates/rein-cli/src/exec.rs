@@ -52,7 +52,8 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
         std::io::stdin()
             .read_to_string(&mut text)
             .map_err(|e| Failure::usage(anyhow!("cannot read the prompt from stdin: {e}")))?;
-        text
+        // A prompt piped in ends with a newline (or several): not part of it.
+        text.trim().to_string()
     } else {
         arg.to_string()
     };
@@ -403,6 +404,12 @@ fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> 
         cfg.profile = profile;
     }
     if let Some(path) = model_path {
+        if let Some(known) = model.as_deref().and_then(crate::model::find) {
+            return Err(Failure::usage(anyhow!(
+                "--model {} names a known local model and --model-path a file: pass one of them",
+                known.name
+            )));
+        }
         match provider.as_deref() {
             None | Some("local") => {}
             Some(other) => {

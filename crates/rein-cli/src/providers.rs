@@ -141,8 +141,14 @@ fn is_loopback(url: &str) -> bool {
 }
 
 /// The local model file to use, and whether it was configured (`--model-path`,
-/// `REIN_MODEL_PATH`, `[local] model_path`) rather than the default.
+/// `REIN_MODEL_PATH`, `[local] model_path`) rather than one of the known
+/// models: `--model small|medium` (or `/model medium`) names a known one
+/// and wins over a configured path; else the configured path; else the
+/// default model.
 pub fn local_model_path(cfg: &Config) -> (PathBuf, bool) {
+    if let Some(known) = cfg.model.as_deref().and_then(model::find) {
+        return (model::model_path(&cfg.home, known), false);
+    }
     match &cfg.local.model_path {
         Some(p) => (p.clone(), true),
         None => (model::model_path(&cfg.home, model::default_model()), false),
@@ -180,9 +186,20 @@ fn check_model_file(path: &Path, configured: bool) -> Result<()> {
             if configured {
                 bail!("the model file {shown} does not exist");
             }
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let known = model::MODELS
+                .iter()
+                .find(|m| m.file == name)
+                .unwrap_or(model::default_model());
+            let which = if std::ptr::eq(known, model::default_model()) {
+                "the default local model".to_string()
+            } else {
+                format!("the {} local model", known.name)
+            };
             bail!(
-                "the default local model is not in {}: run scripts/fetch-model.sh to fetch it, or pass --model-path FILE",
-                path.parent().unwrap_or(Path::new(".")).display()
+                "{which} is not in {}: run {} to fetch it, or pass --model-path FILE",
+                path.parent().unwrap_or(Path::new(".")).display(),
+                model::fetch_command(known)
             );
         }
         Err(e) => bail!("cannot read the model file {shown}: {e}"),

@@ -14,6 +14,7 @@ mod config;
 mod cpu;
 mod grammar;
 mod holdback;
+mod naming;
 mod output;
 mod prefix;
 mod preflight;

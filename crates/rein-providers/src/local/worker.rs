@@ -229,18 +229,11 @@ impl<'m> Worker<'m> {
             .and_then(|t| t.to_string().ok());
         let template = ChatTemplate::new(source.as_deref(), piece(vocab.bos()), eos_text)
             .map_err(|e| config_error(format!("model {}: {e}", config.model_path.display())))?;
-        let model_name = model
-            .meta_val_str("general.name")
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .or_else(|| {
-                config
-                    .model_path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-            })
-            .unwrap_or_else(|| "local".to_string());
+        let model_name = super::naming::shown_name(
+            model.meta_val_str("general.name").ok().as_deref(),
+            model.meta_val_str("general.file_type").ok().as_deref(),
+            &config.model_path,
+        );
         Ok(Worker {
             model,
             ctx,
