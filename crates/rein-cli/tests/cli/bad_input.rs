@@ -27,7 +27,7 @@ fn no_key_and_no_local_model_says_how_to_get_one() {
     // A fresh REIN_HOME has no models folder, and no key is set.
     let env = Env::new();
     let o = env.rein(&["exec", "hi"]);
-    let line = "no model available: run scripts/fetch-model.sh to fetch the default local model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY";
+    let line = "no model available: run rein model fetch to fetch the default local model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY";
     assert_clean_failure(&o, 2, line);
     assert_eq!(stderr(&o).trim_end(), format!("rein: {line}"));
 }

@@ -133,11 +133,12 @@ fn model_commands_on_an_empty_home() {
     let small = out.lines().find(|l| l.starts_with("small")).unwrap();
     assert!(small.contains("491.4 MB"), "{out}");
     assert!(small.contains("missing"), "{out}");
+    // The models folder is the user's cache, not the rein home.
     assert!(
         small.contains(
             &env.home
                 .path()
-                .join("models")
+                .join("cache/rein/models")
                 .join(SMALL_FILE)
                 .display()
                 .to_string()
@@ -150,20 +151,40 @@ fn model_commands_on_an_empty_home() {
         "{out}"
     );
     assert!(
-        out.contains("fetch a model with: scripts/fetch-model.sh"),
+        out.contains("fetch a model with: rein model fetch"),
         "{out}"
     );
 
     let o = env.rein(&["model", "path"]);
-    assert_clean_failure(&o, 2, "run scripts/fetch-model.sh to fetch it");
+    assert_clean_failure(&o, 2, "run rein model fetch to fetch it");
     let o = env.rein(&["model", "path", "medium"]);
-    assert_clean_failure(&o, 2, "run scripts/fetch-model.sh medium to fetch it");
+    assert_clean_failure(&o, 2, "run rein model fetch medium to fetch it");
     let o = env.rein(&["model", "path", "huge"]);
     assert_clean_failure(&o, 2, "unknown model `huge`; known models: small, medium");
     let o = env.rein(&["model", "verify"]);
     assert_clean_failure(&o, 2, "the small model is not in");
     let o = env.rein(&["model", "verify", "/no/such/file.gguf"]);
     assert_clean_failure(&o, 2, "/no/such/file.gguf");
+}
+
+#[test]
+fn a_fresh_rein_home_finds_a_model_fetched_into_the_cache() {
+    let env = Env::new();
+    let cache = env.home.path().join("cache/rein/models");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(cache.join(SMALL_FILE), "x").unwrap();
+    let other_home = tempfile::tempdir().unwrap();
+    let o = env
+        .command()
+        .args(["model", "path"])
+        .env("REIN_HOME", other_home.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        cache.join(SMALL_FILE).display().to_string()
+    );
 }
 
 #[test]

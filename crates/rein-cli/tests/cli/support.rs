@@ -53,6 +53,8 @@ impl Env {
             .env_remove("ANTHROPIC_BASE_URL")
             .env_remove("REIN_MODEL_PATH")
             .env_remove("REIN_MODELS_DIR")
+            // The models folder defaults to the user's cache: a fresh one.
+            .env("XDG_CACHE_HOME", self.home.path().join("cache"))
             .current_dir(self.ws.path())
             .stdin(Stdio::null());
         cmd

@@ -245,6 +245,7 @@ impl AgentEngine {
             tools: std::mem::take(&mut fixed.tools),
             max_output_tokens: None,
             tool_choice: Default::default(),
+            single_tool_call: false,
         };
         Ok(Run {
             conv,
@@ -267,6 +268,7 @@ impl AgentEngine {
     /// One turn: steering and budgets, a whole answer, its calls.
     async fn turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
         self.before_turn(ctx, run).await?;
+        run.req.single_tool_call = self.inner.config.profile.single_tool_call();
         run.req.tool_choice = if run.first_call_required && ctx.st.turns == 1 {
             ToolChoice::Required
         } else {

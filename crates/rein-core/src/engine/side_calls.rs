@@ -90,6 +90,7 @@ impl AgentEngine {
             tools: Vec::new(),
             max_output_tokens: Some(24),
             tool_choice: Default::default(),
+            single_tool_call: false,
         };
         let began = std::time::Instant::now();
         let result = self.provider().complete(&req, &cancel).await;

@@ -122,3 +122,17 @@ async fn the_full_profile_never_nudges() {
     let (outcome, _) = h.run(RunRequest::new("How many rows?")).await;
     assert_eq!(outcome.turns, 1);
 }
+
+#[tokio::test]
+async fn the_small_profile_asks_for_one_call_per_answer() {
+    let ws = workspace_with(&[]);
+    let small = small_harness(Scripted::new(vec![Ok(text("ok"))]), ws.path());
+    small.run(RunRequest::new("hi")).await;
+    assert!(small.provider.requests()[0].single_tool_call);
+    let path = ws.path().to_path_buf();
+    let full = harness(Scripted::new(vec![Ok(text("ok"))]), move |b| {
+        b.workspace(path)
+    });
+    full.run(RunRequest::new("hi")).await;
+    assert!(!full.provider.requests()[0].single_tool_call);
+}

@@ -24,6 +24,9 @@ pub(crate) struct ToolGrammar {
     /// applied from the first token: one or more `<tool_call>` blocks, the
     /// shape the model's template teaches.
     pub(crate) forced: String,
+    /// The two above allowing one call only (`single_tool_call`).
+    pub(crate) single: String,
+    pub(crate) single_forced: String,
     /// Regular expressions (ECMAScript) searched in the output; the grammar
     /// applies from the first capture group of the first match (or from the
     /// match when there is no group).
@@ -53,6 +56,8 @@ pub(crate) fn tool_call_grammar(tools: &[ToolSpec]) -> Option<ToolGrammar> {
     Some(ToolGrammar {
         grammar: wrap(&json_rules),
         forced: wrap_with(FORCED_ROOT, &json_rules),
+        single: wrap_with(SINGLE_ROOT, &json_rules),
+        single_forced: wrap_with(SINGLE_FORCED_ROOT, &json_rules),
         triggers: triggers(tools),
     })
 }
@@ -184,6 +189,12 @@ const LAZY_ROOT: &str = concat!(
 
 /// The root of the forced grammar: tagged calls only.
 const FORCED_ROOT: &str = "root ::= rein-tagged (\"\\n\" rein-tagged){0,7}\n";
+
+/// The lazy root for one call, in any shape.
+const SINGLE_ROOT: &str = "root ::= rein-tagged | rein-fenced | rein-call\n";
+
+/// The forced root for one call.
+const SINGLE_FORCED_ROOT: &str = "root ::= rein-tagged\n";
 
 /// The call shapes around the converter's rules (its root renamed).
 pub(crate) fn wrap(json_rules: &str) -> String {

@@ -12,6 +12,15 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
 use super::grammar::ToolGrammar;
 
+/// What the grammar holds an answer to.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallShape {
+    /// The answer is calls from its first token.
+    pub forced: bool,
+    /// At most one call.
+    pub single: bool,
+}
+
 /// The sampler of one answer.
 pub(crate) struct TokenSampler {
     chain: LlamaSampler,
@@ -21,13 +30,13 @@ pub(crate) struct TokenSampler {
 impl TokenSampler {
     /// `grammar`: the tool-call grammar, applied once one of its triggers
     /// shows up in the output, or from the first token when the answer
-    /// must be a call (`forced`).
+    /// must be a call (`shape.forced`); one call only with `shape.single`.
     pub(crate) fn new(
         model: &LlamaModel,
         temperature: f32,
         seed: u32,
         grammar: Option<&ToolGrammar>,
-        forced: bool,
+        shape: CallShape,
     ) -> Result<Self, String> {
         let chain = if temperature <= 0.0 {
             LlamaSampler::greedy()
@@ -42,14 +51,24 @@ impl TokenSampler {
         };
         let grammar = match grammar {
             None => None,
-            Some(g) if forced => Some(
-                LlamaSampler::grammar(model, &g.forced, "root")
-                    .map_err(|e| format!("the forced tool-call grammar was refused: {e}"))?,
-            ),
-            Some(g) => Some(
-                LlamaSampler::grammar_lazy_patterns(model, &g.grammar, "root", &g.triggers, &[])
-                    .map_err(|e| format!("the tool-call grammar was refused: {e}"))?,
-            ),
+            Some(g) if shape.forced => {
+                let text = if shape.single {
+                    &g.single_forced
+                } else {
+                    &g.forced
+                };
+                Some(
+                    LlamaSampler::grammar(model, text, "root")
+                        .map_err(|e| format!("the forced tool-call grammar was refused: {e}"))?,
+                )
+            }
+            Some(g) => {
+                let text = if shape.single { &g.single } else { &g.grammar };
+                Some(
+                    LlamaSampler::grammar_lazy_patterns(model, text, "root", &g.triggers, &[])
+                        .map_err(|e| format!("the tool-call grammar was refused: {e}"))?,
+                )
+            }
         };
         Ok(TokenSampler { chain, grammar })
     }

@@ -28,7 +28,7 @@ use super::cpu::physical_cores;
 use super::grammar::{ToolGrammar, tool_call_grammar};
 use super::output::OutputBuilder;
 use super::prefix::reusable_prefix;
-use super::sampler::TokenSampler;
+use super::sampler::{CallShape, TokenSampler};
 use super::template::ChatTemplate;
 use super::utf8::PieceDecoder;
 
@@ -355,13 +355,16 @@ impl<'m> Worker<'m> {
             })
             .max(1);
         let grammar = self.grammar_for(&request.tools);
-        let forced = request.tool_choice.forces_call(&request.tools);
+        let shape = CallShape {
+            forced: request.tool_choice.forces_call(&request.tools),
+            single: request.single_tool_call,
+        };
         let mut sampler = match TokenSampler::new(
             self.model,
             self.config.temperature,
             self.config.seed,
             grammar.as_ref(),
-            forced,
+            shape,
         ) {
             Ok(s) => s,
             // A grammar llama.cpp refuses: generate without it.
@@ -370,7 +373,7 @@ impl<'m> Worker<'m> {
                 self.config.temperature,
                 self.config.seed,
                 None,
-                false,
+                CallShape::default(),
             )
             .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))?,
         };

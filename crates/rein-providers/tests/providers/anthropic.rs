@@ -1320,6 +1320,7 @@ fn request_puts_system_and_tools_at_the_top_with_cache_breakpoints_and_replays_t
         ],
         max_output_tokens: None,
         tool_choice: Default::default(),
+        single_tool_call: false,
     };
     let mut ep = endpoint();
     ep.max_output_tokens = Some(4096);
@@ -1640,5 +1641,10 @@ fn a_required_tool_call_is_sent_as_tool_choice_any() {
             .body
             .get("tool_choice")
             .is_none()
+    );
+    req.single_tool_call = true;
+    assert_eq!(
+        Anthropic.build_request(&req, &endpoint()).body["tool_choice"],
+        serde_json::json!({"type": "auto", "disable_parallel_tool_use": true})
     );
 }

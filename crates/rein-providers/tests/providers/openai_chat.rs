@@ -1268,6 +1268,7 @@ fn request_carries_system_messages_calls_reasoning_results_and_tools() {
         }],
         max_output_tokens: None,
         tool_choice: Default::default(),
+        single_tool_call: false,
     };
     let endpoint = EndpointConfig {
         base_url: "https://api.openai.com/v1".into(),
@@ -1722,14 +1723,12 @@ fn a_required_tool_call_is_sent_as_tool_choice_required_only_with_tools() {
     };
     let wire = OpenAiChat.build_request(&req, &endpoint);
     assert_eq!(wire.body["tool_choice"], json!("required"));
+    assert!(wire.body.get("parallel_tool_calls").is_none());
     req.tool_choice = rein_core::ToolChoice::Auto;
-    assert!(
-        OpenAiChat
-            .build_request(&req, &endpoint)
-            .body
-            .get("tool_choice")
-            .is_none()
-    );
+    req.single_tool_call = true;
+    let wire = OpenAiChat.build_request(&req, &endpoint);
+    assert!(wire.body.get("tool_choice").is_none());
+    assert_eq!(wire.body["parallel_tool_calls"], json!(false));
     req.tool_choice = rein_core::ToolChoice::Required;
     req.tools.clear();
     assert!(

@@ -1234,6 +1234,7 @@ fn build_request_replays_the_whole_conversation_statelessly_in_order() {
         ],
         max_output_tokens: None,
         tool_choice: Default::default(),
+        single_tool_call: false,
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(Some("sk-test"), Some(4000)));
     assert_eq!(wire.path, "/responses");
@@ -1321,6 +1322,7 @@ fn build_request_omits_what_is_empty_and_replays_only_encrypted_openai_reasoning
         tools: vec![],
         max_output_tokens: Some(50),
         tool_choice: Default::default(),
+        single_tool_call: false,
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(None, Some(4000)));
     assert!(wire.headers.is_empty());
@@ -1391,6 +1393,7 @@ fn build_request_sends_the_tool_round_trip_the_way_the_recorded_client_did() {
         tools,
         max_output_tokens: None,
         tool_choice: Default::default(),
+        single_tool_call: false,
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(Some("k"), Some(4000)));
     let input = wire.body["input"].as_array().unwrap();
@@ -1449,11 +1452,8 @@ fn a_required_tool_call_is_sent_as_tool_choice_required() {
         json!("required")
     );
     req.tool_choice = rein_core::ToolChoice::Auto;
-    assert!(
-        OpenAiResponses
-            .build_request(&req, &ep)
-            .body
-            .get("tool_choice")
-            .is_none()
-    );
+    req.single_tool_call = true;
+    let body = OpenAiResponses.build_request(&req, &ep).body;
+    assert!(body.get("tool_choice").is_none());
+    assert_eq!(body["parallel_tool_calls"], json!(false));
 }
