@@ -22,6 +22,69 @@ pub struct PromptFacts<'a> {
     /// The small profile's short instructions (see [`crate::profile`]):
     /// the tools are not listed again (their specs name them).
     pub lean: bool,
+    /// The workspace's files (see [`list_files`]), shown in a lean prompt.
+    pub files: Option<&'a str>,
+}
+
+/// Most entries of [`list_files`].
+const LISTED_FILES: usize = 40;
+/// Longest file name listed, in bytes; longer ones are left out.
+const LISTED_NAME: usize = 80;
+
+/// The workspace's files, for a small model that otherwise guesses which
+/// file to open: the top folder and one level below, as relative paths
+/// (folders end in `/`), sorted, hidden entries skipped, at most
+/// [`LISTED_FILES`] (then "and N more"). Names are data written by
+/// whoever made the repository: one with a control character, or longer
+/// than [`LISTED_NAME`], is left out. None for an empty workspace.
+pub fn list_files(workspace: &Path) -> Option<String> {
+    let mut entries: Vec<String> = Vec::new();
+    let mut more = 0usize;
+    let names = |dir: &Path| -> Vec<(String, bool)> {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(String, bool)> = read
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let ok = !name.starts_with('.')
+                    && name.len() <= LISTED_NAME
+                    && !name.chars().any(char::is_control);
+                ok.then(|| (name, e.file_type().is_ok_and(|t| t.is_dir())))
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    for (name, is_dir) in names(workspace) {
+        let mut add = |entry: String| {
+            if entries.len() < LISTED_FILES {
+                entries.push(entry);
+            } else {
+                more += 1;
+            }
+        };
+        if is_dir {
+            add(format!("{name}/"));
+            for (inner, inner_dir) in names(&workspace.join(&name)) {
+                add(format!(
+                    "{name}/{inner}{}",
+                    if inner_dir { "/" } else { "" }
+                ));
+            }
+        } else {
+            add(name);
+        }
+    }
+    if entries.is_empty() {
+        return None;
+    }
+    let mut text = entries.join(", ");
+    if more > 0 {
+        text.push_str(&format!(", and {more} more"));
+    }
+    Some(text)
 }
 
 /// Read AGENTS.md from the workspace root, capped; None when absent.
@@ -93,6 +156,9 @@ fn lean_system_prompt(f: &PromptFacts<'_>) -> String {
         f.os,
         f.date
     ));
+    if let Some(files) = f.files {
+        s.push_str(&format!("Files: {files}\n"));
+    }
     if f.plan {
         s.push_str("Plan mode: read and search only; answer with a numbered plan.\n");
     }
@@ -124,6 +190,7 @@ mod tests {
             plan: true,
             agents_md: Some("Use tabs."),
             lean: false,
+            files: None,
         });
         assert!(p.contains("Working directory: /w"));
         assert!(p.contains("Date: 2026-12-02"));
@@ -141,5 +208,29 @@ mod tests {
         let text = read_agents_md(&dir).unwrap();
         assert!(text.ends_with("[AGENTS.md truncated]"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_file_list_shows_two_levels_skips_hidden_and_odd_names_and_is_capped() {
+        let dir = std::env::temp_dir().join(format!("rein-list-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src/deep/deeper")).unwrap();
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join("README.md"), "").unwrap();
+        std::fs::write(dir.join("src/main.py"), "").unwrap();
+        std::fs::write(dir.join(".env"), "").unwrap();
+        std::fs::write(dir.join("bad\nname"), "").unwrap();
+        std::fs::write(dir.join("x".repeat(100)), "").unwrap();
+        assert_eq!(
+            list_files(&dir).as_deref(),
+            Some("README.md, src/, src/deep/, src/main.py")
+        );
+        for i in 0..50 {
+            std::fs::write(dir.join(format!("f{i:02}.txt")), "").unwrap();
+        }
+        let listed = list_files(&dir).unwrap();
+        assert!(listed.ends_with(", and 14 more"), "{listed}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(list_files(&dir), None);
     }
 }

@@ -579,6 +579,7 @@ fn engine_system(tools: &[ToolSpec]) -> String {
         plan: false,
         agents_md: None,
         lean: false,
+        files: None,
     })
 }
 

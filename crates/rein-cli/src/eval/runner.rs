@@ -169,6 +169,15 @@ async fn run_exec(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    // An eval that is killed takes its runs with it (SIGTERM: each run
+    // stops cleanly and its commands go with it).
+    // SAFETY: runs in the forked child; prctl only sets a flag.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn()?;
     let stdout = child
         .stdout

@@ -149,8 +149,8 @@ pub(crate) struct Run {
     /// The gate the request's tool list was made from (`add_tools` swaps
     /// in a new one).
     gate: Arc<Gate>,
-    agents_md: Option<String>,
-    date: String,
+    /// AGENTS.md, the date and the file list, read at the start.
+    inputs: setup::PromptInputs,
     started: tokio::time::Instant,
     /// The first turn must call a tool (the profile asks for it and the
     /// workspace has files to look at).
@@ -235,10 +235,9 @@ impl AgentEngine {
                 ),
             });
         }
-        let agents_md = context::read_agents_md(&inner.workspace);
-        let date = crate::time::format_date(crate::time::now_millis());
+        let inputs = self.prompt_inputs();
         let gate = self.gate();
-        let mut fixed = self.fixed_part(mode, agents_md.as_deref(), &date, ctx.counter.as_ref());
+        let mut fixed = self.fixed_part(mode, &inputs, ctx.counter.as_ref());
         let req = ModelRequest {
             system: std::mem::take(&mut fixed.system),
             messages: Vec::new(),
@@ -256,8 +255,7 @@ impl AgentEngine {
             req,
             control: request.control.unwrap_or_default(),
             gate,
-            agents_md,
-            date,
+            inputs,
             started: tokio::time::Instant::now(),
             first_call_required: inner.config.profile.requires_first_call()
                 && help::workspace_has_files(&inner.workspace),
@@ -327,8 +325,7 @@ impl AgentEngine {
         if switch.is_some() || !Arc::ptr_eq(&gate, &run.gate) {
             // What the model is offered follows the mode and the tools.
             run.gate = gate;
-            let agents_md = run.agents_md.as_deref();
-            run.fixed = self.fixed_part(run.mode, agents_md, &run.date, ctx.counter.as_ref());
+            run.fixed = self.fixed_part(run.mode, &run.inputs, ctx.counter.as_ref());
             run.req.system = std::mem::take(&mut run.fixed.system);
             run.req.tools = std::mem::take(&mut run.fixed.tools);
         }

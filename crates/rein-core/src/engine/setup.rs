@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// What the system prompt is built from besides the mode and tools.
+pub(super) struct PromptInputs {
+    pub agents_md: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// The workspace's files, listed for a lean prompt.
+    pub files: Option<String>,
+}
+
 /// A stored session loaded for the model.
 pub(super) struct Loaded {
     pub id: String,
@@ -20,8 +29,7 @@ impl AgentEngine {
     pub(super) fn fixed_part(
         &self,
         mode: PermissionMode,
-        agents_md: Option<&str>,
-        date: &str,
+        inputs: &PromptInputs,
         counter: &dyn TokenCounter,
     ) -> FixedPart {
         let inner = &self.inner;
@@ -32,12 +40,13 @@ impl AgentEngine {
         }
         let mut system = context::system_prompt(&PromptFacts {
             workspace: &inner.workspace,
-            date,
+            date: &inputs.date,
             os: std::env::consts::OS,
             tools: &tools,
             plan: mode == PermissionMode::Plan,
-            agents_md,
+            agents_md: inputs.agents_md.as_deref(),
             lean,
+            files: inputs.files.as_deref(),
         });
         if let Some(note) = &inner.config.system_note
             && !note.trim().is_empty()
@@ -158,11 +167,27 @@ impl AgentEngine {
     /// Tokens of what every request of a run in `mode` carries besides the
     /// history: the system prompt and the tool definitions.
     pub fn fixed_tokens(&self, mode: PermissionMode) -> u64 {
-        let agents_md = context::read_agents_md(&self.inner.workspace);
-        let date = crate::time::format_date(crate::time::now_millis());
+        let inputs = self.prompt_inputs();
         let counter = self.token_counter();
-        self.fixed_part(mode, agents_md.as_deref(), &date, counter.as_ref())
-            .tokens
+        self.fixed_part(mode, &inputs, counter.as_ref()).tokens
+    }
+
+    /// What the system prompt is built from, read once per run: the
+    /// project's AGENTS.md, today's date, and (lean prompts) the
+    /// workspace's files.
+    pub(super) fn prompt_inputs(&self) -> PromptInputs {
+        let workspace = &self.inner.workspace;
+        PromptInputs {
+            agents_md: context::read_agents_md(workspace),
+            date: crate::time::format_date(crate::time::now_millis()),
+            files: self
+                .inner
+                .config
+                .profile
+                .lean_request()
+                .then(|| context::list_files(workspace))
+                .flatten(),
+        }
     }
 
     /// A stored session as the model sees it (from its latest compaction

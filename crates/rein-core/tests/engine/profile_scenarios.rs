@@ -78,6 +78,7 @@ async fn the_small_profile_sends_short_instructions_and_compact_schemas() {
     // The specs name the tools; the lean prompt does not list them again.
     assert!(f.system.contains("# Tools") && !s.system.contains("# Tools"));
     assert!(s.system.contains("edit_file or write_file"), "{}", s.system);
+    assert!(!f.system.contains("Files:"), "{}", f.system);
     assert_eq!(s.tools.len(), f.tools.len());
     for tool in &s.tools {
         let text = tool.parameters.to_string();
@@ -135,4 +136,16 @@ async fn the_small_profile_asks_for_one_call_per_answer() {
     });
     full.run(RunRequest::new("hi")).await;
     assert!(!full.provider.requests()[0].single_tool_call);
+}
+
+#[tokio::test]
+async fn the_small_profile_lists_the_workspace_files_in_its_prompt() {
+    let ws = workspace_with(&[("config.ini", "port = 1\n"), ("README.md", "# x\n")]);
+    let h = small_harness(Scripted::new(vec![Ok(text("ok"))]), ws.path());
+    h.run(RunRequest::new("hi")).await;
+    let system = &h.provider.requests()[0].system;
+    assert!(
+        system.contains("Files: README.md, config.ini\n"),
+        "{system}"
+    );
 }
