@@ -499,7 +499,8 @@ mod tests {
     #[test]
     fn the_readme_config_example_is_a_valid_config_file() {
         let readme = include_str!("../../../README.md");
-        let start = readme.find("```toml\n").unwrap() + "```toml\n".len();
+        let section = readme.find("## Configuration").unwrap();
+        let start = section + readme[section..].find("```toml\n").unwrap() + "```toml\n".len();
         let end = start + readme[start..].find("```").unwrap();
         let file: ConfigFile = toml::from_str(&readme[start..end]).unwrap();
         let mut cfg = Config::defaults(PathBuf::from("/h"));

@@ -150,11 +150,11 @@ pub fn system_prompt(f: &PromptFacts<'_>) -> String {
 fn lean_system_prompt(f: &PromptFacts<'_>) -> String {
     let mut s = String::with_capacity(1024);
     s.push_str(LEAN_INSTRUCTIONS);
+    // No absolute path: small models rebuild one from it and drop a part
+    // (`/tmp/x/work` + `config.ini` became `/tmp/x/config.ini`).
     s.push_str(&format!(
-        "Working directory: {} ({}, {}).\n",
-        f.workspace.display(),
-        f.os,
-        f.date
+        "You are in the project's folder ({}, {}); write paths relative to it, as listed.\n",
+        f.os, f.date
     ));
     if let Some(files) = f.files {
         s.push_str(&format!("Files: {files}\n"));

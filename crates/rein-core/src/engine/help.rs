@@ -1,7 +1,8 @@
 //! The harness help a small model gets (see [`crate::profile`]): a tool
 //! call required on the first turn of a task in a non-empty workspace, and
-//! one nudge per run when its answer shows a change it never made or talks
-//! about a file it never opened.
+//! one nudge per run when it answers right after a failed call, or its
+//! answer shows a change it never made or talks about a file it never
+//! opened.
 //!
 //! Both read only what the run already knows: the workspace's top folder,
 //! the answer's text, and what earlier calls of the run asked for. The
@@ -20,6 +21,8 @@ pub(crate) struct Looked {
     seen: String,
     /// The run was nudged already.
     pub nudged: bool,
+    /// Every call of the latest round failed.
+    pub last_round_failed: bool,
 }
 
 /// Most bytes of call arguments kept in [`Looked::seen`].
@@ -51,6 +54,13 @@ pub(crate) fn workspace_has_files(workspace: &Path) -> bool {
 pub(crate) fn nudge(answer: &str, looked: &Looked, workspace: &Path) -> Option<String> {
     if looked.nudged {
         return None;
+    }
+    if looked.last_round_failed {
+        return Some(
+            "[rein] Your last tool call failed, so that answer is not based on the files. Read \
+             the error, fix the call (paths are relative to the project folder), and try again."
+                .to_string(),
+        );
     }
     let files = mentioned_files(answer, workspace);
     if !looked.wrote && shows_code(answer) && !files.is_empty() {
@@ -153,6 +163,17 @@ mod tests {
         assert!(n.contains("shows code for calc.py"), "{n}");
         looked.wrote = true;
         assert_eq!(nudge(answer, &looked, ws.path()), None);
+    }
+
+    #[test]
+    fn an_answer_right_after_a_failed_call_is_nudged_to_try_again() {
+        let ws = workspace();
+        let looked = Looked {
+            last_round_failed: true,
+            ..Looked::default()
+        };
+        let n = nudge("It is MIT.", &looked, ws.path()).unwrap();
+        assert!(n.contains("last tool call failed"), "{n}");
     }
 
     #[test]

@@ -462,6 +462,8 @@ impl AgentEngine {
             .track
             .observe(&finished, ctx.st.turns, &self.inner.workspace);
         run.looked.wrote |= wrote;
+        run.looked.last_round_failed =
+            !finished.is_empty() && finished.iter().all(|f| f.result.is_error);
         for f in finished.iter().filter(|f| !f.result.is_error) {
             if let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) {
                 run.looked.saw(&call.arguments);
