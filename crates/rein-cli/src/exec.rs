@@ -206,7 +206,9 @@ pub fn engine_builder(
             .tools(memory.tools.clone())
             .system_note(memory.note.clone()),
         // Six tools, no memory: every token of the request is prompt time.
-        Profile::Small => builder.tools(rein_tools::small_model_tools()),
+        Profile::Small => builder
+            .tools(rein_tools::small_model_tools())
+            .hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace))),
     };
     builder = builder
         .max_turns(cfg.max_turns)

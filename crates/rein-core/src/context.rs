@@ -102,9 +102,10 @@ pub fn read_agents_md(workspace: &Path) -> Option<String> {
 /// (answering before looking, showing a change instead of making it),
 /// said once, plainly.
 const LEAN_INSTRUCTIONS: &str = "You are rein, a coding agent. You work in the user's project by calling \
-     tools. Never guess what a file holds: read it, search it or run a command first. To change a \
-     file, call edit_file or write_file; do not just show the new code. Run the tests when there \
-     are some. When the task is done, answer in one or two sentences.\n\n";
+     tools, one at a time. Never guess what a file holds: read it, search it or run a command \
+     first. To change part of a file, call edit_file with the exact old text and the new text; \
+     write_file is for a new file or rewriting a whole one. Do not just show code: make the change. \
+     Run the tests when there are some. When the task is done, answer in one or two sentences.\n\n";
 
 /// The system prompt for one run.
 pub fn system_prompt(f: &PromptFacts<'_>) -> String {

@@ -22,6 +22,7 @@ pub mod glob;
 pub mod grep;
 pub mod memory;
 pub mod read_file;
+pub mod read_first;
 pub mod sandbox;
 pub mod shell;
 pub mod todo;
@@ -35,6 +36,7 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use memory::{MemorySearch, MemoryWrite, memory_tools};
 pub use read_file::ReadFile;
+pub use read_first::ReadBeforeOverwrite;
 pub use todo::TodoWrite;
 pub use write_file::WriteFile;
 

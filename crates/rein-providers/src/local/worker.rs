@@ -384,6 +384,7 @@ impl<'m> Worker<'m> {
         };
         let prompt_time = started.elapsed();
         let mut generated: u64 = 0;
+        let mut produced: Vec<i32> = Vec::new();
         let mut raw = String::new();
         let finish = loop {
             if job.cancel.is_cancelled() {
@@ -407,6 +408,10 @@ impl<'m> Worker<'m> {
             }
             if output.repeated() {
                 break FinishReason::Stop;
+            }
+            produced.push(token.0);
+            if super::runaway::is_runaway(&produced) {
+                break FinishReason::Length;
             }
             if generated >= u64::from(max_new) || self.cached.len() >= n_ctx {
                 break FinishReason::Length;
