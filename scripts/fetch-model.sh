@@ -7,8 +7,8 @@
 # the result into place. Running it again when the model is already there
 # does nothing.
 #
-#   small   Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, the default)
-#   medium  Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB)
+#   small   Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB)
+#   medium  Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB, the default)
 #
 # Destination: $REIN_MODELS_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/rein/models
 # (where rein looks for them). Downloaded packages are kept in
@@ -21,8 +21,8 @@ set -euo pipefail
 
 usage() {
   echo "usage: $(basename "$0") [small|medium]" >&2
-  echo "  small   Qwen2.5-Coder-0.5B-Instruct Q4_K_M, 491 MB (default)" >&2
-  echo "  medium  Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB" >&2
+  echo "  small   Qwen2.5-Coder-0.5B-Instruct Q4_K_M, 491 MB" >&2
+  echo "  medium  Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB (default)" >&2
 }
 
 die() {
@@ -30,7 +30,7 @@ die() {
   exit 1
 }
 
-which=${1:-small}
+which=${1:-medium}
 case "$which" in
   small)
     file=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf

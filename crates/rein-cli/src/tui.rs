@@ -51,6 +51,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     }
 
     let home = cfg.home.clone();
+    let model_choices = crate::model::choices(&cfg.home);
     let alternate_screen = args.alt_screen || cfg.alternate_screen;
     let engine = engine_builder(&cfg, &workspace, mode, first, store.clone(), &memory)
         .approvals(Approvals::Events)
@@ -74,6 +75,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         home,
         engine,
         providers: Box::new(providers),
+        model_choices,
         mode,
         resume,
         notices,

@@ -39,6 +39,9 @@ pub struct Setup {
     /// and session store are the app's.
     pub engine: AgentEngine,
     pub providers: ProviderFactory,
+    /// What `/model` with no name lists besides the current model: the
+    /// known local models and whether each is here.
+    pub model_choices: Vec<String>,
     pub mode: PermissionMode,
     /// Continue this session at start.
     pub resume: Option<String>,
@@ -102,6 +105,7 @@ struct Loop {
     engine: AgentEngine,
     store: Arc<dyn SessionStore>,
     providers: ProviderFactory,
+    model_choices: Vec<String>,
     /// Events of every run and compaction, in order.
     events_tx: mpsc::UnboundedSender<Event>,
     side_tx: mpsc::UnboundedSender<Side>,
@@ -205,6 +209,7 @@ impl Loop {
             engine,
             store,
             providers: setup.providers,
+            model_choices: setup.model_choices,
             events_tx,
             side_tx,
             running: None,
@@ -385,10 +390,15 @@ impl Loop {
     fn switch_model(&mut self, name: Option<String>) {
         let app = &mut self.app;
         let Some(name) = name else {
-            app.notice(format!(
+            let mut text = format!(
                 "model: {} ({}) · switch with /model NAME",
                 app.status.model, app.status.provider
-            ));
+            );
+            for choice in &self.model_choices {
+                text.push_str("\n  ");
+                text.push_str(choice);
+            }
+            app.notice(text);
             return;
         };
         match (self.providers)(&name) {

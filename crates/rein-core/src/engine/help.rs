@@ -23,6 +23,8 @@ pub(crate) struct Looked {
     pub nudged: bool,
     /// Every call of the latest round failed.
     pub last_round_failed: bool,
+    /// The next answer must call a tool (the one after a nudge).
+    pub act_next: bool,
 }
 
 /// Most bytes of call arguments kept in [`Looked::seen`].

@@ -267,7 +267,11 @@ impl AgentEngine {
     async fn turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
         self.before_turn(ctx, run).await?;
         run.req.single_tool_call = self.inner.config.profile.single_tool_call();
-        run.req.tool_choice = if run.first_call_required && ctx.st.turns == 1 {
+        // The first turn looks before it answers; the turn after a nudge
+        // acts on it (measured: nudged, the 1.5B model answered "I will
+        // edit calc.py" and stopped).
+        let first = run.first_call_required && ctx.st.turns == 1;
+        run.req.tool_choice = if first || std::mem::take(&mut run.looked.act_next) {
             ToolChoice::Required
         } else {
             ToolChoice::Auto
@@ -296,6 +300,7 @@ impl AgentEngine {
             return Ok(false);
         };
         run.looked.nudged = true;
+        run.looked.act_next = true;
         ctx.emit(Event::Notice {
             message: format!("nudged the model: {}", text.trim_start_matches("[rein] ")),
         });

@@ -77,7 +77,16 @@ async fn the_small_profile_sends_short_instructions_and_compact_schemas() {
     );
     // The specs name the tools; the lean prompt does not list them again.
     assert!(f.system.contains("# Tools") && !s.system.contains("# Tools"));
-    assert!(s.system.contains("edit_file or write_file"), "{}", s.system);
+    assert!(
+        s.system.contains("call edit_file with the exact old text"),
+        "{}",
+        s.system
+    );
+    assert!(
+        !s.system.contains(&ws.path().display().to_string()),
+        "no absolute path: {}",
+        s.system
+    );
     assert!(!f.system.contains("Files:"), "{}", f.system);
     assert_eq!(s.tools.len(), f.tools.len());
     for tool in &s.tools {
@@ -98,6 +107,17 @@ async fn an_answer_about_a_file_never_opened_is_nudged_once_and_the_run_goes_on(
     let (outcome, events) = h.run(RunRequest::new("How many rows in data.csv?")).await;
     assert_eq!(outcome.reason, StopReason::Completed);
     assert_eq!(outcome.turns, 3, "one nudge, then the answer ends the run");
+    // The turn after the nudge had to act.
+    let choices: Vec<ToolChoice> = h
+        .provider
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice)
+        .collect();
+    assert_eq!(
+        choices,
+        vec![ToolChoice::Required, ToolChoice::Auto, ToolChoice::Required]
+    );
     let stored = h.stored(&outcome).await;
     let nudges: Vec<_> = stored
         .iter()
