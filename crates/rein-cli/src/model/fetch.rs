@@ -142,8 +142,9 @@ fn download(wheels: &Path, package: &str, version: &str) -> Result<(), anyhow::E
         ])
         .arg(wheels)
         .arg(format!("{package}=={version}"))
-        // pip's progress bar and messages go to the user's terminal.
-        .stdout(Stdio::inherit())
+        // pip's progress bar and messages go to the user's terminal, on
+        // stderr: stdout is for the path alone.
+        .stdout(std::io::stderr())
         .stderr(Stdio::inherit())
         .status()
         .context("cannot run pip")?;

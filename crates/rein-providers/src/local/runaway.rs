@@ -34,9 +34,9 @@ mod tests {
 
     #[test]
     fn ordinary_text_and_long_cycles_are_not() {
-        let text: Vec<i32> = (0..300).map(|i| (i * 7919 % 1000) as i32).collect();
+        let text: Vec<i32> = (0..300).map(|i| i * 7919 % 1000).collect();
         assert!(!is_runaway(&text));
-        let long: Vec<i32> = (0..300).map(|i| (i % 40) as i32).collect();
+        let long: Vec<i32> = (0..300).map(|i| i % 40).collect();
         assert!(!is_runaway(&long), "a 40-token cycle is left alone");
         let short: Vec<i32> = vec![1; WINDOW - 1];
         assert!(!is_runaway(&short), "too few tokens to tell");
