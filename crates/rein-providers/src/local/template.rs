@@ -255,10 +255,9 @@ fn template_messages(request: &ModelRequest, tool_results_as_user: bool) -> Vec<
 /// never and called tools again instead; with it alone, it stopped calling
 /// tools even when it needed more (see tests/local_model.rs). Call ids and
 /// arguments in the header made the model echo the header back; arguments
-/// are shown only to tell several results apart. The user's request is
-/// restated last (measured with `rein eval`: a small model that has just
-/// read a file forgets what it was asked, or answers with the header of
-/// the results).
+/// are shown only to tell several results apart. Restating the user's
+/// request after the results was tried and dropped: the 0.5B model, asked
+/// to "Read secret.txt and tell me the code word", read it again and again.
 pub(crate) fn results_as_user_text(request: &ModelRequest, results: &[&ToolResult]) -> String {
     let mut text = String::new();
     for r in results {
@@ -288,22 +287,10 @@ pub(crate) fn results_as_user_text(request: &ModelRequest, results: &[&ToolResul
         text.push_str(&fence);
         text.push('\n');
     }
-    if let Some(asked) = latest_request(request) {
-        text.push_str(&format!("\nMy request: {}\n", asked.trim()));
-    }
     text.push_str(
-        "Now answer my request in plain text, unless you need to call another tool first.",
+        "Now answer my question in plain text, unless you need to call another tool first.",
     );
     text
-}
-
-/// The user's latest request: the last user message that is not one of
-/// rein's own notes (`[rein] ...`).
-fn latest_request(request: &ModelRequest) -> Option<&str> {
-    request.messages.iter().rev().find_map(|m| match m {
-        Message::User { content } if !content.starts_with("[rein]") => Some(content.as_str()),
-        _ => None,
-    })
 }
 
 /// A code fence longer than any run of backticks in `text`.
@@ -485,8 +472,7 @@ mod tests {
              <|im_start|>assistant\nReading.\n<tool_call>\n{{\"name\": \"read_file\", \"arguments\": {{\"path\": \"a.txt\", \"limit\": 5}}}}\n</tool_call>\n<tool_call>\n{{\"name\": \"read_file\", \"arguments\": {{\"path\": \"b.txt\"}}}}\n</tool_call><|im_end|>\n\
              <|im_start|>user\nThe read_file call {{\"path\":\"a.txt\",\"limit\":5}} returned:\n```\nhello <b>\n```\n\
              The read_file call {{\"path\":\"b.txt\"}} failed:\n````\nsecond ```\n````\n\
-             \nMy request: What is in a.txt?\n\
-             Now answer my request in plain text, unless you need to call another tool first.<|im_end|>\n\
+             Now answer my question in plain text, unless you need to call another tool first.<|im_end|>\n\
              <|im_start|>assistant\n"
         );
         assert_eq!(prompt, expected);
@@ -501,8 +487,7 @@ mod tests {
         assert_eq!(
             results_as_user_text(&req, &[r]),
             "The read_file call returned:\n```\nhello <b>\n```\n\
-             \nMy request: What is in a.txt?\n\
-             Now answer my request in plain text, unless you need to call another tool first."
+             Now answer my question in plain text, unless you need to call another tool first."
         );
     }
 
