@@ -1,5 +1,6 @@
-//! The loop guard: the same calls over and over, or turns that change
-//! nothing and learn nothing, first get a reminder, then stop the run.
+//! The loop guard: the same calls over and over, the same paragraph of
+//! text written again turn after turn, or turns that change nothing and
+//! learn nothing, first get a reminder, then stop the run.
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -43,7 +44,15 @@ pub struct LoopGuard {
     repeats: u32,
     seen: HashSet<u64>,
     idle: u32,
+    /// Paragraphs of the run's earlier answers (hashes).
+    said: HashSet<u64>,
+    /// Turns in a row whose text repeated an earlier paragraph.
+    retold: u32,
 }
+
+/// Shortest paragraph compared by [`LoopGuard::text`]: short lines ("Done.",
+/// "Let me check.") repeat legitimately.
+const PARAGRAPH: usize = 80;
 
 /// A call as the guard compares it: arguments as a JSON value (parsed
 /// once by the engine), so spacing and key order do not make two identical
@@ -118,6 +127,39 @@ impl LoopGuard {
         Verdict::Run
     }
 
+    /// Check the text that came with a turn's calls: a turn that writes a
+    /// paragraph (at least [`PARAGRAPH`] bytes) of an earlier turn again
+    /// counts toward the same limit as repeated calls (measured: the 0.5B
+    /// model wrote one paragraph over several turns, 2,111 tokens).
+    pub fn text(&mut self, text: &str) -> Verdict {
+        let mut repeated = false;
+        for paragraph in text
+            .split("\n\n")
+            .map(str::trim)
+            .filter(|p| p.len() >= PARAGRAPH)
+        {
+            if !self.said.insert(hash(paragraph)) {
+                repeated = true;
+            }
+        }
+        self.retold = if repeated { self.retold + 1 } else { 0 };
+        let limit = self.config.repeat_limit;
+        if limit > 0 && self.retold > limit {
+            return Verdict::Stop(format!(
+                "the same text was written {} turns in a row, after a reminder",
+                self.retold + 1
+            ));
+        }
+        if limit > 0 && self.retold == limit {
+            return Verdict::Remind(
+                "[rein: you have written the same text several turns in a row. Do not repeat \
+                 it: take the next step, or answer. Writing it again stops the run.]"
+                    .to_string(),
+            );
+        }
+        Verdict::Run
+    }
+
     /// Record a turn's results: `wrote` says whether a call that changes
     /// files succeeded.
     pub fn after<'a>(&mut self, results: impl IntoIterator<Item = &'a ToolResult>, wrote: bool) {
@@ -163,6 +205,30 @@ mod tests {
             output: text.into(),
             is_error: false,
         }
+    }
+
+    #[test]
+    fn a_paragraph_written_again_turn_after_turn_is_reminded_then_stopped() {
+        let mut g = LoopGuard::new(LoopGuardConfig::default());
+        let para = "I will now look at the file to understand the structure of the project and then decide.";
+        assert_eq!(g.text(para), Verdict::Run);
+        assert_eq!(
+            g.text("Short. Repeated lines like this are fine."),
+            Verdict::Run
+        );
+        assert_eq!(g.text(para), Verdict::Run);
+        assert_eq!(g.text(para), Verdict::Run);
+        assert!(matches!(g.text(para), Verdict::Remind(_)));
+        assert!(matches!(g.text(para), Verdict::Stop(_)));
+        // Something new resets the count.
+        let mut g = LoopGuard::new(LoopGuardConfig::default());
+        g.text(para);
+        g.text(para);
+        assert_eq!(
+            g.text("A different paragraph that is long enough to be compared by the guard here."),
+            Verdict::Run
+        );
+        assert_eq!(g.text(para), Verdict::Run);
     }
 
     #[test]

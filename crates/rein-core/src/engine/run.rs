@@ -442,7 +442,16 @@ impl AgentEngine {
                 None => crate::gate::parse_arguments(c).ok(),
             })
             .collect();
-        let note = match run.track.guard.before(&calls, &args) {
+        let said = run.track.guard.text(&ctx.st.final_text);
+        let calls_verdict = run.track.guard.before(&calls, &args);
+        let verdict = match (said, calls_verdict) {
+            (stop @ guard::Verdict::Stop(_), _) | (_, stop @ guard::Verdict::Stop(_)) => stop,
+            (remind @ guard::Verdict::Remind(_), _) | (_, remind @ guard::Verdict::Remind(_)) => {
+                remind
+            }
+            _ => guard::Verdict::Run,
+        };
+        let note = match verdict {
             guard::Verdict::Run => None,
             guard::Verdict::Remind(n) => Some(n),
             guard::Verdict::Stop(why) => {
