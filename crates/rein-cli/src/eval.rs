@@ -80,9 +80,8 @@ async fn run_suite(args: EvalRunArgs) -> Result<i32, Failure> {
             return Err(Failure::usage(anyhow!("no task matches `{text}`")));
         }
     }
-    let ctx = context(&args, &tasks)?;
-    let jobs = args.jobs.unwrap_or(if ctx.1 { 1 } else { 4 }).max(1);
-    let ctx = ctx.0;
+    let (ctx, local) = context(&args, &tasks)?;
+    let jobs = args.jobs.unwrap_or(if local { 1 } else { 4 }).max(1);
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| Failure::usage(anyhow!("cannot create {}: {e}", out_dir.display())))?;
@@ -157,16 +156,16 @@ fn context(args: &EvalRunArgs, tasks: &[Task]) -> Result<(EvalContext, bool), Fa
     Ok((ctx, provider == "local"))
 }
 
+/// `rein-eval-results/YYYY-MM-DD-HH-MM-SS` (UTC), from one reading of
+/// the clock.
 fn default_out_dir() -> PathBuf {
-    let now = rein_core::time::format_datetime(rein_core::time::now_millis());
-    let stamp: String = now
+    let now = rein_core::time::now_millis();
+    let minute: String = rein_core::time::format_datetime(now)
         .chars()
         .map(|c| if c.is_ascii_digit() { c } else { '-' })
         .collect();
-    let secs = rein_core::time::now_millis()
-        .div_euclid(1000)
-        .rem_euclid(60);
-    PathBuf::from("rein-eval-results").join(format!("{stamp}-{secs:02}"))
+    let secs = now.div_euclid(1000).rem_euclid(60);
+    PathBuf::from("rein-eval-results").join(format!("{minute}-{secs:02}"))
 }
 
 /// One line on stderr: redrawn on a terminal, a line per task otherwise.

@@ -95,17 +95,23 @@ fn known_names() -> String {
 /// big, shared by every rein home and can always be fetched again. Only
 /// when no cache folder can be named (no `HOME`), `REIN_HOME/models`.
 pub fn models_dir(home: &Path) -> PathBuf {
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = env("REIN_MODELS_DIR") {
+    if let Some(dir) = std::env::var_os("REIN_MODELS_DIR").filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
     }
-    let cache = env("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache")));
-    match cache {
-        Some(cache) => cache.join("rein").join("models"),
+    match cache_dir() {
+        Some(cache) => cache.join("models"),
         None => home.join("models"),
     }
+}
+
+/// rein's folder in the user's cache: `$XDG_CACHE_HOME/rein`, else
+/// `~/.cache/rein` (models, and the packages they are fetched from).
+pub fn cache_dir() -> Option<PathBuf> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    env("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|cache| cache.join("rein"))
 }
 
 /// The path of a known model: in the models folder, or where rein kept

@@ -9,7 +9,7 @@
 //! named it. New files are never refused.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rein_core::{CallHook, HookVerdict, ToolCall};
@@ -33,18 +33,7 @@ impl ReadBeforeOverwrite {
     /// `path` inside the workspace, lexically (`..` and `.` folded); None
     /// when it leaves it (the tool refuses those itself).
     fn inside(&self, path: &str) -> Option<PathBuf> {
-        let joined = self.workspace.join(path);
-        let mut out = PathBuf::new();
-        for c in joined.components() {
-            match c {
-                Component::ParentDir => {
-                    out.pop();
-                }
-                Component::CurDir => {}
-                other => out.push(other),
-            }
-        }
-        out.starts_with(&self.workspace).then_some(out)
+        crate::workspace::lexical(&self.workspace, path).filter(|p| p.starts_with(&self.workspace))
     }
 
     fn note(&self, path: PathBuf) {

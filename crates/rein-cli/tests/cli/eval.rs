@@ -206,6 +206,19 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
         5,
         json!([read, edit, {"text": "Done."}]),
     );
+    // Out of time: a slow first answer, then the wall-time budget (1 s)
+    // ends the run before its second turn.
+    let slow = call("read_file", json!({"path": "a.py"}));
+    let mut slow = slow.as_object().unwrap().clone();
+    slow.insert("delay_ms".into(), json!(600));
+    std::fs::write(
+        suite.join("time-limit.toml"),
+        format!(
+            "kind = \"probe\"\nprompt = \"Set x to 2 in a.py.\"\nchecks = [\"{changed}\"]\ntimeout_secs = 1\n\n[files]\n\"a.py\" = \"x = 1\\n\"\n\n[replay]\n{}",
+            toml_of(&json!({"turns": [Value::Object(slow), read, read, {"text": "x"}]}))
+        ),
+    )
+    .unwrap();
     let out = env.path("out");
     let o = eval(
         &env,
@@ -221,6 +234,14 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
         ],
     );
     assert_eq!(o.status.code(), Some(1));
+    // Off a terminal, one progress line per task.
+    let err = stderr(&o);
+    let progress: Vec<&str> = err.lines().filter(|l| l.contains(" · solved ")).collect();
+    assert_eq!(progress.len(), 8, "{progress:?}");
+    assert!(
+        progress.last().unwrap().contains("8/8 · solved 1"),
+        "{progress:?}"
+    );
     let records = results(&out);
     assert_eq!(by_task(&records, "solved")["solved"], true);
     for (name, kind) in [
@@ -230,6 +251,7 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
         ("without-applying", "answered_without_applying"),
         ("gave-up", "gave_up"),
         ("check-failed", "check_failed"),
+        ("time-limit", "time_limit"),
     ] {
         let r = by_task(&records, name);
         assert_eq!(r["solved"], false, "{r}");
@@ -243,7 +265,7 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
     );
     // The report groups the failures and lists every task.
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(report.contains("Solved **1/7**"), "{report}");
+    assert!(report.contains("Solved **1/8**"), "{report}");
     assert!(report.contains("unknown_tool 1"), "{report}");
 }
 

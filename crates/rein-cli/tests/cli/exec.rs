@@ -240,12 +240,83 @@ fn the_prompt_can_come_from_stdin() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"prompt from a pipe")
+        .write_all(b"\n  prompt from a pipe\n\n")
         .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let list = env.rein(&["sessions", "list"]);
     assert!(stdout(&list).contains("prompt from a pipe"));
+    // Stored without the newlines and spaces the pipe added.
+    let id = stdout(&env.rein(&["sessions", "list", "--json"]))
+        .lines()
+        .next()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .unwrap();
+    let messages = stored(&env, &id);
+    assert_eq!(messages[0]["content"], "prompt from a pipe", "{messages:?}");
+}
+
+/// `--profile small` on any provider: announced in `run_started`, and
+/// its hook is in place (`write_file` over a file the run never read is
+/// refused, a new file is not); without the flag a replay run is full.
+#[test]
+fn the_small_profile_is_chosen_by_flag_and_refuses_blind_overwrites() {
+    let env = Env::new();
+    std::fs::write(env.path("config.py"), "TIMEOUT = 30\n").unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "config.py", "content": "x"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.py", "content": "y"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let run = |profile: Option<&str>| {
+        let mut args = vec![
+            "exec",
+            "--json",
+            "--mode",
+            "auto",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+        ];
+        if let Some(p) = profile {
+            args.extend(["--profile", p]);
+        }
+        args.push("go");
+        json_lines(&env.rein(&args))
+    };
+    let events = run(Some("small"));
+    assert_eq!(events[0]["profile"], "small");
+    let refused = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished" && e["is_error"] == true)
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert!(
+        refused["output_preview"]
+            .as_str()
+            .unwrap()
+            .contains("which you have not read"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("config.py")).unwrap(),
+        "TIMEOUT = 30\n"
+    );
+    assert_eq!(std::fs::read_to_string(env.path("new.py")).unwrap(), "y");
+    let events = run(None);
+    assert_eq!(events[0]["profile"], "full");
+    assert_eq!(std::fs::read_to_string(env.path("config.py")).unwrap(), "x");
+    let o = env.rein(&["exec", "--profile", "tiny", "go"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is not a profile"), "{}", stderr(&o));
 }
 
 /// Mode bits of a path.

@@ -191,6 +191,21 @@ fn model_commands_on_an_empty_home() {
     assert_clean_failure(&o, 2, "/no/such/file.gguf");
 }
 
+/// `--model small|medium` names a known local model: a missing one says
+/// how to fetch it; with `--model-path` too, the two are refused.
+#[test]
+fn model_small_picks_the_known_file_and_conflicts_with_a_path() {
+    let env = Env::new();
+    let o = env.rein(&["exec", "--provider", "local", "--model", "small", "hi"]);
+    let err = stderr(&o);
+    if cfg!(feature = "local") {
+        assert_clean_failure(&o, 2, "the small local model is not in");
+        assert!(err.contains("run rein model fetch small"), "{err}");
+    }
+    let o = env.rein(&["exec", "--model", "medium", "--model-path", "/x.gguf", "hi"]);
+    assert_clean_failure(&o, 2, "pass one of them");
+}
+
 #[test]
 fn a_fresh_rein_home_finds_a_model_fetched_into_the_cache() {
     let env = Env::new();

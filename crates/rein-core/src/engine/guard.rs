@@ -80,8 +80,25 @@ impl LoopGuard {
     }
 
     /// Check a turn's calls (with their parsed arguments, None where they
-    /// did not parse) before they run.
-    pub fn before(&mut self, calls: &[ToolCall], args: &[Option<serde_json::Value>]) -> Verdict {
+    /// did not parse) and the text that came with them, before they run:
+    /// the stronger of the two verdicts.
+    pub fn before(
+        &mut self,
+        calls: &[ToolCall],
+        args: &[Option<serde_json::Value>],
+        text: &str,
+    ) -> Verdict {
+        let said = self.text(text);
+        let done = self.calls(calls, args);
+        match (said, done) {
+            (stop @ Verdict::Stop(_), _) | (_, stop @ Verdict::Stop(_)) => stop,
+            (remind @ Verdict::Remind(_), _) | (_, remind @ Verdict::Remind(_)) => remind,
+            _ => Verdict::Run,
+        }
+    }
+
+    /// The calls' part of [`LoopGuard::before`].
+    fn calls(&mut self, calls: &[ToolCall], args: &[Option<serde_json::Value>]) -> Verdict {
         let mut sigs: Vec<String> = calls
             .iter()
             .enumerate()
@@ -131,7 +148,7 @@ impl LoopGuard {
     /// paragraph (at least [`PARAGRAPH`] bytes) of an earlier turn again
     /// counts toward the same limit as repeated calls (measured: the 0.5B
     /// model wrote one paragraph over several turns, 2,111 tokens).
-    pub fn text(&mut self, text: &str) -> Verdict {
+    fn text(&mut self, text: &str) -> Verdict {
         let mut repeated = false;
         for paragraph in text
             .split("\n\n")
@@ -195,7 +212,7 @@ mod tests {
             .iter()
             .map(|c| serde_json::from_str(&c.arguments).ok())
             .collect();
-        g.before(calls, &args)
+        g.before(calls, &args, "")
     }
 
     fn out(text: &str) -> ToolResult {

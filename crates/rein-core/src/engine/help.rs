@@ -1,11 +1,12 @@
 //! The harness help a small model gets (see [`crate::profile`]): a tool
-//! call required on the first turn of a task in a non-empty workspace, and
+//! call required on the first turn of a task in a workspace with files
+//! (decided in the run), and
 //! one nudge per run when it answers right after a failed call, or its
 //! answer shows a change it never made or talks about a file it never
 //! opened.
 //!
-//! Both read only what the run already knows: the workspace's top folder,
-//! the answer's text, and what earlier calls of the run asked for. The
+//! The nudges read only what the run already knows: the answer's text and
+//! what earlier calls of the run asked for. The
 //! answer's text is the model's, so file names found in it are only looked
 //! up beneath the workspace (never absolute, never through `..`).
 
@@ -38,16 +39,6 @@ impl Looked {
             self.seen.push('\n');
         }
     }
-}
-
-/// Whether the workspace holds anything besides rein's and git's folders:
-/// then a task is about its files, and the first turn must look at them.
-pub(crate) fn workspace_has_files(workspace: &Path) -> bool {
-    std::fs::read_dir(workspace).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| !matches!(e.file_name().to_str(), Some(".git" | ".rein")))
-    })
 }
 
 /// The nudge for an answer that ends the run, if it needs one: a change
@@ -83,20 +74,13 @@ fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// A fenced block of at least two lines.
+/// A fenced block of at least two lines (the text between the first and
+/// second fence, the third and fourth, …; the info string's line skipped).
 fn shows_code(answer: &str) -> bool {
-    let mut parts = answer.split("```");
-    parts.next();
-    while let (Some(inside), rest) = (parts.next(), parts.next()) {
+    answer.split("```").skip(1).step_by(2).any(|inside| {
         let body = inside.split_once('\n').map_or("", |(_, b)| b);
-        if body.lines().filter(|l| !l.trim().is_empty()).count() >= 2 {
-            return true;
-        }
-        if rest.is_none() {
-            break;
-        }
-    }
-    false
+        body.lines().filter(|l| !l.trim().is_empty()).count() >= 2
+    })
 }
 
 /// Most words of an answer looked up as file names.
@@ -117,7 +101,9 @@ fn mentioned_files(answer: &str, workspace: &Path) -> Vec<String> {
         let plain = path
             .components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-        if plain && workspace.join(path).is_file() && !found.iter().any(|f| f == word) {
+        // Not through a symlink: the answer may name one leading outside.
+        let is_file = std::fs::symlink_metadata(workspace.join(path)).is_ok_and(|m| m.is_file());
+        if plain && is_file && !found.iter().any(|f| f == word) {
             found.push(word.to_string());
         }
     }
@@ -190,14 +176,5 @@ mod tests {
         ] {
             assert_eq!(nudge(answer, &looked, ws.path()), None, "{answer}");
         }
-    }
-
-    #[test]
-    fn a_workspace_with_only_git_and_rein_folders_counts_as_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join(".git")).unwrap();
-        assert!(!workspace_has_files(dir.path()));
-        std::fs::write(dir.path().join("a.txt"), "").unwrap();
-        assert!(workspace_has_files(dir.path()));
     }
 }

@@ -244,8 +244,12 @@ impl AgentEngine {
             tools: std::mem::take(&mut fixed.tools),
             max_output_tokens: None,
             tool_choice: Default::default(),
-            single_tool_call: false,
+            single_tool_call: inner.config.profile.single_tool_call(),
         };
+        // The first turn must look when there is something to look at (the
+        // lean prompt lists it; only the small profile requires the call).
+        let first_call_required =
+            inner.config.profile.requires_first_call() && inputs.files.is_some();
         Ok(Run {
             conv,
             track,
@@ -257,8 +261,7 @@ impl AgentEngine {
             gate,
             inputs,
             started: tokio::time::Instant::now(),
-            first_call_required: inner.config.profile.requires_first_call()
-                && help::workspace_has_files(&inner.workspace),
+            first_call_required,
             looked: help::Looked::default(),
         })
     }
@@ -266,7 +269,6 @@ impl AgentEngine {
     /// One turn: steering and budgets, a whole answer, its calls.
     async fn turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
         self.before_turn(ctx, run).await?;
-        run.req.single_tool_call = self.inner.config.profile.single_tool_call();
         // The first turn looks before it answers; the turn after a nudge
         // acts on it (measured: nudged, the 1.5B model answered "I will
         // edit calc.py" and stopped).
@@ -442,16 +444,7 @@ impl AgentEngine {
                 None => crate::gate::parse_arguments(c).ok(),
             })
             .collect();
-        let said = run.track.guard.text(&ctx.st.final_text);
-        let calls_verdict = run.track.guard.before(&calls, &args);
-        let verdict = match (said, calls_verdict) {
-            (stop @ guard::Verdict::Stop(_), _) | (_, stop @ guard::Verdict::Stop(_)) => stop,
-            (remind @ guard::Verdict::Remind(_), _) | (_, remind @ guard::Verdict::Remind(_)) => {
-                remind
-            }
-            _ => guard::Verdict::Run,
-        };
-        let note = match verdict {
+        let note = match run.track.guard.before(&calls, &args, &ctx.st.final_text) {
             guard::Verdict::Run => None,
             guard::Verdict::Remind(n) => Some(n),
             guard::Verdict::Stop(why) => {

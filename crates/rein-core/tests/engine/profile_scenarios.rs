@@ -169,3 +169,68 @@ async fn the_small_profile_lists_the_workspace_files_in_its_prompt() {
         "{system}"
     );
 }
+
+#[tokio::test]
+async fn an_answer_right_after_a_failed_call_is_nudged_and_the_next_turn_must_act() {
+    let ws = workspace_with(&[("a.txt", "x")]);
+    let provider = Scripted::new(vec![
+        Ok(calls(&[("c1", "fail", json!({}))])),
+        Ok(text("It is MIT.")),
+        Ok(calls(&[(
+            "c2",
+            "sleep",
+            json!({"ms": 1, "label": "again"}),
+        )])),
+        Ok(text("Done.")),
+    ]);
+    let h = small_harness(provider, ws.path());
+    let (outcome, _) = h.run(RunRequest::new("Which license?")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let stored = h.stored(&outcome).await;
+    assert!(
+        stored.iter().any(
+            |m| matches!(m, Message::User { content } if content.contains("last tool call failed"))
+        ),
+        "{stored:?}"
+    );
+    let choices: Vec<ToolChoice> = h
+        .provider
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice)
+        .collect();
+    assert_eq!(
+        choices,
+        vec![
+            ToolChoice::Required,
+            ToolChoice::Auto,
+            ToolChoice::Required,
+            ToolChoice::Auto
+        ]
+    );
+}
+
+/// The loop guard reads the text that comes with calls: the same long
+/// paragraph turn after turn stops the run, whatever the calls are.
+#[tokio::test]
+async fn the_same_paragraph_written_turn_after_turn_stops_the_run() {
+    let para =
+        "I will now look at the project once more, to understand how all of it is put together.";
+    let turn = |i: usize| {
+        let mut chunks = vec![StreamChunk::TextDelta(para.to_string())];
+        chunks.extend(calls(&[(
+            &format!("c{i}"),
+            "sleep",
+            json!({"ms": 1, "label": format!("step {i}")}),
+        )]));
+        Ok(chunks)
+    };
+    let provider = Scripted::new((0..8).map(turn).collect());
+    let h = harness(provider, |b| b);
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Repetition, "{outcome:?}");
+    assert!(
+        outcome.error.as_deref().unwrap_or("").contains("same text"),
+        "{outcome:?}"
+    );
+}

@@ -18,15 +18,8 @@ const CALL_RULE: &str = "rein-call";
 /// A grammar and the patterns that switch it on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ToolGrammar {
-    /// GBNF, root rule `root`.
+    /// GBNF, root rule `root`: calls in any shape that sets it off.
     pub(crate) grammar: String,
-    /// GBNF for an answer that must be calls (`ToolChoice::Required`),
-    /// applied from the first token: one or more `<tool_call>` blocks, the
-    /// shape the model's template teaches.
-    pub(crate) forced: String,
-    /// The two above allowing one call only (`single_tool_call`).
-    pub(crate) single: String,
-    pub(crate) single_forced: String,
     /// Regular expressions (ECMAScript) searched in the output; the grammar
     /// applies from the first capture group of the first match (or from the
     /// match when there is no group).
@@ -55,9 +48,6 @@ pub(crate) fn tool_call_grammar(tools: &[ToolSpec]) -> Option<ToolGrammar> {
         .or_else(|| convert(&calls_schema(tools, true)))?;
     Some(ToolGrammar {
         grammar: wrap(&json_rules),
-        forced: wrap_with(FORCED_ROOT, &json_rules),
-        single: wrap_with(SINGLE_ROOT, &json_rules),
-        single_forced: wrap_with(SINGLE_FORCED_ROOT, &json_rules),
         triggers: triggers(tools),
     })
 }
@@ -187,14 +177,31 @@ const LAZY_ROOT: &str = concat!(
     " | rein-call (\"\\n\" rein-call){0,7}\n",
 );
 
-/// The root of the forced grammar: tagged calls only.
+/// The root for an answer that must be calls (`ToolChoice::Required`),
+/// applied from the first token: `<tool_call>` blocks, the shape the
+/// model's template teaches.
 const FORCED_ROOT: &str = "root ::= rein-tagged (\"\\n\" rein-tagged){0,7}\n";
 
-/// The lazy root for one call, in any shape.
+/// The lazy root for one call (`single_tool_call`), in any shape.
 const SINGLE_ROOT: &str = "root ::= rein-tagged | rein-fenced | rein-call\n";
 
 /// The forced root for one call.
 const SINGLE_FORCED_ROOT: &str = "root ::= rein-tagged\n";
+
+impl ToolGrammar {
+    /// The grammar for an answer held to `shape`: the same rules under
+    /// the root that shape needs.
+    pub(crate) fn for_shape(&self, forced: bool, single: bool) -> String {
+        let root = match (forced, single) {
+            (false, false) => return self.grammar.clone(),
+            (true, false) => FORCED_ROOT,
+            (false, true) => SINGLE_ROOT,
+            (true, true) => SINGLE_FORCED_ROOT,
+        };
+        let rules = self.grammar.split_once('\n').map_or("", |(_, rest)| rest);
+        format!("{root}{rules}")
+    }
+}
 
 /// The call shapes around the converter's rules (its root renamed).
 pub(crate) fn wrap(json_rules: &str) -> String {
@@ -345,5 +352,21 @@ mod tests {
             g.triggers
         );
         assert!(tool_call_grammar(&[]).is_none());
+    }
+
+    #[test]
+    fn each_shape_keeps_the_rules_and_changes_only_the_root() {
+        let g =
+            tool_call_grammar(&[tool("read_file", serde_json::json!({"type": "object"}))]).unwrap();
+        assert_eq!(g.for_shape(false, false), g.grammar);
+        let rules = g.grammar.split_once('\n').unwrap().1;
+        for (forced, single, root) in [
+            (true, false, FORCED_ROOT),
+            (false, true, SINGLE_ROOT),
+            (true, true, SINGLE_FORCED_ROOT),
+        ] {
+            assert_eq!(g.for_shape(forced, single), format!("{root}{rules}"));
+        }
+        assert!(g.grammar.starts_with("root ::= rein-tagged (") && LAZY_ROOT.ends_with('\n'));
     }
 }

@@ -51,23 +51,14 @@ impl TokenSampler {
         };
         let grammar = match grammar {
             None => None,
-            Some(g) if shape.forced => {
-                let text = if shape.single {
-                    &g.single_forced
-                } else {
-                    &g.forced
-                };
-                Some(
-                    LlamaSampler::grammar(model, text, "root")
-                        .map_err(|e| format!("the forced tool-call grammar was refused: {e}"))?,
-                )
-            }
             Some(g) => {
-                let text = if shape.single { &g.single } else { &g.grammar };
-                Some(
-                    LlamaSampler::grammar_lazy_patterns(model, text, "root", &g.triggers, &[])
-                        .map_err(|e| format!("the tool-call grammar was refused: {e}"))?,
-                )
+                let text = g.for_shape(shape.forced, shape.single);
+                let sampler = if shape.forced {
+                    LlamaSampler::grammar(model, &text, "root")
+                } else {
+                    LlamaSampler::grammar_lazy_patterns(model, &text, "root", &g.triggers, &[])
+                };
+                Some(sampler.map_err(|e| format!("the tool-call grammar was refused: {e}"))?)
             }
         };
         Ok(TokenSampler { chain, grammar })
