@@ -5,7 +5,6 @@ use std::io::Write;
 
 use rein_core::{Event, Message, PermissionMode, StopReason};
 
-/// Write a line to stdout; a closed pipe is ignored.
 /// Whether stdout and stderr are terminals (asked once).
 fn terminals() -> (bool, bool) {
     use std::io::IsTerminal;
@@ -129,15 +128,41 @@ impl Refusals {
     }
 }
 
+/// The transient line showing a local model's progress: what it is doing,
+/// how long the request has taken, and how to stop it.
+pub fn progress_line(progress: &rein_core::ModelProgress) -> String {
+    format!(
+        "… {} · {} s · Ctrl-C to interrupt",
+        progress.describe(),
+        progress.elapsed_ms() / 1000
+    )
+}
+
 /// Prints a run's progress on stderr and its answer on stdout.
 #[derive(Default)]
 pub struct HumanOutput {
     pub session_id: Option<String>,
     pub refusals: Refusals,
+    /// A progress line is on stderr's last line (a terminal) and must be
+    /// erased before anything else is written.
+    progress_shown: bool,
 }
 
 impl HumanOutput {
     pub fn show(&mut self, event: &Event) {
+        if let Event::ModelProgress { progress } = event {
+            // Only a terminal gets the line rewritten in place; a log
+            // would fill with them.
+            if terminals().1 {
+                let line = one_line(&progress_line(progress), 120);
+                let _ = write!(std::io::stderr().lock(), "\r\x1b[2K{line}");
+                self.progress_shown = true;
+            }
+            return;
+        }
+        if std::mem::take(&mut self.progress_shown) {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+        }
         self.refusals.note(event);
         match event {
             Event::RunStarted {

@@ -133,6 +133,8 @@ impl AssistantAssembler {
                 self.parts.push(ContentPart::ToolCall(call));
             }
             StreamChunk::Usage(usage) => self.usage = Some(usage),
+            // Progress is shown, never part of the answer.
+            StreamChunk::Progress(_) => {}
             StreamChunk::Done(reason) => {
                 self.finish = Some(reason);
                 return true;

@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 use crate::approval::{ApprovalDecision, ApprovalReply, ApprovalRequest};
 use crate::compaction::CompactionReason;
 use crate::permission::PermissionMode;
-use crate::schema::{Message, Todo, Usage};
+use crate::schema::{Message, ModelProgress, Todo, Usage};
 use crate::tokens::LedgerTotals;
 
 /// Why a run stopped. Each reason maps to its own exit code in the CLI.
@@ -75,6 +75,9 @@ pub enum Event {
     TextDelta { text: String },
     /// Reasoning text as the model streams it.
     ReasoningDelta { text: String },
+    /// How far a model running on this machine has got with the current
+    /// request (a few a second at most; hosted providers send none).
+    ModelProgress { progress: ModelProgress },
     /// A failed model call is being retried after `delay_ms`.
     Retry {
         attempt: u32,

@@ -254,8 +254,73 @@ pub enum StreamChunk {
     ToolCall(ToolCall),
     /// Usage so far; a later `Usage` chunk replaces an earlier one.
     Usage(Usage),
+    /// How far a model running on this machine has got (hosted providers
+    /// send none). Not part of the answer.
+    Progress(ModelProgress),
     /// The end of the answer.
     Done(FinishReason),
+}
+
+/// How far a model that runs on this machine has got with one request: a
+/// CPU takes seconds to read a long prompt before the first token, and
+/// front ends show this instead of a silent wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "stage", rename_all = "snake_case")]
+pub enum ModelProgress {
+    /// Reading the prompt: `done` of `total` tokens are in the model's
+    /// cache (a prefix kept from the previous request counts as done);
+    /// `elapsed_ms` since the request began.
+    Prompt {
+        done: u64,
+        total: u64,
+        elapsed_ms: u64,
+    },
+    /// Writing the answer: `tokens` so far, `elapsed_ms` since the request
+    /// began, of which `generating_ms` since the prompt was read (the rate
+    /// is `tokens / generating_ms`).
+    Generating {
+        tokens: u64,
+        elapsed_ms: u64,
+        generating_ms: u64,
+    },
+}
+
+impl ModelProgress {
+    /// Milliseconds since the request began.
+    pub fn elapsed_ms(&self) -> u64 {
+        match *self {
+            ModelProgress::Prompt { elapsed_ms, .. }
+            | ModelProgress::Generating { elapsed_ms, .. } => elapsed_ms,
+        }
+    }
+
+    /// One short line for a status bar: "reading the prompt 512/1,203
+    /// tokens" or "writing 45 tokens, 8.1 tok/s".
+    pub fn describe(&self) -> String {
+        match *self {
+            ModelProgress::Prompt { done, total, .. } => {
+                format!("reading the prompt {done}/{total} tokens")
+            }
+            ModelProgress::Generating {
+                tokens,
+                generating_ms,
+                ..
+            } => {
+                let rate = if generating_ms == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        ", {:.1} tok/s",
+                        tokens as f64 * 1000.0 / generating_ms as f64
+                    )
+                };
+                format!(
+                    "writing {tokens} token{}{rate}",
+                    if tokens == 1 { "" } else { "s" }
+                )
+            }
+        }
+    }
 }
 
 /// Status of a todo item.

@@ -20,8 +20,9 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use rein_core::{
     AgentEngine, AssistantMessage, CancellationToken, ContentPart, InMemorySessionStore, Message,
-    ModelRequest, NullSink, Provider, ProviderErrorKind, RunRequest, StopReason, StreamChunk, Tool,
-    ToolAccess, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
+    ModelProgress, ModelRequest, NullSink, Provider, ProviderErrorKind, RunRequest, StopReason,
+    StreamChunk, Tool, ToolAccess, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult,
+    ToolSpec,
 };
 use rein_providers::local::{LocalConfig, LocalProvider, parse_tool_calls};
 use serde_json::{Value, json};
@@ -266,6 +267,70 @@ async fn the_second_turn_evaluates_only_new_tokens() {
         u2.input_tokens - u2.cached_input_tokens < u1.output_tokens + 80,
         "only the new tokens are evaluated: {u1:?} then {u2:?}"
     );
+}
+
+/// Front ends show how far the model has got: every prompt batch (256
+/// tokens) is reported, in order, up to the whole prompt, before any text;
+/// then generation, with the tokens so far.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_is_reported_for_every_prompt_batch_then_for_generation() {
+    let _serial = serial().await;
+    let provider = load(config());
+    let filler = "The quick brown fox jumps over the lazy dog. ".repeat(70);
+    let request = ModelRequest {
+        system: SYSTEM.into(),
+        messages: vec![Message::user(format!(
+            "{filler}\nCount from 1 to 100 in words, one per line."
+        ))],
+        tools: Vec::new(),
+        max_output_tokens: Some(120),
+        tool_choice: Default::default(),
+        single_tool_call: false,
+    };
+    let (chunks, error) = collect(&provider, &request, &CancellationToken::new()).await;
+    assert!(error.is_none(), "{error:?}");
+    let usage = chunks
+        .iter()
+        .find_map(|c| match c {
+            StreamChunk::Usage(u) => Some(*u),
+            _ => None,
+        })
+        .expect("usage is reported");
+    let first_text = chunks
+        .iter()
+        .position(|c| matches!(c, StreamChunk::TextDelta(_)))
+        .expect("the model writes text");
+    let mut prompt = Vec::new();
+    let mut generating = Vec::new();
+    for (i, c) in chunks.iter().enumerate() {
+        match c {
+            StreamChunk::Progress(ModelProgress::Prompt { done, total, .. }) => {
+                assert!(
+                    i < first_text,
+                    "prompt progress after the text began: {chunks:?}"
+                );
+                assert_eq!(*total, usage.input_tokens, "{c:?}");
+                prompt.push(*done);
+            }
+            StreamChunk::Progress(ModelProgress::Generating { tokens, .. }) => {
+                generating.push(*tokens)
+            }
+            _ => {}
+        }
+    }
+    let batches = usage.input_tokens.div_ceil(256) as usize;
+    assert!(batches >= 3, "the prompt spans several batches: {usage:?}");
+    assert_eq!(
+        prompt.len(),
+        batches + 1,
+        "a start and every batch: {prompt:?}"
+    );
+    assert_eq!(prompt.first(), Some(&0));
+    assert_eq!(prompt.last(), Some(&usage.input_tokens));
+    assert!(prompt.windows(2).all(|w| w[0] < w[1]), "{prompt:?}");
+    assert!(!generating.is_empty(), "no generation report in {chunks:?}");
+    assert!(generating.windows(2).all(|w| w[0] < w[1]), "{generating:?}");
+    assert!(generating.iter().all(|&t| t <= usage.output_tokens));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,7 +62,43 @@ pub struct Status {
     /// False when some calls had no known price.
     pub cost_known: bool,
     pub session_id: Option<String>,
+    /// A run (or a compaction) is under way; change it with
+    /// [`Status::set_running`].
     pub running: bool,
+    /// Since when, for the elapsed time beside the spinner.
+    pub busy_since: Option<std::time::Instant>,
+    /// How far a local model has got with the current request.
+    pub progress: Option<rein_core::ModelProgress>,
+}
+
+impl Status {
+    /// Start or end being busy: the elapsed time starts from now, and an
+    /// old request's progress is gone.
+    pub fn set_running(&mut self, running: bool) {
+        if running && !self.running {
+            self.busy_since = Some(std::time::Instant::now());
+        }
+        if !running {
+            self.busy_since = None;
+        }
+        self.running = running;
+        self.progress = None;
+    }
+
+    /// What the spinner says: the local model's progress when there is
+    /// some, the seconds spent (from the second one), and how to stop.
+    pub fn working_text(&self) -> String {
+        let what = self
+            .progress
+            .map_or_else(|| "working".to_string(), |p| p.describe());
+        let secs = self.busy_since.map_or(0, |t| t.elapsed().as_secs());
+        let elapsed = if secs > 0 {
+            format!(" · {secs} s")
+        } else {
+            String::new()
+        };
+        format!("{what}{elapsed} · Esc to interrupt")
+    }
 }
 
 /// One approval waiting for the user.

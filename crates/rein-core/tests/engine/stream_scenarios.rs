@@ -197,3 +197,52 @@ async fn a_service_error_after_partial_output_is_not_retried_and_keeps_the_text(
     assert!(retries(&r.events).is_empty());
     assert_eq!(r.stored.last().map(|m| m.text()), Some("Half".to_string()));
 }
+
+/// A local model's progress reaches the event stream as it comes, and is
+/// never part of the stored answer; a stream that broke off after progress
+/// only (nothing of the answer) is retried as one with nothing streamed.
+#[tokio::test]
+async fn progress_chunks_become_events_and_never_part_of_the_answer() {
+    let progress = |done| {
+        Ok(StreamChunk::Progress(ModelProgress::Prompt {
+            done,
+            total: 512,
+            elapsed_ms: 10,
+        }))
+    };
+    let mut second = vec![progress(0), progress(512)];
+    second.extend(answer("Done."));
+    let provider = Breaking::new(vec![vec![progress(0), cut()], second]);
+    let r = run(provider.clone(), Arc::default(), 4).await;
+    assert_eq!(r.outcome.reason, StopReason::Completed, "{:?}", r.outcome);
+    assert_eq!(provider.made(), 2);
+    assert_eq!(
+        retries(&r.events),
+        [false],
+        "progress is not a partial answer"
+    );
+    let shown: Vec<u64> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelProgress {
+                progress: ModelProgress::Prompt { done, .. },
+            } => Some(*done),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, [0, 0, 512]);
+    let texts: Vec<String> = r.stored.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["go", "Done."]);
+    let json = serde_json::to_value(
+        r.events
+            .iter()
+            .find(|e| matches!(e, Event::ModelProgress { .. }))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        json,
+        json!({"type": "model_progress", "progress": {"stage": "prompt", "done": 0, "total": 512, "elapsed_ms": 10}})
+    );
+}

@@ -18,6 +18,7 @@ mod naming;
 mod output;
 mod prefix;
 mod preflight;
+mod progress;
 mod runaway;
 mod sampler;
 mod template;

@@ -28,6 +28,7 @@ use super::cpu::physical_cores;
 use super::grammar::{ToolGrammar, tool_call_grammar};
 use super::output::OutputBuilder;
 use super::prefix::reusable_prefix;
+use super::progress::ProgressReporter;
 use super::sampler::{CallShape, TokenSampler};
 use super::template::ChatTemplate;
 use super::utf8::PieceDecoder;
@@ -266,16 +267,15 @@ impl<'m> Worker<'m> {
         grammar
     }
 
-    /// Serve one request: reuse the cached prefix, evaluate the rest of the
-    /// prompt, generate and stream.
     /// Bring the KV cache to `tokens`: keep the longest prefix it already
     /// holds, evaluate the rest in batches (looking at `cancel` between
-    /// them). Returns how many tokens were reused and the batch index of
-    /// the last one's logits.
+    /// them, reporting each to `progress`). Returns how many tokens were
+    /// reused and the batch index of the last one's logits.
     fn evaluate(
         &mut self,
         tokens: &[LlamaToken],
         cancel: &CancellationToken,
+        progress: &mut ProgressReporter<'_>,
     ) -> Result<(usize, i32), ProviderError> {
         let mut keep = reusable_prefix(&self.cached, tokens);
         if keep < self.cached.len() {
@@ -291,6 +291,7 @@ impl<'m> Worker<'m> {
         }
         let mut batch = LlamaBatch::new(BATCH as usize, 1);
         let mut last_idx = 0;
+        progress.prompt(keep, tokens.len());
         for chunk in tokens[keep..].chunks(BATCH as usize) {
             if cancel.is_cancelled() {
                 return Err(ProviderError::new(
@@ -312,6 +313,7 @@ impl<'m> Worker<'m> {
             }
             self.cached.extend_from_slice(chunk);
             last_idx = batch.n_tokens() - 1;
+            progress.prompt(self.cached.len(), tokens.len());
         }
         Ok((keep, last_idx))
     }
@@ -343,8 +345,9 @@ impl<'m> Worker<'m> {
             ));
         }
 
-        let started = std::time::Instant::now();
-        let (keep, mut last_idx) = self.evaluate(&tokens, &job.cancel)?;
+        let mut progress = ProgressReporter::new(&job.tx);
+        let (keep, mut last_idx) = self.evaluate(&tokens, &job.cancel, &mut progress)?;
+        progress.prompt_read();
         let mut batch = LlamaBatch::new(1, 1);
 
         // Generate.
@@ -382,7 +385,7 @@ impl<'m> Worker<'m> {
         let send = |chunk: StreamChunk| {
             let _ = job.tx.send(Ok(chunk));
         };
-        let prompt_time = started.elapsed();
+        let prompt_time = progress.elapsed();
         let mut generated: u64 = 0;
         let mut produced: Vec<i32> = Vec::new();
         let mut raw = String::new();
@@ -401,6 +404,7 @@ impl<'m> Worker<'m> {
                 break FinishReason::Stop;
             }
             generated += 1;
+            progress.generated(generated);
             let text = decoder.push(&vocab.token_to_piece(token, false, None));
             raw.push_str(&text);
             for chunk in output.push(&text) {
@@ -431,7 +435,7 @@ impl<'m> Worker<'m> {
             eprintln!(
                 "---- PROMPT (cached {keep} of {}, {prompt_time:?})\n{prompt}\n---- OUTPUT ({finish:?}, {generated} tokens in {:?})\n{raw}\n----",
                 tokens.len(),
-                started.elapsed() - prompt_time
+                progress.elapsed() - prompt_time
             );
         }
         let tail = decoder.finish();

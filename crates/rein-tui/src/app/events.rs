@@ -26,7 +26,7 @@ impl App {
                 if !self.status.mode_pending {
                     self.status.mode = mode;
                 }
-                self.status.running = true;
+                self.status.set_running(true);
             }
             Event::TextDelta { text } => {
                 self.finish_reasoning();
@@ -34,7 +34,11 @@ impl App {
                 self.flush_stable_text();
             }
             Event::ReasoningDelta { text } => self.stream_reasoning.push_str(&text),
-            Event::TurnStarted { .. } => self.streamed_cells = 0,
+            Event::ModelProgress { progress } => self.status.progress = Some(progress),
+            Event::TurnStarted { .. } => {
+                self.streamed_cells = 0;
+                self.status.progress = None;
+            }
             Event::Retry {
                 attempt,
                 max_retries,
@@ -54,6 +58,7 @@ impl App {
                 arguments,
             } => {
                 self.finish_stream();
+                self.status.progress = None;
                 self.live.push(Cell::Tool {
                     call_id,
                     name,
@@ -240,7 +245,7 @@ impl App {
         if matches!(self.modal, Some(Modal::Approval { .. })) {
             self.modal = None;
         }
-        self.status.running = false;
+        self.status.set_running(false);
         self.status.mode_pending = false;
         match reason {
             StopReason::Completed => {}

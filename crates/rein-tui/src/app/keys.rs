@@ -210,14 +210,14 @@ impl App {
     }
 
     pub(super) fn start(&mut self, prompt: String) -> Vec<Action> {
-        self.status.running = true;
+        self.status.set_running(true);
         vec![Action::Submit(prompt)]
     }
 
     /// Something that was not a run (a compaction) finished: the app is
     /// idle again, and what was typed meanwhile is sent.
     pub fn busy_done(&mut self) -> Vec<Action> {
-        self.status.running = false;
+        self.status.set_running(false);
         if self.queued.is_empty() {
             return Vec::new();
         }
@@ -269,7 +269,7 @@ impl App {
                 }
                 // Busy until the runtime reports the end (`busy_done`):
                 // what is typed meanwhile is queued.
-                self.status.running = true;
+                self.status.set_running(true);
                 vec![Action::Compact]
             }
             "/todos" => self.show_todos(),

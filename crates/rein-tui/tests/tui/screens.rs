@@ -89,6 +89,40 @@ fn a_running_tool_and_streaming_text_in_the_live_area() {
     assert_snapshot!(text);
 }
 
+/// While a local model reads the prompt or writes, the status line says
+/// how far it has got (instead of a bare spinner); a tool starting ends it.
+#[test]
+fn a_local_models_progress_shows_in_the_status_line_until_a_tool_starts() {
+    let mut h = harness();
+    h.send("fix the mean in calc.py");
+    h.event(run_started(PermissionMode::Default));
+    h.event(Event::ModelProgress {
+        progress: rein_core::ModelProgress::Prompt {
+            done: 512,
+            total: 1203,
+            elapsed_ms: 4200,
+        },
+    });
+    let text = viewport(&h.app, 100, 24);
+    assert!(
+        text.contains("⠋ reading the prompt 512/1203 tokens · Esc to interrupt"),
+        "{text}"
+    );
+    h.event(Event::ModelProgress {
+        progress: rein_core::ModelProgress::Generating {
+            tokens: 45,
+            elapsed_ms: 9000,
+            generating_ms: 5000,
+        },
+    });
+    let text = viewport(&h.app, 100, 24);
+    assert!(text.contains("⠋ writing 45 tokens, 9.0 tok/s"), "{text}");
+    h.event(tool_started("t1", "read_file", r#"{"path":"calc.py"}"#));
+    let text = viewport(&h.app, 100, 24);
+    assert!(!text.contains("writing 45"), "{text}");
+    assert!(text.contains("⠋ working · Esc to interrupt"), "{text}");
+}
+
 #[test]
 fn the_completion_popup_sits_above_the_input() {
     let mut h = harness();
