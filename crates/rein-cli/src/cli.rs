@@ -164,11 +164,23 @@ pub struct ModelArgs {
     /// full for the rest.
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<rein_core::Profile>,
+    /// Switch one kind of the small profile's help off, to measure what it
+    /// brings: lean, tools, first-call, nudge, single-call, read-first
+    /// (comma-separated or repeated).
+    #[arg(long, value_name = "LEVER", value_delimiter = ',', value_parser = parse_lever)]
+    pub without: Vec<rein_core::Lever>,
 }
 
 fn parse_profile(text: &str) -> Result<rein_core::Profile, String> {
     rein_core::Profile::parse(text)
         .ok_or_else(|| format!("`{text}` is not a profile: use small or full"))
+}
+
+fn parse_lever(text: &str) -> Result<rein_core::Lever, String> {
+    rein_core::Lever::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = rein_core::Lever::ALL.iter().map(|l| l.as_str()).collect();
+        format!("`{text}` is not a lever: use one of {}", names.join(", "))
+    })
 }
 
 #[derive(Debug, Args)]

@@ -164,6 +164,8 @@ pub struct Config {
     /// `--profile`; `None` picks one for the provider (see
     /// [`crate::exec::profile_for`]).
     pub profile: Option<rein_core::Profile>,
+    /// `--without`: levers of the profile switched off.
+    pub without: Vec<rein_core::Lever>,
     /// `[local]`, merged across files, then `REIN_MODEL_PATH`.
     pub local: LocalSection,
     /// `[providers.NAME]` sections, merged across files.
@@ -230,6 +232,7 @@ impl Config {
             stream_idle_timeout: Duration::from_secs(120),
             replay_script: None,
             profile: None,
+            without: Vec::new(),
             local: LocalSection::default(),
             providers: BTreeMap::new(),
             permissions: PermissionSettings::default(),

@@ -64,6 +64,9 @@ fn model_flags(m: &ModelArgs) -> Vec<OsString> {
     pass("--model-path", m.model_path.clone().map(Into::into));
     pass("--script", m.script.clone().map(Into::into));
     pass("--profile", m.profile.map(|p| p.as_str().into()));
+    for lever in &m.without {
+        pass("--without", Some(lever.as_str().into()));
+    }
     flags
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use rein_core::{
-    AgentEngine, CancellationToken, Event, FnSink, PermissionMode, Permissions, Profile,
+    AgentEngine, CancellationToken, Event, FnSink, Lever, PermissionMode, Permissions, Profile,
     RunRequest, SessionStore,
 };
 use rein_store::SqliteStore;
@@ -199,17 +199,22 @@ pub fn engine_builder(
     let profile = profile_for(cfg, provider.as_ref());
     let mut builder = AgentEngine::builder(provider, store)
         .workspace(workspace)
-        .profile(profile);
-    builder = match profile {
-        Profile::Full => builder
+        .profile(profile)
+        .without(&cfg.without);
+    let gives = |lever: Lever| profile.gives(lever) && !cfg.without.contains(&lever);
+    // Six tools, no memory, for a small model: every token of the request
+    // is prompt time.
+    builder = if gives(Lever::Tools) {
+        builder.tools(rein_tools::small_model_tools())
+    } else {
+        builder
             .tools(rein_tools::builtin_tools())
             .tools(memory.tools.clone())
-            .system_note(memory.note.clone()),
-        // Six tools, no memory: every token of the request is prompt time.
-        Profile::Small => builder
-            .tools(rein_tools::small_model_tools())
-            .hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace))),
+            .system_note(memory.note.clone())
     };
+    if gives(Lever::ReadFirst) {
+        builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));
+    }
     builder = builder
         .max_turns(cfg.max_turns)
         .tool_timeout(cfg.tool_timeout)
@@ -401,10 +406,12 @@ fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> 
         model_path,
         script,
         profile,
+        without,
     } = flags;
     if profile.is_some() {
         cfg.profile = profile;
     }
+    cfg.without.extend(without);
     if let Some(path) = model_path {
         if let Some(known) = model.as_deref().and_then(crate::model::find) {
             return Err(Failure::usage(anyhow!(

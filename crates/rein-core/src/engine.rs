@@ -42,7 +42,7 @@ use crate::event::{Event, EventSink, StopReason};
 use crate::gate::{CallEffects, CallHook, Gate, GateEvents, GateLimits, GateOutcome, RunPolicy};
 use crate::history::repair_history;
 use crate::permission::{PermissionMode, Permissions};
-use crate::profile::Profile;
+use crate::profile::{Lever, Profile};
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice};
 use crate::schema::{AssistantMessage, Message, ToolCall, ToolResult, Usage};
 use crate::store::{NewSession, SessionStore, StoreError};

@@ -68,6 +68,9 @@ pub enum Event {
         plan: bool,
         /// What the model is told and how much it is helped.
         profile: crate::profile::Profile,
+        /// Levers of the profile switched off (`--without`), if any.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        without: Vec<crate::profile::Lever>,
     },
     /// A model call is about to be made (turns count from 1).
     TurnStarted { turn: u32 },

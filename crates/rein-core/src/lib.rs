@@ -49,7 +49,7 @@ pub use permission::{
     Assessment, PermissionMode, Permissions, Risk, Rule, Rules, SandboxMode, SandboxPolicy,
     SubjectKind, Verdict,
 };
-pub use profile::Profile;
+pub use profile::{Lever, Profile};
 pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice,
 };

@@ -47,26 +47,70 @@ impl Profile {
         }
     }
 
-    /// Short instructions and compact tool schemas.
-    pub fn lean_request(self) -> bool {
+    /// Whether this profile gives `lever` (the small profile gives them
+    /// all, the full one none).
+    pub fn gives(self, _lever: Lever) -> bool {
         self == Profile::Small
     }
+}
 
+/// One kind of help of the small profile, named so that it can be switched
+/// off on its own (`rein exec --without LEVER`, `rein eval --without
+/// LEVER`) to measure what it brings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lever {
+    /// Short instructions with the workspace's files listed, and compact
+    /// tool schemas ([`compact_spec`]).
+    Lean,
+    /// Six tools (read, list, grep, edit, write, bash) instead of all of
+    /// them (chosen by the front end that builds the tool set).
+    Tools,
     /// The first model call of a run in a non-empty workspace must call a
     /// tool.
-    pub fn requires_first_call(self) -> bool {
-        self == Profile::Small
-    }
-
+    FirstCall,
     /// One nudge per run when the model shows a change instead of making
     /// it, or answers about a file it never opened.
-    pub fn nudges(self) -> bool {
-        self == Profile::Small
+    Nudge,
+    /// One tool call per answer.
+    SingleCall,
+    /// A file must be read before it is overwritten (a hook the front end
+    /// adds).
+    ReadFirst,
+}
+
+impl Lever {
+    /// Every lever, in the order they are documented.
+    pub const ALL: [Lever; 6] = [
+        Lever::Lean,
+        Lever::Tools,
+        Lever::FirstCall,
+        Lever::Nudge,
+        Lever::SingleCall,
+        Lever::ReadFirst,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lever::Lean => "lean",
+            Lever::Tools => "tools",
+            Lever::FirstCall => "first-call",
+            Lever::Nudge => "nudge",
+            Lever::SingleCall => "single-call",
+            Lever::ReadFirst => "read-first",
+        }
     }
 
-    /// One tool call per answer.
-    pub fn single_tool_call(self) -> bool {
-        self == Profile::Small
+    /// Parse a lever's name (as [`Lever::as_str`] writes it).
+    pub fn parse(text: &str) -> Option<Lever> {
+        let text = text.trim().to_ascii_lowercase();
+        Lever::ALL.into_iter().find(|l| l.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for Lever {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -125,6 +125,13 @@ impl RunSummary {
                 self.provider = text("provider");
                 self.model = text("model");
                 self.profile = text("profile");
+                let off: Vec<&str> = event["without"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if !off.is_empty() {
+                    self.profile = format!("{} without {}", self.profile, off.join(", "));
+                }
             }
             "tool_started" => self.tool_calls += 1,
             "tool_finished" => {
@@ -241,6 +248,10 @@ mod tests {
         assert_eq!(s.cost_usd, Some(0.0));
         assert_eq!(s.profile, "small");
         assert_eq!(classify(&s), FailureKind::UnknownTool);
+        let s = summary(&[
+            r#"{"type":"run_started","profile":"small","without":["nudge","first-call"]}"#,
+        ]);
+        assert_eq!(s.profile, "small without nudge, first-call");
     }
 
     #[test]

@@ -276,7 +276,7 @@ fn the_small_profile_is_chosen_by_flag_and_refuses_blind_overwrites() {
             {"text": "done"}
         ]}),
     );
-    let run = |profile: Option<&str>| {
+    let run_with = |extra: &[&str]| {
         let mut args = vec![
             "exec",
             "--json",
@@ -287,11 +287,13 @@ fn the_small_profile_is_chosen_by_flag_and_refuses_blind_overwrites() {
             "--script",
             &script,
         ];
-        if let Some(p) = profile {
-            args.extend(["--profile", p]);
-        }
+        args.extend(extra);
         args.push("go");
         json_lines(&env.rein(&args))
+    };
+    let run = |profile: Option<&str>| match profile {
+        Some(p) => run_with(&["--profile", p]),
+        None => run_with(&[]),
     };
     let events = run(Some("small"));
     assert_eq!(events[0]["profile"], "small");
@@ -317,6 +319,20 @@ fn the_small_profile_is_chosen_by_flag_and_refuses_blind_overwrites() {
     let o = env.rein(&["exec", "--profile", "tiny", "go"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is not a profile"), "{}", stderr(&o));
+
+    // The hook is a lever: switched off, the blind overwrite goes through,
+    // and the run says what was off.
+    std::fs::write(env.path("config.py"), "TIMEOUT = 30\n").unwrap();
+    let events = run_with(&["--profile", "small", "--without", "read-first,nudge"]);
+    assert_eq!(events[0]["without"], json!(["nudge", "read-first"]));
+    assert_eq!(std::fs::read_to_string(env.path("config.py")).unwrap(), "x");
+    let o = env.rein(&["exec", "--without", "magic", "go"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is not a lever: use one of lean, tools"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Mode bits of a path.

@@ -28,6 +28,16 @@ pub struct EngineConfig {
     pub system_note: Option<String>,
     /// What the model is told and how much it is helped (default full).
     pub profile: Profile,
+    /// Levers of the profile switched off (to measure what each brings).
+    pub without: Vec<Lever>,
+}
+
+impl EngineConfig {
+    /// Whether the run gives `lever`: its profile does and it is not
+    /// switched off.
+    pub fn helps(&self, lever: Lever) -> bool {
+        self.profile.gives(lever) && !self.without.contains(&lever)
+    }
 }
 
 impl Default for EngineConfig {
@@ -46,6 +56,7 @@ impl Default for EngineConfig {
             compaction: CompactionConfig::default(),
             system_note: None,
             profile: Profile::Full,
+            without: Vec::new(),
         }
     }
 }
@@ -110,6 +121,15 @@ impl AgentEngineBuilder {
     }
 
     /// The request and help runs give the model (see [`Profile`]).
+    /// Switch levers of the profile off (kept in [`Lever::ALL`]'s order,
+    /// once each).
+    pub fn without(mut self, levers: &[Lever]) -> Self {
+        self.config.without.extend_from_slice(levers);
+        self.config.without.sort();
+        self.config.without.dedup();
+        self
+    }
+
     pub fn profile(mut self, profile: Profile) -> Self {
         self.config.profile = profile;
         self

@@ -213,6 +213,7 @@ impl AgentEngine {
             mode,
             plan: mode == PermissionMode::Plan,
             profile: inner.config.profile,
+            without: inner.config.without.clone(),
         });
         let policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
@@ -244,12 +245,11 @@ impl AgentEngine {
             tools: std::mem::take(&mut fixed.tools),
             max_output_tokens: None,
             tool_choice: Default::default(),
-            single_tool_call: inner.config.profile.single_tool_call(),
+            single_tool_call: inner.config.helps(Lever::SingleCall),
         };
         // The first turn must look when there is something to look at (the
         // lean prompt lists it; only the small profile requires the call).
-        let first_call_required =
-            inner.config.profile.requires_first_call() && inputs.files.is_some();
+        let first_call_required = inner.config.helps(Lever::FirstCall) && inputs.files.is_some();
         Ok(Run {
             conv,
             track,
@@ -295,7 +295,7 @@ impl AgentEngine {
     /// Whether the answer that would end the run got the profile's one
     /// nudge instead (stored as a user message, announced as a notice).
     async fn nudged(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<bool, Stop> {
-        if !self.inner.config.profile.nudges() {
+        if !self.inner.config.helps(Lever::Nudge) {
             return Ok(false);
         }
         let Some(text) = help::nudge(&ctx.st.final_text, &run.looked, &self.inner.workspace) else {

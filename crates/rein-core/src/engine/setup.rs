@@ -33,7 +33,7 @@ impl AgentEngine {
         counter: &dyn TokenCounter,
     ) -> FixedPart {
         let inner = &self.inner;
-        let lean = inner.config.profile.lean_request();
+        let lean = inner.config.helps(Lever::Lean);
         let mut tools = self.gate().specs(mode);
         if lean {
             tools = tools.iter().map(crate::profile::compact_spec).collect();
@@ -180,13 +180,12 @@ impl AgentEngine {
         PromptInputs {
             agents_md: context::read_agents_md(workspace),
             date: crate::time::format_date(crate::time::now_millis()),
-            files: self
-                .inner
-                .config
-                .profile
-                .lean_request()
-                .then(|| context::list_files(workspace))
-                .flatten(),
+            // Listed for the lean prompt, and to know whether there is
+            // anything to look at before a first call is required.
+            files: (self.inner.config.helps(Lever::Lean)
+                || self.inner.config.helps(Lever::FirstCall))
+            .then(|| context::list_files(workspace))
+            .flatten(),
         }
     }
 

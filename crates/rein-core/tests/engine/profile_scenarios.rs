@@ -234,3 +234,44 @@ async fn the_same_paragraph_written_turn_after_turn_stops_the_run() {
         "{outcome:?}"
     );
 }
+
+/// Each lever of the small profile can be switched off on its own (to
+/// measure it), leaving the others in place; the run says which are off.
+#[tokio::test]
+async fn each_lever_switched_off_goes_alone_and_the_run_says_so() {
+    let ws = workspace_with(&[("data.csv", "a\n1\n2\n")]);
+    let run = |without: Vec<Lever>| {
+        let path = ws.path().to_path_buf();
+        async move {
+            let h = harness(
+                Scripted::new(vec![
+                    Ok(text("data.csv has 3 rows.")),
+                    Ok(text("data.csv still has 3 rows.")),
+                ]),
+                move |b| b.workspace(path).profile(Profile::Small).without(&without),
+            );
+            let (outcome, events) = h.run(RunRequest::new("How many rows in data.csv?")).await;
+            (outcome, events, h.provider.requests())
+        }
+    };
+    // No first call required: the answer comes at once, and is nudged.
+    let (outcome, events, requests) = run(vec![Lever::FirstCall]).await;
+    assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
+    assert!(requests[0].single_tool_call && requests[0].system.contains("Files:"));
+    assert_eq!(outcome.turns, 2, "nudged once");
+    assert!(matches!(
+        &events[0],
+        Event::RunStarted { without, .. } if without == &[Lever::FirstCall]
+    ));
+    // No nudge either: the unread answer ends the run.
+    let (outcome, _, _) = run(vec![Lever::FirstCall, Lever::Nudge]).await;
+    assert_eq!(outcome.turns, 1);
+    // No lean request: the full prompt, but a first call is still required.
+    let (_, _, requests) = run(vec![Lever::Lean]).await;
+    assert!(!requests[0].system.contains("Files:"));
+    assert_eq!(requests[0].tool_choice, ToolChoice::Required);
+    // Several calls per answer allowed.
+    let (_, _, requests) = run(vec![Lever::SingleCall]).await;
+    assert!(!requests[0].single_tool_call);
+    assert_eq!(requests[0].tool_choice, ToolChoice::Required);
+}

@@ -122,6 +122,7 @@ pub fn run_started(mode: PermissionMode) -> Event {
         mode,
         plan: mode == PermissionMode::Plan,
         profile: rein_core::Profile::Full,
+        without: Vec::new(),
     }
 }
 
