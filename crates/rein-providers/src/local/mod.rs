@@ -12,6 +12,7 @@
 
 mod config;
 mod cpu;
+mod echo;
 mod grammar;
 mod holdback;
 mod naming;

@@ -3,12 +3,15 @@
 
 use rein_core::{StreamChunk, ToolCall, ToolSpec};
 
+use super::echo::EchoFilter;
 use super::holdback::{Holdback, Segment};
 use super::toolcall::parse_tool_calls;
 
 /// The chunks of one answer, built from its text piece by piece.
 #[derive(Debug)]
 pub(crate) struct OutputBuilder {
+    /// Drops rein's own wording written back by the model.
+    echo: EchoFilter,
     holdback: Holdback,
     offered: Vec<ToolSpec>,
     /// Whitespace not shown yet: it is dropped when a tool call or the end
@@ -24,6 +27,7 @@ pub(crate) struct OutputBuilder {
 impl OutputBuilder {
     pub(crate) fn new(offered: &[ToolSpec]) -> Self {
         OutputBuilder {
+            echo: EchoFilter::new(offered.iter().map(|t| t.name.clone())),
             holdback: Holdback::default(),
             offered: offered.to_vec(),
             blank: String::new(),
@@ -35,7 +39,8 @@ impl OutputBuilder {
 
     /// Add generated text; returns the chunks it releases.
     pub(crate) fn push(&mut self, text: &str) -> Vec<StreamChunk> {
-        let segments = self.holdback.push(text);
+        let text = self.echo.push(text);
+        let segments = self.holdback.push(&text);
         self.convert(segments)
     }
 
@@ -47,10 +52,17 @@ impl OutputBuilder {
 
     /// The answer ended: the chunks left, and whether it made tool calls.
     pub(crate) fn finish(mut self) -> (Vec<StreamChunk>, bool) {
+        let tail = self.echo.finish();
+        let mut chunks = self.push_past_echo(&tail);
         let holdback = std::mem::take(&mut self.holdback);
         let segments = holdback.finish();
-        let chunks = self.convert(segments);
+        chunks.extend(self.convert(segments));
         (chunks, self.calls > 0)
+    }
+
+    fn push_past_echo(&mut self, text: &str) -> Vec<StreamChunk> {
+        let segments = self.holdback.push(text);
+        self.convert(segments)
     }
 
     fn convert(&mut self, segments: Vec<Segment>) -> Vec<StreamChunk> {

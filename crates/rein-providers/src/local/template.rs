@@ -287,11 +287,14 @@ pub(crate) fn results_as_user_text(request: &ModelRequest, results: &[&ToolResul
         text.push_str(&fence);
         text.push('\n');
     }
-    text.push_str(
-        "Now answer my question in plain text, unless you need to call another tool first.",
-    );
+    text.push_str(RESULTS_CLOSING);
     text
 }
+
+/// The last line of the results message: what the model should do next.
+/// An answer that writes it back has it removed ([`super::echo`]).
+pub(crate) const RESULTS_CLOSING: &str =
+    "Now answer my question in plain text, unless you need to call another tool first.";
 
 /// A code fence longer than any run of backticks in `text`.
 fn fence_for(text: &str) -> String {
