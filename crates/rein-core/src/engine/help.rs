@@ -1,9 +1,10 @@
 //! The harness help a small model gets (see [`crate::profile`]): a tool
 //! call required on the first turn of a task in a workspace with files
-//! (decided in the run), and
-//! one nudge per run when it answers right after a failed call, or its
-//! answer shows a change it never made or talks about a file it never
-//! opened.
+//! (decided in the run), and a nudge when it answers right after a failed
+//! call, or its answer shows a change it never made or talks about a file
+//! it never opened: each kind of nudge at most once per run, so a run gets
+//! three at most (measured with `rein eval`: a model nudged to apply a fix
+//! it guessed often fails the edit next and answers again).
 //!
 //! The nudges read only what the run already knows: the answer's text and
 //! what earlier calls of the run asked for. The
@@ -20,8 +21,8 @@ pub(crate) struct Looked {
     /// The arguments of the run's successful calls, joined (bounded): a
     /// file whose name appears here was read, searched or run on.
     seen: String,
-    /// The run was nudged already.
-    pub nudged: bool,
+    /// The kinds of nudge the run got already.
+    pub nudged: Vec<NudgeKind>,
     /// Every call of the latest round failed.
     pub last_round_failed: bool,
     /// The next answer must call a tool (the one after a nudge).
@@ -41,32 +42,64 @@ impl Looked {
     }
 }
 
-/// The nudge for an answer that ends the run, if it needs one: a change
-/// shown in a code block while no call of the run changed anything, or an
-/// answer naming a workspace file no call of the run ever named.
-pub(crate) fn nudge(answer: &str, looked: &Looked, workspace: &Path) -> Option<String> {
-    if looked.nudged {
-        return None;
-    }
-    if looked.last_round_failed {
-        return Some(
+/// What a nudge is about; a run gets each kind once at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NudgeKind {
+    /// The answer came right after a round whose calls all failed.
+    FailedCall,
+    /// The answer shows code for a file while nothing was changed.
+    UnappliedChange,
+    /// The answer names a file no call of the run ever named.
+    UnreadFile,
+}
+
+/// The nudge for an answer that ends the run, if it needs one of a kind
+/// the run has not had: the last round failed, a change shown in a code
+/// block while no call of the run changed anything, or an answer naming a
+/// workspace file no call of the run ever named.
+pub(crate) fn nudge(
+    answer: &str,
+    looked: &Looked,
+    workspace: &Path,
+) -> Option<(NudgeKind, String)> {
+    let fresh = |kind| !looked.nudged.contains(&kind);
+    if looked.last_round_failed && fresh(NudgeKind::FailedCall) {
+        return Some((
+            NudgeKind::FailedCall,
             "[rein] Your last tool call failed, so that answer is not based on the files. Read \
              the error, fix the call (paths are relative to the project folder), and try again."
                 .to_string(),
-        );
-    }
-    let files = mentioned_files(answer, workspace);
-    if !looked.wrote && shows_code(answer) && !files.is_empty() {
-        return Some(format!(
-            "[rein] Your answer shows code for {} but the file was not changed. If the task asks \
-             for a change, make it now with edit_file (or write_file), then answer in a sentence.",
-            files[0]
         ));
     }
-    let unread = files.iter().find(|f| !looked.seen.contains(file_name(f)))?;
-    Some(format!(
-        "[rein] You answered about {unread} without opening it. Read it first (read_file, or a \
-         command that prints it), then answer from what it holds."
+    let files = mentioned_files(answer, workspace);
+    let unread = files.iter().find(|f| !looked.seen.contains(file_name(f)));
+    if !looked.wrote && shows_code(answer) && fresh(NudgeKind::UnappliedChange) {
+        // A change guessed for a file never read fails as an edit: the
+        // model is told to read it first.
+        let text = match (files.first(), unread) {
+            (Some(file), Some(unread)) if unread == file => format!(
+                "[rein] Your answer shows code for {file} but the file was not changed, and you \
+                 have not read it. If the task asks for a change, read {file} first, then make \
+                 the change with edit_file, then answer in a sentence."
+            ),
+            (Some(file), _) => format!(
+                "[rein] Your answer shows code for {file} but the file was not changed. If the \
+                 task asks for a change, make it now with edit_file (or write_file), then answer \
+                 in a sentence."
+            ),
+            (None, _) => String::new(),
+        };
+        if !text.is_empty() {
+            return Some((NudgeKind::UnappliedChange, text));
+        }
+    }
+    let unread = unread.filter(|_| fresh(NudgeKind::UnreadFile))?;
+    Some((
+        NudgeKind::UnreadFile,
+        format!(
+            "[rein] You answered about {unread} without opening it. Read it first (read_file, or \
+             a command that prints it), then answer from what it holds."
+        ),
     ))
 }
 
@@ -127,9 +160,9 @@ mod tests {
         let ws = workspace();
         let mut looked = Looked::default();
         let answer = "data.csv has 3 rows.";
-        let n = nudge(answer, &looked, ws.path()).unwrap();
+        let (kind, n) = nudge(answer, &looked, ws.path()).unwrap();
         assert!(n.contains("data.csv without opening it"), "{n}");
-        looked.nudged = true;
+        looked.nudged.push(kind);
         assert_eq!(nudge(answer, &looked, ws.path()), None);
     }
 
@@ -147,8 +180,9 @@ mod tests {
         let mut looked = Looked::default();
         looked.saw(r#"{"path":"calc.py"}"#);
         let answer = "Fix calc.py like this:\n```python\ndef f():\n    return 1\n```";
-        let n = nudge(answer, &looked, ws.path()).unwrap();
+        let (_, n) = nudge(answer, &looked, ws.path()).unwrap();
         assert!(n.contains("shows code for calc.py"), "{n}");
+        assert!(!n.contains("not read"), "{n}");
         looked.wrote = true;
         assert_eq!(nudge(answer, &looked, ws.path()), None);
     }
@@ -160,8 +194,34 @@ mod tests {
             last_round_failed: true,
             ..Looked::default()
         };
-        let n = nudge("It is MIT.", &looked, ws.path()).unwrap();
+        let (_, n) = nudge("It is MIT.", &looked, ws.path()).unwrap();
         assert!(n.contains("last tool call failed"), "{n}");
+    }
+
+    /// A fix guessed for a file never read: read it first. Then, after
+    /// the edit fails, the failed call gets its own nudge: each kind once.
+    #[test]
+    fn each_kind_of_nudge_comes_once_and_a_guessed_fix_is_told_to_read_first() {
+        let ws = workspace();
+        let mut looked = Looked::default();
+        let answer = "The bug is in calc.py:\n```python\ndef f():\n    return 1\n```";
+        let (kind, n) = nudge(answer, &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::UnappliedChange);
+        assert!(
+            n.contains("you have not read it") && n.contains("read calc.py first"),
+            "{n}"
+        );
+        looked.nudged.push(kind);
+        looked.last_round_failed = true;
+        let (kind, _) = nudge("The edit failed.", &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::FailedCall);
+        looked.nudged.push(kind);
+        // The same answer again: its kinds are spent, only the unread
+        // file is left to say.
+        let (kind, _) = nudge(answer, &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::UnreadFile);
+        looked.nudged.push(kind);
+        assert_eq!(nudge(answer, &looked, ws.path()), None);
     }
 
     #[test]

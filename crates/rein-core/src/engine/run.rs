@@ -292,16 +292,18 @@ impl AgentEngine {
         self.tool_round(ctx, run, calls).await
     }
 
-    /// Whether the answer that would end the run got the profile's one
-    /// nudge instead (stored as a user message, announced as a notice).
+    /// Whether the answer that would end the run got a nudge instead
+    /// (stored as a user message, announced as a notice).
     async fn nudged(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<bool, Stop> {
         if !self.inner.config.helps(Lever::Nudge) {
             return Ok(false);
         }
-        let Some(text) = help::nudge(&ctx.st.final_text, &run.looked, &self.inner.workspace) else {
+        let Some((kind, text)) =
+            help::nudge(&ctx.st.final_text, &run.looked, &self.inner.workspace)
+        else {
             return Ok(false);
         };
-        run.looked.nudged = true;
+        run.looked.nudged.push(kind);
         run.looked.act_next = true;
         ctx.emit(Event::Notice {
             message: format!("nudged the model: {}", text.trim_start_matches("[rein] ")),
