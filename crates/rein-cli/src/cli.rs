@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 /// rein: a coding agent for the terminal.
 #[derive(Debug, Parser)]
@@ -24,6 +26,11 @@ pub struct Cli {
 /// Options of the interactive app (`rein` with no command).
 #[derive(Debug, Args)]
 pub struct AppArgs {
+    /// A first message, sent as the app opens: `rein "fix the failing
+    /// test"` (a message that is one command's name, such as `exec`, runs
+    /// that command instead).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
     #[command(flatten)]
     pub session: SessionArgs,
     #[command(flatten)]
@@ -40,6 +47,75 @@ pub struct AppArgs {
     /// `.rein/` settings count like your own. `rein trust` records it.
     #[arg(long)]
     pub trust: bool,
+}
+
+impl Cli {
+    /// Parse `args` (the program's name first). Options written before a
+    /// command (`rein --mode auto exec "..."`) count as written after it.
+    pub fn parse_args(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(options_after_the_command(&Cli::command(), args))
+    }
+}
+
+/// `args` with the options that come before a command moved after it
+/// (after its subcommand too: `rein -C dir sessions list` becomes `rein
+/// sessions list -C dir`). Unchanged when there is no command, or when an
+/// option before it is not one `rein` has (clap then says so).
+fn options_after_the_command(cmd: &clap::Command, args: Vec<OsString>) -> Vec<OsString> {
+    let mut i = 1;
+    while let Some(token) = args.get(i).and_then(|a| a.to_str()) {
+        if !token.starts_with('-') || token == "-" || token == "--" {
+            break;
+        }
+        let Some(takes_value) = option_takes_value(cmd, token) else {
+            return args;
+        };
+        i += if takes_value { 2 } else { 1 };
+    }
+    let options_end = i.min(args.len());
+    if options_end == 1 {
+        return args;
+    }
+    // The command, and its subcommands, right after the options.
+    let mut path_end = options_end;
+    let mut level = cmd;
+    while let Some(name) = args.get(path_end).and_then(|a| a.to_str()) {
+        match level.find_subcommand(name) {
+            Some(sub) => {
+                level = sub;
+                path_end += 1;
+            }
+            None => break,
+        }
+    }
+    if path_end == options_end {
+        return args;
+    }
+    let mut out = vec![args[0].clone()];
+    out.extend_from_slice(&args[options_end..path_end]);
+    out.extend_from_slice(&args[1..options_end]);
+    out.extend_from_slice(&args[path_end..]);
+    out
+}
+
+/// Whether `token`, an option of the app, takes its value from the next
+/// argument (`--mode auto`, `-C dir`); `None` for an option rein does not
+/// know here.
+fn option_takes_value(cmd: &clap::Command, token: &str) -> Option<bool> {
+    let takes = |arg: &clap::Arg| arg.get_action().takes_values();
+    if let Some(long) = token.strip_prefix("--") {
+        let (name, attached) = match long.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (long, false),
+        };
+        let arg = cmd.get_arguments().find(|a| a.get_long() == Some(name))?;
+        return Some(takes(arg) && !attached);
+    }
+    let mut chars = token[1..].chars();
+    let short = chars.next()?;
+    let arg = cmd.get_arguments().find(|a| a.get_short() == Some(short))?;
+    // `-Cdir`: the value is attached.
+    Some(takes(arg) && chars.next().is_none())
 }
 
 #[derive(Debug, Subcommand)]
@@ -340,4 +416,76 @@ pub enum MemoryCommand {
         )]
         workspace: Option<PathBuf>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moved(line: &[&str]) -> Vec<String> {
+        let args = line.iter().map(OsString::from).collect();
+        options_after_the_command(&Cli::command(), args)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn options_before_a_command_are_moved_after_it_and_its_subcommand() {
+        assert_eq!(
+            moved(&["rein", "--mode", "auto", "exec", "hi"]),
+            ["rein", "exec", "--mode", "auto", "hi"]
+        );
+        assert_eq!(
+            moved(&[
+                "rein", "-C", "/w", "--plan", "sessions", "list", "--limit", "3"
+            ]),
+            [
+                "rein", "sessions", "list", "-C", "/w", "--plan", "--limit", "3"
+            ]
+        );
+        assert_eq!(
+            moved(&["rein", "--mode=auto", "-C/w", "exec", "hi"]),
+            ["rein", "exec", "--mode=auto", "-C/w", "hi"]
+        );
+    }
+
+    #[test]
+    fn a_line_without_a_command_or_with_an_unknown_option_is_left_alone() {
+        for line in [
+            &["rein", "--mode", "auto", "fix the test"][..],
+            &["rein", "exec", "--mode", "auto", "hi"],
+            &["rein", "--bogus", "exec", "hi"],
+            &["rein", "--mode", "auto"],
+            &["rein"],
+        ] {
+            assert_eq!(moved(line), line, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_prompt_opens_the_app_and_a_command_name_runs_the_command() {
+        let cli = Cli::parse_args(
+            ["rein", "--mode", "auto", "fix the test"]
+                .map(OsString::from)
+                .to_vec(),
+        )
+        .unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.app.prompt.as_deref(), Some("fix the test"));
+        assert_eq!(cli.app.session.mode.as_deref(), Some("auto"));
+        let cli = Cli::parse_args(
+            ["rein", "--mode", "auto", "exec", "hi"]
+                .map(OsString::from)
+                .to_vec(),
+        )
+        .unwrap();
+        match cli.command {
+            Some(Command::Exec(e)) => {
+                assert_eq!(e.prompt, "hi");
+                assert_eq!(e.session.mode.as_deref(), Some("auto"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -17,10 +17,8 @@ mod settings_file;
 mod trust;
 mod tui;
 
-use clap::Parser;
-
 fn main() {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::parse_args(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version are not errors.

@@ -80,10 +80,16 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         resume,
         notices,
         alternate_screen,
+        prompt: args.prompt,
     };
-    rein_tui::run(setup)
+    let session = rein_tui::run(setup)
         .await
         .map_err(|e| Failure::harness(anyhow!("{e:#}")))?;
+    // However the app ended (/quit, Ctrl+C twice, a signal), say how to
+    // come back.
+    if let Some(id) = session {
+        crate::output::err(&format!("session {id} · continue with: rein --resume {id}"));
+    }
     Ok(0)
 }
 

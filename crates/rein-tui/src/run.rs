@@ -49,6 +49,8 @@ pub struct Setup {
     pub notices: Vec<String>,
     /// Draw on the alternate screen instead of inline.
     pub alternate_screen: bool,
+    /// A first message, sent as the app opens (`rein "prompt"`).
+    pub prompt: Option<String>,
 }
 
 struct Running {
@@ -77,8 +79,9 @@ pub fn check_terminal() -> Result<(), String> {
 }
 
 /// Run the app until the user quits. The terminal is restored on every
-/// way out, panics included.
-pub async fn run(setup: Setup) -> anyhow::Result<()> {
+/// way out, panics included. Returns the session the app was on, if any
+/// (for the caller to say how to resume it).
+pub async fn run(setup: Setup) -> anyhow::Result<Option<String>> {
     check_terminal().map_err(|e| anyhow!(e))?;
     let log = LogRedirect::start(&setup.home).context("cannot open the log file")?;
     let hook = std::panic::take_hook();
@@ -114,10 +117,11 @@ struct Loop {
     titled: bool,
 }
 
-async fn event_loop(setup: Setup) -> anyhow::Result<()> {
+async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
     let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
     let (side_tx, mut side) = mpsc::unbounded_channel::<Side>();
     let alternate_screen = setup.alternate_screen;
+    let prompt = setup.prompt.take();
     let mut lp = Loop::start(setup, events_tx, side_tx).await;
     let mut screen = Screen::start(render::MIN_HEIGHT, alternate_screen)?;
     let mut keys = EventStream::new();
@@ -128,6 +132,11 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term_sig = signal(SignalKind::terminate()).ok();
     let mut hup_sig = signal(SignalKind::hangup()).ok();
+    if let Some(prompt) = prompt {
+        for action in lp.app.send(&prompt) {
+            lp.apply(action).await;
+        }
+    }
 
     loop {
         paint(&mut lp.app, &mut screen)?;
@@ -156,7 +165,7 @@ async fn event_loop(setup: Setup) -> anyhow::Result<()> {
     }
     paint(&mut lp.app, &mut screen)?;
     screen.finish();
-    Ok(())
+    Ok(lp.app.status.session_id.clone())
 }
 
 /// The next delivery of a signal, or never when it could not be watched.

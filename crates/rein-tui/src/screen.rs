@@ -240,9 +240,15 @@ impl Screen {
         Ok(())
     }
 
-    /// Leave the cursor below the app, so the shell prompt comes after it.
+    /// Erase the app's viewport and leave the cursor where it began, so
+    /// what is printed next (the resume hint, the shell prompt) comes
+    /// right after the transcript. Written directly, not through the
+    /// terminal's buffers: it must land whatever state they are in.
     pub fn finish(&mut self) {
-        let _ = self.term.clear();
-        let _ = crossterm::execute!(io::stdout(), MoveTo(0, self.area.y));
+        let _ = crossterm::execute!(
+            io::stdout(),
+            MoveTo(0, self.area.y),
+            Clear(CtClear::FromCursorDown)
+        );
     }
 }

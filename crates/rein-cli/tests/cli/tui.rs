@@ -204,12 +204,21 @@ fn the_app_runs_a_task_with_an_approval_shows_the_diff_and_resumes_after_a_resta
     // A narrower terminal: the app redraws the newest cells at the new
     // width, with no leftovers of the wider frame.
     app.resize(60, 24);
+    // Redrawn for the new width: the answer and the input are there, no
+    // line is wider than the screen and no piece of the old rule is left
+    // (waited for: on a loaded machine the redraw takes a moment).
+    let redrawn = |s: &str| {
+        s.contains("divided by one less")
+            && s.contains("ask rein")
+            && s.lines().all(|l| {
+                l.chars().count() <= 60
+                    && (l.is_empty() || !l.chars().all(|c| c == '─') || l.chars().count() == 60)
+            })
+    };
     let start = Instant::now();
     let screen = loop {
         let s = app.visible();
-        if s.contains("divided by one less") && s.contains("ask rein")
-            || start.elapsed() > Duration::from_secs(10)
-        {
+        if redrawn(&s) || start.elapsed() > Duration::from_secs(10) {
             break s;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -584,4 +593,71 @@ fn exec_on_a_terminal_shows_the_local_models_progress_then_erases_it() {
         !screen.contains("Ctrl-C to interrupt"),
         "the progress line was left on the screen:\n{screen}"
     );
+}
+
+/// The shell pid of the pane (rein runs as its child).
+fn pane_shell_pid(app: &Tmux) -> String {
+    let out = Command::new("tmux")
+        .args(["-L", &app.socket, "list-panes", "-t", app.session])
+        .args(["-F", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `rein "prompt"` opens the app with that message already sent (options
+/// may come before it), and every way out of the app — /quit, Ctrl+C
+/// twice, SIGTERM — ends by saying how to resume the session, with an id
+/// that resumes it.
+#[test]
+fn a_prompt_on_the_command_line_is_sent_and_every_way_out_says_how_to_resume() {
+    let env = Env::new();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [{"text": "The answer is 42."}]}),
+    );
+    for way in ["/quit", "Ctrl+C twice", "SIGTERM"] {
+        let app = Tmux::start(
+            &env,
+            &[
+                "--mode",
+                "accept-edits",
+                "--provider",
+                "replay",
+                "--script",
+                &script,
+                "what is the answer?",
+            ],
+        );
+        app.wait_for("The answer is 42.");
+        let screen = app.capture();
+        assert!(screen.contains("what is the answer?"), "{screen}");
+        match way {
+            "/quit" => {
+                app.type_text("/quit");
+                app.keys(&["Enter"]);
+            }
+            "Ctrl+C twice" => app.keys(&["C-c", "C-c"]),
+            _ => {
+                let shell = pane_shell_pid(&app);
+                let ok = Command::new("pkill")
+                    .args(["-TERM", "-P", &shell, "-x", "rein"])
+                    .status()
+                    .unwrap();
+                assert!(ok.success(), "{way}: no rein process under the pane");
+            }
+        }
+        let screen = app.wait_for("rein exited with");
+        let line = screen
+            .lines()
+            .find(|l| l.contains("continue with: rein --resume "))
+            .unwrap_or_else(|| panic!("{way}: no resume hint:\n{screen}"));
+        let id = line.rsplit(' ').next().unwrap().trim();
+        let shown = env.rein(&["sessions", "show", id]);
+        assert_eq!(shown.status.code(), Some(0), "{way}: {}", stderr(&shown));
+        assert!(
+            String::from_utf8_lossy(&shown.stdout).contains("The answer is 42."),
+            "{way}"
+        );
+    }
 }

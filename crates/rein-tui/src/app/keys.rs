@@ -184,6 +184,13 @@ impl App {
         vec![Action::SetMode(mode)]
     }
 
+    /// Send `text` as if typed and sent with Enter (the first message of
+    /// `rein "prompt"`).
+    pub fn send(&mut self, text: &str) -> Vec<Action> {
+        self.on_paste(text);
+        self.submit()
+    }
+
     pub(super) fn submit(&mut self) -> Vec<Action> {
         let shown = self.editor.text();
         if shown.trim().is_empty() {
