@@ -110,7 +110,35 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
     });
 }
 
+/// `rein exec`. With `--json`, a run that fails before it starts still
+/// ends its output with a `stopped` event (reason `usage_error` or
+/// `harness_error`, the message in `error`), so a consumer always gets one.
 pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
+    let json = args.json;
+    let result = run_task(args).await;
+    if json && let Err(failure) = &result {
+        let reason = if failure.code == exit::USAGE {
+            rein_core::StopReason::UsageError
+        } else {
+            rein_core::StopReason::HarnessError
+        };
+        let stopped = Event::Stopped {
+            reason,
+            turns: 0,
+            usage: Default::default(),
+            final_text: String::new(),
+            error: Some(format!("{:#}", failure.error)),
+            totals: Default::default(),
+            refused: Vec::new(),
+        };
+        if let Ok(line) = serde_json::to_string(&stopped) {
+            output::out(&line);
+        }
+    }
+    result
+}
+
+async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
     let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
@@ -183,7 +211,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         let mut sink = FnSink(|event: Event| human.show(&event));
         engine.run(request, cancel, &mut sink).await
     };
-    Ok(exit::for_stop(outcome.reason))
+    Ok(exit::for_outcome(&outcome))
 }
 
 /// The engine every interactive or headless run uses: built-in tools,

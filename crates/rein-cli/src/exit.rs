@@ -18,8 +18,20 @@ pub const MAX_COST: i32 = 6;
 pub const MAX_WALL_TIME: i32 = 7;
 /// The loop guard stopped a model that repeated itself.
 pub const REPETITION: i32 = 8;
+/// The model answered, but the gate refused some of the calls it asked
+/// for (an approval nobody could give headless, a deny rule): the answer
+/// may claim what was never done.
+pub const REFUSED: i32 = 9;
 /// Cancelled by Ctrl-C / SIGTERM (128 + SIGINT, as shells do).
 pub const CANCELLED: i32 = 130;
+
+/// The exit code of a run that ended with `outcome`.
+pub fn for_outcome(outcome: &rein_core::RunOutcome) -> i32 {
+    if outcome.reason == StopReason::Completed && !outcome.refused.is_empty() {
+        return REFUSED;
+    }
+    for_stop(outcome.reason)
+}
 
 pub fn for_stop(reason: StopReason) -> i32 {
     match reason {
@@ -31,6 +43,7 @@ pub fn for_stop(reason: StopReason) -> i32 {
         StopReason::MaxCost => MAX_COST,
         StopReason::MaxWallTime => MAX_WALL_TIME,
         StopReason::Repetition => REPETITION,
+        StopReason::UsageError => USAGE,
         _ => HARNESS_ERROR,
     }
 }

@@ -146,6 +146,9 @@ pub struct HumanOutput {
     /// A progress line is on stderr's last line (a terminal) and must be
     /// erased before anything else is written.
     progress_shown: bool,
+    /// Calls the gate refused: their refusal line says it all, their
+    /// `tool_finished` is not printed too.
+    refused_calls: Vec<String>,
 }
 
 impl HumanOutput {
@@ -194,9 +197,14 @@ impl HumanOutput {
                     err(text.trim_end());
                 }
             }
+            // The command, the path or the pattern, as the app shows it.
             Event::ToolStarted {
                 name, arguments, ..
-            } => err(&format!("▸ {name} {}", one_line(arguments, 100))),
+            } => err(&format!(
+                "▸ {name} {}",
+                one_line(&rein_tui::cells::call_summary(name, arguments), 100)
+            )),
+            Event::ToolFinished { call_id, .. } if self.refused_calls.contains(call_id) => {}
             Event::ToolFinished {
                 name,
                 duration_ms,
@@ -210,7 +218,10 @@ impl HumanOutput {
                     one_line(output_preview, 100)
                 ));
             }
-            Event::PermissionDenied { tool, why, .. } => {
+            Event::PermissionDenied {
+                call_id, tool, why, ..
+            } => {
+                self.refused_calls.push(call_id.clone());
                 err(&format!("  ⊘ {tool} refused: {}", one_line(why, 200)));
             }
             Event::Notice { message } => err(&format!("note: {}", one_line(message, 300))),
@@ -237,6 +248,7 @@ impl HumanOutput {
                 final_text,
                 error,
                 totals,
+                refused,
             } => {
                 if *reason == StopReason::Completed {
                     out(final_text.trim_end());
@@ -253,6 +265,12 @@ impl HumanOutput {
                 }
                 let id = self.session_id.as_deref().unwrap_or("-");
                 match reason {
+                    StopReason::Completed if !refused.is_empty() => err(&format!(
+                        "done, but {} call{} refused (exit {}) · {tokens} · session {id}",
+                        refused.len(),
+                        if refused.len() == 1 { " was" } else { "s were" },
+                        crate::exit::REFUSED
+                    )),
                     StopReason::Completed => err(&format!("done · {tokens} · session {id}")),
                     other => {
                         let why = match error {

@@ -91,6 +91,8 @@ pub struct RunOutcome {
     pub error: Option<String>,
     /// This run's model calls, summed from its ledger entries.
     pub totals: LedgerTotals,
+    /// The calls the gate refused, in order.
+    pub refused: Vec<crate::event::RefusedCall>,
 }
 
 struct Inner {
@@ -189,7 +191,12 @@ impl AgentEngine {
         cancel: CancellationToken,
         sink: &mut dyn EventSink,
     ) -> RunOutcome {
-        let outcome = self.drive(request, &cancel, sink).await;
+        let mut noting = crate::event::NotingRefusals {
+            inner: sink,
+            refused: Vec::new(),
+        };
+        let mut outcome = self.drive(request, &cancel, &mut noting).await;
+        outcome.refused = noting.refused;
         sink.emit(Event::Stopped {
             reason: outcome.reason,
             turns: outcome.turns,
@@ -197,6 +204,7 @@ impl AgentEngine {
             final_text: outcome.final_text.clone(),
             error: outcome.error.clone(),
             totals: outcome.totals.clone(),
+            refused: outcome.refused.clone(),
         });
         outcome
     }

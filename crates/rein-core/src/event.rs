@@ -32,6 +32,10 @@ pub enum StopReason {
     MaxWallTime,
     /// The model repeated itself or made no progress, after a reminder.
     Repetition,
+    /// The run could not start: a bad flag or configuration, no model, an
+    /// unknown session to resume (front ends report it; the engine never
+    /// stops with it).
+    UsageError,
 }
 
 impl StopReason {
@@ -46,6 +50,7 @@ impl StopReason {
             StopReason::MaxCost => "max_cost",
             StopReason::MaxWallTime => "max_wall_time",
             StopReason::Repetition => "repetition",
+            StopReason::UsageError => "usage_error",
         }
     }
 }
@@ -169,7 +174,48 @@ pub enum Event {
         error: Option<String>,
         /// This run's model calls from the ledger: tokens and cost.
         totals: LedgerTotals,
+        /// The calls the gate refused in this run, in order (empty when
+        /// everything the model asked for was allowed).
+        refused: Vec<RefusedCall>,
     },
+}
+
+/// A call the gate refused, as `Stopped` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusedCall {
+    pub tool: String,
+    pub summary: String,
+    pub why: String,
+    /// It only needed an approval nobody could give (headless); false
+    /// when a rule or a protection forbids it.
+    pub needed_approval: bool,
+}
+
+/// A sink that passes every event on and keeps the refusals among them.
+pub(crate) struct NotingRefusals<'a> {
+    pub inner: &'a mut dyn EventSink,
+    pub refused: Vec<RefusedCall>,
+}
+
+impl EventSink for NotingRefusals<'_> {
+    fn emit(&mut self, event: Event) {
+        if let Event::PermissionDenied {
+            tool,
+            summary,
+            why,
+            needed_approval,
+            ..
+        } = &event
+        {
+            self.refused.push(RefusedCall {
+                tool: tool.clone(),
+                summary: summary.clone(),
+                why: why.clone(),
+                needed_approval: *needed_approval,
+            });
+        }
+        self.inner.emit(event);
+    }
 }
 
 /// Where a run sends its events.

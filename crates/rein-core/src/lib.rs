@@ -35,7 +35,7 @@ pub use engine::{
     AgentEngine, AgentEngineBuilder, ChildPolicy, EngineConfig, EngineError, RunControl,
     RunOutcome, RunRequest, RunStream, TitleError,
 };
-pub use event::{Event, EventSink, FnSink, NullSink, StopReason};
+pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{
     CallEffects, CallHook, Gate, GateEvents, GateLimits, HookVerdict, RunPolicy, no_events,
 };

@@ -88,6 +88,8 @@ fn without_json_the_answer_goes_to_stdout_and_progress_to_stderr() {
     let script = repo_root().join("examples/fix-the-test/script.json");
     let o = env.rein(&[
         "exec",
+        "--mode",
+        "auto",
         "--provider",
         "replay",
         "--script",
@@ -102,6 +104,87 @@ fn without_json_the_answer_goes_to_stdout_and_progress_to_stderr() {
     let err = stderr(&o);
     assert!(err.contains("▸ bash"), "{err}");
     assert!(err.contains("done · 7 turns"), "{err}");
+}
+
+/// In default mode headless, the example's edits and commands are refused:
+/// the model still answers ("Fixed `mean`…"), but the exit code is 9, the
+/// `stopped` event lists each refused call, and stderr gives one line per
+/// refusal (no tool_finished line besides) and a done line that says so.
+#[test]
+fn a_run_whose_calls_were_refused_exits_9_and_says_which() {
+    let env = Env::with_example_project();
+    let script = repo_root().join("examples/fix-the-test/script.json");
+    let script = script.to_str().unwrap();
+    let o = env.rein(&["exec", "--provider", "replay", "--script", script, "fix it"]);
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Fixed `mean`"), "{}", stdout(&o));
+    let err = stderr(&o);
+    let refusals = err.lines().filter(|l| l.contains("⊘")).count();
+    assert!(refusals >= 2, "{err}");
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.trim_start().starts_with("✗"))
+            .count(),
+        0,
+        "a refused call is one line, not two: {err}"
+    );
+    assert!(
+        err.contains(&format!("done, but {refusals} calls were refused (exit 9)")),
+        "{err}"
+    );
+    // The calls are shown the way the app shows them: the command itself.
+    assert!(err.contains("▸ bash python3 test_calc.py"), "{err}");
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        script,
+        "fix it",
+    ]);
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
+    let events = json_lines(&o);
+    let refused = events.last().unwrap()["refused"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(refused.len(), refusals, "{refused:?}");
+    assert_eq!(refused[0]["needed_approval"], true);
+    assert!(
+        refused.iter().any(|r| r["tool"] == "edit_file"),
+        "{refused:?}"
+    );
+}
+
+/// `--json` runs that fail before they start still end with `stopped`.
+#[test]
+fn json_runs_that_fail_before_they_start_print_stopped() {
+    let env = Env::new();
+    for (args, reason, code) in [
+        (
+            vec!["exec", "--json", "--resume", "nosuchsession", "hi"],
+            "usage_error",
+            2,
+        ),
+        (
+            vec!["exec", "--json", "--provider", "nosuchprovider", "hi"],
+            "usage_error",
+            2,
+        ),
+    ] {
+        let o = env.rein(&args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        let events = json_lines(&o);
+        assert_eq!(events.len(), 1, "{args:?}: {events:?}");
+        assert_eq!(events[0]["type"], "stopped");
+        assert_eq!(events[0]["reason"], reason);
+        assert!(
+            events[0]["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{events:?}"
+        );
+        assert_eq!(events[0]["refused"], serde_json::json!([]));
+    }
 }
 
 #[test]

@@ -18,8 +18,14 @@ fn run_script(env: &Env, name: &str, turns: Value, extra: &[&str]) -> Vec<Value>
     args.extend_from_slice(extra);
     args.push("go");
     let o = env.rein(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    json_lines(&o)
+    let events = json_lines(&o);
+    // Completed: 0, or 9 when the gate refused a call (as `stopped` says).
+    let refused = events
+        .last()
+        .is_some_and(|e| e["refused"].as_array().is_some_and(|r| !r.is_empty()));
+    let expected = if refused { 9 } else { 0 };
+    assert_eq!(o.status.code(), Some(expected), "{}", stderr(&o));
+    events
 }
 
 fn tool_output(events: &[Value], tool: &str) -> (bool, String) {

@@ -34,7 +34,7 @@ fn headless_default_mode_refuses_a_command_the_model_sees_why_and_the_user_sees_
         &script,
         "make a file",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
     assert!(!env.path("made.txt").exists(), "the command must not run");
     let events = json_lines(&o);
     assert_eq!(events[0]["mode"], "default");
@@ -112,7 +112,7 @@ fn a_deny_rule_in_config_beats_auto_mode() {
         &script,
         "go",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
     assert!(!env.path("made.txt").exists());
     let events = json_lines(&o);
     let d = denied(&events);
@@ -148,7 +148,7 @@ fn accept_edits_mode_runs_file_edits_but_not_commands() {
         &script,
         "go",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
     assert_eq!(
         std::fs::read_to_string(env.path("notes.md")).unwrap(),
         "ok\n"
@@ -180,7 +180,7 @@ fn protected_files_are_refused_even_in_auto_mode() {
         &script,
         "go",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
     assert!(!env.path(".env").exists());
     assert!(!env.path(".rein/settings.json").exists());
     assert_eq!(denied(&json_lines(&o)).len(), 2);

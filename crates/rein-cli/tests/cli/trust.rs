@@ -210,7 +210,7 @@ fn an_untrusted_repo_cannot_redirect_the_model_loosen_permissions_or_reach_its_s
         &["--json", "--provider", "replay", "--script", &script, "go"],
         SECRET,
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
     let events = json_lines(&o);
     // The project's mode and allow rules do not count: the command is
     // refused headless, in default mode.
@@ -411,7 +411,7 @@ fn a_project_may_still_tighten_without_trust() {
     )
     .unwrap();
     let o = exec_user_script(&env);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
     // Nothing was ignored, so there is no note.
     assert!(not_trusted_lines(&o).is_empty(), "{}", stderr(&o));
     let events = json_lines(&o);

@@ -115,6 +115,7 @@ impl<'a> RunCtx<'a> {
             final_text: self.st.final_text,
             error: stop.error,
             totals: self.st.totals,
+            refused: Vec::new(),
         }
     }
 }
@@ -130,6 +131,7 @@ impl RunOutcome {
             final_text: String::new(),
             error: stop.error,
             totals: LedgerTotals::default(),
+            refused: Vec::new(),
         }
     }
 }

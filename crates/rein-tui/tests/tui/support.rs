@@ -138,6 +138,7 @@ pub fn stopped(reason: StopReason, final_text: &str) -> Event {
         final_text: final_text.into(),
         error: None,
         totals: LedgerTotals::default(),
+        refused: Vec::new(),
     }
 }
 
