@@ -261,7 +261,7 @@ impl HumanOutput {
                     usage.output_tokens
                 );
                 if totals.calls > 0 {
-                    tokens.push_str(&format!(" · {}", cost_text(totals)));
+                    tokens.push_str(&format!(" · {}", totals.cost_text()));
                 }
                 let id = self.session_id.as_deref().unwrap_or("-");
                 match reason {
@@ -286,19 +286,5 @@ impl HumanOutput {
             }
             _ => {}
         }
-    }
-}
-
-/// The cost of ledger totals, honest about unknown prices.
-pub fn cost_text(t: &rein_core::LedgerTotals) -> String {
-    if t.unpriced_calls == t.calls {
-        "cost unknown".to_string()
-    } else if t.unpriced_calls > 0 {
-        format!(
-            "${:.4} (+{} calls of unknown price)",
-            t.cost_usd, t.unpriced_calls
-        )
-    } else {
-        format!("${:.4}", t.cost_usd)
     }
 }

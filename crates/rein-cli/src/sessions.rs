@@ -145,7 +145,7 @@ async fn show(store: &dyn SessionStore, id: &str, json: bool, all: bool) -> Resu
             t.cached_input_tokens,
             t.output_tokens,
             t.reasoning_tokens,
-            crate::output::cost_text(&t)
+            t.cost_text()
         ));
         if unreadable > 0 {
             out(&format!(

@@ -158,6 +158,11 @@ pub struct LedgerEntry {
 }
 
 /// Sums over ledger entries.
+///
+/// In JSON the cost is honest about what is not known: `cost_usd` is the
+/// whole cost, or `null` when some call had no known price (a consumer
+/// adding it up must not count those runs as free), and `known_cost_usd`
+/// is the part that is known.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LedgerTotals {
     pub calls: u64,
@@ -165,8 +170,12 @@ pub struct LedgerTotals {
     pub cached_input_tokens: u64,
     pub output_tokens: u64,
     pub reasoning_tokens: u64,
+    /// The whole cost; `None` when some call's price is unknown.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
     /// Sum of the known costs.
-    pub cost_usd: f64,
+    #[serde(default)]
+    pub known_cost_usd: f64,
     /// Calls whose cost is unknown (their tokens are in the sums).
     pub unpriced_calls: u64,
 }
@@ -186,8 +195,22 @@ impl LedgerTotals {
             .reasoning_tokens
             .saturating_add(e.usage.reasoning_tokens);
         match e.cost_usd.filter(|c| c.is_finite() && *c >= 0.0) {
-            Some(c) => self.cost_usd = (self.cost_usd + c).min(f64::MAX),
+            Some(c) => self.known_cost_usd = (self.known_cost_usd + c).min(f64::MAX),
             None => self.unpriced_calls = self.unpriced_calls.saturating_add(1),
+        }
+        self.cost_usd = (self.unpriced_calls == 0).then_some(self.known_cost_usd);
+    }
+
+    /// The cost in words, the same everywhere rein shows it: `$0.0123`
+    /// when every call's price is known (`$0.0000` before any call),
+    /// `cost unknown` when none is, `≥ $0.0123` when some are.
+    pub fn cost_text(&self) -> String {
+        if self.unpriced_calls == 0 {
+            format!("${:.4}", self.known_cost_usd)
+        } else if self.unpriced_calls >= self.calls {
+            "cost unknown".to_string()
+        } else {
+            format!("≥ ${:.4}", self.known_cost_usd)
         }
     }
 
@@ -217,6 +240,35 @@ mod tests {
         // Tiny samples teach nothing.
         est.observe(10, 100);
         assert!((est.chars_per_token() - 3.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn unknown_prices_make_the_cost_unknown_in_json_and_in_words() {
+        let entry = |cost: Option<f64>| LedgerEntry {
+            kind: CallKind::Turn,
+            provider: "p".into(),
+            model: "m".into(),
+            usage: Usage::default(),
+            cost_usd: cost,
+            ok: true,
+            duration_ms: 1,
+            at: 0,
+        };
+        let priced = LedgerTotals::of(&[entry(Some(0.01)), entry(Some(0.02))]);
+        assert_eq!(priced.cost_text(), "$0.0300");
+        let json = serde_json::to_value(&priced).unwrap();
+        assert!((json["cost_usd"].as_f64().unwrap() - 0.03).abs() < 1e-12);
+        let mixed = LedgerTotals::of(&[entry(Some(0.01)), entry(None)]);
+        assert_eq!(mixed.cost_text(), "≥ $0.0100");
+        let json = serde_json::to_value(&mixed).unwrap();
+        assert!(json["cost_usd"].is_null(), "{json}");
+        assert_eq!(json["known_cost_usd"], 0.01);
+        assert_eq!(json["unpriced_calls"], 1);
+        let unknown = LedgerTotals::of(&[entry(None)]);
+        assert_eq!(unknown.cost_text(), "cost unknown");
+        assert_eq!(LedgerTotals::default().cost_text(), "$0.0000");
+        let back: LedgerTotals = serde_json::from_value(json).unwrap();
+        assert_eq!(back, mixed);
     }
 
     #[test]

@@ -56,11 +56,9 @@ pub struct Status {
     /// Tokens in the context and the window, when known.
     pub context_tokens: Option<u64>,
     pub context_window: Option<u64>,
-    /// From the session's ledger (the runtime refreshes it after each run
-    /// and title call).
-    pub cost_usd: f64,
-    /// False when some calls had no known price.
-    pub cost_known: bool,
+    /// The session's model calls from its ledger (the runtime refreshes
+    /// them after each run and title call): the cost shown.
+    pub totals: rein_core::LedgerTotals,
     pub session_id: Option<String>,
     /// A run (or a compaction) is under way; change it with
     /// [`Status::set_running`].

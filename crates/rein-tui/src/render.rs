@@ -318,11 +318,7 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
         };
         parts.push(text);
     }
-    parts.push(vec![Span::raw(format!(
-        "${:.4}{}",
-        s.cost_usd,
-        if s.cost_known { "" } else { "+?" }
-    ))]);
+    parts.push(vec![Span::raw(s.totals.cost_text())]);
     if let Some(id) = &s.session_id {
         parts.push(vec![Span::styled(
             id.chars().take(12).collect::<String>(),

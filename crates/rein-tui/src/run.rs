@@ -193,7 +193,6 @@ impl Loop {
             provider: provider.name().to_string(),
             model: provider.model().to_string(),
             mode: setup.mode,
-            cost_known: true,
             context_window: provider.capabilities().context_window,
             ..Default::default()
         };

@@ -794,3 +794,68 @@ fn each_providers_context_length_error_compacts_the_session_and_retries_the_turn
         assert_eq!(last["totals"]["calls"], 5, "{}: {last}", w.provider);
     }
 }
+
+/// Cost is said one way everywhere. A run on a model without known prices
+/// (replay) has `cost_usd: null` in JSON and "cost unknown" in words; a
+/// run on a priced model (gpt-4.1) a number; the session holding both
+/// shows a lower bound ("≥ $…"), never a total that counts the unpriced
+/// calls as free.
+#[test]
+fn unknown_prices_are_null_in_json_and_a_lower_bound_in_words() {
+    let env = Env::new();
+    let script = env.script("s.json", &json!({"turns": [{"text": "first"}]}));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "hi",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events = json_lines(&o);
+    let id = events[0]["session_id"].as_str().unwrap().to_string();
+    let totals = &events.last().unwrap()["totals"];
+    assert!(totals["cost_usd"].is_null(), "{totals}");
+    assert_eq!(totals["known_cost_usd"], 0.0);
+    assert_eq!(totals["unpriced_calls"], 1);
+    let o = env.rein(&["exec", "--provider", "replay", "--script", &script, "hi"]);
+    assert!(stderr(&o).contains("· cost unknown ·"), "{}", stderr(&o));
+
+    // The same session continued on a priced model.
+    let (_rt, server) = server();
+    let mut turn = sse(
+        &[
+            json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "second"}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}),
+        ],
+        false,
+    );
+    turn.extend_from_slice(b"data: [DONE]\n\n");
+    server.push(MockResponse::sse(turn));
+    let mut cmd = env.command();
+    cmd.args([
+        "exec",
+        "--json",
+        "--provider",
+        "openai",
+        "--resume",
+        &id,
+        "again",
+    ]);
+    for (k, v) in openai_env(&server, "sk-test") {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let totals = json_lines(&o).last().unwrap()["totals"].clone();
+    let cost = totals["cost_usd"]
+        .as_f64()
+        .expect("a priced run has a cost");
+    assert!(cost > 0.0 && totals["known_cost_usd"] == cost, "{totals}");
+    // The whole session: one unpriced call, one priced.
+    let shown = env.rein(&["sessions", "show", &id]);
+    let text = stdout(&shown);
+    assert!(text.contains(&format!("≥ ${cost:.4}")), "{text}");
+}

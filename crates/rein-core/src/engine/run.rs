@@ -512,7 +512,7 @@ impl AgentEngine {
             Some(StopReason::MaxTokens)
         } else if cfg
             .max_cost_usd
-            .is_some_and(|max| st.totals.cost_usd >= max)
+            .is_some_and(|max| st.totals.known_cost_usd >= max)
         {
             Some(StopReason::MaxCost)
         } else if cfg

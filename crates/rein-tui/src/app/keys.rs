@@ -330,8 +330,7 @@ impl App {
             return self.needs_idle("/new");
         }
         self.status.session_id = None;
-        self.status.cost_usd = 0.0;
-        self.status.cost_known = true;
+        self.status.totals = Default::default();
         self.status.context_tokens = None;
         self.todos.clear();
         self.status.todos_done = 0;

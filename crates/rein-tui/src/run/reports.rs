@@ -11,9 +11,7 @@ pub(super) async fn refresh_cost(app: &mut App, store: &dyn SessionStore) {
     if let Some(id) = app.status.session_id.clone()
         && let Ok((entries, _)) = store.ledger(&id).await
     {
-        let totals = rein_core::LedgerTotals::of(&entries);
-        app.status.cost_usd = totals.cost_usd;
-        app.status.cost_known = totals.unpriced_calls == 0;
+        app.status.totals = rein_core::LedgerTotals::of(&entries);
     }
 }
 
@@ -33,10 +31,13 @@ pub(super) async fn show_cost(app: &mut App, store: &dyn SessionStore) {
                 ),
                 format!("output tokens {}", t.output_tokens),
                 format!(
-                    "cost          ${:.4}{}",
-                    t.cost_usd,
+                    "cost          {}{}",
+                    t.cost_text(),
                     if t.unpriced_calls > 0 {
-                        format!(" + {} calls at unknown prices", t.unpriced_calls)
+                        format!(
+                            " ({} of {} calls at unknown prices)",
+                            t.unpriced_calls, t.calls
+                        )
                     } else {
                         String::new()
                     }

@@ -17,7 +17,6 @@ fn status() -> Status {
     Status {
         provider: "anthropic".into(),
         model: "claude-sonnet-4-5".into(),
-        cost_known: true,
         context_window: Some(200_000),
         ..Status::default()
     }
@@ -396,7 +395,12 @@ fn app_with_context(theme: Theme, tokens: u64) -> (Harness, App) {
     app.status = Status {
         session_id: Some("0198c3a1b2c3d4e5".into()),
         context_tokens: Some(tokens),
-        cost_usd: 0.0123,
+        totals: rein_core::LedgerTotals {
+            calls: 2,
+            known_cost_usd: 0.0123,
+            cost_usd: Some(0.0123),
+            ..Default::default()
+        },
         ..status()
     };
     (h, app)
@@ -458,11 +462,18 @@ fn the_status_line_drops_segments_instead_of_overflowing() {
     assert_eq!(screen.lines().last(), Some("claude-sonnet-4-5"));
 }
 
+/// The status line says the cost in the words exec and /cost use:
+/// a lower bound when some calls' prices are unknown, "cost unknown" when
+/// none is known.
 #[test]
 fn unknown_cost_is_marked() {
     let (_h, mut app) = app_with_context(Theme::plain(), 1_000);
-    app.status.cost_known = false;
-    assert!(line_text(&status_line(&app, 200)).contains("$0.0123+?"));
+    assert!(line_text(&status_line(&app, 200)).contains(" · $0.0123 · "));
+    app.status.totals.unpriced_calls = 1;
+    app.status.totals.cost_usd = None;
+    assert!(line_text(&status_line(&app, 200)).contains("≥ $0.0123"));
+    app.status.totals.unpriced_calls = 2;
+    assert!(line_text(&status_line(&app, 200)).contains("cost unknown"));
 }
 
 // ---------------------------------------------------------- small sizes
