@@ -479,7 +479,7 @@ async fn find_session(
 ) -> Result<String, Failure> {
     match store.get_session(id).await {
         Ok(info) => Ok(info.id),
-        Err(e @ (rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous(_))) => {
+        Err(e @ (rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous { .. })) => {
             Err(Failure::usage(anyhow!("{context}{e}")))
         }
         Err(other) => Err(Failure::harness(anyhow!("{other}"))),

@@ -13,7 +13,7 @@ use crate::output::{one_line, out};
 
 fn store_failure(e: StoreError) -> Failure {
     match e {
-        StoreError::NotFound(_) | StoreError::Ambiguous(_) => Failure::usage(anyhow!("{e}")),
+        StoreError::NotFound(_) | StoreError::Ambiguous { .. } => Failure::usage(anyhow!("{e}")),
         other => Failure::harness(anyhow!("{other}")),
     }
 }
@@ -65,16 +65,32 @@ async fn list(
         out("no sessions yet");
     } else {
         out(&format!(
-            "{:<16}  {:<16}  {:>5}  {:<40}  WORKSPACE",
-            "ID", "UPDATED (UTC)", "MSGS", "TITLE"
+            "{:<16}  {:<16}  {:<24}  {:>5}  {:<12}  {:<14}  {:<32}  WORKSPACE",
+            "ID", "UPDATED (UTC)", "MODEL", "TURNS", "COST", "LAST RUN", "TITLE"
         ));
         for s in &list {
+            // The ledger says how many turns and what they cost; a session
+            // whose ledger cannot be read shows dashes.
+            let (turns, cost) = match store.ledger(&s.id).await {
+                Ok((entries, _)) => (
+                    entries
+                        .iter()
+                        .filter(|e| e.kind == rein_core::CallKind::Turn)
+                        .count()
+                        .to_string(),
+                    rein_core::LedgerTotals::of(&entries).cost_text(),
+                ),
+                Err(_) => ("-".to_string(), "-".to_string()),
+            };
             out(&format!(
-                "{:<16}  {:<16}  {:>5}  {:<40}  {}",
+                "{:<16}  {:<16}  {:<24}  {:>5}  {:<12}  {:<14}  {:<32}  {}",
                 s.id,
                 rein_core::time::format_datetime(s.updated_at),
-                s.message_count,
-                one_line(&s.title, 40),
+                one_line(&s.model, 24),
+                turns,
+                cost,
+                s.last_stop.map_or("-", |r| r.as_str()),
+                one_line(&s.title, 32),
                 s.workspace
             ));
         }

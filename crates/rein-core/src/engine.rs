@@ -197,6 +197,10 @@ impl AgentEngine {
         };
         let mut outcome = self.drive(request, &cancel, &mut noting).await;
         outcome.refused = noting.refused;
+        if let Some(id) = &outcome.session_id {
+            // For `sessions list`; the run's outcome does not depend on it.
+            let _ = self.inner.store.set_last_stop(id, outcome.reason).await;
+        }
         sink.emit(Event::Stopped {
             reason: outcome.reason,
             turns: outcome.turns,

@@ -10,7 +10,7 @@ use crate::schema::{Message, ModelProgress, Todo, Usage};
 use crate::tokens::LedgerTotals;
 
 /// Why a run stopped. Each reason maps to its own exit code in the CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StopReason {
@@ -39,6 +39,25 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [StopReason; 10] = [
+        StopReason::Completed,
+        StopReason::MaxTurns,
+        StopReason::Cancelled,
+        StopReason::ProviderError,
+        StopReason::HarnessError,
+        StopReason::MaxTokens,
+        StopReason::MaxCost,
+        StopReason::MaxWallTime,
+        StopReason::Repetition,
+        StopReason::UsageError,
+    ];
+
+    /// The reason [`StopReason::as_str`] names.
+    pub fn parse(text: &str) -> Option<StopReason> {
+        StopReason::ALL.into_iter().find(|r| r.as_str() == text)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Completed => "completed",

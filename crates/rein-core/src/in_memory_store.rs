@@ -62,21 +62,31 @@ pub fn resolve_prefix<'a>(
     if wanted.is_empty() {
         return Err(StoreError::NotFound(String::new()));
     }
-    let mut found: Option<&String> = None;
+    let mut found: Vec<&String> = Vec::new();
     for id in ids {
         if id == wanted {
             return Ok(id.clone());
         }
         if id.starts_with(wanted) {
-            if found.is_some() {
-                return Err(StoreError::Ambiguous(wanted.to_string()));
-            }
-            found = Some(id);
+            found.push(id);
         }
     }
-    found
-        .cloned()
-        .ok_or_else(|| StoreError::NotFound(wanted.to_string()))
+    match found.as_slice() {
+        [] => Err(StoreError::NotFound(wanted.to_string())),
+        [one] => Ok((*one).clone()),
+        many => {
+            let mut candidates: Vec<String> = many.iter().map(|s| (*s).clone()).collect();
+            candidates.sort();
+            if candidates.len() > crate::store::AMBIGUOUS_SHOWN {
+                candidates.truncate(crate::store::AMBIGUOUS_SHOWN);
+                candidates.push("…".to_string());
+            }
+            Err(StoreError::Ambiguous {
+                prefix: wanted.to_string(),
+                candidates,
+            })
+        }
+    }
 }
 
 #[async_trait]
@@ -92,6 +102,7 @@ impl SessionStore for InMemorySessionStore {
                 created_at: now,
                 updated_at: now,
                 message_count: 0,
+                last_stop: None,
             };
             d.order.push(info.id.clone());
             d.sessions.insert(
@@ -158,6 +169,21 @@ impl SessionStore for InMemorySessionStore {
                 .get_mut(id)
                 .ok_or_else(|| StoreError::NotFound(id.into()))?;
             s.0.model = model.to_string();
+            Ok(())
+        })
+    }
+
+    async fn set_last_stop(
+        &self,
+        id: &str,
+        reason: crate::event::StopReason,
+    ) -> Result<(), StoreError> {
+        self.with(|d| {
+            let s = d
+                .sessions
+                .get_mut(id)
+                .ok_or_else(|| StoreError::NotFound(id.into()))?;
+            s.0.last_stop = Some(reason);
             Ok(())
         })
     }

@@ -19,6 +19,8 @@ pub struct SessionInfo {
     /// Unix milliseconds of the last change.
     pub updated_at: i64,
     pub message_count: u64,
+    /// How the session's last run ended (`None` before any ended).
+    pub last_stop: Option<crate::event::StopReason>,
 }
 
 /// What a new session starts with.
@@ -29,13 +31,24 @@ pub struct NewSession {
     pub model: String,
 }
 
+/// How many matching ids an ambiguous prefix lists.
+pub const AMBIGUOUS_SHOWN: usize = 10;
+
 /// A store failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("session {0} not found")]
     NotFound(String),
-    #[error("session id prefix {0} matches several sessions")]
-    Ambiguous(String),
+    /// `candidates`: the first [`AMBIGUOUS_SHOWN`] matching ids, in order
+    /// (and a `…` when there are more).
+    #[error(
+        "session id prefix {prefix} matches several sessions: {}; give more of the id",
+        .candidates.join(", ")
+    )]
+    Ambiguous {
+        prefix: String,
+        candidates: Vec<String>,
+    },
     #[error("the session database is locked by another process: {0}")]
     Locked(String),
     #[error("the session database is corrupt or not a rein database: {0}")]
@@ -64,6 +77,13 @@ pub trait SessionStore: Send + Sync {
     async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError>;
 
     async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError>;
+
+    /// Record how the session's latest run ended.
+    async fn set_last_stop(
+        &self,
+        id: &str,
+        reason: crate::event::StopReason,
+    ) -> Result<(), StoreError>;
 
     /// Append one message and commit it; returns its sequence number.
     async fn append_message(&self, id: &str, message: &Message) -> Result<u64, StoreError>;

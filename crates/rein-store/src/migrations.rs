@@ -59,6 +59,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         body       TEXT NOT NULL,
         PRIMARY KEY (session_id, seq)
     );",
+    // 4: how the session's last run ended (a `StopReason` name), for
+    // `rein sessions list`.
+    "ALTER TABLE sessions ADD COLUMN last_stop TEXT;",
 ];
 
 /// The schema version this build writes (the number of migration steps).

@@ -15,7 +15,7 @@ use rein_core::in_memory_store::{new_session_id, resolve_prefix};
 use rein_core::time::now_millis;
 use rein_core::{
     CompactionRecord, LedgerEntry, Message, NewSession, Rule, SessionInfo, SessionStore,
-    StoreError, Todo,
+    StopReason, StoreError, Todo,
 };
 
 use crate::error::{Context, Fail};
@@ -128,7 +128,8 @@ fn prepare(conn: &mut Connection, options: &SqliteOptions) -> Result<(), Fail> {
     migrate(conn, MIGRATIONS)
 }
 
-const SESSION_COLUMNS: &str = "id, workspace, title, model, created_at, updated_at, message_count";
+const SESSION_COLUMNS: &str =
+    "id, workspace, title, model, created_at, updated_at, message_count, last_stop";
 
 fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
     Ok(SessionInfo {
@@ -139,6 +140,11 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         created_at: row.get(4)?,
         updated_at: row.get(5)?,
         message_count: u64::try_from(row.get::<_, i64>(6)?).unwrap_or(0),
+        // A name this build does not know (a newer rein wrote it) reads as
+        // none.
+        last_stop: row
+            .get::<_, Option<String>>(7)?
+            .and_then(|s| StopReason::parse(&s)),
     })
 }
 
@@ -172,10 +178,14 @@ fn resolve(conn: &Connection, wanted: &str) -> Result<String, Fail> {
         return Ok(id);
     }
     let mut stmt = conn
-        .prepare_cached("SELECT id FROM sessions WHERE id GLOB ?1 ORDER BY id LIMIT 2")
+        .prepare_cached("SELECT id FROM sessions WHERE id GLOB ?1 ORDER BY id LIMIT ?2")
         .ctx("looking up a session")?;
+    // One more than is listed, to know there are more.
+    let most = rein_core::store::AMBIGUOUS_SHOWN as i64 + 1;
     let candidates = stmt
-        .query_map([glob_prefix(wanted)], |r| r.get::<_, String>(0))
+        .query_map(rusqlite::params![glob_prefix(wanted), most], |r| {
+            r.get::<_, String>(0)
+        })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .ctx("looking up a session")?;
     Ok(resolve_prefix(candidates.iter(), wanted)?)
@@ -243,6 +253,7 @@ fn create_session(conn: &mut Connection, new: NewSession) -> Result<SessionInfo,
         created_at: now,
         updated_at: now,
         message_count: 0,
+        last_stop: None,
     })
 }
 
@@ -289,6 +300,7 @@ fn delete_session(conn: &mut Connection, wanted: &str) -> Result<(), Fail> {
 enum SessionField {
     Title,
     Model,
+    LastStop,
 }
 
 impl SessionField {
@@ -297,6 +309,7 @@ impl SessionField {
         match self {
             SessionField::Title => "UPDATE sessions SET title = ?2 WHERE id = ?1",
             SessionField::Model => "UPDATE sessions SET model = ?2 WHERE id = ?1",
+            SessionField::LastStop => "UPDATE sessions SET last_stop = ?2 WHERE id = ?1",
         }
     }
 }
@@ -423,6 +436,12 @@ impl SessionStore for SqliteStore {
     async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
         let (id, model) = (id.to_string(), model.to_string());
         self.run(move |conn| set_field(conn, &id, SessionField::Model, &model))
+            .await
+    }
+
+    async fn set_last_stop(&self, id: &str, reason: StopReason) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.run(move |conn| set_field(conn, &id, SessionField::LastStop, reason.as_str()))
             .await
     }
 

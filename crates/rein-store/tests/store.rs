@@ -324,13 +324,23 @@ async fn a_prefix_shared_by_two_sessions_is_ambiguous_and_deletes_nothing() {
     // Ids start with the creation time in hex, so two fresh ones share a prefix.
     let shared = common_prefix(&a.id, &b.id);
     assert!(!shared.is_empty(), "{} / {}", a.id, b.id);
-    assert!(matches!(
-        store.get_session(&shared).await,
-        Err(StoreError::Ambiguous(p)) if p == shared
-    ));
+    // Both candidates are listed, in order, in the error and its message.
+    let mut both = vec![a.id.clone(), b.id.clone()];
+    both.sort();
+    match store.get_session(&shared).await {
+        Err(e @ StoreError::Ambiguous { .. }) => {
+            let text = e.to_string();
+            let StoreError::Ambiguous { prefix, candidates } = e else {
+                unreachable!()
+            };
+            assert_eq!((prefix, candidates), (shared.clone(), both.clone()));
+            assert!(text.contains(&both.join(", ")), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(matches!(
         store.delete_session(&shared).await,
-        Err(StoreError::Ambiguous(_))
+        Err(StoreError::Ambiguous { .. })
     ));
     assert_eq!(store.list_sessions(None, 10).await.unwrap().len(), 2);
 }
@@ -677,7 +687,7 @@ fn kind(e: Option<StoreError>) -> &'static str {
     match e {
         None => "ok",
         Some(StoreError::NotFound(_)) => "not found",
-        Some(StoreError::Ambiguous(_)) => "ambiguous",
+        Some(StoreError::Ambiguous { .. }) => "ambiguous",
         Some(StoreError::Locked(_)) => "locked",
         Some(StoreError::Corrupt(_)) => "corrupt",
         Some(StoreError::Other(_)) => "other",

@@ -24,7 +24,9 @@ fn an_exact_id_wins_over_longer_ids_it_prefixes() {
     let conn = db_with_ids(&["ab", "abc", "abd"]);
     assert_eq!(resolved(&conn, "ab").unwrap(), "ab");
     assert_eq!(resolved(&conn, "abc").unwrap(), "abc");
-    assert!(matches!(resolved(&conn, "a"), Err(StoreError::Ambiguous(p)) if p == "a"));
+    assert!(
+        matches!(resolved(&conn, "a"), Err(StoreError::Ambiguous { prefix, .. }) if prefix == "a")
+    );
 }
 
 #[test]

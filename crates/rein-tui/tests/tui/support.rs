@@ -270,5 +270,6 @@ pub fn session(id: &str, title: &str, updated_at: i64, messages: u64) -> rein_co
         created_at: updated_at - 60_000,
         updated_at,
         message_count: messages,
+        last_stop: None,
     }
 }
