@@ -192,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn a_version_2_database_gains_the_ledger_and_keeps_its_rows() {
+    fn an_older_database_gains_the_ledger_and_the_last_stop_and_keeps_its_rows() {
         let mut conn = Connection::open_in_memory().unwrap();
         migrate(&mut conn, &MIGRATIONS[..2]).unwrap();
         conn.execute_batch(
@@ -202,7 +202,13 @@ mod tests {
         )
         .unwrap();
         migrate(&mut conn, MIGRATIONS).unwrap();
-        assert_eq!(user_version(&conn).unwrap(), 3);
+        assert_eq!(user_version(&conn).unwrap(), 4);
+        let last: Option<String> = conn
+            .query_row("SELECT last_stop FROM sessions WHERE id = 's1'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(last, None, "an old session has no recorded end");
         let rule: String = conn
             .query_row("SELECT rule FROM grants WHERE session_id = 's1'", [], |r| {
                 r.get(0)
