@@ -143,6 +143,9 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
     let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
     if let Some(n) = args.max_turns {
+        if n == 0 {
+            return Err(Failure::usage(anyhow!("--max-turns must be at least 1")));
+        }
         cfg.max_turns = n;
     }
     if let Some(n) = args.max_tokens {
@@ -458,6 +461,7 @@ fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> 
         cfg.provider = Some("local".into());
         cfg.local.model_path = Some(path);
     }
+    let provider_given = provider.is_some();
     if let Some(p) = provider {
         cfg.provider = Some(p);
     }
@@ -465,6 +469,16 @@ fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> 
         cfg.model = Some(m);
     }
     if let Some(s) = script {
+        // A script is played by the replay provider: the flag implies it.
+        match cfg.provider.as_deref() {
+            Some("replay") => {}
+            Some(other) if provider_given => {
+                return Err(Failure::usage(anyhow!(
+                    "--script is played by the replay provider, not `{other}`: drop --provider or pass --provider replay"
+                )));
+            }
+            _ => cfg.provider = Some("replay".into()),
+        }
         cfg.replay_script = Some(s);
     }
     Ok(())

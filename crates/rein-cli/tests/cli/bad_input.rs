@@ -155,7 +155,18 @@ fn unknown_sessions_and_empty_prompts_are_usage_errors() {
         &script,
         "hi",
     ]);
-    assert_clean_failure(&o, 2, "max_turns must be at least 1");
+    // The flag is named as the user typed it.
+    assert_clean_failure(&o, 2, "--max-turns must be at least 1");
+    // A script means the replay provider; another provider is a conflict.
+    let o = env.rein(&["exec", "--json", "--script", &script, "hi"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json_lines(&o)[0]["provider"], "replay");
+    let o = env.rein(&["exec", "--provider", "openai", "--script", &script, "hi"]);
+    assert_clean_failure(
+        &o,
+        2,
+        "--script is played by the replay provider, not `openai`",
+    );
     let o = env.rein(&["sessions", "show", "nope"]);
     assert_clean_failure(&o, 2, "session nope not found");
     let o = env.rein(&["sessions", "delete", "nope"]);
