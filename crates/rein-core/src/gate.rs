@@ -180,6 +180,9 @@ pub struct CallEffects {
     pub writes: Vec<PathBuf>,
     /// The test command the call runs, when it runs tests.
     pub test_command: Option<String>,
+    /// Time spent waiting for the user's approval: not part of the call's
+    /// duration.
+    pub waited: Duration,
 }
 
 impl Gate {
@@ -356,6 +359,7 @@ impl Gate {
             Err(e) => ToolOutput::error(format!("error: {e}")),
         };
         GateOutcome {
+            duration: started.elapsed().saturating_sub(effects.waited),
             effects,
             result: ToolResult {
                 call_id: call.id.clone(),
@@ -363,7 +367,6 @@ impl Gate {
                 output: self.bound_output(&session_id, &call.id, output.content),
                 is_error: output.is_error,
             },
-            duration: started.elapsed(),
         }
     }
 
@@ -439,13 +442,14 @@ impl Gate {
         let args = self.run_hooks(call, args, entry).await?;
 
         ctx.sandbox = policy.permissions.sandbox(policy.mode);
-        let assessment = self
+        let (assessment, waited) = self
             .check_permission(entry, call, &args, &ctx, policy, events)
             .await?;
         *effects = CallEffects {
             access: Some(entry.access),
             writes: assessment.writes,
             test_command: assessment.test_command,
+            waited,
         };
 
         let cancel = ctx.cancel.clone();

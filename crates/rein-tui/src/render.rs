@@ -99,7 +99,7 @@ fn popup_height(app: &App) -> u16 {
 fn modal_height(app: &App, width: u16) -> u16 {
     match &app.modal {
         None => 0,
-        Some(Modal::Approval { .. }) => {
+        Some(Modal::Approval { feedback }) => {
             let preview = app
                 .approvals
                 .front()
@@ -111,7 +111,10 @@ fn modal_height(app: &App, width: u16) -> u16 {
                 .front()
                 .map(|p| approval_summary(p, width.saturating_sub(4)).len())
                 .unwrap_or(1) as u16;
-            6 + summary + preview
+            // The feedback box has two lines under the diff, the keys three
+            // (with what `s` and `p` allow).
+            let bottom = if feedback.is_some() { 6 } else { 7 };
+            bottom + summary + preview
         }
         Some(Modal::Resume { sessions, .. }) => (sessions.len() as u16).min(10) + 3,
         Some(Modal::PlanDone) => 5,
@@ -348,6 +351,15 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     Line::from(spans)
 }
 
+/// What `s` and `p` would remember, in the words of the rules they store.
+pub fn grants_line(rules: &[String]) -> String {
+    if rules.is_empty() {
+        "s and p: nothing narrower than this call can be remembered; it runs once".to_string()
+    } else {
+        format!("s and p allow {}", rules.join(", "))
+    }
+}
+
 fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(Clear, area);
     match &app.modal {
@@ -445,6 +457,12 @@ fn draw_approval(
             spans.extend(key_hint(theme, "s", "this session"));
             spans.extend(key_hint(theme, "p", "always in this project"));
             lines.push(Line::from(spans));
+            // Rules quote the call (a command, a path): one safe line.
+            let grants: String = one_line(&grants_line(&r.suggested_rules))
+                .chars()
+                .take(inner_w as usize)
+                .collect();
+            lines.push(Line::styled(grants, theme.style(Role::Dim)));
             let mut spans = Vec::new();
             spans.extend(key_hint(theme, "n", "deny"));
             spans.extend(key_hint(theme, "f", "deny with feedback"));

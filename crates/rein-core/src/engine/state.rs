@@ -188,11 +188,13 @@ mod tests {
             access: Some(ToolAccess::Write),
             writes: vec![PathBuf::from(path)],
             test_command: None,
+            waited: Default::default(),
         };
         let test_run = CallEffects {
             access: Some(ToolAccess::Execute),
             writes: Vec::new(),
             test_command: Some("cargo test".into()),
+            waited: Default::default(),
         };
         let wrote = t.observe(
             &[

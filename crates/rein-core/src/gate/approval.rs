@@ -13,8 +13,34 @@ use crate::schema::ToolCall;
 use crate::tool::{ToolContext, ToolError};
 
 impl Gate {
+    /// The rules an approval of a file change remembers: a file approved
+    /// for one tool that writes files is approved for all of them (after
+    /// `s` on an edit of calc.py, rewriting calc.py does not ask again).
+    fn for_every_writer(&self, entry: &Registered, rules: Vec<Rule>) -> Vec<Rule> {
+        if entry.access != crate::tool::ToolAccess::Write {
+            return rules;
+        }
+        let writers: Vec<&str> = self
+            .tools
+            .iter()
+            .filter(|t| t.access == crate::tool::ToolAccess::Write)
+            .map(|t| t.spec.name.as_str())
+            .collect();
+        let mut out: Vec<Rule> = Vec::new();
+        for rule in rules {
+            for writer in &writers {
+                let widened = Rule::new(*writer, rule.pattern.clone());
+                if !out.contains(&widened) {
+                    out.push(widened);
+                }
+            }
+        }
+        out
+    }
+
     /// Decide the call; ask for approval when needed. `Ok` hands back the
-    /// tool's assessment of it; `Err` is the refusal the model sees.
+    /// tool's assessment of it and how long the user took to answer (zero
+    /// when nobody was asked); `Err` is the refusal the model sees.
     pub(super) async fn check_permission(
         &self,
         entry: &Registered,
@@ -23,7 +49,7 @@ impl Gate {
         ctx: &ToolContext,
         policy: &RunPolicy,
         events: &GateEvents,
-    ) -> Result<Assessment, ToolError> {
+    ) -> Result<(Assessment, std::time::Duration), ToolError> {
         let assessment = entry.tool.assess(args, ctx);
         let verdict = policy.permissions.decide(
             policy.mode,
@@ -34,7 +60,7 @@ impl Gate {
             &ctx.workspace,
         );
         let (why, suggested_rules, suggested_mode) = match verdict {
-            Verdict::Allow => return Ok(assessment),
+            Verdict::Allow => return Ok((assessment, std::time::Duration::ZERO)),
             Verdict::Deny { why } => {
                 events(Event::PermissionDenied {
                     call_id: call.id.clone(),
@@ -54,7 +80,11 @@ impl Gate {
                 why,
                 suggested_rules,
                 suggested_mode,
-            } => (why, suggested_rules, suggested_mode),
+            } => (
+                why,
+                self.for_every_writer(entry, suggested_rules),
+                suggested_mode,
+            ),
         };
         let request = ApprovalRequest {
             call_id: call.id.clone(),
@@ -66,6 +96,7 @@ impl Gate {
             suggested_mode,
             mode: policy.mode,
         };
+        let asked = std::time::Instant::now();
         let decision = match &policy.approvals {
             Approvals::Refuse => {
                 events(Event::PermissionDenied {
@@ -103,6 +134,7 @@ impl Gate {
                 }
             },
         };
+        let waited = asked.elapsed();
         events(Event::ApprovalResolved {
             call_id: call.id.clone(),
             decision: decision.clone(),
@@ -118,7 +150,7 @@ impl Gate {
             ApprovalDecision::Approve { scope } => {
                 self.remember(scope, &suggested_rules, ctx, policy, events)
                     .await;
-                Ok(assessment)
+                Ok((assessment, waited))
             }
         }
     }

@@ -333,3 +333,116 @@ async fn plan_mode_hides_write_tools_but_offers_commands() {
             .collect();
     assert!(names.contains(&"shell".to_string()));
 }
+
+/// A tool that changes files: rules match its `path` argument.
+struct FileTool {
+    name: &'static str,
+    ran: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl Tool for FileTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.into(),
+            description: "changes a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        }
+    }
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Write
+    }
+    fn assess(&self, args: &Value, _ctx: &ToolContext) -> Assessment {
+        let path = args["path"].as_str().unwrap_or("").to_string();
+        Assessment {
+            subjects: vec![path.clone()],
+            kind: SubjectKind::Path,
+            summary: format!("{} {path}", self.name),
+            ..Default::default()
+        }
+    }
+    async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = args["path"].as_str().unwrap().to_string();
+        self.ran
+            .lock()
+            .unwrap()
+            .push(format!("{} {path}", self.name));
+        Ok(ToolOutput::ok("changed"))
+    }
+}
+
+/// Approves every request for the session, after the user took a while.
+struct SlowSession(Arc<Mutex<Vec<ApprovalRequest>>>);
+
+#[async_trait]
+impl Approver for SlowSession {
+    async fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        self.0.lock().unwrap().push(request.clone());
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        ApprovalDecision::Approve {
+            scope: ApprovalScope::Session,
+        }
+    }
+}
+
+/// "This session" on an edit of a file covers every tool that changes
+/// files, for that file only (the request lists the rules it will store),
+/// and the call's duration leaves out the time the user took to answer.
+#[tokio::test]
+async fn a_session_approval_of_a_file_covers_every_file_tool_and_the_wait_is_not_its_duration() {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let (r1, r2, a) = (ran.clone(), ran.clone(), asked.clone());
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[("c1", "editor", json!({"path": "calc.py"}))])),
+            Ok(calls(&[("c2", "writer", json!({"path": "calc.py"}))])),
+            Ok(calls(&[("c3", "writer", json!({"path": "other.py"}))])),
+            Ok(text("done")),
+        ]),
+        move |b| {
+            b.tool(Arc::new(FileTool {
+                name: "editor",
+                ran: r1,
+            }))
+            .tool(Arc::new(FileTool {
+                name: "writer",
+                ran: r2,
+            }))
+            .mode(PermissionMode::Default)
+            .approvals(Approvals::With(Arc::new(SlowSession(a))))
+        },
+    );
+    let (outcome, events) = h.run(RunRequest::new("fix calc.py")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(
+        *ran.lock().unwrap(),
+        ["editor calc.py", "writer calc.py", "writer other.py"]
+    );
+    let asked = asked.lock().unwrap().clone();
+    let summaries: Vec<&str> = asked.iter().map(|r| r.summary.as_str()).collect();
+    assert_eq!(
+        summaries,
+        ["editor calc.py", "writer other.py"],
+        "calc.py asked once"
+    );
+    assert_eq!(
+        asked[0].suggested_rules,
+        ["editor(calc.py)", "writer(calc.py)"]
+    );
+    let first = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolFinished {
+                call_id,
+                duration_ms,
+                ..
+            } if call_id == "c1" => Some(*duration_ms),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        first < 750,
+        "the 1.5 s wait counted as the call's time: {first} ms"
+    );
+}
