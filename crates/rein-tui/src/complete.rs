@@ -20,7 +20,7 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/compact", "summarise older turns now"),
     ("/todos", "show the todo list"),
     ("/model", "switch model for the next turn: /model [name]"),
-    ("/mode", "cycle or set the permission mode: /mode [name]"),
+    ("/mode", "show or set the permission mode: /mode [name]"),
     ("/cost", "show this session's cost"),
     ("/context", "show what fills the context window"),
     ("/help", "list commands and keys"),

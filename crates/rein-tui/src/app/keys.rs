@@ -360,23 +360,40 @@ impl App {
 
     /// `/mode [NAME]`: the next mode of the cycle, or the one named (never
     /// bypass).
+    /// `/mode`: the mode now and the choices; `/mode NAME`: switch, and
+    /// say what the new mode lets run (and when it applies).
     fn mode_command(&mut self, arg: Option<String>) -> Vec<Action> {
-        match arg {
-            None => {
-                let next = cycle_mode(self.status.mode);
-                self.set_mode(next)
+        let Some(name) = arg else {
+            self.notice(format!(
+                "mode: {} ({}); /mode default | accept-edits | plan | auto, or Shift+Tab",
+                self.status.mode,
+                mode_meaning(self.status.mode)
+            ));
+            return Vec::new();
+        };
+        match name.parse::<PermissionMode>() {
+            Ok(PermissionMode::Bypass) => {
+                self.error("/mode: bypass is only available as a command-line flag");
+                Vec::new()
             }
-            Some(name) => match name.parse::<PermissionMode>() {
-                Ok(PermissionMode::Bypass) => {
-                    self.error("/mode: bypass is only available as a command-line flag");
-                    Vec::new()
-                }
-                Ok(m) => self.set_mode(m),
-                Err(e) => {
-                    self.error(format!("/mode: {e}"));
-                    Vec::new()
-                }
-            },
+            Ok(m) if m == self.status.mode => {
+                self.notice(format!("already in {m} mode ({})", mode_meaning(m)));
+                Vec::new()
+            }
+            Ok(m) => {
+                let actions = self.set_mode(m);
+                let when = if self.status.mode_pending {
+                    " from the next turn"
+                } else {
+                    ""
+                };
+                self.notice(format!("mode: {m}{when} ({})", mode_meaning(m)));
+                actions
+            }
+            Err(e) => {
+                self.error(format!("/mode: {e}"));
+                Vec::new()
+            }
         }
     }
 
@@ -386,5 +403,16 @@ impl App {
             "{what} needs the run to end first (Esc cancels it)"
         ));
         Vec::new()
+    }
+}
+
+/// What a mode lets run, in a few words.
+fn mode_meaning(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Default => "reads run; edits and commands ask",
+        PermissionMode::AcceptEdits => "reads and edits run; commands ask",
+        PermissionMode::Plan => "read-only: nothing changes files; the answer is a plan",
+        PermissionMode::Auto => "everything runs, inside the sandbox",
+        PermissionMode::Bypass => "everything runs, with no sandbox and no checks",
     }
 }

@@ -165,6 +165,29 @@ fn slash_mode_plan_switches_to_plan() {
     assert_eq!(h.app.status.mode, PermissionMode::Plan);
 }
 
+/// Every /mode answers on screen: the mode now and the choices, the new
+/// mode and what it lets run, or that nothing changed.
+#[test]
+fn slash_mode_always_says_what_the_mode_is() {
+    let mut h = Harness::new();
+    assert!(h.send("/mode").is_empty());
+    let text = format!("{:?}", h.app.drain_inserts());
+    assert!(
+        text.contains("mode: default (reads run; edits and commands ask)"),
+        "{text}"
+    );
+    assert!(text.contains("accept-edits | plan | auto"), "{text}");
+    h.send("/mode auto");
+    let text = format!("{:?}", h.app.drain_inserts());
+    assert!(
+        text.contains("mode: auto (everything runs, inside the sandbox)"),
+        "{text}"
+    );
+    assert!(h.send("/mode auto").is_empty());
+    let text = format!("{:?}", h.app.drain_inserts());
+    assert!(text.contains("already in auto mode"), "{text}");
+}
+
 #[test]
 fn slash_mode_bypass_is_refused_with_an_error() {
     let mut h = Harness::new();
