@@ -138,10 +138,7 @@ pub fn draw(app: &App, frame: &mut Frame) {
     let area = frame.area();
     let theme = &app.theme;
     if area.width < MIN_WIDTH || area.height < 3 {
-        let msg = format!(
-            "terminal too small ({}×{}): rein needs {MIN_WIDTH} columns and 3 rows",
-            area.width, area.height
-        );
+        let msg = too_small_message(area.width, area.height);
         frame.render_widget(
             Paragraph::new(msg)
                 .style(theme.style(Role::Warning))
@@ -349,6 +346,44 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
         spans.extend(p);
     }
     Line::from(spans)
+}
+
+/// The message for a terminal smaller than the app needs: the longest of
+/// a few wordings that fits in `width` × `height` whole (a message cut off
+/// is no message).
+pub fn too_small_message(width: u16, height: u16) -> String {
+    let (w, h) = (width.max(1) as usize, height.max(1) as usize);
+    let wordings = [
+        format!("terminal too small ({width}×{height}): rein needs {MIN_WIDTH} columns and 3 rows"),
+        format!("too small ({width}×{height}): rein needs {MIN_WIDTH}×3"),
+        format!("too small: needs {MIN_WIDTH}×3"),
+        format!("needs {MIN_WIDTH}×3"),
+        "small".to_string(),
+    ];
+    let fits = |text: &str| {
+        // Words wrap whole: count the rows they take.
+        let mut rows = 1;
+        let mut col = 0;
+        for word in text.split(' ') {
+            let n = word.chars().count();
+            if n > w {
+                return false;
+            }
+            let need = if col == 0 { n } else { col + 1 + n };
+            if need > w {
+                rows += 1;
+                col = n;
+            } else {
+                col = need;
+            }
+        }
+        rows <= h
+    };
+    match wordings.iter().find(|m| fits(m)) {
+        Some(m) => m.clone(),
+        // Smaller than any word: as much of the last one as there is room.
+        None => wordings[wordings.len() - 1].chars().take(w * h).collect(),
+    }
 }
 
 /// What `s` and `p` would remember, in the words of the rules they store.

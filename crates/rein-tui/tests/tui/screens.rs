@@ -494,6 +494,29 @@ fn a_too_short_terminal_shows_a_message() {
     assert!(text.starts_with("terminal too small (40×2)"), "{text}");
 }
 
+/// The message for a terminal too small is never itself cut off: at any
+/// size it is a whole wording that fits (down to a single word).
+#[test]
+fn the_too_small_message_always_fits_whole() {
+    for (w, h) in [
+        (23u16, 2u16),
+        (20, 4),
+        (20, 1),
+        (12, 1),
+        (8, 2),
+        (5, 1),
+        (40, 2),
+        (1, 1),
+    ] {
+        let msg = rein_tui::render::too_small_message(w, h);
+        assert!(!msg.is_empty(), "{w}×{h}");
+        let h_ = harness();
+        let text = screen(&h_.app, w, h);
+        let shown: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(shown, msg, "{w}×{h}: the screen shows {text:?}");
+    }
+}
+
 #[test]
 fn drawing_at_tiny_sizes_does_not_panic() {
     let mut h = harness();
