@@ -468,7 +468,9 @@ impl AgentEngine {
             gate: &gate,
             policy: &run.policy,
         };
-        let (finished, fault) = self.run_tools(ctx, &calls, args, via, note).await;
+        let (finished, fault) = self
+            .run_tools(ctx, &calls, args, via, note, &mut run.track.ledger.todos)
+            .await;
         let wrote = run
             .track
             .observe(&finished, ctx.st.turns, &self.inner.workspace);
@@ -489,12 +491,6 @@ impl AgentEngine {
         }
         if let Some(e) = fault {
             return Err(e.into());
-        }
-        if let Ok(todos) = self.inner.store.todos(&ctx.session_id).await
-            && todos != run.track.ledger.todos
-        {
-            run.track.ledger.todos = todos.clone();
-            ctx.emit(Event::TodosUpdated { todos });
         }
         Ok(())
     }

@@ -116,8 +116,10 @@ impl AgentEngine {
     }
 
     /// Run one turn's calls concurrently through the gate. Each result is
-    /// stored as it finishes; the returned results keep call order. A
-    /// store failure stops committing and is returned beside them.
+    /// stored as it finishes, and a change to the session's todos (`todos`
+    /// holds the last ones shown) is announced as soon as the call that made
+    /// it ends; the returned results keep call order. A store failure stops
+    /// committing and is returned beside them.
     pub(super) async fn run_tools(
         &self,
         ctx: &mut RunCtx<'_>,
@@ -125,6 +127,7 @@ impl AgentEngine {
         args: Vec<Option<serde_json::Value>>,
         via: TurnGate<'_>,
         note: Option<String>,
+        todos: &mut Vec<crate::schema::Todo>,
     ) -> (Vec<Finished>, Option<StoreError>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         for call in calls {
@@ -167,6 +170,13 @@ impl AgentEngine {
                     Ok(s) => seq = Some(s),
                     Err(e) => fault = Some(e),
                 }
+            }
+            if !result.is_error
+                && let Ok(now) = self.inner.store.todos(&ctx.session_id).await
+                && now != *todos
+            {
+                *todos = now.clone();
+                ctx.emit(Event::TodosUpdated { todos: now });
             }
             slots[index] = Some(Finished {
                 result,

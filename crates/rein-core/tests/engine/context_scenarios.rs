@@ -404,6 +404,30 @@ async fn todo_changes_are_reported_as_events() {
     assert_eq!(updates.len(), 1);
 }
 
+/// The todo list is announced when the call that changed it ends, not
+/// after the slowest call of its round.
+#[tokio::test]
+async fn todo_changes_are_reported_before_a_slower_call_of_the_same_round_ends() {
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[
+                ("slow", "sleep", json!({"ms": 400, "label": "slow"})),
+                ("t", "todos", json!({})),
+            ])),
+            Ok(text("ok")),
+        ]),
+        |b| b.tool(Arc::new(Todos)),
+    );
+    let (_, events) = h.run(RunRequest::new("go")).await;
+    let kinds = kinds(&events);
+    let update = kinds.iter().position(|k| k == "todos_updated").unwrap();
+    let slow_done = events
+        .iter()
+        .position(|e| matches!(e, Event::ToolFinished { call_id, .. } if call_id == "slow"))
+        .unwrap();
+    assert!(update < slow_done, "{kinds:?}");
+}
+
 /// Saves outputs under a temp dir.
 struct Spill(PathBuf, Mutex<u32>);
 
