@@ -119,6 +119,25 @@ pub struct AgentEngine {
 }
 
 /// What every request of a run carries besides the history.
+/// Tokens every request of a run carries besides the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FixedTokens {
+    /// rein's own instructions (the system prompt without the project's).
+    pub system_prompt: u64,
+    /// The project's AGENTS.md and long-term memory, as sent.
+    pub instructions: u64,
+    /// The tool definitions: names, descriptions and schemas.
+    pub tools: u64,
+    /// How many tools are offered.
+    pub tool_count: usize,
+}
+
+impl FixedTokens {
+    pub fn total(&self) -> u64 {
+        self.system_prompt + self.instructions + self.tools
+    }
+}
+
 struct FixedPart {
     system: String,
     tools: Vec<crate::schema::ToolSpec>,

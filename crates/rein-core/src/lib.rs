@@ -32,8 +32,8 @@ pub use approval::{
 };
 pub use assemble::AssistantAssembler;
 pub use engine::{
-    AgentEngine, AgentEngineBuilder, ChildPolicy, EngineConfig, EngineError, RunControl,
-    RunOutcome, RunRequest, RunStream, TitleError,
+    AgentEngine, AgentEngineBuilder, ChildPolicy, EngineConfig, EngineError, FixedTokens,
+    RunControl, RunOutcome, RunRequest, RunStream, TitleError,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{

@@ -661,3 +661,48 @@ fn a_prompt_on_the_command_line_is_sent_and_every_way_out_says_how_to_resume() {
         );
     }
 }
+
+/// `/context` gives a number for every part of the next request: the
+/// system prompt, the tool definitions, the instructions, the history.
+#[test]
+fn slash_context_gives_a_number_for_every_part() {
+    let env = Env::new();
+    std::fs::write(env.path("AGENTS.md"), "Answer in one short sentence.\n").unwrap();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [{"text": "The answer is 42."}]}),
+    );
+    let app = Tmux::start(
+        &env,
+        &[
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "what is the answer?",
+        ],
+    );
+    app.wait_for("The answer is 42.");
+    app.type_text("/context");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("tool definitions");
+    let number_after = |label: &str| -> u64 {
+        let line = screen
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} line:\n{screen}"));
+        line.trim_start()[label.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no number on {line:?}"))
+    };
+    assert!(number_after("system prompt") > 0, "{screen}");
+    assert!(number_after("tool definitions") > 0, "{screen}");
+    assert!(
+        number_after("instructions") > 0,
+        "AGENTS.md counts: {screen}"
+    );
+    assert!(number_after("history") > 0, "{screen}");
+    quit(&app);
+}

@@ -165,11 +165,32 @@ impl AgentEngine {
     }
 
     /// Tokens of what every request of a run in `mode` carries besides the
-    /// history: the system prompt and the tool definitions.
-    pub fn fixed_tokens(&self, mode: PermissionMode) -> u64 {
+    /// history, part by part.
+    pub fn fixed_tokens(&self, mode: PermissionMode) -> FixedTokens {
         let inputs = self.prompt_inputs();
         let counter = self.token_counter();
-        self.fixed_part(mode, &inputs, counter.as_ref()).tokens
+        let fixed = self.fixed_part(mode, &inputs, counter.as_ref());
+        let count = |text: Option<&str>| text.map_or(0, |t| counter.count(t));
+        let instructions =
+            count(inputs.agents_md.as_deref()) + count(self.inner.config.system_note.as_deref());
+        let tools = fixed
+            .tools
+            .iter()
+            .map(|t| {
+                counter.count(&t.name)
+                    + counter.count(&t.description)
+                    + counter.count(&t.parameters.to_string())
+            })
+            .sum();
+        FixedTokens {
+            system_prompt: fixed
+                .tokens
+                .saturating_sub(tools)
+                .saturating_sub(instructions),
+            instructions,
+            tools,
+            tool_count: fixed.tools.len(),
+        }
     }
 
     /// What the system prompt is built from, read once per run: the

@@ -197,7 +197,11 @@ async fn a_200_turn_task_compacts_several_times_and_keeps_its_head() {
     assert!(
         matches!(&sent[0], Message::User { content } if content.starts_with(compaction::SUMMARY_MARKER))
     );
-    assert!(h.engine.fixed_tokens(PermissionMode::Default) > 0);
+    let fixed = h.engine.fixed_tokens(PermissionMode::Default);
+    assert!(
+        fixed.system_prompt > 0 && fixed.tools > 0 && fixed.tool_count > 0,
+        "{fixed:?}"
+    );
     let records = h.store.compactions(&id).await.unwrap();
     assert_eq!(records.len(), compactions.len());
     assert!(records.windows(2).all(|w| w[0].upto_seq < w[1].upto_seq));

@@ -56,19 +56,30 @@ pub(super) async fn show_cost(app: &mut App, store: &dyn SessionStore) {
 }
 
 pub(super) async fn show_context(app: &mut App, engine: &AgentEngine) {
+    let lines = context_lines(app, engine).await;
+    app.push_cell(Cell::Info {
+        title: "Context".into(),
+        lines,
+    });
+}
+
+/// `/context`: what the next request carries, part by part, in tokens and
+/// as a share of the window.
+async fn context_lines(app: &mut App, engine: &AgentEngine) -> Vec<String> {
     let window = app.status.context_window;
-    let Some(id) = app.status.session_id.clone() else {
-        app.notice("no session yet: the context holds only the system prompt and tools");
-        return;
+    let pct = |n: u64| match window {
+        Some(w) if w > 0 => format!(" ({:.0}%)", n as f64 / w as f64 * 100.0),
+        _ => String::new(),
     };
+    let fixed = engine.fixed_tokens(app.status.mode);
     // What the next request carries: after a compaction, its summary and
     // what followed, not the whole stored transcript.
-    let messages = match engine.model_messages(&id).await {
-        Ok(m) => m,
-        Err(e) => {
-            app.error(format!("cannot read the session: {e}"));
-            return;
-        }
+    let messages = match app.status.session_id.clone() {
+        Some(id) => match engine.model_messages(&id).await {
+            Ok(m) => m,
+            Err(e) => return vec![format!("cannot read the session: {e}")],
+        },
+        None => Vec::new(),
     };
     let counter = engine.token_counter();
     let mut by_kind = [0u64; 4];
@@ -87,35 +98,54 @@ pub(super) async fn show_context(app: &mut App, engine: &AgentEngine) {
         by_kind[k] += n;
     }
     biggest.sort_by_key(|b| std::cmp::Reverse(b.0));
-    let total: u64 = by_kind.iter().sum();
-    let pct = |n: u64| match window {
-        Some(w) if w > 0 => format!(" ({:.0}%)", n as f64 / w as f64 * 100.0),
-        _ => String::new(),
-    };
+    let history: u64 = by_kind.iter().sum();
+    let total = fixed.total() + history;
     let mut lines = vec![
         format!(
-            "in the last request  {}{} of a {} window",
-            app.status.context_tokens.unwrap_or(0),
-            pct(app.status.context_tokens.unwrap_or(0)),
-            window
-                .map(|w| w.to_string())
-                .unwrap_or_else(|| "unknown".into())
+            "next request        about {total}{} of a {} window",
+            pct(total),
+            window.map_or_else(|| "unknown".into(), |w| format!("{w}-token"))
         ),
         format!(
-            "history sent        {total} tokens in {} messages",
+            "  system prompt     {}{}",
+            fixed.system_prompt,
+            pct(fixed.system_prompt)
+        ),
+        format!(
+            "  tool definitions  {}{} ({} tools)",
+            fixed.tools,
+            pct(fixed.tools),
+            fixed.tool_count
+        ),
+        format!(
+            "  instructions      {}{} (AGENTS.md and memory)",
+            fixed.instructions,
+            pct(fixed.instructions)
+        ),
+        format!(
+            "  history           {history}{} in {} messages",
+            pct(history),
             messages.len()
         ),
-        format!("  user messages     {}{}", by_kind[0], pct(by_kind[0])),
-        format!("  model replies     {}{}", by_kind[1], pct(by_kind[1])),
-        format!("  tool results      {}{}", by_kind[2], pct(by_kind[2])),
+        format!("    user messages   {}{}", by_kind[0], pct(by_kind[0])),
+        format!("    model replies   {}{}", by_kind[1], pct(by_kind[1])),
+        format!("    tool results    {}{}", by_kind[2], pct(by_kind[2])),
     ];
-    for (n, name) in biggest.into_iter().take(3) {
-        lines.push(format!("    largest: {name} {n}"));
+    if by_kind[3] > 0 {
+        lines.push(format!(
+            "    summaries       {}{}",
+            by_kind[3],
+            pct(by_kind[3])
+        ));
     }
-    let fixed = engine.fixed_tokens(app.status.mode);
-    lines.push(format!("  system prompt and tools {fixed}{}", pct(fixed)));
-    app.push_cell(Cell::Info {
-        title: "Context".into(),
-        lines,
-    });
+    for (n, name) in biggest.into_iter().take(3) {
+        lines.push(format!("      largest: {name} {n}"));
+    }
+    if let Some(last) = app.status.context_tokens {
+        lines.push(format!(
+            "last request        {last}{} (as counted then)",
+            pct(last)
+        ));
+    }
+    lines
 }
