@@ -256,6 +256,12 @@ impl App {
             }
             "/plan" => {
                 let mut actions = self.set_mode(PermissionMode::Plan);
+                if arg.is_none() {
+                    self.notice(format!(
+                        "mode: plan ({}); send the task to plan",
+                        mode_meaning(PermissionMode::Plan)
+                    ));
+                }
                 if let Some(task) = arg {
                     if self.running() {
                         self.queued.push(task.clone());
