@@ -232,7 +232,7 @@ pub fn engine_builder(
         .workspace(workspace)
         .profile(profile)
         .without(&cfg.without);
-    let gives = |lever: Lever| profile.gives(lever) && !cfg.without.contains(&lever);
+    let gives = |lever: Lever| profile.helps(lever, &cfg.without);
     // Six tools, no memory, for a small model: every token of the request
     // is prompt time.
     builder = if gives(Lever::Tools) {

@@ -47,10 +47,11 @@ impl Profile {
         }
     }
 
-    /// Whether this profile gives `lever` (the small profile gives them
-    /// all, the full one none).
-    pub fn gives(self, _lever: Lever) -> bool {
-        self == Profile::Small
+    /// Whether a run with this profile, and the levers in `without`
+    /// switched off, gives `lever` (the small profile gives them all, the
+    /// full one none).
+    pub fn helps(self, lever: Lever, without: &[Lever]) -> bool {
+        self == Profile::Small && !without.contains(&lever)
     }
 }
 

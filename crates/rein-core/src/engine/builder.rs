@@ -36,7 +36,7 @@ impl EngineConfig {
     /// Whether the run gives `lever`: its profile does and it is not
     /// switched off.
     pub fn helps(&self, lever: Lever) -> bool {
-        self.profile.gives(lever) && !self.without.contains(&lever)
+        self.profile.helps(lever, &self.without)
     }
 }
 
