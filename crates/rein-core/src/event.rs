@@ -226,10 +226,11 @@ impl EventSink for NotingRefusals<'_> {
             ..
         } = &event
         {
+            // Bounded: a summary quotes the call, which may be huge.
             self.refused.push(RefusedCall {
-                tool: tool.clone(),
-                summary: summary.clone(),
-                why: why.clone(),
+                tool: crate::text::preview(tool, 1, 100),
+                summary: crate::text::preview(summary, 2, 300),
+                why: crate::text::preview(why, 2, 300),
                 needed_approval: *needed_approval,
             });
         }

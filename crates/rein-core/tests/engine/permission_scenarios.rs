@@ -212,6 +212,30 @@ async fn headless_refusal_tells_the_model_and_emits_what_would_allow_it() {
     );
     let results = tool_results(&s.h.stored(&outcome).await);
     assert!(results[0].output.contains("needs the user's approval"));
+    // The outcome lists the refusal, as `stopped` does.
+    assert_eq!(outcome.refused.len(), 1);
+    assert_eq!(outcome.refused[0].summary, "npm install");
+    assert!(outcome.refused[0].needed_approval);
+}
+
+/// The refusals `stopped` carries are bounded: a refused call quoting a
+/// huge command does not make the last event huge.
+#[tokio::test]
+async fn refusals_in_the_outcome_are_bounded() {
+    let huge = format!("echo {}", "x".repeat(200_000));
+    let s = setup(
+        vec![Ok(shell_calls(&[huge.as_str()])), Ok(text("no"))],
+        Approvals::Refuse,
+    );
+    let (outcome, events) = s.h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.refused.len(), 1);
+    assert!(
+        outcome.refused[0].summary.len() < 1_000,
+        "{}",
+        outcome.refused[0].summary.len()
+    );
+    let stopped = serde_json::to_string(events.last().unwrap()).unwrap();
+    assert!(stopped.len() < 5_000, "{}", stopped.len());
 }
 
 #[derive(Default)]
