@@ -46,7 +46,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${missing[@]}"
 fi
 command -v cargo >/dev/null 2>&1 || {
-  echo "rein-demo: cargo is missing: install a Rust toolchain (1.85 or newer) and run this again" >&2
+  echo "rein-demo: cargo is missing: install a Rust toolchain (1.88 or newer) and run this again" >&2
   exit 1
 }
 

@@ -41,6 +41,10 @@ pub struct ConfigFile {
     pub permissions: Option<crate::permissions::PermissionsSection>,
     pub sandbox: Option<crate::sandbox_config::SandboxSection>,
     pub tui: Option<TuiSection>,
+    /// `[mcp_servers.NAME]`: MCP servers whose tools are offered (read
+    /// from the user's own config only).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, rein_mcp::McpServerConfig>,
 }
 
 /// `[tui]`: the interactive app.
@@ -184,6 +188,8 @@ pub struct Config {
     pub trusted: bool,
     /// `[sandbox]`: extra readable folders and command limits, layered.
     pub sandbox: crate::sandbox_config::SandboxSettings,
+    /// MCP servers from the user's config, by name.
+    pub mcp_servers: Vec<rein_mcp::McpServerConfig>,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -244,6 +250,7 @@ impl Config {
             alternate_screen: false,
             trusted: false,
             sandbox: Default::default(),
+            mcp_servers: Vec::new(),
         }
     }
 
@@ -341,6 +348,14 @@ impl Config {
     /// One file's settings other than `[permissions]`; relative paths in it
     /// are relative to `base`.
     pub(crate) fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
+        for (name, mut server) in file.mcp_servers {
+            if server.command.trim().is_empty() {
+                bail!("[mcp_servers.{name}] command is empty");
+            }
+            server.name = name;
+            self.mcp_servers.retain(|s| s.name != server.name);
+            self.mcp_servers.push(server);
+        }
         if let Some(t) = &file.tui
             && let Some(a) = t.alternate_screen
         {

@@ -183,7 +183,11 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
 
     let memory = crate::memory::for_run(&cfg, &workspace).await;
-    let builder = engine_builder(&cfg, &workspace, mode, provider, store, &memory);
+    let (mcp, notes) = crate::mcp::start(&cfg, &workspace).await;
+    for note in notes {
+        output::err(&format!("note: {note}"));
+    }
+    let builder = engine_builder(&cfg, &workspace, mode, provider, store, &memory, &mcp.tools);
     let engine = builder
         .build()
         .context("cannot start the engine")
@@ -226,6 +230,7 @@ pub fn engine_builder(
     provider: Arc<dyn rein_core::Provider>,
     store: Arc<SqliteStore>,
     memory: &crate::memory::RunMemory,
+    mcp_tools: &[Arc<dyn rein_core::Tool>],
 ) -> rein_core::AgentEngineBuilder {
     let profile = profile_for(cfg, provider.as_ref());
     let mut builder = AgentEngine::builder(provider, store)
@@ -241,6 +246,7 @@ pub fn engine_builder(
         builder
             .tools(rein_tools::builtin_tools())
             .tools(memory.tools.clone())
+            .tools(mcp_tools.to_vec())
             .system_note(memory.note.clone())
     };
     if gives(Lever::ReadFirst) {

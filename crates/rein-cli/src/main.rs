@@ -6,6 +6,7 @@ mod eval;
 mod exec;
 mod exit;
 mod home;
+mod mcp;
 mod memory;
 mod model;
 mod output;

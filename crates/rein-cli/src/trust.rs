@@ -49,6 +49,8 @@ pub enum Ignored {
     EnvAllow(usize),
     /// A limit or guard looser than the user's: the key and the value.
     Looser { key: &'static str, value: String },
+    /// An `[mcp_servers.NAME]` section: a command rein would start.
+    McpServer(String),
 }
 
 impl fmt::Display for Ignored {
@@ -64,6 +66,7 @@ impl fmt::Display for Ignored {
             Ignored::Network => f.write_str("network"),
             Ignored::EnvAllow(n) => write!(f, "env_allow ({n})"),
             Ignored::Looser { key, value } => write!(f, "{key} = {value}"),
+            Ignored::McpServer(name) => write!(f, "[mcp_servers.{}]", shown(name)),
         }
     }
 }
@@ -211,6 +214,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         permissions,
         tui,
         sandbox,
+        mcp_servers,
     } = file;
     let mut s = Sorter {
         ignored: Vec::new(),
@@ -223,6 +227,10 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
     }
     s.ignore(replay.and_then(|r| r.script), |_| Ignored::ReplayScript);
     s.ignore(local, |_| Ignored::Section("[local]"));
+    // Commands to start: only from the user's own config.
+    for name in mcp_servers.into_keys() {
+        s.ignore(Some(name), Ignored::McpServer);
+    }
     // Limits: the smaller wins.
     let secs = |d: std::time::Duration| Some(d.as_secs());
     let kept = ConfigFile {

@@ -44,20 +44,30 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let model = first.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     let memory = crate::memory::for_run(&cfg, &workspace).await;
+    let (mcp, mcp_notes) = crate::mcp::start(&cfg, &workspace).await;
 
     let mut notices: Vec<String> = safety_warning(mode).into_iter().collect();
     if !trusted {
         notices.extend(report.untrusted_line());
     }
+    notices.extend(mcp_notes);
 
     let home = cfg.home.clone();
     let model_choices = crate::model::choices(&cfg.home);
     let alternate_screen = args.alt_screen || cfg.alternate_screen;
-    let engine = engine_builder(&cfg, &workspace, mode, first, store.clone(), &memory)
-        .approvals(Approvals::Events)
-        .build()
-        .context("cannot start the engine")
-        .map_err(Failure::usage)?;
+    let engine = engine_builder(
+        &cfg,
+        &workspace,
+        mode,
+        first,
+        store.clone(),
+        &memory,
+        &mcp.tools,
+    )
+    .approvals(Approvals::Events)
+    .build()
+    .context("cannot start the engine")
+    .map_err(Failure::usage)?;
     // `/model`: only a provider is built; the engine switches to it.
     let providers = move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
         let mut c = cfg.clone();

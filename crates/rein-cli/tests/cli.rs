@@ -9,6 +9,7 @@ mod cli {
     mod exec;
     mod fault_soak;
     mod http_providers;
+    mod mcp;
     mod memory;
     mod model;
     mod permissions;

@@ -490,7 +490,13 @@ impl Permissions {
         let ask_hit = cautious_hit(&self.rules.ask).map(|(r, _)| r);
         let allowed: Vec<Option<Rule>> = subjects.iter().map(|s| hit(&all_allow, s)).collect();
         let all_allowed = allowed.iter().all(Option::is_some);
-        let specific = all_allowed && allowed.iter().flatten().all(|r| r.pattern.is_some());
+        // A call with nothing to match (an MCP tool) is named precisely by
+        // a bare rule spelling the tool's whole name; otherwise only rules
+        // with a pattern are precise.
+        let names_it = |r: &Rule| {
+            r.pattern.is_some() || (a.subjects.is_empty() && !a.opaque && r.tool == tool)
+        };
+        let specific = all_allowed && allowed.iter().flatten().all(names_it);
 
         let suggestion = |why: String, mode_fix: Option<PermissionMode>| {
             let rules = if a.opaque {

@@ -27,8 +27,13 @@ impl Rule {
         Rule::new(tool, Some(glob_escape(subject)))
     }
 
+    /// The rule's tool part names `tool`: the same name, `*`, or a prefix
+    /// ending in `*` (`mcp__github__*`: every tool of that MCP server).
     pub(super) fn matches_tool(&self, tool: &str) -> bool {
-        self.tool == tool || self.tool == "*"
+        match self.tool.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(prefix),
+            None => self.tool == tool,
+        }
     }
 
     pub(super) fn matches(&self, tool: &str, subject: &str, kind: SubjectKind) -> bool {
@@ -80,13 +85,14 @@ impl FromStr for Rule {
         if tool.is_empty() {
             return Err(bad("missing tool name"));
         }
-        if tool != "*"
-            && !tool
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+        // A name, `*`, or a name's start followed by `*` (`mcp__github__*`).
+        let name = tool.strip_suffix('*').unwrap_or(tool);
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
         {
             return Err(bad(
-                "a tool name has only letters, digits, `_`, `-`, `.` and `:`",
+                "a tool name has only letters, digits, `_`, `-`, `.` and `:`, and may end in `*`",
             ));
         }
         Ok(Rule::new(tool, pattern))

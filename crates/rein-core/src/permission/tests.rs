@@ -404,3 +404,62 @@ fn session_grants_allow_what_they_name() {
     );
     assert!(is_allow(&v));
 }
+
+/// MCP tools: `mcp__server__*` covers every tool of that server and no
+/// other; a destructive one (high risk, nothing to match) asks in every
+/// mode but bypass unless a rule spells its whole name.
+#[test]
+fn server_wide_rules_and_exact_names_for_tools_with_nothing_to_match() {
+    let plain = Assessment::default();
+    let exec = |p: &Permissions, m, tool, a: &Assessment| {
+        p.decide(m, tool, ToolAccess::Execute, a, &[], &ws())
+    };
+    let server = perms(&["mcp__github__*"], &[], &[]);
+    assert!(is_allow(&exec(
+        &server,
+        PermissionMode::Default,
+        "mcp__github__create_issue",
+        &plain
+    )));
+    assert!(is_ask(&exec(
+        &server,
+        PermissionMode::Default,
+        "mcp__gitlab__create_issue",
+        &plain
+    )));
+    let denied = perms(&["mcp__github__*"], &[], &["mcp__github__delete_repo"]);
+    assert!(is_deny(&exec(
+        &denied,
+        PermissionMode::Auto,
+        "mcp__github__delete_repo",
+        &plain
+    )));
+
+    let destructive = Assessment {
+        risk: Risk::High,
+        reasons: vec!["the MCP server marks this tool destructive".into()],
+        ..Default::default()
+    };
+    for m in [PermissionMode::Default, PermissionMode::Auto] {
+        assert!(
+            is_ask(&exec(&server, m, "mcp__github__delete_repo", &destructive)),
+            "{m}"
+        );
+    }
+    let named = perms(&["mcp__github__delete_repo"], &[], &[]);
+    assert!(is_allow(&exec(
+        &named,
+        PermissionMode::Default,
+        "mcp__github__delete_repo",
+        &destructive
+    )));
+    // A bare rule for bash is still no precise rule for a risky command.
+    let mut risky = shell(&["rm -rf build"]);
+    risky.risk = Risk::High;
+    assert!(is_ask(&decide(
+        &perms(&["bash"], &[], &[]),
+        PermissionMode::Auto,
+        "bash",
+        &risky
+    )));
+}

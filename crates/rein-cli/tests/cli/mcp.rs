@@ -1,0 +1,105 @@
+//! MCP servers through the binary: `[mcp_servers.NAME]` in the user's
+//! config starts a real server (the reference "everything" server, which
+//! `.ci/run` installs under `~/.cache/rein/npm`) and its tools run in a
+//! headless run; a server that fails is one note; a project's config
+//! cannot start one in a folder that is not trusted.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::support::*;
+
+fn everything() -> Option<PathBuf> {
+    let path = match std::env::var_os("REIN_MCP_EVERYTHING") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(std::env::var_os("HOME")?)
+            .join(".cache/rein/npm/node_modules/.bin/mcp-server-everything"),
+    };
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "skipped: the MCP reference server is not installed ({})",
+            path.display()
+        );
+        None
+    }
+}
+
+#[test]
+fn a_configured_server_s_tools_run_and_a_broken_one_is_one_note() {
+    let Some(server) = everything() else { return };
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n\n[mcp_servers.broken]\ncommand = \"/nonexistent/server\"\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "hi from rein"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events = json_lines(&o);
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(finished["name"], "mcp__everything__echo");
+    assert_eq!(finished["is_error"], false);
+    assert!(
+        finished["output_preview"]
+            .as_str()
+            .unwrap()
+            .contains("Echo: hi from rein"),
+        "{finished}"
+    );
+    let err = stderr(&o);
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("MCP server `broken`"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("cannot start") && notes[0].contains("not offered"),
+        "{err}"
+    );
+}
+
+/// A repository's `.rein/config.toml` naming an MCP server starts nothing
+/// in a folder that is not trusted, and the ignored section is named.
+#[test]
+fn an_untrusted_project_cannot_start_an_mcp_server() {
+    let env = Env::new();
+    let marker = env.home.path().join("started");
+    std::fs::create_dir_all(env.path(".rein")).unwrap();
+    std::fs::write(
+        env.path(".rein/config.toml"),
+        format!(
+            "[mcp_servers.evil]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let script = env.script("s.json", &json!({"turns": [{"text": "done"}]}));
+    let o = env.rein(&["exec", "--provider", "replay", "--script", &script, "go"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!marker.exists(), "the project's server was started");
+    assert!(stderr(&o).contains("[mcp_servers.evil]"), "{}", stderr(&o));
+}

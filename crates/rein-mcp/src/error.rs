@@ -1,0 +1,22 @@
+//! What can go wrong with a server.
+
+/// A server that could not be started or used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The command could not be started.
+    #[error("MCP server `{server}`: cannot start `{command}`: {source}")]
+    Spawn {
+        server: String,
+        command: String,
+        source: std::io::Error,
+    },
+    /// The server did not complete the MCP handshake in time.
+    #[error("MCP server `{server}` did not answer the MCP handshake within {secs} s")]
+    StartupTimeout { server: String, secs: u64 },
+    /// The handshake or a request failed.
+    #[error("MCP server `{server}`: {message}")]
+    Protocol { server: String, message: String },
+    /// The configuration is unusable.
+    #[error("MCP server `{server}`: {message}")]
+    Config { server: String, message: String },
+}

@@ -1,0 +1,150 @@
+//! One server tool as a rein tool: its name, description and schema as
+//! the model sees them, what the gate decides on, and the call.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rein_core::{Assessment, Risk, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
+use serde_json::{Map, Value};
+
+use crate::content::observation;
+use crate::naming::exposed_name;
+use crate::server::McpServer;
+
+/// Most bytes of a description kept (a server may send a book).
+const DESCRIPTION_CAP: usize = 2_000;
+/// Most bytes of a parameter schema kept; a bigger one becomes "an
+/// object" (the server still checks the arguments).
+const SCHEMA_CAP: usize = 32 * 1024;
+
+/// A tool of an MCP server, offered as `mcp__SERVER__TOOL`.
+pub struct McpTool {
+    server: Arc<McpServer>,
+    /// The server's own name for the tool.
+    name: String,
+    spec: ToolSpec,
+    access: ToolAccess,
+    /// The server marks it destructive: it asks in every mode unless a
+    /// rule names it.
+    destructive: bool,
+}
+
+impl McpTool {
+    pub(crate) fn new(
+        server: Arc<McpServer>,
+        tool: &rmcp::model::Tool,
+        taken: &[String],
+    ) -> McpTool {
+        let exposed = exposed_name(server.name(), &tool.name, taken);
+        let about = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .unwrap_or("");
+        let mut description: String = about.chars().take(DESCRIPTION_CAP).collect();
+        description.push_str(&format!(
+            " (tool `{}` of MCP server `{}`)",
+            tool.name,
+            server.name()
+        ));
+        let hints = tool.annotations.as_ref();
+        let read_only = hints.and_then(|a| a.read_only_hint) == Some(true);
+        let destructive = !read_only && hints.and_then(|a| a.destructive_hint) == Some(true);
+        McpTool {
+            name: tool.name.to_string(),
+            spec: ToolSpec {
+                name: exposed,
+                description,
+                parameters: parameters(&tool.input_schema),
+            },
+            access: if read_only {
+                ToolAccess::Read
+            } else {
+                ToolAccess::Execute
+            },
+            destructive,
+            server,
+        }
+    }
+
+    /// The name the model calls it by.
+    pub fn exposed(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+/// The schema the model and the gate see: the server's, bounded, always
+/// an object.
+fn parameters(schema: &Map<String, Value>) -> Value {
+    let mut schema = schema.clone();
+    // Draft markers mean nothing to the wire APIs.
+    schema.remove("$schema");
+    let too_big = serde_json::to_string(&schema).map_or(true, |s| s.len() > SCHEMA_CAP);
+    if too_big || schema.get("type").and_then(Value::as_str) != Some("object") {
+        let mut any = Map::new();
+        any.insert("type".into(), Value::String("object".into()));
+        return Value::Object(any);
+    }
+    Value::Object(schema)
+}
+
+#[async_trait]
+impl rein_core::Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn access(&self) -> ToolAccess {
+        self.access
+    }
+
+    fn assess(&self, args: &Value, _ctx: &ToolContext) -> Assessment {
+        let shown = args.to_string();
+        let shown: String = shown.chars().take(200).collect();
+        let mut a = Assessment {
+            summary: format!(
+                "{} on MCP server `{}`: {shown}",
+                self.name,
+                self.server.name()
+            ),
+            ..Default::default()
+        };
+        if self.destructive {
+            a.risk = Risk::High;
+            a.reasons
+                .push("the MCP server marks this tool destructive".to_string());
+        }
+        a
+    }
+
+    fn timeout(&self, _args: &Value) -> Option<std::time::Duration> {
+        self.server.config().tool_timeout()
+    }
+
+    async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let arguments = match args {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ToolError::new(format!(
+                    "the arguments must be an object, got {other}"
+                )));
+            }
+        };
+        let result = self
+            .server
+            .call(&self.name, arguments)
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        let blocks = serde_json::to_value(&result.content)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default();
+        let text = observation(&blocks, result.structured_content.as_ref());
+        Ok(if result.is_error == Some(true) {
+            ToolOutput::error(text)
+        } else {
+            ToolOutput::ok(text)
+        })
+    }
+}

@@ -1,0 +1,223 @@
+//! rein's MCP client against a real third-party server: the reference
+//! "everything" server (`@modelcontextprotocol/server-everything`, Node),
+//! over stdio. `.ci/run` installs it under `~/.cache/rein/npm`;
+//! `REIN_MCP_EVERYTHING` names another copy. Without it these tests say
+//! so and pass (they cannot run).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures_util::stream;
+use rein_core::*;
+use rein_mcp::{McpError, McpServerConfig, start_all};
+use serde_json::{Value, json};
+
+/// The server's launcher, if it is installed.
+fn everything() -> Option<PathBuf> {
+    let path = match std::env::var_os("REIN_MCP_EVERYTHING") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(std::env::var_os("HOME")?)
+            .join(".cache/rein/npm/node_modules/.bin/mcp-server-everything"),
+    };
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "skipped: the MCP reference server is not installed ({})",
+            path.display()
+        );
+        None
+    }
+}
+
+fn config(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
+    let mut c: McpServerConfig =
+        serde_json::from_value(json!({"command": command, "args": args})).unwrap();
+    c.name = name.to_string();
+    c
+}
+
+/// A model that makes the scripted calls, one turn each, then answers.
+struct Scripted {
+    turns: Mutex<Vec<Vec<StreamChunk>>>,
+}
+
+impl Scripted {
+    fn calls(calls: &[(&str, Value)]) -> Arc<Scripted> {
+        let mut turns: Vec<Vec<StreamChunk>> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| {
+                vec![
+                    StreamChunk::ToolCall(ToolCall {
+                        id: format!("c{i}"),
+                        name: name.to_string(),
+                        arguments: args.to_string(),
+                    }),
+                    StreamChunk::Done(FinishReason::ToolCalls),
+                ]
+            })
+            .collect();
+        turns.push(vec![
+            StreamChunk::TextDelta("done".into()),
+            StreamChunk::Done(FinishReason::Stop),
+        ]);
+        turns.reverse();
+        Arc::new(Scripted {
+            turns: Mutex::new(turns),
+        })
+    }
+}
+
+#[async_trait]
+impl Provider for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "m"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+    async fn stream(
+        &self,
+        _request: &ModelRequest,
+        _cancel: &CancellationToken,
+    ) -> Result<ChunkStream, ProviderError> {
+        let turn = self.turns.lock().unwrap().pop().unwrap_or_default();
+        Ok(Box::pin(stream::iter(turn.into_iter().map(Ok))))
+    }
+}
+
+/// Run the scripted calls through a real engine (default mode, headless)
+/// with the server's tools; the stored results by call id.
+async fn run(tools: Vec<Arc<dyn Tool>>, calls: &[(&str, Value)]) -> Vec<ToolResult> {
+    let store = Arc::new(InMemorySessionStore::new());
+    let ws = tempfile::tempdir().unwrap();
+    let engine = AgentEngine::builder(Scripted::calls(calls), store.clone())
+        .workspace(ws.path().to_path_buf())
+        .tools(tools)
+        .mode(PermissionMode::Default)
+        .build()
+        .unwrap();
+    let outcome = engine
+        .run(
+            RunRequest::new("go"),
+            CancellationToken::new(),
+            &mut NullSink,
+        )
+        .await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{outcome:?}");
+    let id = outcome.session_id.unwrap();
+    store
+        .messages(&id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            Message::Tool(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The reference server's tools are offered as `mcp__everything__NAME`
+/// and called through rein's gate: a read-only tool runs headless in
+/// default mode, one that is not needs an approval (refused headless), an
+/// image comes back described, and a tool left out by the config is not
+/// offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_servers_tools_run_through_the_gate() {
+    let Some(server) = everything() else { return };
+    let mut cfg = config("everything", server.to_str().unwrap(), &["stdio"]);
+    cfg.disabled_tools = vec!["get-env".into()];
+    let ws = tempfile::tempdir().unwrap();
+    let (servers, tools, errors) = start_all(vec![cfg], ws.path()).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(servers.len(), 1);
+    let names: Vec<String> = tools.iter().map(|t| t.exposed().to_string()).collect();
+    assert!(
+        names.contains(&"mcp__everything__echo".to_string()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("get-env")), "{names:?}");
+    let echo = tools
+        .iter()
+        .find(|t| t.exposed() == "mcp__everything__echo")
+        .unwrap();
+    assert_eq!(rein_core::Tool::access(echo), ToolAccess::Read);
+    let spec = rein_core::Tool::spec(echo);
+    assert_eq!(spec.parameters["required"], json!(["message"]));
+    assert!(spec.parameters.get("$schema").is_none());
+
+    let tools: Vec<Arc<dyn Tool>> = tools
+        .into_iter()
+        .map(|t| Arc::new(t) as Arc<dyn Tool>)
+        .collect();
+    let results = run(
+        tools,
+        &[
+            ("mcp__everything__echo", json!({"message": "hello rein"})),
+            ("mcp__everything__get-tiny-image", json!({})),
+            ("mcp__everything__toggle-simulated-logging", json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        !results[0].is_error && results[0].output.contains("Echo: hello rein"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].output.contains("[image image/png,"),
+        "{}",
+        results[1].output
+    );
+    assert!(results[2].is_error, "{results:?}");
+    assert!(
+        results[2].output.contains("needs the user's approval"),
+        "{}",
+        results[2].output
+    );
+}
+
+/// A server that cannot be used is one clear error each, and the others
+/// still start: a command that does not exist, one that exits at once,
+/// one that never answers the handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut silent = config("silent", "sleep", &["30"]);
+    silent.startup_timeout_sec = 1;
+    let mut cfgs = vec![
+        config("missing", "/nonexistent/rein-mcp-server", &[]),
+        config("quits", "sh", &["-c", "echo 'no such thing' >&2; exit 3"]),
+        silent,
+    ];
+    if let Some(server) = everything() {
+        cfgs.push(config("everything", server.to_str().unwrap(), &["stdio"]));
+    }
+    let expect_ok = cfgs.len() - 3;
+    let started = std::time::Instant::now();
+    let (servers, _tools, errors) = start_all(cfgs, ws.path()).await;
+    assert_eq!(servers.len(), expect_ok);
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert!(matches!(errors[0], McpError::Spawn { .. }), "{text:?}");
+    assert!(
+        text[0].contains("MCP server `missing`: cannot start"),
+        "{text:?}"
+    );
+    assert!(text[1].contains("MCP server `quits`"), "{text:?}");
+    assert!(
+        matches!(errors[2], McpError::StartupTimeout { .. }),
+        "{text:?}"
+    );
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "servers start side by side"
+    );
+}
