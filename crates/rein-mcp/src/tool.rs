@@ -42,9 +42,9 @@ impl McpTool {
             .or(tool.title.as_deref())
             .unwrap_or("");
         let mut description: String = about.chars().take(DESCRIPTION_CAP).collect();
+        let own: String = tool.name.chars().take(64).collect();
         description.push_str(&format!(
-            " (tool `{}` of MCP server `{}`)",
-            tool.name,
+            " (tool `{own}` of MCP server `{}`)",
             server.name()
         ));
         let hints = tool.annotations.as_ref();

@@ -221,3 +221,120 @@ async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others()
         "servers start side by side"
     );
 }
+
+/// A server written to misbehave (JSON-RPC over stdio in Python): names
+/// that are paths and too long, a description of a megabyte, a schema
+/// that is not an object, a tool marked destructive, a tool that hangs
+/// and one that kills the server.
+const HOSTILE: &str = r#"
+import json, sys
+tools = [
+    {"name": "../../etc/passwd" + "x" * 200, "description": "d" * 1000000,
+     "inputSchema": {"type": "string"}},
+    {"name": "drop", "description": "drops everything", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": False, "destructiveHint": True}},
+    {"name": "hang", "inputSchema": {"type": "object"}},
+    {"name": "crash", "inputSchema": {"type": "object"}},
+]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, rid = m["method"], m["id"]
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "hostile", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": tools}
+    elif method == "tools/call":
+        name = m["params"]["name"]
+        if name == "hang":
+            continue
+        if name == "crash":
+            sys.exit(9)
+        r = {"content": [{"type": "text", "text": "dropped"}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": rid, "result": r}), flush=True)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
+    let ws = tempfile::tempdir().unwrap();
+    let script = ws.path().join("hostile.py");
+    std::fs::write(&script, HOSTILE).unwrap();
+    let mut cfg = config("bad", "python3", &[script.to_str().unwrap()]);
+    cfg.tool_timeout_sec = Some(1);
+    let (_servers, tools, errors) = start_all(vec![cfg], ws.path()).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    let specs: Vec<ToolSpec> = tools.iter().map(rein_core::Tool::spec).collect();
+    for s in &specs {
+        assert!(s.name.len() <= 64, "{}", s.name);
+        assert!(
+            s.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{}",
+            s.name
+        );
+        assert!(s.description.len() < 2_200, "{}", s.description.len());
+        assert_eq!(s.parameters["type"], "object", "{}", s.name);
+    }
+    assert!(
+        specs[0].name.starts_with("mcp__bad________etc_passwd"),
+        "{}",
+        specs[0].name
+    );
+
+    let tools: Vec<Arc<dyn Tool>> = tools
+        .into_iter()
+        .map(|t| Arc::new(t) as Arc<dyn Tool>)
+        .collect();
+    let store = Arc::new(InMemorySessionStore::new());
+    let engine = AgentEngine::builder(
+        Scripted::calls(&[
+            ("mcp__bad__drop", json!({})),
+            ("mcp__bad__hang", json!({})),
+            ("mcp__bad__crash", json!({})),
+        ]),
+        store.clone(),
+    )
+    .workspace(ws.path().to_path_buf())
+    .tools(tools)
+    .mode(PermissionMode::Auto)
+    .build()
+    .unwrap();
+    let started = std::time::Instant::now();
+    let outcome = engine
+        .run(
+            RunRequest::new("go"),
+            CancellationToken::new(),
+            &mut NullSink,
+        )
+        .await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{outcome:?}");
+    assert!(started.elapsed().as_secs() < 30);
+    let results: Vec<ToolResult> = store
+        .messages(&outcome.session_id.unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            Message::Tool(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    // Destructive: refused headless even in auto mode.
+    assert!(
+        results[0].is_error && results[0].output.contains("needs the user's approval"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].is_error && results[1].output.contains("timed out"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].is_error && results[2].output.contains("MCP server `bad`"),
+        "{results:?}"
+    );
+}
