@@ -136,9 +136,27 @@ pub enum Command {
     /// Trust a folder: its `.rein/` settings then count like your own
     /// (untrusted, they may only tighten). Covers its subfolders.
     Trust(TrustArgs),
+    /// The MCP servers of your config: start each and list its tools.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Run a suite of tasks on a model and report what was solved;
     /// `rein eval compare A.jsonl B.jsonl` shows what changed.
     Eval(EvalArgs),
+}
+
+/// `rein mcp ...`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start every configured server (as a run would, in this folder) and
+    /// list the tools each offers, or why it could not start.
+    List {
+        /// One JSON object per server.
+        #[arg(long)]
+        json: bool,
+        /// The folder servers start in (default: the current directory).
+        #[arg(short = 'C', long = "cd", value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
 }
 
 /// `rein eval [SUITE...]` or `rein eval compare BEFORE AFTER`.

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use rein_core::Tool;
 use rein_mcp::McpServer;
 
+use crate::cli::McpCommand;
 use crate::config::Config;
+use crate::exit::{COMPLETED, Failure};
+use crate::output::out;
 
 /// The servers of a run; they stop when this is dropped.
 #[derive(Default)]
@@ -36,4 +39,62 @@ pub async fn start(cfg: &Config, workspace: &Path) -> (McpSession, Vec<String>) 
             .collect(),
     };
     (session, notes)
+}
+
+/// `rein mcp list`: each configured server started as a run would start
+/// it, with the tools it offers (or why it could not start). Exit 0 when
+/// every enabled server started, 1 when one did not.
+pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
+    let McpCommand::List { json, workspace } = cmd;
+    let workspace = crate::exec::resolve_workspace(workspace.as_deref())?;
+    let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
+    let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
+    if cfg.mcp_servers.is_empty() {
+        if !json {
+            out("no MCP servers configured ([mcp_servers.NAME] in $REIN_HOME/config.toml)");
+        }
+        return Ok(COMPLETED);
+    }
+    let mut failed = false;
+    for server in &cfg.mcp_servers {
+        let (line, ok) = describe(server, &workspace, json).await;
+        failed |= !ok;
+        out(&line);
+    }
+    Ok(if failed {
+        crate::exit::HARNESS_ERROR
+    } else {
+        COMPLETED
+    })
+}
+
+/// One server's line (or JSON object), and whether it started.
+async fn describe(
+    server: &rein_mcp::McpServerConfig,
+    workspace: &Path,
+    json: bool,
+) -> (String, bool) {
+    let name = server.name.clone();
+    if !server.enabled {
+        let line = if json {
+            serde_json::json!({"server": name, "enabled": false}).to_string()
+        } else {
+            format!("{name}: disabled")
+        };
+        return (line, true);
+    }
+    let (servers, tools, errors) = rein_mcp::start_all(vec![server.clone()], workspace).await;
+    drop(servers);
+    let names: Vec<&str> = tools.iter().map(|t| t.exposed()).collect();
+    let error = errors.first().map(ToString::to_string);
+    let line = if json {
+        serde_json::json!({"server": name, "enabled": true, "tools": names, "error": error})
+            .to_string()
+    } else {
+        match &error {
+            Some(e) => format!("{name}: not started: {e}"),
+            None => format!("{name}: {} tools: {}", names.len(), names.join(", ")),
+        }
+    };
+    (line, error.is_none())
 }

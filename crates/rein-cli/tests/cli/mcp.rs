@@ -80,6 +80,29 @@ fn a_configured_server_s_tools_run_and_a_broken_one_is_one_note() {
         notes[0].contains("cannot start") && notes[0].contains("not offered"),
         "{err}"
     );
+
+    // `rein mcp list` says the same, server by server; one failed: exit 1.
+    let o = env.rein(&["mcp", "list"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("everything: ") && text.contains("mcp__everything__echo"),
+        "{text}"
+    );
+    assert!(text.contains("broken: not started: "), "{text}");
+    let o = env.rein(&["mcp", "list", "--json"]);
+    let rows = json_lines(&o);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0]["tools"].as_array().is_some_and(|t| !t.is_empty()),
+        "{rows:?}"
+    );
+    assert!(
+        rows[1]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot start")),
+        "{rows:?}"
+    );
 }
 
 /// A repository's `.rein/config.toml` naming an MCP server starts nothing
