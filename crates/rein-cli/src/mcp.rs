@@ -26,7 +26,9 @@ pub async fn start(cfg: &Config, workspace: &Path) -> (McpSession, Vec<String>) 
     if cfg.mcp_servers.is_empty() {
         return (McpSession::default(), Vec::new());
     }
-    let (servers, tools, errors) = rein_mcp::start_all(cfg.mcp_servers.clone(), workspace).await;
+    let env = server_env(cfg);
+    let (servers, tools, errors) =
+        rein_mcp::start_all(cfg.mcp_servers.clone(), workspace, &env).await;
     let notes = errors
         .iter()
         .map(|e| format!("{e}; its tools are not offered"))
@@ -39,6 +41,15 @@ pub async fn start(cfg: &Config, workspace: &Path) -> (McpSession, Vec<String>) 
             .collect(),
     };
     (session, notes)
+}
+
+/// What a server's environment starts from: the variables shell commands
+/// get (the session basics and toolchain settings, plus `env_allow`),
+/// never rein's keys; each server's own `env` comes on top.
+fn server_env(cfg: &Config) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| rein_tools::sandbox::env::passes(k, &cfg.permissions.env_allow))
+        .collect()
 }
 
 /// `rein mcp list`: each configured server started as a run would start
@@ -57,7 +68,7 @@ pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
     }
     let mut failed = false;
     for server in &cfg.mcp_servers {
-        let (line, ok) = describe(server, &workspace, json).await;
+        let (line, ok) = describe(&cfg, server, &workspace, json).await;
         failed |= !ok;
         out(&line);
     }
@@ -70,6 +81,7 @@ pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
 
 /// One server's line (or JSON object), and whether it started.
 async fn describe(
+    cfg: &Config,
     server: &rein_mcp::McpServerConfig,
     workspace: &Path,
     json: bool,
@@ -83,7 +95,8 @@ async fn describe(
         };
         return (line, true);
     }
-    let (servers, tools, errors) = rein_mcp::start_all(vec![server.clone()], workspace).await;
+    let (servers, tools, errors) =
+        rein_mcp::start_all(vec![server.clone()], workspace, &server_env(cfg)).await;
     drop(servers);
     let names: Vec<&str> = tools.iter().map(|t| t.exposed()).collect();
     let error = errors.first().map(ToString::to_string);

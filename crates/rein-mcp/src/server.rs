@@ -2,6 +2,7 @@
 //! made, its tool list read; calls go through the same connection.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -29,16 +30,32 @@ pub struct McpServer {
 
 impl McpServer {
     /// Start the server in `workspace` (unless it has its own `cwd`) and
-    /// make the handshake, within the startup timeout.
+    /// make the handshake, within the startup timeout. Its environment is
+    /// `base_env` (the caller's scrubbed one: no keys or secrets of rein's)
+    /// plus the server's own `env`; it dies with rein.
     pub async fn start(
         config: McpServerConfig,
         workspace: &Path,
+        base_env: &[(OsString, OsString)],
     ) -> Result<Arc<McpServer>, McpError> {
         let mut cmd = tokio::process::Command::new(&config.command);
         cmd.args(&config.args)
+            .env_clear()
+            .envs(base_env.iter().cloned())
             .envs(&config.env)
             .current_dir(config.cwd.as_deref().unwrap_or(workspace))
             .kill_on_drop(true);
+        // SAFETY: runs in the forked child before exec: one prctl call on
+        // constant arguments.
+        unsafe {
+            cmd.pre_exec(|| {
+                // Killed when rein goes away, even by SIGKILL.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
             .spawn()
@@ -134,10 +151,12 @@ impl McpServer {
 pub async fn start_all(
     configs: Vec<McpServerConfig>,
     workspace: &Path,
+    base_env: &[(OsString, OsString)],
 ) -> (Vec<Arc<McpServer>>, Vec<McpTool>, Vec<McpError>) {
     let started = futures_join(configs.into_iter().filter(|c| c.enabled).map(|c| {
         let ws = workspace.to_path_buf();
-        async move { McpServer::start(c, &ws).await }
+        let env = base_env.to_vec();
+        async move { McpServer::start(c, &ws, &env).await }
     }))
     .await;
     let (mut servers, mut tools, mut errors) = (Vec::new(), Vec::new(), Vec::new());

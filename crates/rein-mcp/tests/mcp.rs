@@ -32,6 +32,13 @@ fn everything() -> Option<PathBuf> {
     }
 }
 
+/// The environment a caller would give servers: the basics only.
+fn base_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| k == "PATH" || k == "HOME")
+        .collect()
+}
+
 fn config(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
     let mut c: McpServerConfig =
         serde_json::from_value(json!({"command": command, "args": args})).unwrap();
@@ -135,7 +142,7 @@ async fn the_reference_servers_tools_run_through_the_gate() {
     let mut cfg = config("everything", server.to_str().unwrap(), &["stdio"]);
     cfg.disabled_tools = vec!["get-env".into()];
     let ws = tempfile::tempdir().unwrap();
-    let (servers, tools, errors) = start_all(vec![cfg], ws.path()).await;
+    let (servers, tools, errors) = start_all(vec![cfg], ws.path(), &base_env()).await;
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(servers.len(), 1);
     let names: Vec<String> = tools.iter().map(|t| t.exposed().to_string()).collect();
@@ -202,7 +209,7 @@ async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others()
     }
     let expect_ok = cfgs.len() - 3;
     let started = std::time::Instant::now();
-    let (servers, _tools, errors) = start_all(cfgs, ws.path()).await;
+    let (servers, _tools, errors) = start_all(cfgs, ws.path(), &base_env()).await;
     assert_eq!(servers.len(), expect_ok);
     assert_eq!(errors.len(), 3, "{errors:?}");
     let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -265,7 +272,7 @@ async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
     std::fs::write(&script, HOSTILE).unwrap();
     let mut cfg = config("bad", "python3", &[script.to_str().unwrap()]);
     cfg.tool_timeout_sec = Some(1);
-    let (_servers, tools, errors) = start_all(vec![cfg], ws.path()).await;
+    let (_servers, tools, errors) = start_all(vec![cfg], ws.path(), &base_env()).await;
     assert!(errors.is_empty(), "{errors:?}");
     let specs: Vec<ToolSpec> = tools.iter().map(rein_core::Tool::spec).collect();
     for s in &specs {

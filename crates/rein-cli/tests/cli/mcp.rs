@@ -124,3 +124,55 @@ fn an_untrusted_project_cannot_start_an_mcp_server() {
     assert!(!marker.exists(), "the project's server was started");
     assert!(stderr(&o).contains("[mcp_servers.evil]"), "{}", stderr(&o));
 }
+
+/// A server's environment is the scrubbed one commands get plus its own
+/// `env`: rein's keys and secrets never reach it (the reference server's
+/// `get-env` tool prints what it was given).
+#[test]
+fn a_server_never_sees_reins_keys_only_its_own_env() {
+    let Some(server) = everything() else { return };
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\nenv = {{ \"SERVER_SETTING\" = \"on\" }}\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "mcp__everything__get-env", "arguments": {}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let mut cmd = env.command();
+    cmd.args([
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "go",
+    ])
+    .env("ANTHROPIC_API_KEY", "sk-ant-secret-value")
+    .env("DATABASE_URL", "postgres://user:hunter2@db/prod");
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events = json_lines(&o);
+    let result = events
+        .iter()
+        .find_map(|e| match &e["message"]["role"] {
+            serde_json::Value::String(r) if r == "tool" => {
+                e["message"]["output"].as_str().map(str::to_string)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert!(result.contains("SERVER_SETTING"), "{result}");
+    assert!(result.contains("PATH"), "{result}");
+    assert!(!result.contains("sk-ant-secret-value"), "{result}");
+    assert!(!result.contains("hunter2"), "{result}");
+}
