@@ -72,7 +72,9 @@ pub(crate) fn nudge(
         ));
     }
     let files = mentioned_files(answer, workspace);
-    let unread = files.iter().find(|f| !looked.seen.contains(file_name(f)));
+    let unread = files
+        .iter()
+        .find(|f| !names_file(&looked.seen, file_name(f)));
     if !looked.wrote && shows_code(answer) && fresh(NudgeKind::UnappliedChange) {
         // A change guessed for a file never read fails as an edit: the
         // model is told to read it first.
@@ -105,6 +107,17 @@ pub(crate) fn nudge(
 
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Whether `text` names the file `name` as a whole name: `calc.py` in
+/// `{"path":"src/calc.py"}` or `cat calc.py`, not in `test_calc.py`.
+fn names_file(text: &str, name: &str) -> bool {
+    let part_of_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(part_of_name) && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
 }
 
 /// A fenced block of at least two lines (the text between the first and
@@ -164,6 +177,22 @@ mod tests {
         assert!(n.contains("data.csv without opening it"), "{n}");
         looked.nudged.push(kind);
         assert_eq!(nudge(answer, &looked, ws.path()), None);
+    }
+
+    /// A file is named by a call only as a whole name: running
+    /// `test_calc.py` did not open `calc.py`.
+    #[test]
+    fn a_file_named_only_inside_another_name_was_not_read() {
+        let ws = workspace();
+        let mut looked = Looked::default();
+        looked.saw(r#"{"command":"python3 test_calc.py"}"#);
+        let (kind, _) = nudge("The bug is in calc.py.", &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::UnreadFile);
+        looked.saw(r#"{"path":"./calc.py"}"#);
+        assert_eq!(nudge("The bug is in calc.py.", &looked, ws.path()), None);
+        assert!(names_file("cat calc.py.", "calc.py"));
+        assert!(!names_file("mycalc.py", "calc.py"));
+        assert!(!names_file("calc.pyc", "calc.py"));
     }
 
     #[test]
