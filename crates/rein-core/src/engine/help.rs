@@ -1,10 +1,12 @@
 //! The harness help a small model gets (see [`crate::profile`]): a tool
 //! call required on the first turn of a task in a workspace with files
 //! (decided in the run), and a nudge when it answers right after a failed
-//! call, or its answer shows a change it never made or talks about a file
-//! it never opened: each kind of nudge at most once per run, so a run gets
-//! three at most (measured with `rein eval`: a model nudged to apply a fix
-//! it guessed often fails the edit next and answers again).
+//! call, or its answer shows a change it never made (for a file it never
+//! read: read it first; for one it read: make the change) or talks about a
+//! file it never opened: each kind of nudge at most once per run, so a run
+//! gets four at most (read with `rein eval`: a model nudged to apply a fix
+//! it guessed fails the edit and answers again; told to read first, it
+//! reads, then shows the right fix without making it).
 //!
 //! The nudges read only what the run already knows: the answer's text and
 //! what earlier calls of the run asked for. The
@@ -47,7 +49,11 @@ impl Looked {
 pub(crate) enum NudgeKind {
     /// The answer came right after a round whose calls all failed.
     FailedCall,
-    /// The answer shows code for a file while nothing was changed.
+    /// The answer shows code for a file it never read, while nothing was
+    /// changed: read it first.
+    GuessedChange,
+    /// The answer shows code for a file it read, while nothing was
+    /// changed: make the change.
     UnappliedChange,
     /// The answer names a file no call of the run ever named.
     UnreadFile,
@@ -75,24 +81,31 @@ pub(crate) fn nudge(
     let unread = files
         .iter()
         .find(|f| !names_file(&looked.seen, file_name(f)));
-    if !looked.wrote && shows_code(answer) && fresh(NudgeKind::UnappliedChange) {
+    if !looked.wrote
+        && shows_code(answer)
+        && let Some(file) = files.first()
+    {
         // A change guessed for a file never read fails as an edit: the
-        // model is told to read it first.
-        let text = match (files.first(), unread) {
-            (Some(file), Some(unread)) if unread == file => format!(
-                "[rein] Your answer shows code for {file} but the file was not changed, and you \
-                 have not read it. If the task asks for a change, read {file} first, then make \
-                 the change with edit_file, then answer in a sentence."
-            ),
-            (Some(file), _) => format!(
-                "[rein] Your answer shows code for {file} but the file was not changed. If the \
-                 task asks for a change, make it now with edit_file (or write_file), then answer \
-                 in a sentence."
-            ),
-            (None, _) => String::new(),
-        };
-        if !text.is_empty() {
-            return Some((NudgeKind::UnappliedChange, text));
+        // model is told to read it first; once it has, to make the change.
+        if unread == Some(file) && fresh(NudgeKind::GuessedChange) {
+            return Some((
+                NudgeKind::GuessedChange,
+                format!(
+                    "[rein] Your answer shows code for {file} but the file was not changed, and \
+                     you have not read it. If the task asks for a change, read {file} first, \
+                     then make the change with edit_file, then answer in a sentence."
+                ),
+            ));
+        }
+        if unread != Some(file) && fresh(NudgeKind::UnappliedChange) {
+            return Some((
+                NudgeKind::UnappliedChange,
+                format!(
+                    "[rein] Your answer shows code for {file} but the file was not changed. If \
+                     the task asks for a change, make it now with edit_file (or write_file), then \
+                     answer in a sentence."
+                ),
+            ));
         }
     }
     let unread = unread.filter(|_| fresh(NudgeKind::UnreadFile))?;
@@ -235,7 +248,7 @@ mod tests {
         let mut looked = Looked::default();
         let answer = "The bug is in calc.py:\n```python\ndef f():\n    return 1\n```";
         let (kind, n) = nudge(answer, &looked, ws.path()).unwrap();
-        assert_eq!(kind, NudgeKind::UnappliedChange);
+        assert_eq!(kind, NudgeKind::GuessedChange);
         assert!(
             n.contains("you have not read it") && n.contains("read calc.py first"),
             "{n}"
@@ -247,8 +260,17 @@ mod tests {
         looked.nudged.push(kind);
         // The same answer again: its kinds are spent, only the unread
         // file is left to say.
+        looked.last_round_failed = false;
         let (kind, _) = nudge(answer, &looked, ws.path()).unwrap();
         assert_eq!(kind, NudgeKind::UnreadFile);
+        looked.nudged.push(kind);
+        assert_eq!(nudge(answer, &looked, ws.path()), None);
+        // Once it has read the file, the same code gets the other nudge:
+        // make the change.
+        looked.saw(r#"{"path":"calc.py"}"#);
+        let (kind, n) = nudge(answer, &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::UnappliedChange);
+        assert!(n.contains("make it now"), "{n}");
         looked.nudged.push(kind);
         assert_eq!(nudge(answer, &looked, ws.path()), None);
     }
