@@ -706,3 +706,49 @@ fn slash_context_gives_a_number_for_every_part() {
     assert!(number_after("history") > 0, "{screen}");
     quit(&app);
 }
+
+/// In the app: `s` on an edit of calc.py says what it stores, and a second
+/// change to the same file (a rewrite) does not ask again; another file
+/// still does.
+#[test]
+fn this_session_on_an_edit_covers_the_next_change_to_the_same_file() {
+    let env = Env::new();
+    write_project(env.ws.path());
+    let script = env.script(
+        "s.json",
+        &json!({"model": "m", "turns": [
+            {"tool_calls": [{"name": "edit_file", "arguments": {
+                "path": "calc.py",
+                "old_string": "    return sum(v) / (len(v) - 1)",
+                "new_string": "    return sum(v) / len(v)"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {
+                "path": "calc.py", "content": "def mean(v):\n    return sum(v) / len(v)\n\n"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {
+                "path": "notes.txt", "content": "done\n"}}]},
+            {"text": "All done."}
+        ]}),
+    );
+    let app = Tmux::start(
+        &env,
+        &["--provider", "replay", "--script", &script, "fix calc.py"],
+    );
+    let screen = app.wait_for("Allow edit_file?");
+    assert!(
+        screen.contains("s and p allow edit_file(calc.py), write_file(calc.py)"),
+        "{screen}"
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    app.keys(&["s"]);
+    // The rewrite of calc.py runs; the new file asks.
+    let screen = app.wait_for("Allow write_file?");
+    assert!(screen.contains("notes.txt"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("calc.py")).unwrap(),
+        "def mean(v):\n    return sum(v) / len(v)\n\n",
+        "the rewrite ran without asking"
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    app.keys(&["n"]);
+    app.wait_for("All done.");
+    quit(&app);
+}

@@ -20,11 +20,16 @@ impl Gate {
         if entry.access != crate::tool::ToolAccess::Write {
             return rules;
         }
-        let writers: Vec<&str> = self
-            .tools
-            .iter()
-            .filter(|t| t.access == crate::tool::ToolAccess::Write)
-            .map(|t| t.spec.name.as_str())
+        // The call's own tool first, as the user reads it.
+        let own = entry.spec.name.as_str();
+        let writers: Vec<&str> = std::iter::once(own)
+            .chain(
+                self.tools
+                    .iter()
+                    .filter(|t| t.access == crate::tool::ToolAccess::Write)
+                    .map(|t| t.spec.name.as_str())
+                    .filter(|name| *name != own),
+            )
             .collect();
         let mut out: Vec<Rule> = Vec::new();
         for rule in rules {
