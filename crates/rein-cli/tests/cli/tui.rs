@@ -704,6 +704,16 @@ fn slash_context_gives_a_number_for_every_part() {
         "AGENTS.md counts: {screen}"
     );
     assert!(number_after("history") > 0, "{screen}");
+    // /cost says the cost in the words exec and the status line use: the
+    // replay model has no prices.
+    app.type_text("/cost");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("Cost of session");
+    assert!(
+        screen.contains("cost unknown (1 of 1 calls at unknown prices)"),
+        "{screen}"
+    );
+    assert!(status_of(&app, "m ·").contains("cost unknown"), "{screen}");
     quit(&app);
 }
 
