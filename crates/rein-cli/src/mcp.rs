@@ -66,11 +66,23 @@ pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
         }
         return Ok(COMPLETED);
     }
+    // All started side by side, as a run starts them.
+    let (servers, tools, errors) =
+        rein_mcp::start_all(cfg.mcp_servers.clone(), &workspace, &server_env(&cfg)).await;
+    drop(servers);
     let mut failed = false;
     for server in &cfg.mcp_servers {
-        let (line, ok) = describe(&cfg, server, &workspace, json).await;
-        failed |= !ok;
-        out(&line);
+        let error = errors
+            .iter()
+            .find(|e| e.server() == server.name)
+            .map(ToString::to_string);
+        let names: Vec<&str> = tools
+            .iter()
+            .filter(|t| t.server_name() == server.name)
+            .map(|t| t.exposed())
+            .collect();
+        failed |= error.is_some();
+        out(&describe(server, &names, error.as_deref(), json));
     }
     Ok(if failed {
         crate::exit::HARNESS_ERROR
@@ -79,35 +91,23 @@ pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
     })
 }
 
-/// One server's line (or JSON object), and whether it started.
-async fn describe(
-    cfg: &Config,
+/// One server's line (or JSON object).
+fn describe(
     server: &rein_mcp::McpServerConfig,
-    workspace: &Path,
+    tools: &[&str],
+    error: Option<&str>,
     json: bool,
-) -> (String, bool) {
-    let name = server.name.clone();
-    if !server.enabled {
-        let line = if json {
-            serde_json::json!({"server": name, "enabled": false}).to_string()
-        } else {
-            format!("{name}: disabled")
-        };
-        return (line, true);
+) -> String {
+    let name = &server.name;
+    if json {
+        return serde_json::json!({
+            "server": name, "enabled": server.enabled, "tools": tools, "error": error,
+        })
+        .to_string();
     }
-    let (servers, tools, errors) =
-        rein_mcp::start_all(vec![server.clone()], workspace, &server_env(cfg)).await;
-    drop(servers);
-    let names: Vec<&str> = tools.iter().map(|t| t.exposed()).collect();
-    let error = errors.first().map(ToString::to_string);
-    let line = if json {
-        serde_json::json!({"server": name, "enabled": true, "tools": names, "error": error})
-            .to_string()
-    } else {
-        match &error {
-            Some(e) => format!("{name}: not started: {e}"),
-            None => format!("{name}: {} tools: {}", names.len(), names.join(", ")),
-        }
-    };
-    (line, error.is_none())
+    match (server.enabled, error) {
+        (false, _) => format!("{name}: disabled"),
+        (true, Some(e)) => format!("{name}: not started: {e}"),
+        (true, None) => format!("{name}: {} tools: {}", tools.len(), tools.join(", ")),
+    }
 }

@@ -141,7 +141,10 @@ impl FixedTokens {
 struct FixedPart {
     system: String,
     tools: Vec<crate::schema::ToolSpec>,
+    /// Tokens of the system prompt and the tools together.
     tokens: u64,
+    /// Of which the tool definitions.
+    tool_tokens: u64,
     chars: u64,
 }
 

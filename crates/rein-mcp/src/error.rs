@@ -20,3 +20,15 @@ pub enum McpError {
     #[error("MCP server `{server}`: {message}")]
     Config { server: String, message: String },
 }
+
+impl McpError {
+    /// The server the error is about.
+    pub fn server(&self) -> &str {
+        match self {
+            McpError::Spawn { server, .. }
+            | McpError::StartupTimeout { server, .. }
+            | McpError::Protocol { server, .. }
+            | McpError::Config { server, .. } => server,
+        }
+    }
+}

@@ -11,7 +11,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 
 use crate::config::McpServerConfig;
 use crate::error::McpError;
@@ -100,12 +100,9 @@ impl McpServer {
         &self.config
     }
 
-    /// The server's tools this configuration offers, as rein tools named
-    /// `mcp__SERVER__TOOL` (names in `taken` are not reused).
-    pub async fn tools(
-        self: &Arc<Self>,
-        taken: &mut Vec<String>,
-    ) -> Result<Vec<McpTool>, McpError> {
+    /// The server's tools this configuration offers, as the server
+    /// describes them (within the startup timeout).
+    async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, McpError> {
         let listed =
             tokio::time::timeout(self.config.startup_timeout(), self.service.list_all_tools())
                 .await
@@ -114,13 +111,10 @@ impl McpServer {
                     secs: self.config.startup_timeout().as_secs(),
                 })?
                 .map_err(|e| self.protocol(format!("listing its tools failed: {e}")))?;
-        let mut tools = Vec::new();
-        for t in listed.into_iter().filter(|t| self.config.offers(&t.name)) {
-            let tool = McpTool::new(self.clone(), &t, taken);
-            taken.push(tool.exposed().to_string());
-            tools.push(tool);
-        }
-        Ok(tools)
+        Ok(listed
+            .into_iter()
+            .filter(|t| self.config.offers(&t.name))
+            .collect())
     }
 
     /// Call the server's tool `name`.
@@ -146,63 +140,86 @@ impl McpServer {
     }
 }
 
-/// Start every enabled server, each on its own, and gather their tools.
-/// A server that fails is reported, not fatal: the others' tools stay.
+/// Start every enabled server and read its tool list, all side by side,
+/// then name their tools `mcp__SERVER__TOOL` (in configuration order, so
+/// a repeated name always goes to the same tool). A server that fails is
+/// reported, not fatal: the others' tools stay.
 pub async fn start_all(
     configs: Vec<McpServerConfig>,
     workspace: &Path,
     base_env: &[(OsString, OsString)],
 ) -> (Vec<Arc<McpServer>>, Vec<McpTool>, Vec<McpError>) {
-    let started = futures_join(configs.into_iter().filter(|c| c.enabled).map(|c| {
-        let ws = workspace.to_path_buf();
-        let env = base_env.to_vec();
-        async move { McpServer::start(c, &ws, &env).await }
-    }))
-    .await;
+    let handles: Vec<_> = configs
+        .into_iter()
+        .filter(|c| c.enabled)
+        .map(|c| {
+            let (name, ws, env) = (c.name.clone(), workspace.to_path_buf(), base_env.to_vec());
+            let task = tokio::spawn(async move {
+                let server = McpServer::start(c, &ws, &env).await?;
+                let listed = server.list_tools().await?;
+                Ok::<_, McpError>((server, listed))
+            });
+            (name, task)
+        })
+        .collect();
     let (mut servers, mut tools, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     let mut taken = Vec::new();
-    for s in started {
-        match s {
-            Ok(server) => match server.tools(&mut taken).await {
-                Ok(t) => {
-                    tools.extend(t);
-                    servers.push(server);
+    for (name, task) in handles {
+        match task.await {
+            Ok(Ok((server, listed))) => {
+                for t in &listed {
+                    let tool = McpTool::new(server.clone(), t, &taken);
+                    taken.push(tool.exposed().to_string());
+                    tools.push(tool);
                 }
-                Err(e) => errors.push(e),
-            },
-            Err(e) => errors.push(e),
+                servers.push(server);
+            }
+            Ok(Err(e)) => errors.push(e),
+            Err(e) => errors.push(McpError::Protocol {
+                server: name,
+                message: format!("starting it failed inside rein: {e}"),
+            }),
         }
     }
     (servers, tools, errors)
 }
 
-/// Run the futures concurrently and collect their outputs in order.
-async fn futures_join<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = futures.map(tokio::spawn).collect();
-    let mut out = Vec::new();
-    for h in handles {
-        if let Ok(v) = h.await {
-            out.push(v);
-        }
-    }
-    out
-}
+/// Most bytes of stderr read as one line; the rest of a longer line is
+/// dropped (a server writing without newlines must not fill memory).
+const STDERR_LINE_CAP: usize = 4096;
 
-/// Keep the last lines of a server's stderr.
+/// Keep the last lines of a server's stderr, each cut to 300 characters,
+/// reading at most [`STDERR_LINE_CAP`] bytes of any one line.
 async fn keep_tail(stderr: tokio::process::ChildStderr, lines: Arc<Mutex<VecDeque<String>>>) {
-    let mut reader = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = reader.next_line().await {
+    use tokio::io::AsyncReadExt;
+    let mut reader = BufReader::new(stderr);
+    let mut buf = [0u8; 4096];
+    let mut line: Vec<u8> = Vec::new();
+    let push = |line: &mut Vec<u8>| {
+        let text: String = String::from_utf8_lossy(line).chars().take(300).collect();
+        line.clear();
         let mut l = lines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if l.len() == STDERR_LINES {
             l.pop_front();
         }
-        l.push_back(line.chars().take(300).collect());
+        l.push_back(text);
+    };
+    while let Ok(n) = reader.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                push(&mut line);
+            } else if line.len() < STDERR_LINE_CAP {
+                line.push(b);
+            }
+        }
+    }
+    if !line.is_empty() {
+        push(&mut line);
     }
 }
 

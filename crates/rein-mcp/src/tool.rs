@@ -71,6 +71,11 @@ impl McpTool {
     pub fn exposed(&self) -> &str {
         &self.spec.name
     }
+
+    /// The name of the server it belongs to.
+    pub fn server_name(&self) -> &str {
+        self.server.name()
+    }
 }
 
 /// The schema the model and the gate see: the server's, bounded, always

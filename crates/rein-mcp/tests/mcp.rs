@@ -232,9 +232,13 @@ async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others()
 /// A server written to misbehave (JSON-RPC over stdio in Python): names
 /// that are paths and too long, a description of a megabyte, a schema
 /// that is not an object, a tool marked destructive, a tool that hangs
-/// and one that kills the server.
+/// and one that kills the server; it also writes megabytes of stderr
+/// without a newline.
 const HOSTILE: &str = r#"
 import json, sys
+# Five megabytes of stderr on one line: rein keeps a bounded tail.
+sys.stderr.write("e" * 5000000)
+sys.stderr.flush()
 tools = [
     {"name": "../../etc/passwd" + "x" * 200, "description": "d" * 1000000,
      "inputSchema": {"type": "string"}},
@@ -343,5 +347,16 @@ async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
     assert!(
         results[2].is_error && results[2].output.contains("MCP server `bad`"),
         "{results:?}"
+    );
+    // The error quotes the server's stderr, bounded.
+    assert!(
+        results[2].output.contains("it said: eeee"),
+        "{}",
+        results[2].output
+    );
+    assert!(
+        results[2].output.len() < 8_000,
+        "{}",
+        results[2].output.len()
     );
 }

@@ -27,18 +27,25 @@ fn everything() -> Option<PathBuf> {
     }
 }
 
+/// A home whose config.toml starts the reference server as `everything`,
+/// with `more` appended to the file.
+fn with_everything(server: &std::path::Path, more: &str) -> Env {
+    let env = Env::new();
+    let config = format!(
+        "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n{more}",
+        server.display().to_string()
+    );
+    std::fs::write(env.home.path().join("config.toml"), config).unwrap();
+    env
+}
+
 #[test]
 fn a_configured_server_s_tools_run_and_a_broken_one_is_one_note() {
     let Some(server) = everything() else { return };
-    let env = Env::new();
-    std::fs::write(
-        env.home.path().join("config.toml"),
-        format!(
-            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n\n[mcp_servers.broken]\ncommand = \"/nonexistent/server\"\n",
-            server.display().to_string()
-        ),
-    )
-    .unwrap();
+    let env = with_everything(
+        &server,
+        "\n[mcp_servers.broken]\ncommand = \"/nonexistent/server\"\n",
+    );
     let script = env.script(
         "s.json",
         &json!({"turns": [
@@ -131,15 +138,7 @@ fn an_untrusted_project_cannot_start_an_mcp_server() {
 #[test]
 fn a_server_never_sees_reins_keys_only_its_own_env() {
     let Some(server) = everything() else { return };
-    let env = Env::new();
-    std::fs::write(
-        env.home.path().join("config.toml"),
-        format!(
-            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\nenv = {{ \"SERVER_SETTING\" = \"on\" }}\n",
-            server.display().to_string()
-        ),
-    )
-    .unwrap();
+    let env = with_everything(&server, "env = { \"SERVER_SETTING\" = \"on\" }\n");
     let script = env.script(
         "s.json",
         &json!({"turns": [

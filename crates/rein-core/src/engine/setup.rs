@@ -55,15 +55,15 @@ impl AgentEngine {
             system.push_str(note.trim_end());
             system.push('\n');
         }
-        let tokens = counter.count(&system)
-            + tools
-                .iter()
-                .map(|t| {
-                    counter.count(&t.name)
-                        + counter.count(&t.description)
-                        + counter.count(&t.parameters.to_string())
-                })
-                .sum::<u64>();
+        let tool_tokens = tools
+            .iter()
+            .map(|t| {
+                counter.count(&t.name)
+                    + counter.count(&t.description)
+                    + counter.count(&t.parameters.to_string())
+            })
+            .sum::<u64>();
+        let tokens = counter.count(&system) + tool_tokens;
         let chars = (system.len()
             + tools
                 .iter()
@@ -73,6 +73,7 @@ impl AgentEngine {
             system,
             tools,
             tokens,
+            tool_tokens,
             chars,
         }
     }
@@ -173,15 +174,7 @@ impl AgentEngine {
         let count = |text: Option<&str>| text.map_or(0, |t| counter.count(t));
         let instructions =
             count(inputs.agents_md.as_deref()) + count(self.inner.config.system_note.as_deref());
-        let tools = fixed
-            .tools
-            .iter()
-            .map(|t| {
-                counter.count(&t.name)
-                    + counter.count(&t.description)
-                    + counter.count(&t.parameters.to_string())
-            })
-            .sum();
+        let tools = fixed.tool_tokens;
         FixedTokens {
             system_prompt: fixed
                 .tokens
