@@ -190,7 +190,10 @@ const STDERR_LINE_CAP: usize = 4096;
 
 /// Keep the last lines of a server's stderr, each cut to 300 characters,
 /// reading at most [`STDERR_LINE_CAP`] bytes of any one line.
-async fn keep_tail(stderr: tokio::process::ChildStderr, lines: Arc<Mutex<VecDeque<String>>>) {
+async fn keep_tail<R>(stderr: R, lines: Arc<Mutex<VecDeque<String>>>)
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
     use tokio::io::AsyncReadExt;
     let mut reader = BufReader::new(stderr);
     let mut buf = [0u8; 4096];
@@ -235,5 +238,33 @@ fn tail(lines: &Mutex<VecDeque<String>>) -> String {
             "; it said: {}",
             l.iter().cloned().collect::<Vec<_>>().join(" | ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Megabytes without a newline become one line of 300 characters; the
+    /// lines after it are kept, the oldest dropped past the limit.
+    #[tokio::test]
+    async fn the_stderr_tail_is_bounded() {
+        let mut input = vec![b'e'; 5_000_000];
+        for i in 0..30 {
+            input.extend_from_slice(format!("\nline {i}").as_bytes());
+        }
+        let lines = Arc::new(Mutex::new(VecDeque::new()));
+        keep_tail(&input[..], lines.clone()).await;
+        {
+            let kept = lines.lock().unwrap();
+            assert_eq!(kept.len(), STDERR_LINES);
+            assert_eq!(kept.back().map(String::as_str), Some("line 29"));
+            assert!(kept.iter().all(|l| l.len() <= 300));
+        }
+        let mut one = Arc::new(Mutex::new(VecDeque::new()));
+        keep_tail(&vec![b'x'; 1_000_000][..], one.clone()).await;
+        let one = Arc::get_mut(&mut one).unwrap().get_mut().unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].len(), 300);
     }
 }

@@ -348,12 +348,9 @@ async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
         results[2].is_error && results[2].output.contains("MCP server `bad`"),
         "{results:?}"
     );
-    // The error quotes the server's stderr, bounded.
-    assert!(
-        results[2].output.contains("it said: eeee"),
-        "{}",
-        results[2].output
-    );
+    // Whatever of its stderr the error quotes is bounded (the tail itself
+    // is tested in server.rs: when the crash comes, the reader may not
+    // have seen the megabytes yet).
     assert!(
         results[2].output.len() < 8_000,
         "{}",
