@@ -107,10 +107,13 @@ fn small(processes: u64) -> CommandLimits {
     }
 }
 
-/// Live processes whose command line contains `needle`, each as its
-/// `/proc/PID/stat` line (zombies, already dead and waiting to be reaped,
-/// are not counted).
-fn processes(needle: &str) -> Vec<String> {
+/// Live processes whose command line contains `needle` and that started
+/// at or after `since` (clock ticks after boot, as `/proc/PID/stat` counts
+/// them), each as its `/proc/PID/stat` line. Zombies, already dead and
+/// waiting to be reaped, are not counted; neither is a process that was
+/// running before the test began (another program on a CI machine may
+/// have a bomb's words in its command line).
+fn processes(needle: &str, since: u64) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -125,21 +128,40 @@ fn processes(needle: &str) -> Vec<String> {
         })
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
         .filter(|stat| {
-            // The state follows the command name in parentheses.
-            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.as_bytes()[0]);
-            !matches!(state, Some(b'Z' | b'X'))
+            // The fields after the command name in parentheses: the state
+            // is field 3 and the start time field 22.
+            let Some((_, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let live = !matches!(fields.first(), Some(&("Z" | "X")));
+            let started = fields.get(19).and_then(|t| t.parse::<u64>().ok());
+            live && started.is_none_or(|t| t >= since)
         })
         .collect()
+}
+
+/// Clock ticks since boot now, in the unit of `/proc/PID/stat`'s start
+/// time: read as the start time of a child started this instant.
+fn ticks_now() -> u64 {
+    let out = std::process::Command::new("cat")
+        .arg("/proc/self/stat")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.rsplit_once(") ")
+        .and_then(|(_, rest)| rest.split_whitespace().nth(19)?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Live processes matching `needle` once the machine has had up to ten
 /// seconds to tear down what was killed (a SIGKILLed process on a loaded
 /// machine takes a moment to disappear; one still running after that is
 /// left behind).
-fn left_behind(needle: &str) -> Vec<String> {
+fn left_behind(needle: &str, since: u64) -> Vec<String> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let left = processes(needle);
+        let left = processes(needle, since);
         if left.is_empty() || std::time::Instant::now() >= deadline {
             return left;
         }
@@ -186,6 +208,8 @@ async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
         return;
     }
     let lim = Lim::new().await;
+    // Only processes started from here on can be the bombs'.
+    let since = ticks_now();
     // No other test's command runs while a bomb floods the machine.
     let _machine = crate::common::machine_alone().await;
     let mut bombs = vec![(
@@ -198,11 +222,11 @@ async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
     if have("python3", &["-c", "pass"]) {
         bombs.push((
             "python",
-            "python3 -c \"import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\"".into(),
+            "python3 -c \"import os  # bomb_rein_python\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\"".into(),
         ));
     }
     if have("perl", &["-e", "1"]) {
-        bombs.push(("perl", "perl -e 'fork while 1'".into()));
+        bombs.push(("perl", "perl -e 'fork while 1; # bomb_rein_perl'".into()));
     }
     for (name, bomb) in bombs {
         let started = std::time::Instant::now();
@@ -221,8 +245,8 @@ async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
                 "{name}: the observation does not name the process limit:\n{shown}"
             );
         }
-        for needle in ["bomb_rein_bash", "while True", "fork while 1"] {
-            let left = left_behind(needle);
+        for needle in ["bomb_rein_bash", "bomb_rein_python", "bomb_rein_perl"] {
+            let left = left_behind(needle, since);
             assert!(
                 left.is_empty(),
                 "{name}: `{needle}` processes left: {left:#?}"
