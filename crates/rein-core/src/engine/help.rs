@@ -3,8 +3,9 @@
 //! (decided in the run), and a nudge when it answers right after a failed
 //! call, or its answer shows a change it never made (for a file it never
 //! read: read it first; for one it read: make the change) or talks about a
-//! file it never opened: each kind of nudge at most once per run, so a run
-//! gets four at most (read with `rein eval`: a model nudged to apply a fix
+//! file it never opened, or ends a task that asked for a change while no
+//! file changed: each kind of nudge at most once per run, so a run gets
+//! five at most (read with `rein eval`: a model nudged to apply a fix
 //! it guessed fails the edit and answers again; told to read first, it
 //! reads, then shows the right fix without making it).
 //!
@@ -29,6 +30,10 @@ pub(crate) struct Looked {
     pub last_round_failed: bool,
     /// The next answer must call a tool (the one after a nudge).
     pub act_next: bool,
+    /// The request asks for a change: the workspace as it was when the
+    /// run began, to tell whether anything changed since (a command may
+    /// have written files no file tool reported).
+    pub change_asked: Option<Snapshot>,
 }
 
 /// Most bytes of call arguments kept in [`Looked::seen`].
@@ -57,6 +62,8 @@ pub(crate) enum NudgeKind {
     UnappliedChange,
     /// The answer names a file no call of the run ever named.
     UnreadFile,
+    /// The request asks for a change and no file changed.
+    UnmadeChange,
 }
 
 /// The nudge for an answer that ends the run, if it needs one of a kind
@@ -108,14 +115,96 @@ pub(crate) fn nudge(
             ));
         }
     }
-    let unread = unread.filter(|_| fresh(NudgeKind::UnreadFile))?;
-    Some((
-        NudgeKind::UnreadFile,
-        format!(
-            "[rein] You answered about {unread} without opening it. Read it first (read_file, or \
-             a command that prints it), then answer from what it holds."
-        ),
-    ))
+    if let Some(unread) = unread.filter(|_| fresh(NudgeKind::UnreadFile)) {
+        return Some((
+            NudgeKind::UnreadFile,
+            format!(
+                "[rein] You answered about {unread} without opening it. Read it first \
+                 (read_file, or a command that prints it), then answer from what it holds."
+            ),
+        ));
+    }
+    let unchanged = looked
+        .change_asked
+        .as_ref()
+        .is_some_and(|before| !looked.wrote && *before == Snapshot::take(workspace));
+    (unchanged && fresh(NudgeKind::UnmadeChange)).then(|| {
+        (
+            NudgeKind::UnmadeChange,
+            "[rein] The task asks for a change, but no file has changed. Make the change now \
+             with edit_file or write_file (read the file first if you have not), then answer in \
+             a sentence. If nothing needs to change, say why."
+                .to_string(),
+        )
+    })
+}
+
+/// Verbs that, as a sentence's command, ask for files to change.
+const CHANGE_VERBS: &[&str] = &[
+    "add", "append", "bump", "change", "correct", "create", "decrease", "delete", "edit", "fix",
+    "implement", "increase", "insert", "lower", "make", "move", "put", "raise", "refactor",
+    "remove", "rename", "replace", "rewrite", "save", "set", "update", "write",
+];
+
+/// Whether `prompt` asks for a change: some sentence not ending in a
+/// question mark has a change verb as its command (first, or after "and",
+/// "then", "please", "also" or a comma), as in "Find and fix the bug" or
+/// "run the test, then fix calc.py"; "What is the timeout set to?" does
+/// not.
+pub(crate) fn asks_for_change(prompt: &str) -> bool {
+    prompt
+        .split_inclusive(['.', '!', '?', '\n', ';', ':'])
+        .filter(|sentence| !sentence.trim_end().ends_with('?'))
+        .any(|sentence| {
+            let mut command_next = true;
+            sentence.split_whitespace().any(|raw| {
+                let word = raw
+                    .trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase();
+                let is_command = command_next && CHANGE_VERBS.contains(&word.as_str());
+                command_next = matches!(word.as_str(), "and" | "then" | "please" | "also")
+                    || raw.ends_with(',');
+                is_command
+            })
+        })
+}
+
+/// Most files a [`Snapshot`] records.
+const SNAPSHOT_FILES: usize = 2_000;
+
+/// The workspace's files two levels deep (hidden ones skipped), each with
+/// its size and modification time: enough to tell that a run changed
+/// nothing. Bounded, and symlinks are not followed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Snapshot(Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>);
+
+impl Snapshot {
+    pub fn take(workspace: &Path) -> Snapshot {
+        let mut files = Vec::new();
+        let mut dirs = vec![(workspace.to_path_buf(), 0)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let Ok(read) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in read.flatten() {
+                if files.len() >= SNAPSHOT_FILES {
+                    break;
+                }
+                let hidden = entry.file_name().as_encoded_bytes().starts_with(b".");
+                let Ok(meta) = entry.metadata() else { continue };
+                if hidden {
+                    continue;
+                }
+                if meta.is_dir() && depth < 1 {
+                    dirs.push((entry.path(), depth + 1));
+                } else if meta.is_file() {
+                    files.push((entry.path(), meta.len(), meta.modified().ok()));
+                }
+            }
+        }
+        files.sort();
+        Snapshot(files)
+    }
 }
 
 fn file_name(path: &str) -> &str {
@@ -273,6 +362,54 @@ mod tests {
         assert!(n.contains("make it now"), "{n}");
         looked.nudged.push(kind);
         assert_eq!(nudge(answer, &looked, ws.path()), None);
+    }
+
+    #[test]
+    fn requests_for_a_change_are_told_from_questions() {
+        for asked in [
+            "Fix calc.py.",
+            "The test suite fails: run python3 test_calc.py, find the bug and fix it.",
+            "Run the tests, then update the README",
+            "Please rename Usr to User.",
+            "Add up the numbers and write the total to total.txt.",
+        ] {
+            assert!(asks_for_change(asked), "{asked}");
+        }
+        for question in [
+            "What is the timeout set to?",
+            "How many rows does data.csv have? Answer with the number.",
+            "Which file defines the class that makes invoices?",
+            "Read secret.txt and tell me the code word.",
+        ] {
+            assert!(!asks_for_change(question), "{question}");
+        }
+    }
+
+    /// Asked for a change, the model read the file and explained the fix
+    /// in words: it is told once to make it. A file written by a command
+    /// counts as a change, so no nudge then.
+    #[test]
+    fn a_change_asked_for_and_never_made_is_nudged_once() {
+        let ws = workspace();
+        let mut looked = Looked {
+            change_asked: Some(Snapshot::take(ws.path())),
+            ..Looked::default()
+        };
+        looked.saw(r#"{"path":"calc.py"}"#);
+        let answer = "The bug is in calc.py: f should return 1.";
+        let (kind, n) = nudge(answer, &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::UnmadeChange);
+        assert!(n.contains("no file has changed"), "{n}");
+        looked.nudged.push(kind);
+        assert_eq!(nudge(answer, &looked, ws.path()), None);
+
+        let ws = workspace();
+        let looked = Looked {
+            change_asked: Some(Snapshot::take(ws.path())),
+            ..Looked::default()
+        };
+        std::fs::write(ws.path().join("total.txt"), "3\n").unwrap();
+        assert_eq!(nudge("The total is 3.", &looked, ws.path()), None);
     }
 
     #[test]

@@ -252,6 +252,12 @@ impl AgentEngine {
         // The first turn must look when there is something to look at (the
         // lean prompt lists it; only the small profile requires the call).
         let first_call_required = inner.config.helps(Lever::FirstCall) && inputs.files.is_some();
+        // A request for a change keeps the workspace as it was, for the
+        // nudge when the run would end with nothing changed.
+        let mut looked = help::Looked::default();
+        if inner.config.helps(Lever::Nudge) && help::asks_for_change(&request.prompt) {
+            looked.change_asked = Some(help::Snapshot::take(&inner.workspace));
+        }
         Ok(Run {
             conv,
             track,
@@ -264,7 +270,7 @@ impl AgentEngine {
             inputs,
             started: tokio::time::Instant::now(),
             first_call_required,
-            looked: help::Looked::default(),
+            looked,
         })
     }
 

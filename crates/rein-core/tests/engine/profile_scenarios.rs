@@ -132,6 +132,43 @@ async fn an_answer_about_a_file_never_opened_is_nudged_once_and_the_run_goes_on(
     );
 }
 
+/// Asked to fix a file, the model reads it and explains the fix in
+/// words: it is told once to make the change, and its next turn must act.
+/// A question about the same file gets no such nudge.
+#[tokio::test]
+async fn a_fix_explained_but_never_made_is_nudged_once_to_make_it() {
+    let script = || {
+        Scripted::new(vec![
+            Ok(calls(&[("c1", "sleep", json!({"ms": 1, "label": "calc.py"}))])),
+            Ok(text("The bug is in calc.py: it divides by the wrong count.")),
+            Ok(calls(&[("c2", "sleep", json!({"ms": 1, "label": "calc.py"}))])),
+            Ok(text("calc.py divides by the wrong count.")),
+        ])
+    };
+    let ws = workspace_with(&[("calc.py", "def mean(xs): return sum(xs) / 2\n")]);
+    let h = small_harness(script(), ws.path());
+    let (outcome, events) = h.run(RunRequest::new("Fix the bug in calc.py.")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(outcome.turns, 4, "nudged once, then the answer ends the run");
+    assert_eq!(
+        h.provider.requests()[2].tool_choice,
+        ToolChoice::Required,
+        "the turn after the nudge must act"
+    );
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::Notice { message } if message.contains("no file has changed"))
+        ),
+        "{events:?}"
+    );
+
+    let h = small_harness(script(), ws.path());
+    let (outcome, events) = h
+        .run(RunRequest::new("What is wrong with calc.py?"))
+        .await;
+    assert_eq!(outcome.turns, 2, "a question ends with its answer: {events:?}");
+}
+
 #[tokio::test]
 async fn the_full_profile_never_nudges() {
     let ws = workspace_with(&[("data.csv", "a\n1\n2\n")]);
