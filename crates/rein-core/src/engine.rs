@@ -48,7 +48,7 @@ use crate::schema::{AssistantMessage, Message, ToolCall, ToolResult, Usage};
 use crate::store::{NewSession, SessionStore, StoreError};
 use crate::text::preview;
 use crate::tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, TokenCounter};
-use crate::tool::OutputSpill;
+use crate::tool::{LateTools, OutputSpill};
 use crate::tool::{Tool, ToolContext};
 
 /// A failure to build an engine.
@@ -189,6 +189,16 @@ impl AgentEngine {
             Err(poisoned) => poisoned.into_inner(),
         };
         *gate = Arc::new(gate.with_added(tools));
+    }
+
+    /// Offer `tools` instead of the tools `drop` names, from the next turn
+    /// on (a server's tool list changed: its old tools go, the new come).
+    pub fn replace_tools(&self, drop: impl Fn(&str) -> bool, tools: Vec<Arc<dyn Tool>>) {
+        let mut gate = match self.inner.gate.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *gate = Arc::new(gate.with_replaced(drop, tools));
     }
 
     pub fn store(&self) -> &Arc<dyn SessionStore> {

@@ -19,7 +19,7 @@ use crate::permission::{PermissionMode, Permissions, Rule};
 use crate::schema::{ToolCall, ToolResult, ToolSpec};
 use crate::schema_check;
 use crate::text::truncate_middle;
-use crate::tool::{OutputSpill, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
+use crate::tool::{LateTools, OutputSpill, Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
 
 /// How a call's error starts when the model named no offered tool (eval
 /// reports count these).
@@ -92,6 +92,8 @@ pub struct Gate {
     semaphore: Option<Arc<Semaphore>>,
     spill: Option<Arc<dyn OutputSpill>>,
     hooks: Vec<Arc<dyn CallHook>>,
+    /// Where a call naming a tool the gate lacks waits for it to arrive.
+    late: Option<Arc<dyn LateTools>>,
 }
 
 /// The permission state of one run, shared by its calls.
@@ -199,6 +201,7 @@ impl Gate {
             limits,
             spill: None,
             hooks: Vec::new(),
+            late: None,
         };
         for tool in tools {
             gate.register(tool);
@@ -239,6 +242,21 @@ impl Gate {
         self
     }
 
+    /// Ask `late` for a tool a call names that this gate does not have.
+    pub fn with_late_tools(mut self, late: Arc<dyn LateTools>) -> Self {
+        self.late = Some(late);
+        self
+    }
+
+    /// This gate without the tools `drop` names, and with `tools` added.
+    pub fn with_replaced(&self, drop: impl Fn(&str) -> bool, tools: Vec<Arc<dyn Tool>>) -> Gate {
+        let mut gate = self.narrowed(|name| !drop(name));
+        for tool in tools {
+            gate.register(tool);
+        }
+        gate
+    }
+
     /// Run `hook` on every call, after the hooks added before it.
     pub fn with_hook(mut self, hook: Arc<dyn CallHook>) -> Self {
         self.hooks.push(hook);
@@ -257,6 +275,7 @@ impl Gate {
             semaphore: self.semaphore.clone(),
             spill: self.spill.clone(),
             hooks: self.hooks.clone(),
+            late: self.late.clone(),
         };
         for t in self.tools.iter().filter(|t| keep(&t.spec.name)) {
             gate.by_name.insert(t.spec.name.clone(), gate.tools.len());
@@ -403,6 +422,21 @@ impl Gate {
         truncate_middle(&content, limits.max_output_bytes)
     }
 
+    /// The error for a call naming no tool there is, with the tools the
+    /// mode offers.
+    fn unknown_tool(&self, call: &ToolCall, policy: &RunPolicy) -> ToolError {
+        let available: Vec<String> = self
+            .specs(policy.mode)
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        ToolError(format!(
+            "{UNKNOWN_TOOL}{}`. Available tools: {}.",
+            call.name,
+            available.join(", ")
+        ))
+    }
+
     async fn run_inner(
         &self,
         call: &ToolCall,
@@ -412,17 +446,26 @@ impl Gate {
         events: &GateEvents,
         effects: &mut CallEffects,
     ) -> Result<ToolOutput, ToolError> {
-        let Some(entry) = self.by_name.get(&call.name).map(|&i| &self.tools[i]) else {
-            let available: Vec<String> = self
-                .specs(policy.mode)
-                .into_iter()
-                .map(|s| s.name)
-                .collect();
-            return Err(ToolError(format!(
-                "{UNKNOWN_TOOL}{}`. Available tools: {}.",
-                call.name,
-                available.join(", ")
-            )));
+        let arrived;
+        let entry = match self.by_name.get(&call.name) {
+            Some(&i) => &self.tools[i],
+            None => {
+                // A tool that arrives late (a server still starting) is
+                // waited for; the wait is bounded by its source.
+                let late = match &self.late {
+                    Some(late) => late.wait_for(&call.name).await,
+                    None => None,
+                };
+                let Some(tool) = late else {
+                    return Err(self.unknown_tool(call, policy));
+                };
+                arrived = Registered {
+                    access: tool.access(),
+                    spec: tool.spec(),
+                    tool,
+                };
+                &arrived
+            }
         };
         if !policy.mode.offers(entry.access) {
             return Err(ToolError(policy.mode.not_offered(&call.name)));

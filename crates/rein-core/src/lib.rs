@@ -61,5 +61,6 @@ pub use store::{CompactionRecord, NewSession, SessionInfo, SessionStore, StoreEr
 pub use tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, Pricing, TokenCounter};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    OutputSpill, PathLock, SpillError, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+    LateTools, OutputSpill, PathLock, SpillError, Tool, ToolAccess, ToolContext, ToolError,
+    ToolOutput,
 };

@@ -76,6 +76,18 @@ pub trait OutputSpill: Send + Sync {
     }
 }
 
+/// Tools that may arrive after the engine was built: an MCP server still
+/// starting offers its tools when it is ready. A call naming a tool the
+/// gate does not have asks here before it fails as unknown, so a call to
+/// a tool of a server that is still starting waits for it (bounded by the
+/// source) instead of failing.
+#[async_trait]
+pub trait LateTools: Send + Sync {
+    /// The tool `name`, once whatever would offer it is ready; `None` at
+    /// once when nothing pending could offer it.
+    async fn wait_for(&self, name: &str) -> Option<Arc<dyn Tool>>;
+}
+
 /// Why a big output could not be saved (the model then gets it cut).
 #[derive(Debug, thiserror::Error)]
 pub enum SpillError {

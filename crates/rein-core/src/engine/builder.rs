@@ -71,6 +71,7 @@ pub struct AgentEngineBuilder {
     project_rules: Option<Arc<dyn ProjectRules>>,
     spill: Option<Arc<dyn OutputSpill>>,
     hooks: Vec<Arc<dyn CallHook>>,
+    late: Option<Arc<dyn LateTools>>,
 }
 
 impl AgentEngineBuilder {
@@ -145,6 +146,13 @@ impl AgentEngineBuilder {
     /// `GateLimits::spill_bytes`).
     pub fn output_spill(mut self, spill: Arc<dyn OutputSpill>) -> Self {
         self.spill = Some(spill);
+        self
+    }
+
+    /// Where tools that arrive after the build come from (MCP servers still
+    /// starting): a call to one waits for it instead of failing.
+    pub fn late_tools(mut self, late: Arc<dyn LateTools>) -> Self {
+        self.late = Some(late);
         self
     }
 
@@ -244,6 +252,9 @@ impl AgentEngineBuilder {
         for hook in self.hooks {
             gate = gate.with_hook(hook);
         }
+        if let Some(late) = self.late {
+            gate = gate.with_late_tools(late);
+        }
         Ok(AgentEngine {
             inner: Arc::new(Inner {
                 provider: std::sync::RwLock::new(self.provider),
@@ -273,6 +284,7 @@ impl AgentEngine {
             project_rules: None,
             spill: None,
             hooks: Vec::new(),
+            late: None,
         }
     }
 }

@@ -141,9 +141,33 @@ pub(crate) fn nudge(
 
 /// Verbs that, as a sentence's command, ask for files to change.
 const CHANGE_VERBS: &[&str] = &[
-    "add", "append", "bump", "change", "correct", "create", "decrease", "delete", "edit", "fix",
-    "implement", "increase", "insert", "lower", "make", "move", "put", "raise", "refactor",
-    "remove", "rename", "replace", "rewrite", "save", "set", "update", "write",
+    "add",
+    "append",
+    "bump",
+    "change",
+    "correct",
+    "create",
+    "decrease",
+    "delete",
+    "edit",
+    "fix",
+    "implement",
+    "increase",
+    "insert",
+    "lower",
+    "make",
+    "move",
+    "put",
+    "raise",
+    "refactor",
+    "remove",
+    "rename",
+    "replace",
+    "rewrite",
+    "save",
+    "set",
+    "update",
+    "write",
 ];
 
 /// Whether `prompt` asks for a change: some sentence not ending in a

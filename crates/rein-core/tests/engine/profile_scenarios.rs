@@ -139,9 +139,19 @@ async fn an_answer_about_a_file_never_opened_is_nudged_once_and_the_run_goes_on(
 async fn a_fix_explained_but_never_made_is_nudged_once_to_make_it() {
     let script = || {
         Scripted::new(vec![
-            Ok(calls(&[("c1", "sleep", json!({"ms": 1, "label": "calc.py"}))])),
-            Ok(text("The bug is in calc.py: it divides by the wrong count.")),
-            Ok(calls(&[("c2", "sleep", json!({"ms": 1, "label": "calc.py"}))])),
+            Ok(calls(&[(
+                "c1",
+                "sleep",
+                json!({"ms": 1, "label": "calc.py"}),
+            )])),
+            Ok(text(
+                "The bug is in calc.py: it divides by the wrong count.",
+            )),
+            Ok(calls(&[(
+                "c2",
+                "sleep",
+                json!({"ms": 1, "label": "calc.py"}),
+            )])),
             Ok(text("calc.py divides by the wrong count.")),
         ])
     };
@@ -149,7 +159,10 @@ async fn a_fix_explained_but_never_made_is_nudged_once_to_make_it() {
     let h = small_harness(script(), ws.path());
     let (outcome, events) = h.run(RunRequest::new("Fix the bug in calc.py.")).await;
     assert_eq!(outcome.reason, StopReason::Completed);
-    assert_eq!(outcome.turns, 4, "nudged once, then the answer ends the run");
+    assert_eq!(
+        outcome.turns, 4,
+        "nudged once, then the answer ends the run"
+    );
     assert_eq!(
         h.provider.requests()[2].tool_choice,
         ToolChoice::Required,
@@ -163,10 +176,11 @@ async fn a_fix_explained_but_never_made_is_nudged_once_to_make_it() {
     );
 
     let h = small_harness(script(), ws.path());
-    let (outcome, events) = h
-        .run(RunRequest::new("What is wrong with calc.py?"))
-        .await;
-    assert_eq!(outcome.turns, 2, "a question ends with its answer: {events:?}");
+    let (outcome, events) = h.run(RunRequest::new("What is wrong with calc.py?")).await;
+    assert_eq!(
+        outcome.turns, 2,
+        "a question ends with its answer: {events:?}"
+    );
 }
 
 #[tokio::test]

@@ -393,3 +393,68 @@ async fn tools_added_while_a_run_goes_on_are_offered_and_run_from_the_next_turn(
     let obs = tool_results(&requests[2].messages);
     assert_eq!(obs.last().unwrap().output, "written");
 }
+
+/// A source of tools that arrive late: `write` after a moment, nothing
+/// else ever.
+struct SlowServer;
+
+#[async_trait::async_trait]
+impl LateTools for SlowServer {
+    async fn wait_for(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        if name != "write" {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        Some(Arc::new(Writer(Arc::new(Mutex::new(0)))))
+    }
+}
+
+/// A call to a tool whose server is still starting waits for it and runs;
+/// a call to a tool nothing will offer fails at once as unknown.
+#[tokio::test]
+async fn a_call_to_a_tool_that_arrives_late_waits_for_it() {
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[
+                ("w", "write", json!({"path": "x"})),
+                ("n", "nowhere", json!({})),
+            ])),
+            Ok(text("done")),
+        ]),
+        |b| b.late_tools(Arc::new(SlowServer)),
+    );
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
+    let obs = tool_results(&h.provider.requests()[1].messages);
+    assert_eq!(obs[0].output, "written");
+    assert!(!obs[0].is_error);
+    assert!(obs[1].is_error);
+    assert!(
+        obs[1].output.contains("unknown tool `nowhere`"),
+        "{}",
+        obs[1].output
+    );
+}
+
+/// Replacing tools (a server's list changed) drops the old ones and
+/// offers the new ones from the next request.
+#[tokio::test]
+async fn replaced_tools_are_gone_and_the_new_ones_offered() {
+    let h = harness(Scripted::new(vec![Ok(text("a")), Ok(text("b"))]), |b| b);
+    h.run(RunRequest::new("one")).await;
+    h.engine.replace_tools(
+        |name| name == "sleep",
+        vec![Arc::new(Writer(Arc::new(Mutex::new(0))))],
+    );
+    h.run(RunRequest::new("two")).await;
+    let names = |i: usize| -> Vec<String> {
+        h.provider.requests()[i]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    assert!(names(0).contains(&"sleep".to_string()), "{:?}", names(0));
+    assert!(!names(1).contains(&"sleep".to_string()), "{:?}", names(1));
+    assert!(names(1).contains(&"write".to_string()), "{:?}", names(1));
+}
