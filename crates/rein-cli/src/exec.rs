@@ -183,15 +183,26 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
 
     let memory = crate::memory::for_run(&cfg, &workspace).await;
-    let (mcp, notes) = crate::mcp::start(&cfg, &workspace).await;
-    for note in notes {
+    let (mcp, note) = mcp_servers(&cfg, &workspace, provider.as_ref());
+    if let Some(note) = note {
         output::err(&format!("note: {note}"));
     }
-    let builder = engine_builder(&cfg, &workspace, mode, provider, store, &memory, &mcp.tools);
+    let builder = engine_builder(
+        &cfg,
+        &workspace,
+        mode,
+        provider,
+        store,
+        &memory,
+        mcp.as_ref(),
+    );
     let engine = builder
         .build()
         .context("cannot start the engine")
         .map_err(Failure::usage)?;
+    if let Some(hub) = &mcp {
+        crate::mcp::follow(hub, &engine, |line| output::err(&format!("note: {line}")));
+    }
 
     let cancel = CancellationToken::new();
     watch_signals(cancel.clone(), args.json);
@@ -230,7 +241,7 @@ pub fn engine_builder(
     provider: Arc<dyn rein_core::Provider>,
     store: Arc<SqliteStore>,
     memory: &crate::memory::RunMemory,
-    mcp_tools: &[Arc<dyn rein_core::Tool>],
+    mcp: Option<&Arc<rein_mcp::McpHub>>,
 ) -> rein_core::AgentEngineBuilder {
     let profile = profile_for(cfg, provider.as_ref());
     let mut builder = AgentEngine::builder(provider, store)
@@ -243,11 +254,18 @@ pub fn engine_builder(
     builder = if gives(Lever::Tools) {
         builder.tools(rein_tools::small_model_tools())
     } else {
-        builder
+        let builder = builder
             .tools(rein_tools::builtin_tools())
             .tools(memory.tools.clone())
-            .tools(mcp_tools.to_vec())
-            .system_note(memory.note.clone())
+            .system_note(memory.note.clone());
+        // The servers' tools come as each server is ready; a call to one
+        // still starting waits for it.
+        match mcp {
+            Some(hub) => builder
+                .tools(hub.tools())
+                .late_tools(hub.clone() as Arc<dyn rein_core::LateTools>),
+            None => builder,
+        }
     };
     if gives(Lever::ReadFirst) {
         builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));
@@ -285,6 +303,26 @@ pub fn engine_builder(
         builder = builder.max_wall_time(t);
     }
     builder
+}
+
+/// The run's MCP servers, started in the background; none when there are
+/// none, or when the profile offers its six tools only (then the note
+/// says how to have them).
+pub fn mcp_servers(
+    cfg: &Config,
+    workspace: &Path,
+    provider: &dyn rein_core::Provider,
+) -> (Option<Arc<rein_mcp::McpHub>>, Option<String>) {
+    let profile = profile_for(cfg, provider);
+    if profile.helps(Lever::Tools, &cfg.without) {
+        let note = cfg.mcp_servers.iter().any(|s| s.enabled).then(|| {
+            "MCP servers are not started: the small profile offers six tools \
+             (`--profile full` offers every tool, MCP servers' included)"
+                .to_string()
+        });
+        return (None, note);
+    }
+    (crate::mcp::start(cfg, workspace), None)
 }
 
 /// Embedded models at most this large (the file) get the small profile

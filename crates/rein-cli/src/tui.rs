@@ -8,8 +8,8 @@ use rein_core::Approvals;
 use crate::cli::AppArgs;
 use crate::config::Config;
 use crate::exec::{
-    engine_builder, load_config, open_store, resolve_workspace, resume_target, safety_warning,
-    start_mode,
+    engine_builder, load_config, mcp_servers, open_store, resolve_workspace, resume_target,
+    safety_warning, start_mode,
 };
 use crate::exit::Failure;
 use crate::providers;
@@ -44,13 +44,13 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let model = first.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     let memory = crate::memory::for_run(&cfg, &workspace).await;
-    let (mcp, mcp_notes) = crate::mcp::start(&cfg, &workspace).await;
+    let (mcp, mcp_note) = mcp_servers(&cfg, &workspace, first.as_ref());
 
     let mut notices: Vec<String> = safety_warning(mode).into_iter().collect();
     if !trusted {
         notices.extend(report.untrusted_line());
     }
-    notices.extend(mcp_notes);
+    notices.extend(mcp_note);
 
     let home = cfg.home.clone();
     let model_choices = crate::model::choices(&cfg.home);
@@ -62,12 +62,24 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         first,
         store.clone(),
         &memory,
-        &mcp.tools,
+        mcp.as_ref(),
     )
     .approvals(Approvals::Events)
     .build()
     .context("cannot start the engine")
     .map_err(Failure::usage)?;
+    // Servers that fail after the app opened are told as notices; `/mcp`
+    // shows them all.
+    let mcp = mcp.map(|hub| {
+        let (tx, notes) = tokio::sync::mpsc::unbounded_channel();
+        crate::mcp::follow(&hub, &engine, move |line| {
+            let _ = tx.send(line);
+        });
+        rein_tui::McpView {
+            status: Box::new(move || crate::mcp::status_lines(&hub)),
+            notes,
+        }
+    });
     // `/model`: only a provider is built; the engine switches to it.
     let providers = move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
         let mut c = cfg.clone();
@@ -91,6 +103,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         notices,
         alternate_screen,
         prompt: args.prompt,
+        mcp,
     };
     let session = rein_tui::run(setup)
         .await

@@ -11,7 +11,9 @@ pub enum McpError {
         source: std::io::Error,
     },
     /// The server did not complete the MCP handshake in time.
-    #[error("MCP server `{server}` did not answer the MCP handshake within {secs} s")]
+    #[error(
+        "MCP server `{server}`: did not start within {secs} s (the MCP handshake and its tool list)"
+    )]
     StartupTimeout { server: String, secs: u64 },
     /// The handshake or a request failed.
     #[error("MCP server `{server}`: {message}")]

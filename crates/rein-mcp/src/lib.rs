@@ -1,11 +1,17 @@
 //! rein's Model Context Protocol client.
 //!
-//! A server configured by the user (`[mcp_servers.NAME]` in rein's own
-//! config.toml) is started as a child process speaking MCP over stdio
-//! (through the `rmcp` SDK); its tools are offered to the model as
-//! `mcp__SERVER__TOOL` and every call goes through rein's one gate like a
-//! built-in tool: permission rules (`mcp__github__*`), approvals, the
-//! per-call timeout, cancellation, output caps and spill.
+//! The servers configured by the user (`[mcp_servers.NAME]` in rein's own
+//! config.toml) are started by an [`McpHub`] as child processes speaking
+//! MCP over stdio (through the `rmcp` SDK), side by side and in the
+//! background: the first model request never waits for them. Each ready
+//! server's tools are offered as `mcp__SERVER__TOOL`; a call to a tool of
+//! a server still starting waits for it (the engine's late tools); a
+//! server that says its tool list changed has it read again, and the
+//! run's tools follow from the next turn; one that dies is started again
+//! once. Every call goes through rein's one gate like a built-in tool:
+//! permission rules (`mcp__github__*`), approvals, the per-call timeout,
+//! cancellation, output caps and spill. A server's stderr goes to its log
+//! file (`$REIN_HOME/logs/mcp/SERVER.log`), never the screen.
 //!
 //! What a server sends is bounded and cleaned: tool names become what every
 //! wire API accepts, descriptions and schemas are capped, results are read
@@ -15,15 +21,19 @@
 //! one it calls destructive asks in every mode unless a rule names it
 //! exactly (`mcp__db__drop_table`).
 
+mod client;
 mod config;
 mod content;
 mod error;
+mod hub;
 mod naming;
 mod server;
+mod stderr;
 mod tool;
 
 pub use config::McpServerConfig;
 pub use error::McpError;
-pub use naming::exposed_name;
-pub use server::{McpServer, start_all};
+pub use hub::McpHub;
+pub use naming::{exposed_name, server_prefixes};
+pub use server::{Launch, McpServer, ServerReport, ServerStatus};
 pub use tool::McpTool;

@@ -17,11 +17,44 @@ fn clean(part: &str) -> String {
         .collect()
 }
 
-/// `mcp__SERVER__TOOL`, cleaned and cut to 64 characters; `taken` holds the
-/// names already given, and a name that would repeat one gets a numbered
-/// suffix.
-pub fn exposed_name(server: &str, tool: &str, taken: &[String]) -> String {
-    let base: String = format!("mcp__{}__{}", clean(server), clean(tool))
+/// Most characters of the `SERVER` part, so every tool keeps a name of its
+/// own within the 64.
+const SERVER_MAX: usize = 24;
+
+/// The `SERVER` part of each server's tool names, in order: cleaned, with
+/// no `__` inside (so `mcp__a__b__c` can only be server `a`'s tool `b__c`),
+/// cut, and numbered where two would be the same.
+pub fn server_prefixes(names: &[&str]) -> Vec<String> {
+    let mut given: Vec<String> = Vec::new();
+    for name in names {
+        let mut base = clean(name);
+        while base.contains("__") {
+            base = base.replace("__", "_");
+        }
+        let base: String = base.chars().take(SERVER_MAX).collect();
+        let base = if base.is_empty() {
+            "server".to_string()
+        } else {
+            base
+        };
+        let mut prefix = base.clone();
+        let mut n = 2;
+        while given.contains(&prefix) {
+            let suffix = format!("-{n}");
+            let keep = SERVER_MAX - suffix.len();
+            prefix = format!("{}{suffix}", base.chars().take(keep).collect::<String>());
+            n += 1;
+        }
+        given.push(prefix);
+    }
+    given
+}
+
+/// `mcp__PREFIX__TOOL` (the prefix from [`server_prefixes`]), cleaned and
+/// cut to 64 characters; `taken` holds the names the same server's tools
+/// got already, and a name that would repeat one gets a numbered suffix.
+pub fn exposed_name(prefix: &str, tool: &str, taken: &[String]) -> String {
+    let base: String = format!("mcp__{prefix}__{}", clean(tool))
         .chars()
         .take(MAX)
         .collect();
@@ -49,7 +82,7 @@ mod tests {
             "mcp__github__create_issue"
         );
         assert_eq!(
-            exposed_name("my srv", "get.thing/x", &[]),
+            exposed_name("my_srv", "get.thing/x", &[]),
             "mcp__my_srv__get_thing_x"
         );
         let long = "t".repeat(100);
@@ -60,5 +93,21 @@ mod tests {
         let taken = vec![name.clone()];
         let second = exposed_name("s", &long, &taken);
         assert!(second.len() <= 64 && second.ends_with("_2") && second != name);
+    }
+
+    /// Two servers never share a prefix, and no prefix holds `__`: one
+    /// server's tool names cannot be another's.
+    #[test]
+    fn server_prefixes_are_unique_and_cannot_be_confused() {
+        let long = "x".repeat(40);
+        let names = ["my srv", "my_srv", "a__b", "", &long, &long];
+        let prefixes = server_prefixes(&names);
+        assert_eq!(prefixes[0], "my_srv");
+        assert_eq!(prefixes[1], "my_srv-2");
+        assert_eq!(prefixes[2], "a_b");
+        assert_eq!(prefixes[3], "server");
+        assert_eq!(prefixes[4].len(), 24);
+        assert_ne!(prefixes[4], prefixes[5]);
+        assert!(prefixes.iter().all(|p| !p.contains("__")));
     }
 }

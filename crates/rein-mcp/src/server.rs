@@ -1,49 +1,256 @@
-//! One running server: started as a child process, the MCP handshake
-//! made, its tool list read; calls go through the same connection.
+//! One configured server over a run's life: started as a child process
+//! (the MCP handshake made, its tool list read), its list read again when
+//! it says the list changed, started again once if it dies; calls go
+//! through whichever connection is current.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use tokio::io::BufReader;
+use serde::Serialize;
+use tokio::sync::watch;
 
+use crate::client::Client;
 use crate::config::McpServerConfig;
 use crate::error::McpError;
+use crate::stderr::StderrTail;
 use crate::tool::McpTool;
 
-/// Lines of a server's stderr kept to explain a failure.
-const STDERR_LINES: usize = 20;
+/// What every server of a run starts from.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// The working directory of a server without its own `cwd`.
+    pub workspace: PathBuf,
+    /// The environment servers start from (the caller's scrubbed one: no
+    /// keys or secrets of rein's); each server's own `env` goes on top.
+    pub env: Vec<(OsString, OsString)>,
+    /// Where each server's stderr is written (`NAME.log`); without one it
+    /// is only kept in memory, its last lines quoted in errors.
+    pub log_dir: Option<PathBuf>,
+}
 
-/// A started server.
+/// Where a server is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerStatus {
+    /// Started, the handshake or the tool list not done yet.
+    Starting,
+    /// Its tools are offered.
+    Ready,
+    /// It could not start, or died twice: its tools are not offered.
+    Failed,
+}
+
+/// A server's status as `rein mcp list` and `/mcp` show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    pub server: String,
+    pub status: ServerStatus,
+    /// Its tools, as the model calls them.
+    pub tools: Vec<String>,
+    /// Why it failed, or the last error of a call.
+    pub error: Option<String>,
+    /// Times it was started again after it died (at most one).
+    pub restarts: u32,
+    /// Its stderr log, when it has one.
+    pub log: Option<PathBuf>,
+}
+
+/// A live connection: the MCP session over the child's stdio.
+struct Connection {
+    service: RunningService<RoleClient, Client>,
+    stderr: StderrTail,
+}
+
+impl Connection {
+    fn closed(&self) -> bool {
+        self.service.is_closed() || self.service.is_transport_closed()
+    }
+}
+
+struct State {
+    status: ServerStatus,
+    /// The tools this configuration offers, as the server describes them.
+    listed: Vec<rmcp::model::Tool>,
+    error: Option<String>,
+    restarts: u32,
+    conn: Option<Arc<Connection>>,
+}
+
+/// A configured server.
 pub struct McpServer {
     config: McpServerConfig,
-    service: RunningService<RoleClient, ()>,
-    /// The last lines the server wrote on stderr.
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The `SERVER` of `mcp__SERVER__TOOL`: unique among the run's servers.
+    prefix: String,
+    launch: Arc<Launch>,
+    state: Mutex<State>,
+    /// Held while connecting, so calls racing on a dead server start it
+    /// again once.
+    connecting: tokio::sync::Mutex<()>,
+    /// False while the server is starting.
+    settled: watch::Sender<bool>,
+    /// Bumped whenever the run's set of MCP tools changes.
+    changed: Arc<watch::Sender<u64>>,
 }
 
 impl McpServer {
-    /// Start the server in `workspace` (unless it has its own `cwd`) and
-    /// make the handshake, within the startup timeout. Its environment is
-    /// `base_env` (the caller's scrubbed one: no keys or secrets of rein's)
-    /// plus the server's own `env`; it dies with rein.
-    pub async fn start(
+    pub(crate) fn new(
         config: McpServerConfig,
-        workspace: &Path,
-        base_env: &[(OsString, OsString)],
-    ) -> Result<Arc<McpServer>, McpError> {
+        prefix: String,
+        launch: Arc<Launch>,
+        changed: Arc<watch::Sender<u64>>,
+    ) -> Arc<McpServer> {
+        Arc::new(McpServer {
+            config,
+            prefix,
+            launch,
+            state: Mutex::new(State {
+                status: ServerStatus::Starting,
+                listed: Vec::new(),
+                error: None,
+                restarts: 0,
+                conn: None,
+            }),
+            connecting: tokio::sync::Mutex::new(()),
+            settled: watch::Sender::new(false),
+            changed,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub fn config(&self) -> &McpServerConfig {
+        &self.config
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Start the server and read its tools; whatever happens, the server
+    /// is settled afterwards and the hub told.
+    pub(crate) async fn start(self: Arc<Self>) {
+        let started = {
+            let _one = self.connecting.lock().await;
+            self.connect_and_list().await
+        };
+        if let Err(e) = started {
+            self.fail(e.to_string());
+        }
+        self.settled.send_replace(true);
+    }
+
+    /// Wait until the server has started or failed.
+    pub(crate) async fn settled(&self) {
+        let mut rx = self.settled.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    pub(crate) fn status(&self) -> ServerStatus {
+        self.state().status
+    }
+
+    /// Its tools, named for the model (in the server's order; a name that
+    /// would repeat one gets a number).
+    pub(crate) fn tools(self: &Arc<Self>) -> Vec<McpTool> {
+        let listed = {
+            let state = self.state();
+            if state.status != ServerStatus::Ready {
+                return Vec::new();
+            }
+            state.listed.clone()
+        };
+        let mut taken = Vec::new();
+        listed
+            .iter()
+            .map(|t| {
+                let tool = McpTool::new(self.clone(), t, &taken);
+                taken.push(tool.exposed().to_string());
+                tool
+            })
+            .collect()
+    }
+
+    pub(crate) fn report(self: &Arc<Self>) -> ServerReport {
+        let tools = self
+            .tools()
+            .iter()
+            .map(|t| t.exposed().to_string())
+            .collect();
+        let state = self.state();
+        ServerReport {
+            server: self.config.name.clone(),
+            status: state.status,
+            tools,
+            error: state.error.clone(),
+            restarts: state.restarts,
+            log: self.log_path(),
+        }
+    }
+
+    fn log_path(&self) -> Option<PathBuf> {
+        let dir = self.launch.log_dir.as_ref()?;
+        Some(dir.join(format!("{}.log", self.prefix)))
+    }
+
+    fn fail(&self, error: String) {
+        {
+            let mut state = self.state();
+            state.status = ServerStatus::Failed;
+            state.listed.clear();
+            state.error = Some(error);
+            state.conn = None;
+        }
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Start the child, make the handshake and read the tool list, all
+    /// within the startup timeout; the new connection becomes current.
+    async fn connect_and_list(self: &Arc<Self>) -> Result<(), McpError> {
+        let timeout = self.config.startup_timeout();
+        let timed_out = || McpError::StartupTimeout {
+            server: self.config.name.clone(),
+            secs: timeout.as_secs(),
+        };
+        let conn = tokio::time::timeout(timeout, self.connect())
+            .await
+            .map_err(|_| timed_out())??;
+        let listed = tokio::time::timeout(timeout, self.list(&conn))
+            .await
+            .map_err(|_| timed_out())??;
+        {
+            let mut state = self.state();
+            state.status = ServerStatus::Ready;
+            state.listed = listed;
+            state.conn = Some(Arc::new(conn));
+        }
+        self.changed.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    /// Spawn the child and make the handshake. Its environment is the
+    /// launch's plus the server's own `env`; it dies with rein.
+    async fn connect(self: &Arc<Self>) -> Result<Connection, McpError> {
+        let config = &self.config;
         let mut cmd = tokio::process::Command::new(&config.command);
         cmd.args(&config.args)
             .env_clear()
-            .envs(base_env.iter().cloned())
+            .envs(self.launch.env.iter().cloned())
             .envs(&config.env)
-            .current_dir(config.cwd.as_deref().unwrap_or(workspace))
+            .current_dir(config.cwd.as_deref().unwrap_or(&self.launch.workspace))
             .kill_on_drop(true);
         // SAFETY: runs in the forked child before exec: one prctl call on
         // constant arguments.
@@ -64,72 +271,145 @@ impl McpServer {
                 command: config.command.clone(),
                 source,
             })?;
-        let lines = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = StderrTail::default();
         if let Some(stderr) = stderr {
-            tokio::spawn(keep_tail(stderr, lines.clone()));
+            tokio::spawn(tail.clone().read(stderr, self.log_path()));
         }
-        let secs = config.startup_timeout().as_secs();
-        let service =
-            match tokio::time::timeout(config.startup_timeout(), ().serve(transport)).await {
-                Ok(Ok(service)) => service,
-                Ok(Err(e)) => {
-                    return Err(McpError::Protocol {
-                        server: config.name.clone(),
-                        message: format!("the handshake failed: {e}{}", tail(&lines)),
-                    });
-                }
-                Err(_) => {
-                    return Err(McpError::StartupTimeout {
-                        server: config.name.clone(),
-                        secs,
-                    });
-                }
-            };
-        Ok(Arc::new(McpServer {
-            config,
-            service,
-            stderr: lines,
-        }))
+        let client = Client::new(Arc::downgrade(self));
+        match client.serve(transport).await {
+            Ok(service) => Ok(Connection {
+                service,
+                stderr: tail,
+            }),
+            Err(e) => Err(self.protocol(format!("the handshake failed: {e}{}", tail.quoted()))),
+        }
     }
 
-    pub fn name(&self) -> &str {
-        &self.config.name
-    }
-
-    pub fn config(&self) -> &McpServerConfig {
-        &self.config
-    }
-
-    /// The server's tools this configuration offers, as the server
-    /// describes them (within the startup timeout).
-    async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, McpError> {
-        let listed =
-            tokio::time::timeout(self.config.startup_timeout(), self.service.list_all_tools())
-                .await
-                .map_err(|_| McpError::StartupTimeout {
-                    server: self.config.name.clone(),
-                    secs: self.config.startup_timeout().as_secs(),
-                })?
-                .map_err(|e| self.protocol(format!("listing its tools failed: {e}")))?;
+    /// The server's tools this configuration offers.
+    async fn list(&self, conn: &Connection) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        let listed = conn.service.list_all_tools().await.map_err(|e| {
+            self.protocol(format!(
+                "listing its tools failed: {e}{}",
+                conn.stderr.quoted()
+            ))
+        })?;
         Ok(listed
             .into_iter()
             .filter(|t| self.config.offers(&t.name))
             .collect())
     }
 
-    /// Call the server's tool `name`.
+    /// Read the tool list again (the server said it changed); the run's
+    /// tools follow from the next turn.
+    pub(crate) async fn relist(self: &Arc<Self>) {
+        let Some(conn) = self.state().conn.clone() else {
+            return;
+        };
+        let listed = tokio::time::timeout(self.config.startup_timeout(), self.list(&conn)).await;
+        let mut state = self.state();
+        match listed {
+            Ok(Ok(listed)) => state.listed = listed,
+            Ok(Err(e)) => state.error = Some(e.to_string()),
+            Err(_) => state.error = Some("reading its changed tool list timed out".into()),
+        }
+        drop(state);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Call the server's tool `name`. A server found dead is started again
+    /// first (once in a run); one that dies during the call is started
+    /// again for the next call, and this call fails saying so (it may have
+    /// had its effect: it is not repeated).
     pub(crate) async fn call(
-        &self,
+        self: &Arc<Self>,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, McpError> {
+        let conn = self.live().await?;
         let params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
-        self.service.call_tool(params).await.map_err(|e| {
-            self.protocol(format!(
-                "calling `{name}` failed: {e}{}",
-                tail(&self.stderr)
-            ))
-        })
+        match conn.service.call_tool(params).await {
+            Ok(result) => Ok(result),
+            Err(e) => {
+                let mut message = format!("calling `{name}` failed: {e}{}", conn.stderr.quoted());
+                let died = matches!(e, ServiceError::TransportClosed) || conn.closed();
+                if died {
+                    message.push_str(&self.after_death(conn));
+                }
+                self.state().error = Some(message.clone());
+                Err(self.protocol(message))
+            }
+        }
+    }
+
+    /// What to say of a server that died during a call: it is started
+    /// again in the background (not within this call's time), once.
+    fn after_death(self: &Arc<Self>, dead: Arc<Connection>) -> String {
+        if self.state().restarts >= 1 {
+            let why = "it stopped again and is not restarted a second time";
+            self.fail(why.into());
+            return format!("; {why}");
+        }
+        let server = self.clone();
+        tokio::spawn(async move { server.restart(&dead).await });
+        "; the server stopped during the call (the call was not repeated) and is being \
+         started again"
+            .to_string()
+    }
+
+    /// The current connection, started again first if the server died.
+    async fn live(self: &Arc<Self>) -> Result<Arc<Connection>, McpError> {
+        let current = {
+            let state = self.state();
+            match (&state.conn, state.status) {
+                (Some(conn), _) => conn.clone(),
+                (None, ServerStatus::Starting) => {
+                    return Err(self.protocol("it is still starting".into()));
+                }
+                (None, _) => {
+                    let why = state
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "it is not running".into());
+                    return Err(self.protocol(why));
+                }
+            }
+        };
+        if !current.closed() {
+            return Ok(current);
+        }
+        self.restart(&current).await?;
+        self.state()
+            .conn
+            .clone()
+            .ok_or_else(|| self.protocol("it is not running".into()))
+    }
+
+    /// Start the server again after `dead` died, once in a run; calls that
+    /// race here restart it once between them.
+    async fn restart(self: &Arc<Self>, dead: &Arc<Connection>) -> Result<(), McpError> {
+        let _one = self.connecting.lock().await;
+        {
+            let mut state = self.state();
+            match &state.conn {
+                // Another call restarted it already.
+                Some(c) if !Arc::ptr_eq(c, dead) => return Ok(()),
+                None => return Err(self.protocol("it is not running".into())),
+                Some(_) => {}
+            }
+            if state.restarts >= 1 {
+                drop(state);
+                let why = "it stopped again and is not restarted a second time";
+                self.fail(why.into());
+                return Err(self.protocol(why.into()));
+            }
+            state.restarts += 1;
+        }
+        if let Err(e) = self.connect_and_list().await {
+            let why = format!("it stopped and starting it again failed: {e}");
+            self.fail(why.clone());
+            return Err(self.protocol(why));
+        }
+        Ok(())
     }
 
     fn protocol(&self, message: String) -> McpError {
@@ -137,134 +417,5 @@ impl McpServer {
             server: self.config.name.clone(),
             message,
         }
-    }
-}
-
-/// Start every enabled server and read its tool list, all side by side,
-/// then name their tools `mcp__SERVER__TOOL` (in configuration order, so
-/// a repeated name always goes to the same tool). A server that fails is
-/// reported, not fatal: the others' tools stay.
-pub async fn start_all(
-    configs: Vec<McpServerConfig>,
-    workspace: &Path,
-    base_env: &[(OsString, OsString)],
-) -> (Vec<Arc<McpServer>>, Vec<McpTool>, Vec<McpError>) {
-    let handles: Vec<_> = configs
-        .into_iter()
-        .filter(|c| c.enabled)
-        .map(|c| {
-            let (name, ws, env) = (c.name.clone(), workspace.to_path_buf(), base_env.to_vec());
-            let task = tokio::spawn(async move {
-                let server = McpServer::start(c, &ws, &env).await?;
-                let listed = server.list_tools().await?;
-                Ok::<_, McpError>((server, listed))
-            });
-            (name, task)
-        })
-        .collect();
-    let (mut servers, mut tools, mut errors) = (Vec::new(), Vec::new(), Vec::new());
-    let mut taken = Vec::new();
-    for (name, task) in handles {
-        match task.await {
-            Ok(Ok((server, listed))) => {
-                for t in &listed {
-                    let tool = McpTool::new(server.clone(), t, &taken);
-                    taken.push(tool.exposed().to_string());
-                    tools.push(tool);
-                }
-                servers.push(server);
-            }
-            Ok(Err(e)) => errors.push(e),
-            Err(e) => errors.push(McpError::Protocol {
-                server: name,
-                message: format!("starting it failed inside rein: {e}"),
-            }),
-        }
-    }
-    (servers, tools, errors)
-}
-
-/// Most bytes of stderr read as one line; the rest of a longer line is
-/// dropped (a server writing without newlines must not fill memory).
-const STDERR_LINE_CAP: usize = 4096;
-
-/// Keep the last lines of a server's stderr, each cut to 300 characters,
-/// reading at most [`STDERR_LINE_CAP`] bytes of any one line.
-async fn keep_tail<R>(stderr: R, lines: Arc<Mutex<VecDeque<String>>>)
-where
-    R: tokio::io::AsyncRead + Unpin,
-{
-    use tokio::io::AsyncReadExt;
-    let mut reader = BufReader::new(stderr);
-    let mut buf = [0u8; 4096];
-    let mut line: Vec<u8> = Vec::new();
-    let push = |line: &mut Vec<u8>| {
-        let text: String = String::from_utf8_lossy(line).chars().take(300).collect();
-        line.clear();
-        let mut l = lines
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if l.len() == STDERR_LINES {
-            l.pop_front();
-        }
-        l.push_back(text);
-    };
-    while let Ok(n) = reader.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        for &b in &buf[..n] {
-            if b == b'\n' {
-                push(&mut line);
-            } else if line.len() < STDERR_LINE_CAP {
-                line.push(b);
-            }
-        }
-    }
-    if !line.is_empty() {
-        push(&mut line);
-    }
-}
-
-/// "; it said: ..." with the server's last stderr lines, if any.
-fn tail(lines: &Mutex<VecDeque<String>>) -> String {
-    let l = lines
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if l.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; it said: {}",
-            l.iter().cloned().collect::<Vec<_>>().join(" | ")
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Megabytes without a newline become one line of 300 characters; the
-    /// lines after it are kept, the oldest dropped past the limit.
-    #[tokio::test]
-    async fn the_stderr_tail_is_bounded() {
-        let mut input = vec![b'e'; 5_000_000];
-        for i in 0..30 {
-            input.extend_from_slice(format!("\nline {i}").as_bytes());
-        }
-        let lines = Arc::new(Mutex::new(VecDeque::new()));
-        keep_tail(&input[..], lines.clone()).await;
-        {
-            let kept = lines.lock().unwrap();
-            assert_eq!(kept.len(), STDERR_LINES);
-            assert_eq!(kept.back().map(String::as_str), Some("line 29"));
-            assert!(kept.iter().all(|l| l.len() <= 300));
-        }
-        let mut one = Arc::new(Mutex::new(VecDeque::new()));
-        keep_tail(&vec![b'x'; 1_000_000][..], one.clone()).await;
-        let one = Arc::get_mut(&mut one).unwrap().get_mut().unwrap();
-        assert_eq!(one.len(), 1);
-        assert_eq!(one[0].len(), 300);
     }
 }

@@ -35,7 +35,7 @@ impl McpTool {
         tool: &rmcp::model::Tool,
         taken: &[String],
     ) -> McpTool {
-        let exposed = exposed_name(server.name(), &tool.name, taken);
+        let exposed = exposed_name(server.prefix(), &tool.name, taken);
         let about = tool
             .description
             .as_deref()

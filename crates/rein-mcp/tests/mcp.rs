@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures_util::stream;
 use rein_core::*;
-use rein_mcp::{McpError, McpServerConfig, start_all};
+use rein_mcp::{Launch, McpHub, McpServerConfig, ServerStatus};
 use serde_json::{Value, json};
 
 /// The server's launcher, if it is installed.
@@ -37,6 +37,22 @@ fn base_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     std::env::vars_os()
         .filter(|(k, _)| k == "PATH" || k == "HOME")
         .collect()
+}
+
+/// Start `configs` as a run does, in `ws` (stderr logs under `ws/logs`),
+/// and wait until each has started or failed.
+async fn started(configs: Vec<McpServerConfig>, ws: &std::path::Path) -> Arc<McpHub> {
+    let hub = McpHub::start(configs, launch(ws));
+    hub.settled().await;
+    hub
+}
+
+fn launch(ws: &std::path::Path) -> Launch {
+    Launch {
+        workspace: ws.to_path_buf(),
+        env: base_env(),
+        log_dir: Some(ws.join("logs")),
+    }
 }
 
 fn config(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
@@ -142,10 +158,11 @@ async fn the_reference_servers_tools_run_through_the_gate() {
     let mut cfg = config("everything", server.to_str().unwrap(), &["stdio"]);
     cfg.disabled_tools = vec!["get-env".into()];
     let ws = tempfile::tempdir().unwrap();
-    let (servers, tools, errors) = start_all(vec![cfg], ws.path(), &base_env()).await;
-    assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(servers.len(), 1);
-    let names: Vec<String> = tools.iter().map(|t| t.exposed().to_string()).collect();
+    let hub = started(vec![cfg], ws.path()).await;
+    let reports = hub.reports();
+    assert_eq!(reports[0].status, ServerStatus::Ready, "{reports:?}");
+    let tools = hub.tools();
+    let names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
     assert!(
         names.contains(&"mcp__everything__echo".to_string()),
         "{names:?}"
@@ -153,17 +170,13 @@ async fn the_reference_servers_tools_run_through_the_gate() {
     assert!(!names.iter().any(|n| n.contains("get-env")), "{names:?}");
     let echo = tools
         .iter()
-        .find(|t| t.exposed() == "mcp__everything__echo")
+        .find(|t| t.spec().name == "mcp__everything__echo")
         .unwrap();
-    assert_eq!(rein_core::Tool::access(echo), ToolAccess::Read);
-    let spec = rein_core::Tool::spec(echo);
+    assert_eq!(echo.access(), ToolAccess::Read);
+    let spec = echo.spec();
     assert_eq!(spec.parameters["required"], json!(["message"]));
     assert!(spec.parameters.get("$schema").is_none());
 
-    let tools: Vec<Arc<dyn Tool>> = tools
-        .into_iter()
-        .map(|t| Arc::new(t) as Arc<dyn Tool>)
-        .collect();
     let results = run(
         tools,
         &[
@@ -208,25 +221,30 @@ async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others()
         cfgs.push(config("everything", server.to_str().unwrap(), &["stdio"]));
     }
     let expect_ok = cfgs.len() - 3;
-    let started = std::time::Instant::now();
-    let (servers, _tools, errors) = start_all(cfgs, ws.path(), &base_env()).await;
-    assert_eq!(servers.len(), expect_ok);
-    assert_eq!(errors.len(), 3, "{errors:?}");
-    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    assert!(matches!(errors[0], McpError::Spawn { .. }), "{text:?}");
+    let began = std::time::Instant::now();
+    let hub = started(cfgs, ws.path()).await;
+    let reports = hub.reports();
+    let ready = reports
+        .iter()
+        .filter(|r| r.status == ServerStatus::Ready)
+        .count();
+    assert_eq!(ready, expect_ok, "{reports:?}");
+    let text: Vec<String> = reports[..3]
+        .iter()
+        .map(|r| r.error.clone().unwrap_or_default())
+        .collect();
+    assert!(
+        reports[..3]
+            .iter()
+            .all(|r| r.status == ServerStatus::Failed)
+    );
     assert!(
         text[0].contains("MCP server `missing`: cannot start"),
         "{text:?}"
     );
     assert!(text[1].contains("MCP server `quits`"), "{text:?}");
-    assert!(
-        matches!(errors[2], McpError::StartupTimeout { .. }),
-        "{text:?}"
-    );
-    assert!(
-        started.elapsed().as_secs() < 20,
-        "servers start side by side"
-    );
+    assert!(text[2].contains("did not start within 1 s"), "{text:?}");
+    assert!(began.elapsed().as_secs() < 20, "servers start side by side");
 }
 
 /// A server written to misbehave (JSON-RPC over stdio in Python): names
@@ -276,9 +294,10 @@ async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
     std::fs::write(&script, HOSTILE).unwrap();
     let mut cfg = config("bad", "python3", &[script.to_str().unwrap()]);
     cfg.tool_timeout_sec = Some(1);
-    let (_servers, tools, errors) = start_all(vec![cfg], ws.path(), &base_env()).await;
-    assert!(errors.is_empty(), "{errors:?}");
-    let specs: Vec<ToolSpec> = tools.iter().map(rein_core::Tool::spec).collect();
+    let hub = started(vec![cfg], ws.path()).await;
+    assert_eq!(hub.reports()[0].status, ServerStatus::Ready);
+    let tools = hub.tools();
+    let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
     for s in &specs {
         assert!(s.name.len() <= 64, "{}", s.name);
         assert!(
@@ -297,10 +316,6 @@ async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
         specs[0].name
     );
 
-    let tools: Vec<Arc<dyn Tool>> = tools
-        .into_iter()
-        .map(|t| Arc::new(t) as Arc<dyn Tool>)
-        .collect();
     let store = Arc::new(InMemorySessionStore::new());
     let engine = AgentEngine::builder(
         Scripted::calls(&[
@@ -356,4 +371,192 @@ async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
         "{}",
         results[2].output.len()
     );
+}
+
+/// A server that changes (JSON-RPC over stdio in Python): `started` says
+/// how many times it was started in this folder; `crash` kills it; `add`
+/// offers one more tool (`extra`) and says the list changed;
+/// `wait_listed` answers once the list was read again after that.
+const CHANGING: &str = r#"
+import json, os, sys
+with open("starts", "a") as f:
+    f.write("x")
+starts = len(open("starts").read())
+tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ["started", "crash", "add", "wait_listed"]]
+listed_after_add = False
+waiting = None
+def send(m):
+    print(json.dumps(m), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, rid = m["method"], m["id"]
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {"listChanged": True}},
+             "serverInfo": {"name": "changing", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": tools}
+        if any(t["name"] == "extra" for t in tools):
+            listed_after_add = True
+    elif method == "tools/call":
+        name = m["params"]["name"]
+        if name == "crash":
+            sys.exit(9)
+        if name == "add":
+            tools.append({"name": "extra", "inputSchema": {"type": "object"}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        if name == "wait_listed" and not listed_after_add:
+            waiting = rid
+            continue
+        text = {"started": "started %d times" % starts, "wait_listed": "listed"}.get(name, name + " done")
+        r = {"content": [{"type": "text", "text": text}]}
+    else:
+        r = {}
+    send({"jsonrpc": "2.0", "id": rid, "result": r})
+    if waiting is not None and listed_after_add:
+        send({"jsonrpc": "2.0", "id": waiting, "result": {"content": [{"type": "text", "text": "listed"}]}})
+        waiting = None
+"#;
+
+/// The changing server, started in `ws`.
+async fn changing(ws: &std::path::Path) -> Arc<McpHub> {
+    let script = ws.join("changing.py");
+    std::fs::write(&script, CHANGING).unwrap();
+    started(
+        vec![config("chg", "python3", &[script.to_str().unwrap()])],
+        ws,
+    )
+    .await
+}
+
+/// Call `name` of the hub's tools directly (the gate is tested above).
+async fn call(hub: &McpHub, name: &str) -> Result<ToolOutput, ToolError> {
+    let tool = hub
+        .wait_for(name)
+        .await
+        .unwrap_or_else(|| panic!("no tool {name}"));
+    let ctx = ToolContext {
+        workspace: std::env::temp_dir(),
+        session_id: "s".into(),
+        call_id: "c".into(),
+        cancel: CancellationToken::new(),
+        store: Arc::new(InMemorySessionStore::new()),
+        sandbox: SandboxPolicy::default(),
+        read_roots: Vec::new(),
+    };
+    tool.call(json!({}), ctx).await
+}
+
+/// A server that dies is started again once: the call it died in fails
+/// saying so (not repeated), the next call works on the new process; the
+/// second death is final and the server's tools go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_server_is_restarted_once_and_then_given_up() {
+    let ws = tempfile::tempdir().unwrap();
+    let hub = changing(ws.path()).await;
+    assert_eq!(
+        call(&hub, "mcp__chg__started").await.unwrap().content,
+        "started 1 times"
+    );
+    let died = call(&hub, "mcp__chg__crash").await.unwrap_err();
+    assert!(
+        died.0
+            .contains("(the call was not repeated) and is being started again"),
+        "{died:?}"
+    );
+    assert_eq!(
+        call(&hub, "mcp__chg__started").await.unwrap().content,
+        "started 2 times"
+    );
+    assert_eq!(hub.reports()[0].restarts, 1);
+
+    let again = call(&hub, "mcp__chg__crash").await.unwrap_err();
+    assert!(again.0.contains("not restarted a second time"), "{again:?}");
+    let report = &hub.reports()[0];
+    assert_eq!(report.status, ServerStatus::Failed, "{report:?}");
+    assert!(hub.tools().is_empty());
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("starts")).unwrap(),
+        "xx"
+    );
+}
+
+/// `notifications/tools/list_changed`: the list is read again and the
+/// hub's tools follow; whoever follows the hub hears of the change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_tool_list_is_read_again() {
+    let ws = tempfile::tempdir().unwrap();
+    let hub = changing(ws.path()).await;
+    let names =
+        |hub: &McpHub| -> Vec<String> { hub.tools().iter().map(|t| t.spec().name).collect() };
+    assert!(!names(&hub).contains(&"mcp__chg__extra".to_string()));
+    let mut changes = hub.changes();
+    changes.borrow_and_update();
+    call(&hub, "mcp__chg__add").await.unwrap();
+    assert_eq!(
+        call(&hub, "mcp__chg__wait_listed").await.unwrap().content,
+        "listed"
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !names(&hub).contains(&"mcp__chg__extra".to_string()) {
+            changes.changed().await.unwrap();
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the new tool never came: {:?}", names(&hub)));
+    assert_eq!(
+        call(&hub, "mcp__chg__extra").await.unwrap().content,
+        "extra done"
+    );
+}
+
+/// A call to a tool of a server still starting waits for it (through the
+/// engine's gate): the first request is not held up, the call still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_server_still_starting_waits_for_it() {
+    let Some(server) = everything() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let hub = McpHub::start(
+        vec![config("everything", server.to_str().unwrap(), &["stdio"])],
+        launch(ws.path()),
+    );
+    assert!(
+        hub.tools().is_empty(),
+        "the hub returned before the server started"
+    );
+    let store = Arc::new(InMemorySessionStore::new());
+    let engine = AgentEngine::builder(
+        Scripted::calls(&[("mcp__everything__echo", json!({"message": "early"}))]),
+        store.clone(),
+    )
+    .workspace(ws.path().to_path_buf())
+    .late_tools(hub.clone())
+    .mode(PermissionMode::Default)
+    .build()
+    .unwrap();
+    let outcome = engine
+        .run(
+            RunRequest::new("go"),
+            CancellationToken::new(),
+            &mut NullSink,
+        )
+        .await;
+    let results: Vec<ToolResult> = store
+        .messages(&outcome.session_id.unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            Message::Tool(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !results[0].is_error && results[0].output.contains("Echo: early"),
+        "{results:?}"
+    );
+    // Its stderr went to its log file, not the screen.
+    assert!(ws.path().join("logs/everything.log").exists());
 }

@@ -41,6 +41,8 @@ pub enum Action {
     SwitchModel(Option<String>),
     ShowCost,
     ShowContext,
+    /// `/mcp`: each MCP server's status.
+    ShowMcp,
 }
 
 /// What the status line shows.

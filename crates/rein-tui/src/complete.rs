@@ -23,6 +23,7 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/mode", "show or set the permission mode: /mode [name]"),
     ("/cost", "show this session's cost"),
     ("/context", "show what fills the context window"),
+    ("/mcp", "show the MCP servers: status, tools, last error"),
     ("/help", "list commands and keys"),
     ("/quit", "exit rein"),
 ];

@@ -51,6 +51,18 @@ pub struct Setup {
     pub alternate_screen: bool,
     /// A first message, sent as the app opens (`rein "prompt"`).
     pub prompt: Option<String>,
+    /// The MCP servers, when some are configured.
+    pub mcp: Option<McpView>,
+}
+
+/// The MCP servers as the app sees them: the command starts and follows
+/// them; the app shows their status (`/mcp`) and what it says of them
+/// later (a server that failed after the app opened).
+pub struct McpView {
+    /// A line per server: its status, tools, last error.
+    pub status: Box<dyn Fn() -> Vec<String> + Send + Sync>,
+    /// Notes that come while the app runs.
+    pub notes: mpsc::UnboundedReceiver<String>,
 }
 
 struct Running {
@@ -115,6 +127,8 @@ struct Loop {
     running: Option<Running>,
     /// The current session already has (or asked for) a model title.
     titled: bool,
+    /// `/mcp`'s lines, when MCP servers are configured.
+    mcp_status: Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>,
 }
 
 async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
@@ -122,6 +136,10 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
     let (side_tx, mut side) = mpsc::unbounded_channel::<Side>();
     let alternate_screen = setup.alternate_screen;
     let prompt = setup.prompt.take();
+    let mut mcp_notes = setup.mcp.as_mut().map(|m| {
+        let (_, empty) = mpsc::unbounded_channel();
+        std::mem::replace(&mut m.notes, empty)
+    });
     let mut lp = Loop::start(setup, events_tx, side_tx).await;
     let mut screen = Screen::start(render::MIN_HEIGHT, alternate_screen)?;
     let mut keys = EventStream::new();
@@ -148,6 +166,10 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
             },
             Some(ev) = events.recv() => lp.on_engine_events(ev, &mut events).await,
             Some(s) = side.recv() => lp.on_side(s).await,
+            Some(note) = next_note(&mut mcp_notes) => {
+                lp.app.notice(note);
+                Vec::new()
+            }
             _ = tick.tick(), if lp.app.animating() || lp.app.hint.is_some() => {
                 lp.app.on_tick();
                 Vec::new()
@@ -166,6 +188,14 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
     paint(&mut lp.app, &mut screen)?;
     screen.finish();
     Ok(lp.app.status.session_id.clone())
+}
+
+/// The next MCP note, or never when there are no servers.
+async fn next_note(notes: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+    match notes {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The next delivery of a signal, or never when it could not be watched.
@@ -222,6 +252,7 @@ impl Loop {
             side_tx,
             running: None,
             titled: false,
+            mcp_status: setup.mcp.map(|m| m.status),
         }
     }
 
@@ -353,6 +384,19 @@ impl Loop {
             Action::SwitchModel(name) => self.switch_model(name),
             Action::ShowCost => show_cost(&mut self.app, self.store.as_ref()).await,
             Action::ShowContext => show_context(&mut self.app, &self.engine).await,
+            Action::ShowMcp => {
+                let lines = match &self.mcp_status {
+                    Some(status) => status(),
+                    None => vec![
+                        "no MCP servers configured ([mcp_servers.NAME] in $REIN_HOME/config.toml)"
+                            .into(),
+                    ],
+                };
+                self.app.push_cell(Cell::Info {
+                    title: "MCP servers".into(),
+                    lines,
+                });
+            }
         }
     }
 

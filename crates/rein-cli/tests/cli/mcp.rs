@@ -96,7 +96,7 @@ fn a_configured_server_s_tools_run_and_a_broken_one_is_one_note() {
         text.contains("everything: ") && text.contains("mcp__everything__echo"),
         "{text}"
     );
-    assert!(text.contains("broken: not started: "), "{text}");
+    assert!(text.contains("broken: not running: cannot start"), "{text}");
     let o = env.rein(&["mcp", "list", "--json"]);
     let rows = json_lines(&o);
     assert_eq!(rows.len(), 2, "{rows:?}");
@@ -174,4 +174,82 @@ fn a_server_never_sees_reins_keys_only_its_own_env() {
     assert!(result.contains("PATH"), "{result}");
     assert!(!result.contains("sk-ant-secret-value"), "{result}");
     assert!(!result.contains("hunter2"), "{result}");
+}
+
+/// A server that never finishes starting does not hold up the run: the
+/// model's first request goes out at once and the run ends long before
+/// the server's startup timeout; the hung server is killed with rein.
+#[test]
+fn a_server_still_starting_does_not_hold_up_the_run() {
+    let env = Env::new();
+    // A sleep of an odd length: its command line finds it.
+    let marker = "60.74318";
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.slow]\ncommand = \"sleep\"\nargs = [\"{marker}\"]\nstartup_timeout_sec = 50\n"
+        ),
+    )
+    .unwrap();
+    let script = env.script("s.json", &json!({"turns": [{"text": "done"}]}));
+    let began = std::time::Instant::now();
+    let o = env.rein(&["exec", "--provider", "replay", "--script", &script, "go"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(40),
+        "the run waited for the server: {:?}",
+        began.elapsed()
+    );
+    assert_eq!(stdout(&o).trim(), "done");
+    // The hung server went with rein.
+    let alive = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!alive(), "the hung server outlived rein");
+}
+
+/// A call to a tool of a server that could not start is an error naming
+/// the server and why, not an unknown tool.
+#[test]
+fn a_call_to_a_failed_server_says_why() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n",
+    )
+    .unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "mcp__gone__anything", "arguments": {}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let finished = json_lines(&o)
+        .into_iter()
+        .find(|e| e["type"] == "tool_finished")
+        .unwrap();
+    let preview = finished["output_preview"].as_str().unwrap();
+    assert_eq!(finished["is_error"], true);
+    assert!(
+        preview.contains("MCP server `gone` is not running") && preview.contains("cannot start"),
+        "{preview}"
+    );
 }

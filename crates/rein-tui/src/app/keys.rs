@@ -290,6 +290,7 @@ impl App {
             "/mode" => self.mode_command(arg),
             "/cost" => vec![Action::ShowCost],
             "/context" => vec![Action::ShowContext],
+            "/mcp" => vec![Action::ShowMcp],
             other => {
                 let msg = match complete::suggest_command(other) {
                     Some(s) => {

@@ -1061,3 +1061,12 @@ fn a_message_typed_during_a_compaction_is_sent_when_it_ends() {
     assert_eq!(h.app.busy_done(), vec![Action::Submit("next task".into())]);
     assert!(h.app.queued.is_empty());
 }
+
+/// `/mcp` asks the runtime for the servers' status, idle or running.
+#[test]
+fn slash_mcp_asks_for_the_servers_status() {
+    let mut h = Harness::new();
+    assert_eq!(h.send("/mcp"), vec![Action::ShowMcp]);
+    running(&mut h);
+    assert_eq!(h.send("/mcp"), vec![Action::ShowMcp]);
+}

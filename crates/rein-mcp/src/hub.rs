@@ -1,0 +1,142 @@
+//! The MCP servers of one run, together: started side by side without
+//! holding anything up, their tools gathered for the engine whenever the
+//! set changes (a server ready, a list changed, a server failed), and a
+//! call to a tool of a server still starting waits for it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rein_core::{LateTools, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::config::McpServerConfig;
+use crate::naming::server_prefixes;
+use crate::server::{Launch, McpServer, ServerReport, ServerStatus};
+
+/// The run's servers.
+pub struct McpHub {
+    servers: Vec<Arc<McpServer>>,
+    /// Bumped whenever the set of tools changes.
+    changed: Arc<watch::Sender<u64>>,
+}
+
+impl McpHub {
+    /// Start every enabled server in `configs`, each in a task of its own,
+    /// and return at once (inside a Tokio runtime). The servers stop when
+    /// the hub and the tools it gave out are dropped, or rein exits.
+    pub fn start(configs: Vec<McpServerConfig>, launch: Launch) -> Arc<McpHub> {
+        let enabled: Vec<McpServerConfig> = configs.into_iter().filter(|c| c.enabled).collect();
+        let names: Vec<&str> = enabled.iter().map(|c| c.name.as_str()).collect();
+        let prefixes = server_prefixes(&names);
+        let changed = Arc::new(watch::Sender::new(0));
+        let launch = Arc::new(launch);
+        let servers: Vec<Arc<McpServer>> = enabled
+            .into_iter()
+            .zip(prefixes)
+            .map(|(config, prefix)| McpServer::new(config, prefix, launch.clone(), changed.clone()))
+            .collect();
+        for server in &servers {
+            tokio::spawn(server.clone().start());
+        }
+        Arc::new(McpHub { servers, changed })
+    }
+
+    /// Every ready server's tools, in configuration order.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.servers
+            .iter()
+            .flat_map(|s| s.tools())
+            .map(|t| Arc::new(t) as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// Whether `name` is the kind of name this hub's tools have (what to
+    /// drop when the set is replaced).
+    pub fn names(name: &str) -> bool {
+        name.starts_with("mcp__")
+    }
+
+    /// Changes when the set of tools changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// Wait until every server has started or failed.
+    pub async fn settled(&self) {
+        for server in &self.servers {
+            server.settled().await;
+        }
+    }
+
+    /// Each server's status, in configuration order.
+    pub fn reports(&self) -> Vec<ServerReport> {
+        self.servers.iter().map(McpServer::report).collect()
+    }
+
+    /// The server whose tools are named `mcp__PREFIX__...` like `name`.
+    fn server_for(&self, name: &str) -> Option<&Arc<McpServer>> {
+        let rest = name.strip_prefix("mcp__")?;
+        self.servers.iter().find(|s| {
+            rest.strip_prefix(s.prefix())
+                .is_some_and(|r| r.starts_with("__"))
+        })
+    }
+}
+
+#[async_trait]
+impl LateTools for McpHub {
+    /// A call to a tool of a server still starting waits for the server
+    /// (its startup timeout bounds the wait), then finds the tool.
+    async fn wait_for(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let server = self.server_for(name)?;
+        if server.status() == ServerStatus::Starting {
+            server.settled().await;
+        }
+        if server.status() == ServerStatus::Failed {
+            // Say why rather than "unknown tool".
+            return Some(Arc::new(Unavailable {
+                name: name.to_string(),
+                why: server.report().error.unwrap_or_default(),
+                server: server.name().to_string(),
+            }));
+        }
+        server
+            .tools()
+            .into_iter()
+            .find(|t| t.exposed() == name)
+            .map(|t| Arc::new(t) as Arc<dyn Tool>)
+    }
+}
+
+/// What a call to a tool of a server that is not running reaches: an
+/// error naming the server and why.
+struct Unavailable {
+    name: String,
+    server: String,
+    why: String,
+}
+
+#[async_trait]
+impl Tool for Unavailable {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Read
+    }
+
+    async fn call(&self, _args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let named = format!("MCP server `{}`: ", self.server);
+        let why = self.why.strip_prefix(named.as_str()).unwrap_or(&self.why);
+        Err(ToolError::new(format!(
+            "MCP server `{}` is not running ({why}): its tools cannot be called in this run",
+            self.server
+        )))
+    }
+}
