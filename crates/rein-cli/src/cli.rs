@@ -157,6 +157,33 @@ pub enum McpCommand {
         #[arg(short = 'C', long = "cd", value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
+    /// Show one server: where it is configured, what it runs, its tools.
+    Get {
+        name: String,
+        #[arg(long)]
+        json: bool,
+        #[arg(short = 'C', long = "cd", value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Add a server to your config.toml: `rein mcp add NAME -- COMMAND [ARGS]...`.
+    Add {
+        name: String,
+        /// A variable set for the server (repeatable).
+        #[arg(long, value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove a server from your config.toml.
+    Remove { name: String },
+    /// Let one of this project's servers (`.mcp.json`, `.rein/config.toml`)
+    /// start, as it is written now; a changed command asks again.
+    Approve {
+        name: String,
+        #[arg(short = 'C', long = "cd", value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
 }
 
 /// `rein eval [SUITE...]` or `rein eval compare BEFORE AFTER`.

@@ -45,6 +45,21 @@ pub struct ConfigFile {
     /// from the user's own config only).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, rein_mcp::McpServerConfig>,
+    /// `auto` (default), `always` or `never`: whether the model gets
+    /// `tool_search` instead of every MCP tool's schema.
+    pub mcp_tool_search: Option<ToolSearchSetting>,
+}
+
+/// When MCP tools are offered lazily, through `tool_search`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSearchSetting {
+    /// When their schemas would take more than a tenth of the context
+    /// window.
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 /// `[tui]`: the interactive app.
@@ -190,6 +205,12 @@ pub struct Config {
     pub sandbox: crate::sandbox_config::SandboxSettings,
     /// MCP servers from the user's config, by name.
     pub mcp_servers: Vec<rein_mcp::McpServerConfig>,
+    /// MCP servers the project names (`.mcp.json`, `.rein/config.toml`),
+    /// read in a trusted folder only; each starts once approved.
+    pub project_mcp_servers: Vec<crate::mcp::project::ProjectServer>,
+    /// What could not be used of the project's MCP servers.
+    pub mcp_notes: Vec<String>,
+    pub mcp_tool_search: ToolSearchSetting,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -251,6 +272,9 @@ impl Config {
             trusted: false,
             sandbox: Default::default(),
             mcp_servers: Vec::new(),
+            project_mcp_servers: Vec::new(),
+            mcp_notes: Vec::new(),
+            mcp_tool_search: ToolSearchSetting::Auto,
         }
     }
 
@@ -286,7 +310,21 @@ impl Config {
     ) -> Result<()> {
         let dir = workspace.join(".rein");
         let path = dir.join("config.toml");
-        if let Some((file, text)) = read_file(&path)? {
+        if let Some((mut file, text)) = read_file(&path)? {
+            // A trusted project's servers are its own list: each starts
+            // once approved (see `mcp::project`).
+            if trusted {
+                for (name, mut server) in std::mem::take(&mut file.mcp_servers) {
+                    if server.command.trim().is_empty() {
+                        bail!(
+                            "[mcp_servers.{name}] command is empty (in {})",
+                            path.display()
+                        );
+                    }
+                    server.name = name;
+                    self.add_project_server(server, ".rein/config.toml");
+                }
+            }
             // Everything is checked as written, trusted or not.
             let mut full = self.clone();
             full.apply_layer(file.clone(), &path, &text)?;
@@ -298,6 +336,7 @@ impl Config {
                 self.apply_layer(restricted.kept, &path, &text)?;
             }
         }
+        self.apply_mcp_json(workspace, trusted, report);
         for name in crate::permissions::PROJECT_RULES_FILES {
             let path = dir.join(name);
             let Some((section, text)) = crate::permissions::read_json_file(&path)? else {
@@ -314,6 +353,47 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The project's `.mcp.json`: its servers in a trusted folder, named
+    /// as ignored in one that is not. A file rein cannot read is a note,
+    /// not an error (other agents read it too).
+    fn apply_mcp_json(&mut self, workspace: &Path, trusted: bool, report: &mut ProjectReport) {
+        use crate::mcp::project::{MCP_JSON, read_mcp_json};
+        match read_mcp_json(workspace) {
+            Ok((servers, notes)) if trusted => {
+                for server in servers {
+                    self.add_project_server(server, MCP_JSON);
+                }
+                self.mcp_notes.extend(notes);
+            }
+            Ok((servers, _)) => report.add(
+                MCP_JSON,
+                servers
+                    .into_iter()
+                    .map(|s| trust::Ignored::McpServer(s.name))
+                    .collect(),
+            ),
+            Err(e) if trusted => self
+                .mcp_notes
+                .push(format!("{e:#}; its servers are not started")),
+            Err(_) => {}
+        }
+    }
+
+    /// A project server, unless the user's own config has one of that
+    /// name (the user's wins) or the project named it already.
+    fn add_project_server(&mut self, config: rein_mcp::McpServerConfig, file: &'static str) {
+        let name = config.name.clone();
+        if self.mcp_servers.iter().any(|s| s.name == name) {
+            self.mcp_notes.push(format!(
+                "{file}: server `{name}` has the name of one of your own servers; yours is used"
+            ));
+            return;
+        }
+        self.project_mcp_servers.retain(|s| s.config.name != name);
+        self.project_mcp_servers
+            .push(crate::mcp::project::ProjectServer { config, file });
     }
 
     /// `REIN_PROVIDER`, `REIN_MODEL`, `REIN_MODEL_PATH`, `REIN_MAX_TURNS`.
@@ -355,6 +435,9 @@ impl Config {
             server.name = name;
             self.mcp_servers.retain(|s| s.name != server.name);
             self.mcp_servers.push(server);
+        }
+        if let Some(s) = file.mcp_tool_search {
+            self.mcp_tool_search = s;
         }
         if let Some(t) = &file.tui
             && let Some(a) = t.alternate_screen

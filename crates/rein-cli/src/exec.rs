@@ -183,8 +183,8 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
 
     let memory = crate::memory::for_run(&cfg, &workspace).await;
-    let (mcp, note) = mcp_servers(&cfg, &workspace, provider.as_ref());
-    if let Some(note) = note {
+    let (mcp, notes) = mcp_servers(&cfg, &workspace, provider.as_ref());
+    for note in notes {
         output::err(&format!("note: {note}"));
     }
     let builder = engine_builder(
@@ -201,7 +201,10 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         .context("cannot start the engine")
         .map_err(Failure::usage)?;
     if let Some(hub) = &mcp {
-        crate::mcp::follow(hub, &engine, |line| output::err(&format!("note: {line}")));
+        let lazy = crate::mcp::lazy_tools(&cfg, &engine);
+        crate::mcp::follow(hub, &engine, lazy, |line| {
+            output::err(&format!("note: {line}"));
+        });
     }
 
     let cancel = CancellationToken::new();
@@ -261,9 +264,7 @@ pub fn engine_builder(
         // The servers' tools come as each server is ready; a call to one
         // still starting waits for it.
         match mcp {
-            Some(hub) => builder
-                .tools(hub.tools())
-                .late_tools(hub.clone() as Arc<dyn rein_core::LateTools>),
+            Some(hub) => builder.late_tools(hub.clone() as Arc<dyn rein_core::LateTools>),
             None => builder,
         }
     };
@@ -312,17 +313,18 @@ pub fn mcp_servers(
     cfg: &Config,
     workspace: &Path,
     provider: &dyn rein_core::Provider,
-) -> (Option<Arc<rein_mcp::McpHub>>, Option<String>) {
+) -> (Option<Arc<rein_mcp::McpHub>>, Vec<String>) {
     let profile = profile_for(cfg, provider);
     if profile.helps(Lever::Tools, &cfg.without) {
-        let note = cfg.mcp_servers.iter().any(|s| s.enabled).then(|| {
+        let any = cfg.mcp_servers.iter().any(|s| s.enabled) || !cfg.project_mcp_servers.is_empty();
+        let note = any.then(|| {
             "MCP servers are not started: the small profile offers six tools \
              (`--profile full` offers every tool, MCP servers' included)"
                 .to_string()
         });
-        return (None, note);
+        return (None, note.into_iter().collect());
     }
-    (crate::mcp::start(cfg, workspace), None)
+    crate::mcp::start(cfg, workspace)
 }
 
 /// Embedded models at most this large (the file) get the small profile

@@ -47,7 +47,7 @@ fn main() {
             Some(cli::Command::Model(cmd)) => model::run(cmd),
             Some(cli::Command::Memory(cmd)) => memory::run(cmd).await,
             Some(cli::Command::Trust(args)) => trust::command::run(args),
-            Some(cli::Command::Mcp(cmd)) => mcp::run(cmd).await,
+            Some(cli::Command::Mcp(cmd)) => mcp::command::run(cmd).await,
             Some(cli::Command::Eval(args)) => eval::run(args).await,
         }
     });

@@ -215,6 +215,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         tui,
         sandbox,
         mcp_servers,
+        mcp_tool_search,
     } = file;
     let mut s = Sorter {
         ignored: Vec::new(),
@@ -283,8 +284,10 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
             r.kept
         }),
         sandbox: sandbox.map(|x| restrict_sandbox(x, current, &mut s)),
-        // How the app draws has no authority: kept.
+        // How the app draws and how tools are offered have no authority:
+        // kept.
         tui,
+        mcp_tool_search,
         ..ConfigFile::default()
     };
     Restricted {

@@ -36,6 +36,15 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let trusted = crate::trust::command::trusted_for_app(&workspace, args.trust)?;
     let (cfg, report) = load_config(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
+    // Asked on the terminal too: the project's MCP servers not approved.
+    crate::mcp::project::ask_unapproved(
+        &cfg.home,
+        &workspace,
+        &cfg.project_mcp_servers,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stderr(),
+    )
+    .map_err(Failure::usage)?;
     let mode = start_mode(&cfg, &args.session)?;
     let store = open_store(&cfg)?;
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
@@ -70,9 +79,10 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     .map_err(Failure::usage)?;
     // Servers that fail after the app opened are told as notices; `/mcp`
     // shows them all.
+    let lazy = crate::mcp::lazy_tools(&cfg, &engine);
     let mcp = mcp.map(|hub| {
         let (tx, notes) = tokio::sync::mpsc::unbounded_channel();
-        crate::mcp::follow(&hub, &engine, move |line| {
+        crate::mcp::follow(&hub, &engine, lazy, move |line| {
             let _ = tx.send(line);
         });
         rein_tui::McpView {

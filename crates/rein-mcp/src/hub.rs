@@ -12,13 +12,38 @@ use tokio::sync::watch;
 
 use crate::config::McpServerConfig;
 use crate::naming::server_prefixes;
+use crate::search::{Loaded, TOOL_SEARCH, ToolSearch};
 use crate::server::{Launch, McpServer, ServerReport, ServerStatus};
+
+/// About how many tokens the model's request spends on `tools`' names,
+/// descriptions and schemas (four bytes a token).
+pub fn schema_tokens(tools: &[Arc<dyn Tool>]) -> usize {
+    tools
+        .iter()
+        .map(|t| {
+            let s = t.spec();
+            s.name.len() + s.description.len() + s.parameters.to_string().len()
+        })
+        .sum::<usize>()
+        / 4
+}
 
 /// The run's servers.
 pub struct McpHub {
     servers: Vec<Arc<McpServer>>,
     /// Bumped whenever the set of tools changes.
     changed: Arc<watch::Sender<u64>>,
+    /// The tools `tool_search` loaded.
+    loaded: Loaded,
+}
+
+/// Whether the model gets `tool_search` instead of every MCP tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LazyTools {
+    /// When the tools' schemas would take more than this many tokens.
+    Above(usize),
+    Always,
+    Never,
 }
 
 impl McpHub {
@@ -39,7 +64,42 @@ impl McpHub {
         for server in &servers {
             tokio::spawn(server.clone().start());
         }
-        Arc::new(McpHub { servers, changed })
+        Arc::new(McpHub {
+            servers,
+            changed,
+            loaded: Loaded::default(),
+        })
+    }
+
+    /// What the model is offered of the servers' tools: all of them, or,
+    /// lazy, `tool_search` and what searches loaded.
+    pub fn offered(self: &Arc<Self>, lazy: LazyTools) -> Vec<Arc<dyn Tool>> {
+        let all = self.tools();
+        let lazy = match lazy {
+            LazyTools::Always => true,
+            LazyTools::Never => false,
+            LazyTools::Above(budget) => schema_tokens(&all) > budget,
+        };
+        if !lazy {
+            return all;
+        }
+        let loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut offered: Vec<Arc<dyn Tool>> = vec![Arc::new(ToolSearch::new(self.clone()))];
+        offered.extend(all.into_iter().filter(|t| loaded.contains(&t.spec().name)));
+        offered
+    }
+
+    /// Offer `names` from the next turn (a search found them).
+    pub(crate) fn load(&self, names: &[String]) {
+        self.loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(names.iter().cloned());
+        self.changed.send_modify(|n| *n += 1);
     }
 
     /// Every ready server's tools, in configuration order.
@@ -52,9 +112,9 @@ impl McpHub {
     }
 
     /// Whether `name` is the kind of name this hub's tools have (what to
-    /// drop when the set is replaced).
+    /// drop when the set is replaced), `tool_search` included.
     pub fn names(name: &str) -> bool {
-        name.starts_with("mcp__")
+        name.starts_with("mcp__") || name == TOOL_SEARCH
     }
 
     /// Changes when the set of tools changes.

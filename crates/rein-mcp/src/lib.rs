@@ -27,13 +27,15 @@ mod content;
 mod error;
 mod hub;
 mod naming;
+mod search;
 mod server;
 mod stderr;
 mod tool;
 
 pub use config::McpServerConfig;
 pub use error::McpError;
-pub use hub::McpHub;
+pub use hub::{LazyTools, McpHub, schema_tokens};
 pub use naming::{exposed_name, server_prefixes};
+pub use search::{TOOL_SEARCH, ToolSearch};
 pub use server::{Launch, McpServer, ServerReport, ServerStatus};
 pub use tool::McpTool;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures_util::stream;
 use rein_core::*;
-use rein_mcp::{Launch, McpHub, McpServerConfig, ServerStatus};
+use rein_mcp::{Launch, LazyTools, McpHub, McpServerConfig, ServerStatus};
 use serde_json::{Value, json};
 
 /// The server's launcher, if it is installed.
@@ -559,4 +559,63 @@ async fn a_call_to_a_server_still_starting_waits_for_it() {
     );
     // Its stderr went to its log file, not the screen.
     assert!(ws.path().join("logs/everything.log").exists());
+}
+
+/// A server with a hundred tools: offered lazily, the model sees only
+/// `tool_search` (a fraction of the tokens); a search loads the tools it
+/// finds, which are offered from then on; below the budget every tool is
+/// offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_with_many_tools_is_offered_through_tool_search() {
+    let ws = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/many_tools.py");
+    let hub = started(vec![config("gh", "python3", &[script, "100"])], ws.path()).await;
+    let all = hub.offered(LazyTools::Never);
+    assert_eq!(all.len(), 100);
+    let full = rein_mcp::schema_tokens(&all);
+    let lazy = hub.offered(LazyTools::Above(full / 2));
+    let names: Vec<String> = lazy.iter().map(|t| t.spec().name).collect();
+    assert_eq!(names, ["tool_search"]);
+    let small = rein_mcp::schema_tokens(&lazy);
+    assert!(small * 20 < full, "{small} tokens lazy against {full}");
+    assert_eq!(hub.offered(LazyTools::Above(full + 1)).len(), 100);
+
+    let ctx = ToolContext {
+        workspace: ws.path().to_path_buf(),
+        session_id: "s".into(),
+        call_id: "c".into(),
+        cancel: CancellationToken::new(),
+        store: Arc::new(InMemorySessionStore::new()),
+        sandbox: SandboxPolicy::default(),
+        read_roots: Vec::new(),
+    };
+    let found = lazy[0]
+        .call(json!({"query": "weather in a city"}), ctx.clone())
+        .await
+        .unwrap();
+    assert!(
+        found
+            .content
+            .contains("- mcp__gh__get_weather: Current weather"),
+        "{}",
+        found.content
+    );
+    assert!(found.content.contains("\"city\""), "{}", found.content);
+    let now: Vec<String> = hub
+        .offered(LazyTools::Always)
+        .iter()
+        .map(|t| t.spec().name)
+        .collect();
+    assert!(now.contains(&"mcp__gh__get_weather".to_string()), "{now:?}");
+    assert!(now.len() <= 6, "{now:?}");
+    let none = lazy[0]
+        .call(json!({"query": "zzzz qqqq"}), ctx.clone())
+        .await
+        .unwrap();
+    assert!(
+        none.content.starts_with("no MCP tool matches"),
+        "{}",
+        none.content
+    );
+    assert!(lazy[0].call(json!({"query": ""}), ctx).await.is_err());
 }

@@ -8,8 +8,6 @@
 //! whole to a temporary file (0600) and renamed over the old one.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
@@ -131,36 +129,14 @@ impl TrustStore {
         self.save()
     }
 
-    /// Write the whole file: a 0600 temporary file renamed over the old
-    /// one, in a `$REIN_HOME` created 0700 when missing.
+    /// Write the whole file (0600, replaced whole).
     fn save(&self) -> Result<()> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
         let file = TrustFile {
             version: 1,
             folders: self.folders.clone(),
         };
         let text = serde_json::to_string_pretty(&file)? + "\n";
-        let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            anyhow!("cannot write the trust file {}: {e}", self.path.display())
-        })
+        crate::settings_file::write_private(&self.path, &text, "trust file")
     }
 }
 

@@ -253,3 +253,171 @@ fn a_call_to_a_failed_server_says_why() {
         "{preview}"
     );
 }
+
+/// A project's `.mcp.json`: nothing starts in a folder that is not
+/// trusted; trusted, a server starts only once approved as written, and a
+/// repository that changes what the approved name runs is asked about
+/// again.
+#[test]
+fn a_project_server_starts_only_in_a_trusted_folder_once_approved() {
+    let env = Env::new();
+    let marker = env.home.path().join("started");
+    let mcp_json = |arg: &str| {
+        let server = json!({"mcpServers": {"proj": {
+            "command": "sh",
+            "args": ["-c", format!("echo {arg} >> {}", marker.display())],
+        }}});
+        std::fs::write(env.path(".mcp.json"), server.to_string()).unwrap();
+    };
+    mcp_json("first");
+    let script = env.script("s.json", &json!({"turns": [{"text": "done"}]}));
+    let exec = || env.rein(&["exec", "--provider", "replay", "--script", &script, "go"]);
+
+    // Not trusted: not started, and named as ignored.
+    let o = exec();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(".mcp.json: [mcp_servers.proj]"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!marker.exists(), "an untrusted project's server started");
+
+    // Trusted but not approved: a note saying how, still not started.
+    let ws = std::fs::canonicalize(env.ws.path()).unwrap();
+    assert_eq!(
+        env.rein(&["trust", ws.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    let o = exec();
+    assert!(
+        stderr(&o).contains("`proj` (.mcp.json: sh -c echo first")
+            && stderr(&o).contains("rein mcp approve proj"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!marker.exists(), "an unapproved server started");
+
+    // Approved: it starts (it is not a real server, so it then fails).
+    let o = env.rein(&["mcp", "approve", "proj"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    exec();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !marker.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap_or_default(),
+        "first\n"
+    );
+
+    // The repository changes what `proj` runs: asked about again.
+    mcp_json("second");
+    let o = exec();
+    assert!(stderr(&o).contains("is not approved"), "{}", stderr(&o));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "first\n");
+}
+
+/// `rein mcp add`, `get` and `remove` edit the user's config.toml and
+/// keep the rest of it; bad input is one clear line.
+#[test]
+fn mcp_add_get_and_remove_edit_the_users_config() {
+    let env = Env::new();
+    let config = env.home.path().join("config.toml");
+    std::fs::write(&config, "# my settings\nmax_turns = 7\n").unwrap();
+    let o = env.rein(&[
+        "mcp",
+        "add",
+        "files",
+        "--env",
+        "A=1",
+        "--",
+        "my-server",
+        "--root",
+        "/srv x",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.starts_with("# my settings\nmax_turns = 7\n"), "{text}");
+    assert!(text.contains("[mcp_servers.files]"), "{text}");
+
+    let o = env.rein(&["mcp", "get", "files", "--json"]);
+    let got: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(got["command"], "my-server");
+    assert_eq!(got["args"], json!(["--root", "/srv x"]));
+    assert_eq!(got["from"], "your config.toml");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "my-server does not exist: {}",
+        stdout(&o)
+    );
+
+    assert_clean_failure(
+        &env.rein(&["mcp", "add", "files", "--", "other"]),
+        2,
+        "is configured already",
+    );
+    assert_clean_failure(
+        &env.rein(&["mcp", "add", "a.b", "--", "x"]),
+        2,
+        "an MCP server name",
+    );
+    assert_clean_failure(
+        &env.rein(&["mcp", "get", "nothing"]),
+        2,
+        "no MCP server named `nothing`",
+    );
+
+    let o = env.rein(&["mcp", "remove", "files"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "# my settings\nmax_turns = 7\n\n"
+    );
+    assert_clean_failure(
+        &env.rein(&["mcp", "remove", "files"]),
+        2,
+        "has no [mcp_servers.files]",
+    );
+}
+
+/// `mcp_tool_search = "always"`: the run's model finds a server's tool
+/// with `tool_search`, then calls it.
+#[test]
+fn tool_search_finds_a_servers_tool_and_the_model_calls_it() {
+    let Some(server) = everything() else { return };
+    let env = with_everything(&server, "");
+    let config = env.home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("mcp_tool_search = \"always\"\n{text}")).unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "tool_search", "arguments": {"query": "echo a message"}}]},
+            {"tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "found"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let outputs: Vec<String> = json_lines(&o)
+        .iter()
+        .filter(|e| e["message"]["role"] == "tool")
+        .map(|e| e["message"]["output"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        outputs[0].contains("- mcp__everything__echo:"),
+        "{outputs:?}"
+    );
+    assert!(outputs[1].contains("Echo: found"), "{outputs:?}");
+}

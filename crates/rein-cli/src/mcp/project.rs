@@ -1,0 +1,393 @@
+//! A project's own MCP servers: `.mcp.json` at the workspace root (the
+//! shape other agents read: `{"mcpServers": {NAME: {command, args, env}}}`)
+//! and the `[mcp_servers.NAME]` of the project's `.rein/config.toml`.
+//!
+//! They are the repository's words, not the user's: they are read only in
+//! a trusted folder, and each starts only once the user approved it as it
+//! is written. An approval records a digest of the server's command,
+//! arguments, environment and folder, so a repository that later changes
+//! what an approved name runs is asked about again. Approvals live in
+//! `$REIN_HOME/mcp-approvals.json`, by folder.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use rein_mcp::McpServerConfig;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The project file other agents use for MCP servers.
+pub const MCP_JSON: &str = ".mcp.json";
+
+/// The approvals file under `$REIN_HOME`.
+const APPROVALS: &str = "mcp-approvals.json";
+
+/// A server of the project's, and the file that named it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectServer {
+    pub config: McpServerConfig,
+    /// `.mcp.json` or `.rein/config.toml`.
+    pub file: &'static str,
+}
+
+/// One entry of `.mcp.json`. Keys rein does not use are ignored (other
+/// agents add their own).
+#[derive(Debug, Deserialize)]
+struct JsonServer {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct JsonFile {
+    #[serde(rename = "mcpServers", default)]
+    servers: BTreeMap<String, JsonServer>,
+}
+
+/// The servers of `workspace/.mcp.json`, with a note for each entry rein
+/// cannot use; none when there is no file. A file that is not valid JSON
+/// is an error naming it and the line.
+pub fn read_mcp_json(workspace: &Path) -> Result<(Vec<McpServerConfig>, Vec<String>)> {
+    let path = workspace.join(MCP_JSON);
+    let Some(text) = crate::settings_file::read_text(&path, "MCP server file")? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let file: JsonFile = serde_json::from_str(&text).map_err(|e| {
+        anyhow!(
+            "{MCP_JSON} is not a valid MCP server file (line {}): {}",
+            e.line(),
+            e.to_string()
+                .rsplit_once(" at line ")
+                .map_or(e.to_string(), |m| m.0.to_string())
+        )
+    })?;
+    let mut servers = Vec::new();
+    let mut notes = Vec::new();
+    for (name, entry) in file.servers {
+        match entry_config(&name, entry) {
+            Ok(config) => servers.push(config),
+            Err(why) => notes.push(format!(
+                "{MCP_JSON}: server `{name}` {why}; it is not started"
+            )),
+        }
+    }
+    Ok((servers, notes))
+}
+
+/// One `.mcp.json` entry as a server configuration, or why it cannot be.
+fn entry_config(name: &str, entry: JsonServer) -> Result<McpServerConfig, String> {
+    let kind = entry.kind.as_deref().unwrap_or("stdio");
+    if kind != "stdio" || entry.url.is_some() {
+        return Err(format!(
+            "is a remote ({kind}) server; rein starts local (stdio) servers only"
+        ));
+    }
+    let command = entry
+        .command
+        .filter(|c| !c.trim().is_empty())
+        .ok_or("has no command")?;
+    let mut config: McpServerConfig = serde_json::from_value(serde_json::json!({
+        "command": command, "args": entry.args, "env": entry.env,
+    }))
+    .map_err(|e| format!("cannot be read: {e}"))?;
+    config.name = name.to_string();
+    Ok(config)
+}
+
+/// What an approval covers: a digest of everything that decides what runs.
+pub fn digest(config: &McpServerConfig) -> String {
+    let what = serde_json::json!({
+        "command": config.command,
+        "args": config.args,
+        "env": config.env,
+        "cwd": config.cwd,
+    });
+    let hash = Sha256::digest(what.to_string().as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How a server is shown when the user is asked: its command line.
+pub fn command_line(config: &McpServerConfig) -> String {
+    let mut words = vec![config.command.clone()];
+    words.extend(config.args.iter().cloned());
+    let line = words.join(" ");
+    let mut shown = rein_tui::cells::sanitize(&line).into_owned();
+    if !config.env.is_empty() {
+        let names: Vec<&str> = config.env.keys().map(String::as_str).collect();
+        shown.push_str(&format!(" (sets {})", names.join(", ")));
+    }
+    shown
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalsFile {
+    version: u32,
+    /// Folder → server name → digest of what was approved.
+    #[serde(default)]
+    folders: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// The user's approvals of project servers.
+pub struct Approvals {
+    path: PathBuf,
+    file: ApprovalsFile,
+}
+
+impl Approvals {
+    /// Read `home/mcp-approvals.json`; a missing file approves nothing.
+    pub fn load(home: &Path) -> Result<Approvals> {
+        let path = home.join(APPROVALS);
+        let text =
+            crate::settings_file::read_text(&path, "MCP approvals file")?.unwrap_or_default();
+        let file = if text.trim().is_empty() {
+            ApprovalsFile::default()
+        } else {
+            serde_json::from_str(&text).map_err(|e| {
+                anyhow!(
+                    "invalid MCP approvals file {} (line {}); fix or delete it",
+                    path.display(),
+                    e.line()
+                )
+            })?
+        };
+        if file.version > 1 {
+            bail!(
+                "the MCP approvals file {} is newer than this rein understands",
+                path.display()
+            );
+        }
+        Ok(Approvals { path, file })
+    }
+
+    /// Whether `config` was approved in `folder`, as it is written now.
+    pub fn approved(&self, folder: &Path, config: &McpServerConfig) -> bool {
+        let Some(key) = folder.to_str() else {
+            return false;
+        };
+        self.file
+            .folders
+            .get(key)
+            .and_then(|servers| servers.get(&config.name))
+            .is_some_and(|d| *d == digest(config))
+    }
+
+    /// Approve `config` in `folder` and write the file.
+    pub fn approve(&mut self, folder: &Path, config: &McpServerConfig) -> Result<()> {
+        let key = folder
+            .to_str()
+            .filter(|_| folder.is_absolute())
+            .ok_or_else(|| {
+                anyhow!(
+                    "cannot record {}: not a plain absolute path",
+                    folder.display()
+                )
+            })?;
+        self.file.version = 1;
+        self.file
+            .folders
+            .entry(key.to_string())
+            .or_default()
+            .insert(config.name.clone(), digest(config));
+        let text = serde_json::to_string_pretty(&self.file)? + "\n";
+        crate::settings_file::write_private(&self.path, &text, "MCP approvals file")
+    }
+}
+
+/// The project servers that may start (approved as written), and a note
+/// for each that may not.
+pub fn approved_only(
+    home: &Path,
+    workspace: &Path,
+    servers: &[ProjectServer],
+) -> (Vec<McpServerConfig>, Vec<String>) {
+    if servers.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let approvals = match Approvals::load(home) {
+        Ok(a) => a,
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![format!("{e:#}; no project MCP server is started")],
+            );
+        }
+    };
+    let mut ok = Vec::new();
+    let mut notes = Vec::new();
+    for s in servers.iter().filter(|s| s.config.enabled) {
+        if approvals.approved(workspace, &s.config) {
+            ok.push(s.config.clone());
+        } else {
+            notes.push(format!(
+                "the project's MCP server `{}` ({}: {}) is not approved, so it is not started; \
+                 approve it with `rein mcp approve {}`",
+                s.config.name,
+                s.file,
+                command_line(&s.config),
+                s.config.name
+            ));
+        }
+    }
+    (ok, notes)
+}
+
+/// The app, before it takes the terminal: ask once about each of the
+/// project's servers that is not approved as written; `y` approves (and
+/// remembers), anything else leaves it off for this session, end of input
+/// stops asking. Nothing is asked in a folder that is not trusted (its
+/// servers are not read).
+pub fn ask_unapproved(
+    home: &Path,
+    workspace: &Path,
+    servers: &[ProjectServer],
+    input: &mut impl std::io::BufRead,
+    output: &mut impl std::io::Write,
+) -> Result<()> {
+    let mut approvals = Approvals::load(home)?;
+    for s in servers.iter().filter(|s| s.config.enabled) {
+        if approvals.approved(workspace, &s.config) {
+            continue;
+        }
+        write!(
+            output,
+            "rein: this project's {} names the MCP server `{}`, which would run:\n  {}\n\
+             Start it (now and in later sessions, while it stays as written)? [y] yes  [n] no: ",
+            s.file,
+            rein_tui::cells::sanitize(&s.config.name),
+            command_line(&s.config)
+        )?;
+        output.flush()?;
+        let mut line = String::new();
+        if input.read_line(&mut line)? == 0 {
+            writeln!(output)?;
+            return Ok(());
+        }
+        if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            approvals.approve(workspace, &s.config)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The app's question: `y` approves and is remembered, `n` is not, and
+    /// an approved server is not asked about again.
+    #[test]
+    fn the_app_asks_once_about_each_unapproved_server() {
+        let home = tempfile::tempdir().unwrap();
+        let folder = Path::new("/work/app");
+        let server = |name: &str| {
+            let mut c: McpServerConfig =
+                serde_json::from_value(serde_json::json!({"command": "srv"})).unwrap();
+            c.name = name.into();
+            ProjectServer {
+                config: c,
+                file: MCP_JSON,
+            }
+        };
+        let servers = vec![server("a"), server("b")];
+        let mut shown = Vec::new();
+        ask_unapproved(
+            home.path(),
+            folder,
+            &servers,
+            &mut &b"y\nn\n"[..],
+            &mut shown,
+        )
+        .unwrap();
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(
+            shown.contains("names the MCP server `a`, which would run:\n  srv"),
+            "{shown}"
+        );
+        let approvals = Approvals::load(home.path()).unwrap();
+        assert!(approvals.approved(folder, &servers[0].config));
+        assert!(!approvals.approved(folder, &servers[1].config));
+        let mut again = Vec::new();
+        ask_unapproved(home.path(), folder, &servers, &mut &b""[..], &mut again).unwrap();
+        let again = String::from_utf8(again).unwrap();
+        assert!(!again.contains("`a`") && again.contains("`b`"), "{again}");
+    }
+
+    fn write(dir: &Path, text: &str) {
+        std::fs::write(dir.join(MCP_JSON), text).unwrap();
+    }
+
+    #[test]
+    fn mcp_json_reads_local_servers_and_names_what_it_cannot_use() {
+        let ws = tempfile::tempdir().unwrap();
+        write(
+            ws.path(),
+            r#"{"mcpServers": {
+                "files": {"command": "npx", "args": ["-y", "srv"], "env": {"A": "1"}, "extra": true},
+                "web": {"type": "http", "url": "https://example.invalid/mcp"},
+                "empty": {"args": []}
+            }}"#,
+        );
+        let (servers, notes) = read_mcp_json(ws.path()).unwrap();
+        assert_eq!(servers.len(), 1);
+        assert_eq!(servers[0].name, "files");
+        assert_eq!(servers[0].args, ["-y", "srv"]);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("`web` is a remote (http) server"))
+        );
+        assert!(notes.iter().any(|n| n.contains("`empty` has no command")));
+    }
+
+    #[test]
+    fn a_broken_mcp_json_is_one_clear_error() {
+        let ws = tempfile::tempdir().unwrap();
+        write(ws.path(), "{\n  \"mcpServers\": {,\n}");
+        let e = read_mcp_json(ws.path()).unwrap_err().to_string();
+        assert!(
+            e.starts_with(".mcp.json is not a valid MCP server file (line 2)"),
+            "{e}"
+        );
+        let none = tempfile::tempdir().unwrap();
+        assert!(read_mcp_json(none.path()).unwrap().0.is_empty());
+    }
+
+    /// An approval holds for the server as it was approved: a changed
+    /// command or argument under the same name is asked about again.
+    #[test]
+    fn an_approval_covers_exactly_what_was_approved() {
+        let home = tempfile::tempdir().unwrap();
+        let folder = Path::new("/work/app");
+        let mut config: McpServerConfig =
+            serde_json::from_value(serde_json::json!({"command": "srv", "args": ["--ro"]}))
+                .unwrap();
+        config.name = "files".into();
+        let mut approvals = Approvals::load(home.path()).unwrap();
+        assert!(!approvals.approved(folder, &config));
+        approvals.approve(folder, &config).unwrap();
+        let again = Approvals::load(home.path()).unwrap();
+        assert!(again.approved(folder, &config));
+        assert!(!again.approved(Path::new("/work/other"), &config));
+        let mut changed = config.clone();
+        changed.args = vec!["--rw".into()];
+        assert!(!again.approved(folder, &changed));
+        let mut env = config.clone();
+        env.env.insert("LD_PRELOAD".into(), "/tmp/x.so".into());
+        assert!(!again.approved(folder, &env));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(home.path().join(APPROVALS))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
