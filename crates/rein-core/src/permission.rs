@@ -554,7 +554,10 @@ impl Permissions {
             (PermissionMode::Plan, _) => Verdict::Allow,
             (PermissionMode::AcceptEdits, ToolAccess::Write) => Verdict::Allow,
             (_, ToolAccess::Write) => needs("file changes", PermissionMode::AcceptEdits),
-            (_, ToolAccess::Execute) => needs("shell commands", PermissionMode::Auto),
+            (_, ToolAccess::Execute) => needs(
+                "commands (and tools that are not read-only)",
+                PermissionMode::Auto,
+            ),
         }
     }
 }

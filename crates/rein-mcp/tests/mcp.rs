@@ -619,3 +619,97 @@ async fn a_server_with_many_tools_is_offered_through_tool_search() {
     );
     assert!(lazy[0].call(json!({"query": ""}), ctx).await.is_err());
 }
+
+/// Where `.ci/run` installs the Python SDK (`mcp` package), if it did.
+fn python_sdk() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("HOME")?).join(".cache/rein/pymcp");
+    if dir.join("mcp").is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipped: the Python MCP SDK is not installed ({})",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// A server written with the official Python SDK: its typed tools are
+/// offered with their schemas, a read-only annotation makes a tool Read,
+/// a structured result is read, and a tool that raises reaches the model
+/// as an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_built_with_the_python_sdk_works() {
+    let Some(sdk) = python_sdk() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/servers/python_sdk_server.py"
+    );
+    let mut cfg = config("py", "python3", &[script]);
+    cfg.env
+        .insert("PYTHONPATH".into(), sdk.display().to_string());
+    cfg.startup_timeout_sec = 60;
+    let hub = started(vec![cfg], ws.path()).await;
+    let report = &hub.reports()[0];
+    assert_eq!(report.status, ServerStatus::Ready, "{report:?}");
+    let tools = hub.tools();
+    let add = tools
+        .iter()
+        .find(|t| t.spec().name == "mcp__py__add")
+        .unwrap();
+    assert_eq!(add.spec().parameters["required"], json!(["a", "b"]));
+    assert_eq!(add.access(), ToolAccess::Execute);
+    let shout = tools
+        .iter()
+        .find(|t| t.spec().name == "mcp__py__shout")
+        .unwrap();
+    assert_eq!(shout.access(), ToolAccess::Read);
+    // Read-only: runs in default mode without asking; `fail` is not.
+    let results = run(
+        tools.clone(),
+        &[
+            ("mcp__py__shout", json!({"text": "quiet"})),
+            ("mcp__py__fail", json!({"reason": "no"})),
+        ],
+    )
+    .await;
+    assert!(
+        !results[0].is_error && results[0].output.contains("QUIET"),
+        "{results:?}"
+    );
+    assert!(
+        results[1]
+            .output
+            .contains("tools that are not read-only) need approval"),
+        "{results:?}"
+    );
+    let fail = tools
+        .iter()
+        .find(|t| t.spec().name == "mcp__py__fail")
+        .unwrap();
+    let ctx = ToolContext {
+        workspace: ws.path().to_path_buf(),
+        session_id: "s".into(),
+        call_id: "c".into(),
+        cancel: CancellationToken::new(),
+        store: Arc::new(InMemorySessionStore::new()),
+        sandbox: SandboxPolicy::default(),
+        read_roots: Vec::new(),
+    };
+    let sum = add
+        .call(json!({"a": 2, "b": 40}), ctx.clone())
+        .await
+        .unwrap();
+    assert!(sum.content.contains("42"), "{}", sum.content);
+    // A tool that raises: the result is an error, with the server's words.
+    let failed = fail.call(json!({"reason": "no"}), ctx).await;
+    let out = match failed {
+        Ok(o) => o,
+        Err(e) => panic!("a tool error should be an error result, got {e:?}"),
+    };
+    assert!(
+        out.is_error && out.content.contains("refused: no"),
+        "{out:?}"
+    );
+}

@@ -1,0 +1,29 @@
+"""An MCP server built with the official Python SDK (the `mcp` package,
+FastMCP), over stdio: a typed tool with structured output, a read-only one,
+and one that fails."""
+from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+server = FastMCP("pysdk")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def shout(text: str) -> str:
+    """The text in upper case."""
+    return text.upper()
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails, saying why."""
+    raise ValueError(f"refused: {reason}")
+
+
+if __name__ == "__main__":
+    server.run()
