@@ -200,6 +200,15 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         .build()
         .context("cannot start the engine")
         .map_err(Failure::usage)?;
+    // Resources the prompt names (`@server:uri`) go with it.
+    let mut prompt = prompt;
+    if let Some(hub) = &mcp {
+        let (attached, notes) = hub.attach_mentions(&prompt).await;
+        prompt = attached;
+        for note in notes {
+            output::err(&format!("note: {note}"));
+        }
+    }
     if let Some(hub) = &mcp {
         let lazy = crate::mcp::lazy_tools(&cfg, &engine);
         crate::mcp::follow(hub, &engine, lazy, |line| {

@@ -85,9 +85,20 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         crate::mcp::follow(&hub, &engine, lazy, move |line| {
             let _ = tx.send(line);
         });
+        let (for_attach, for_prompt) = (hub.clone(), hub.clone());
         rein_tui::McpView {
             status: Box::new(move || crate::mcp::status_lines(&hub)),
             notes,
+            attach: Arc::new(move |message: String| {
+                let hub = for_attach.clone();
+                Box::pin(async move { hub.attach_mentions(&message).await })
+                    as rein_tui::McpFuture<(String, Vec<String>)>
+            }),
+            prompt: Arc::new(move |command: String, args: String| {
+                let hub = for_prompt.clone();
+                Box::pin(async move { hub.prompt_text(&command, &args).await })
+                    as rein_tui::McpFuture<Result<String, String>>
+            }),
         }
     });
     // `/model`: only a provider is built; the engine switches to it.

@@ -134,6 +134,18 @@ impl McpHub {
         self.servers.iter().map(McpServer::report).collect()
     }
 
+    /// The server configured as `name`.
+    pub(crate) fn server_named(&self, name: &str) -> Option<&Arc<McpServer>> {
+        self.servers.iter().find(|s| s.name() == name)
+    }
+
+    /// The servers that are ready.
+    pub(crate) fn ready_servers(&self) -> impl Iterator<Item = &Arc<McpServer>> {
+        self.servers
+            .iter()
+            .filter(|s| s.status() == ServerStatus::Ready)
+    }
+
     /// The server whose tools are named `mcp__PREFIX__...` like `name`.
     fn server_for(&self, name: &str) -> Option<&Arc<McpServer>> {
         let rest = name.strip_prefix("mcp__")?;

@@ -5,7 +5,7 @@
 /// Most characters of a tool name every wire API accepts.
 const MAX: usize = 64;
 
-fn clean(part: &str) -> String {
+pub(crate) fn clean(part: &str) -> String {
     part.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {

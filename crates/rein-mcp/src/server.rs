@@ -62,8 +62,8 @@ pub struct ServerReport {
 }
 
 /// A live connection: the MCP session over the child's stdio.
-struct Connection {
-    service: RunningService<RoleClient, Client>,
+pub(crate) struct Connection {
+    pub(crate) service: RunningService<RoleClient, Client>,
     stderr: StderrTail,
 }
 
@@ -357,7 +357,7 @@ impl McpServer {
     }
 
     /// The current connection, started again first if the server died.
-    async fn live(self: &Arc<Self>) -> Result<Arc<Connection>, McpError> {
+    pub(crate) async fn live(self: &Arc<Self>) -> Result<Arc<Connection>, McpError> {
         let current = {
             let state = self.state();
             match (&state.conn, state.status) {
@@ -412,7 +412,7 @@ impl McpServer {
         Ok(())
     }
 
-    fn protocol(&self, message: String) -> McpError {
+    pub(crate) fn protocol(&self, message: String) -> McpError {
         McpError::Protocol {
             server: self.config.name.clone(),
             message,

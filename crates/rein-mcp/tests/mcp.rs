@@ -713,3 +713,51 @@ async fn a_server_built_with_the_python_sdk_works() {
         "{out:?}"
     );
 }
+
+/// Resources and prompts of a Python SDK server: `@py:note://greeting` in
+/// a message attaches the note; a mention of an unknown server is left as
+/// it is; a missing resource is a note; the prompt is offered as
+/// `/mcp__py__review` and its text filled from the arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_are_attached_by_mention_and_prompts_become_commands() {
+    let Some(sdk) = python_sdk() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/servers/python_sdk_server.py"
+    );
+    let mut cfg = config("py", "python3", &[script]);
+    cfg.env
+        .insert("PYTHONPATH".into(), sdk.display().to_string());
+    cfg.startup_timeout_sec = 60;
+    // Not waited for: the mention waits for its server.
+    let hub = McpHub::start(vec![cfg], launch(ws.path()));
+    let (text, notes) = hub
+        .attach_mentions("Use @py:note://greeting, and @other:x://y.")
+        .await;
+    assert!(notes.is_empty(), "{notes:?}");
+    assert!(
+        text.starts_with("Use @py:note://greeting, and @other:x://y."),
+        "{text}"
+    );
+    assert!(
+        text.contains("[resource py:note://greeting, from MCP server `py`]\nThe greeting is: hello from the note"),
+        "{text}"
+    );
+    let (same, notes) = hub.attach_mentions("see @py:note://missing").await;
+    assert_eq!(same, "see @py:note://missing");
+    assert!(notes[0].contains("was not attached"), "{notes:?}");
+
+    let commands = hub.prompt_commands().await;
+    let review = commands
+        .iter()
+        .find(|c| c.command == "/mcp__py__review")
+        .unwrap();
+    assert_eq!(review.arguments, ["path", "focus"]);
+    let text = hub
+        .prompt_text("/mcp__py__review", "src/x.py focus=speed")
+        .await
+        .unwrap();
+    assert_eq!(text, "Review src/x.py, looking for speed.");
+    assert!(hub.prompt_text("/mcp__py__nothing", "").await.is_err());
+}

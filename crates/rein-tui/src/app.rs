@@ -43,6 +43,11 @@ pub enum Action {
     ShowContext,
     /// `/mcp`: each MCP server's status.
     ShowMcp,
+    /// `/mcp__SERVER__PROMPT ARGS`: send a server's prompt.
+    McpPrompt {
+        command: String,
+        args: String,
+    },
 }
 
 /// What the status line shows.

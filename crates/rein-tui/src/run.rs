@@ -55,14 +55,23 @@ pub struct Setup {
     pub mcp: Option<McpView>,
 }
 
+/// A future the MCP closures return.
+pub type McpFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
 /// The MCP servers as the app sees them: the command starts and follows
 /// them; the app shows their status (`/mcp`) and what it says of them
-/// later (a server that failed after the app opened).
+/// later (a server that failed after the app opened), attaches the
+/// resources a message names (`@server:uri`) and sends servers' prompts
+/// (`/mcp__server__prompt`).
 pub struct McpView {
     /// A line per server: its status, tools, last error.
     pub status: Box<dyn Fn() -> Vec<String> + Send + Sync>,
     /// Notes that come while the app runs.
     pub notes: mpsc::UnboundedReceiver<String>,
+    /// A message with its mentioned resources attached, and notes.
+    pub attach: Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>,
+    /// The text of a prompt command with its arguments.
+    pub prompt: Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>,
 }
 
 struct Running {
@@ -74,6 +83,8 @@ struct Running {
 enum Side {
     Compacted(Result<bool, String>),
     Title,
+    /// A server's prompt fetched for `/mcp__...` (the command, the text).
+    McpPrompt(String, Result<String, String>),
 }
 
 /// The app needs a terminal on stdin and stdout; the error says what to
@@ -129,6 +140,9 @@ struct Loop {
     titled: bool,
     /// `/mcp`'s lines, when MCP servers are configured.
     mcp_status: Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>,
+    mcp_attach: Option<Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>>,
+    mcp_prompt:
+        Option<Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>>,
 }
 
 async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
@@ -252,6 +266,8 @@ impl Loop {
             side_tx,
             running: None,
             titled: false,
+            mcp_attach: setup.mcp.as_ref().map(|m| m.attach.clone()),
+            mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
             mcp_status: setup.mcp.map(|m| m.status),
         }
     }
@@ -338,6 +354,15 @@ impl Loop {
                 refresh_cost(&mut self.app, self.store.as_ref()).await;
                 Vec::new()
             }
+            Side::McpPrompt(command, Ok(text)) => {
+                self.app
+                    .notice(format!("{command}: sending the server's prompt"));
+                self.app.send_message(text)
+            }
+            Side::McpPrompt(command, Err(e)) => {
+                self.app.error(format!("{command}: {e}"));
+                Vec::new()
+            }
         }
     }
 
@@ -384,6 +409,18 @@ impl Loop {
             Action::SwitchModel(name) => self.switch_model(name),
             Action::ShowCost => show_cost(&mut self.app, self.store.as_ref()).await,
             Action::ShowContext => show_context(&mut self.app, &self.engine).await,
+            Action::McpPrompt { command, args } => {
+                let Some(prompt) = self.mcp_prompt.clone() else {
+                    self.app
+                        .error(format!("{command}: no MCP servers configured"));
+                    return;
+                };
+                let side_tx = self.side_tx.clone();
+                tokio::spawn(async move {
+                    let text = prompt(command.clone(), args).await;
+                    let _ = side_tx.send(Side::McpPrompt(command, text));
+                });
+            }
             Action::ShowMcp => {
                 let lines = match &self.mcp_status {
                     Some(status) => status(),
@@ -413,7 +450,17 @@ impl Loop {
         let engine = self.engine.clone();
         let mut sink = self.events_tx.clone();
         let run_cancel = cancel.clone();
+        let attach = self.mcp_attach.clone();
         tokio::spawn(async move {
+            let mut request = request;
+            // Resources the message names (`@server:uri`) go with it.
+            if let Some(attach) = attach {
+                let (prompt, notes) = attach(std::mem::take(&mut request.prompt)).await;
+                request.prompt = prompt;
+                for message in notes {
+                    let _ = sink.send(Event::Notice { message });
+                }
+            }
             engine.run(request, run_cancel, &mut sink).await;
         });
         self.running = Some(Running { cancel, control });

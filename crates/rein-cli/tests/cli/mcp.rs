@@ -421,3 +421,49 @@ fn tool_search_finds_a_servers_tool_and_the_model_calls_it() {
     );
     assert!(outputs[1].contains("Echo: found"), "{outputs:?}");
 }
+
+/// `@server:uri` in an exec prompt attaches the resource to the message
+/// the model gets (a server built with the Python SDK).
+#[test]
+fn a_resource_named_in_the_prompt_is_attached() {
+    let Some(home) = std::env::var_os("HOME") else {
+        return;
+    };
+    let sdk = std::path::PathBuf::from(home).join(".cache/rein/pymcp");
+    if !sdk.join("mcp").is_dir() {
+        eprintln!("skipped: the Python MCP SDK is not installed");
+        return;
+    }
+    let server = repo_root().join("crates/rein-mcp/tests/servers/python_sdk_server.py");
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.py]\ncommand = \"python3\"\nargs = [{:?}]\nstartup_timeout_sec = 60\nenv = {{ PYTHONPATH = {:?} }}\n",
+            server.display().to_string(),
+            sdk.display().to_string()
+        ),
+    )
+    .unwrap();
+    let script = env.script("s.json", &json!({"turns": [{"text": "done"}]}));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "Summarise @py:note://greeting please",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let user = json_lines(&o)
+        .into_iter()
+        .find(|e| e["message"]["role"] == "user")
+        .unwrap();
+    let content = user["message"]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("Summarise @py:note://greeting please"),
+        "{content}"
+    );
+    assert!(content.contains("hello from the note"), "{content}");
+}

@@ -216,6 +216,16 @@ impl App {
         self.start(text)
     }
 
+    /// Send `text` as a message, never as a command (a server's prompt may
+    /// start with `/`): queued while a run goes on.
+    pub fn send_message(&mut self, text: String) -> Vec<Action> {
+        if self.running() {
+            self.queued.push(text.clone());
+            return vec![Action::Queue(text)];
+        }
+        self.start(text)
+    }
+
     pub(super) fn start(&mut self, prompt: String) -> Vec<Action> {
         self.status.set_running(true);
         vec![Action::Submit(prompt)]
@@ -291,6 +301,10 @@ impl App {
             "/cost" => vec![Action::ShowCost],
             "/context" => vec![Action::ShowContext],
             "/mcp" => vec![Action::ShowMcp],
+            prompt if prompt.starts_with("/mcp__") => vec![Action::McpPrompt {
+                command: prompt.to_string(),
+                args: arg.unwrap_or_default(),
+            }],
             other => {
                 let msg = match complete::suggest_command(other) {
                     Some(s) => {
