@@ -57,6 +57,10 @@ pub struct Setup {
 
 /// A future the MCP closures return.
 pub type McpFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+/// Attaches the resources a message names: the message and notes.
+pub type McpAttach = Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>;
+/// The text of a prompt command (`/mcp__...`, its arguments).
+pub type McpPrompt = Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>;
 
 /// The MCP servers as the app sees them: the command starts and follows
 /// them; the app shows their status (`/mcp`) and what it says of them
@@ -69,9 +73,9 @@ pub struct McpView {
     /// Notes that come while the app runs.
     pub notes: mpsc::UnboundedReceiver<String>,
     /// A message with its mentioned resources attached, and notes.
-    pub attach: Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>,
+    pub attach: McpAttach,
     /// The text of a prompt command with its arguments.
-    pub prompt: Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>,
+    pub prompt: McpPrompt,
 }
 
 struct Running {
@@ -140,9 +144,8 @@ struct Loop {
     titled: bool,
     /// `/mcp`'s lines, when MCP servers are configured.
     mcp_status: Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>,
-    mcp_attach: Option<Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>>,
-    mcp_prompt:
-        Option<Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>>,
+    mcp_attach: Option<McpAttach>,
+    mcp_prompt: Option<McpPrompt>,
 }
 
 async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
