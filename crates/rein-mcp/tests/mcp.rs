@@ -212,15 +212,22 @@ async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others()
     let ws = tempfile::tempdir().unwrap();
     let mut silent = config("silent", "sleep", &["30"]);
     silent.startup_timeout_sec = 1;
+    // Junk on stdout without end, and a file that is not a program.
+    let mut junk = config("junk", "yes", &["not json"]);
+    junk.startup_timeout_sec = 2;
+    let not_program = ws.path().join("notes.txt");
+    std::fs::write(&not_program, "hello").unwrap();
     let mut cfgs = vec![
         config("missing", "/nonexistent/rein-mcp-server", &[]),
         config("quits", "sh", &["-c", "echo 'no such thing' >&2; exit 3"]),
         silent,
+        junk,
+        config("text", not_program.to_str().unwrap(), &[]),
     ];
     if let Some(server) = everything() {
         cfgs.push(config("everything", server.to_str().unwrap(), &["stdio"]));
     }
-    let expect_ok = cfgs.len() - 3;
+    let expect_ok = cfgs.len() - 5;
     let began = std::time::Instant::now();
     let hub = started(cfgs, ws.path()).await;
     let reports = hub.reports();
@@ -244,6 +251,25 @@ async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others()
     );
     assert!(text[1].contains("MCP server `quits`"), "{text:?}");
     assert!(text[2].contains("did not start within 1 s"), "{text:?}");
+    let more: Vec<String> = reports[3..5]
+        .iter()
+        .map(|r| r.error.clone().unwrap_or_default())
+        .collect();
+    assert!(
+        reports[3..5]
+            .iter()
+            .all(|r| r.status == ServerStatus::Failed),
+        "{more:?}"
+    );
+    assert!(more[0].contains("MCP server `junk`"), "{more:?}");
+    assert!(
+        more[1].contains("cannot start") && more[1].contains("Permission denied"),
+        "{more:?}"
+    );
+    assert!(
+        more.iter().all(|m| m.len() < 2_000 && !m.contains('\n')),
+        "{more:?}"
+    );
     assert!(began.elapsed().as_secs() < 20, "servers start side by side");
 }
 
