@@ -762,3 +762,52 @@ fn this_session_on_an_edit_covers_the_next_change_to_the_same_file() {
     app.wait_for("All done.");
     quit(&app);
 }
+
+/// The app with an MCP server (the reference server): the model's call to
+/// one of its tools runs (read-only, so without asking) and `/mcp` shows
+/// the server with its tools.
+#[test]
+fn the_app_calls_an_mcp_tool_and_slash_mcp_shows_the_server() {
+    let Some(home) = std::env::var_os("HOME") else {
+        return;
+    };
+    let server = std::path::PathBuf::from(home)
+        .join(".cache/rein/npm/node_modules/.bin/mcp-server-everything");
+    if !server.exists() {
+        eprintln!("skipped: the MCP reference server is not installed");
+        return;
+    }
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [
+            {"tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "hi from the app"}}]},
+            {"text": "It echoed."}
+        ]}),
+    );
+    let app = Tmux::start(
+        &env,
+        &[
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "echo something",
+        ],
+    );
+    let screen = app.wait_for("It echoed.");
+    assert!(screen.contains("Echo: hi from the app"), "{screen}");
+    app.type_text("/mcp");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("MCP servers");
+    assert!(screen.contains("everything: 13 tools"), "{screen}");
+    quit(&app);
+}
