@@ -355,47 +355,6 @@ impl Config {
         Ok(())
     }
 
-    /// The project's `.mcp.json`: its servers in a trusted folder, named
-    /// as ignored in one that is not. A file rein cannot read is a note,
-    /// not an error (other agents read it too).
-    fn apply_mcp_json(&mut self, workspace: &Path, trusted: bool, report: &mut ProjectReport) {
-        use crate::mcp::project::{MCP_JSON, read_mcp_json};
-        match read_mcp_json(workspace) {
-            Ok((servers, notes)) if trusted => {
-                for server in servers {
-                    self.add_project_server(server, MCP_JSON);
-                }
-                self.mcp_notes.extend(notes);
-            }
-            Ok((servers, _)) => report.add(
-                MCP_JSON,
-                servers
-                    .into_iter()
-                    .map(|s| trust::Ignored::McpServer(s.name))
-                    .collect(),
-            ),
-            Err(e) if trusted => self
-                .mcp_notes
-                .push(format!("{e:#}; its servers are not started")),
-            Err(_) => {}
-        }
-    }
-
-    /// A project server, unless the user's own config has one of that
-    /// name (the user's wins) or the project named it already.
-    fn add_project_server(&mut self, config: rein_mcp::McpServerConfig, file: &'static str) {
-        let name = config.name.clone();
-        if self.mcp_servers.iter().any(|s| s.name == name) {
-            self.mcp_notes.push(format!(
-                "{file}: server `{name}` has the name of one of your own servers; yours is used"
-            ));
-            return;
-        }
-        self.project_mcp_servers.retain(|s| s.config.name != name);
-        self.project_mcp_servers
-            .push(crate::mcp::project::ProjectServer { config, file });
-    }
-
     /// `REIN_PROVIDER`, `REIN_MODEL`, `REIN_MODEL_PATH`, `REIN_MAX_TURNS`.
     fn apply_env(&mut self) -> Result<()> {
         if let Some(p) = env_string("REIN_PROVIDER") {
