@@ -59,6 +59,8 @@ fn config(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
     let mut c: McpServerConfig =
         serde_json::from_value(json!({"command": command, "args": args})).unwrap();
     c.name = name.to_string();
+    // A loaded CI machine starts Node and Python slowly.
+    c.startup_timeout_sec = 60;
     c
 }
 

@@ -32,7 +32,7 @@ fn everything() -> Option<PathBuf> {
 fn with_everything(server: &std::path::Path, more: &str) -> Env {
     let env = Env::new();
     let config = format!(
-        "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n{more}",
+        "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n# A loaded CI machine starts Node slowly.\nstartup_timeout_sec = 60\n{more}",
         server.display().to_string()
     );
     std::fs::write(env.home.path().join("config.toml"), config).unwrap();

@@ -781,7 +781,7 @@ fn the_app_calls_an_mcp_tool_and_slash_mcp_shows_the_server() {
     std::fs::write(
         env.home.path().join("config.toml"),
         format!(
-            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n",
+            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\nstartup_timeout_sec = 60\n",
             server.display().to_string()
         ),
     )
