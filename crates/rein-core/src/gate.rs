@@ -422,6 +422,27 @@ impl Gate {
         truncate_middle(&content, limits.max_output_bytes)
     }
 
+    /// A tool that arrives late (a server still starting), waited for (the
+    /// wait is bounded by its source); else the unknown-tool error.
+    async fn late_entry(
+        &self,
+        call: &ToolCall,
+        policy: &RunPolicy,
+    ) -> Result<Box<Registered>, ToolError> {
+        let late = match &self.late {
+            Some(late) => late.wait_for(&call.name).await,
+            None => None,
+        };
+        let Some(tool) = late else {
+            return Err(self.unknown_tool(call, policy));
+        };
+        Ok(Box::new(Registered {
+            access: tool.access(),
+            spec: tool.spec(),
+            tool,
+        }))
+    }
+
     /// The error for a call naming no tool there is, with the tools the
     /// mode offers.
     fn unknown_tool(&self, call: &ToolCall, policy: &RunPolicy) -> ToolError {
@@ -446,24 +467,13 @@ impl Gate {
         events: &GateEvents,
         effects: &mut CallEffects,
     ) -> Result<ToolOutput, ToolError> {
-        let arrived;
+        // Boxed, so the common case (a tool the gate has) does not carry
+        // a whole entry in this future.
+        let arrived: Box<Registered>;
         let entry = match self.by_name.get(&call.name) {
             Some(&i) => &self.tools[i],
             None => {
-                // A tool that arrives late (a server still starting) is
-                // waited for; the wait is bounded by its source.
-                let late = match &self.late {
-                    Some(late) => late.wait_for(&call.name).await,
-                    None => None,
-                };
-                let Some(tool) = late else {
-                    return Err(self.unknown_tool(call, policy));
-                };
-                arrived = Registered {
-                    access: tool.access(),
-                    spec: tool.spec(),
-                    tool,
-                };
+                arrived = self.late_entry(call, policy).await?;
                 &arrived
             }
         };
