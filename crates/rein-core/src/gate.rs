@@ -229,11 +229,7 @@ impl Gate {
     /// This gate with `tools` added (replacing any of the same name), its
     /// limits, hooks and path locks shared.
     pub fn with_added(&self, tools: Vec<Arc<dyn Tool>>) -> Gate {
-        let mut gate = self.narrowed(|_| true);
-        for tool in tools {
-            gate.register(tool);
-        }
-        gate
+        self.with_replaced(|_| false, tools)
     }
 
     /// Save big outputs here instead of cutting them.

@@ -459,21 +459,26 @@ async fn changing(ws: &std::path::Path) -> Arc<McpHub> {
     .await
 }
 
-/// Call `name` of the hub's tools directly (the gate is tested above).
-async fn call(hub: &McpHub, name: &str) -> Result<ToolOutput, ToolError> {
-    let tool = hub
-        .wait_for(name)
-        .await
-        .unwrap_or_else(|| panic!("no tool {name}"));
-    let ctx = ToolContext {
-        workspace: std::env::temp_dir(),
+/// What a tool called directly (not through the gate) gets.
+fn context(workspace: &std::path::Path) -> ToolContext {
+    ToolContext {
+        workspace: workspace.to_path_buf(),
         session_id: "s".into(),
         call_id: "c".into(),
         cancel: CancellationToken::new(),
         store: Arc::new(InMemorySessionStore::new()),
         sandbox: SandboxPolicy::default(),
         read_roots: Vec::new(),
-    };
+    }
+}
+
+/// Call `name` of the hub's tools directly (the gate is tested above).
+async fn call(hub: &McpHub, name: &str) -> Result<ToolOutput, ToolError> {
+    let tool = hub
+        .wait_for(name)
+        .await
+        .unwrap_or_else(|| panic!("no tool {name}"));
+    let ctx = context(&std::env::temp_dir());
     tool.call(json!({}), ctx).await
 }
 
@@ -608,15 +613,7 @@ async fn a_server_with_many_tools_is_offered_through_tool_search() {
     assert!(small * 20 < full, "{small} tokens lazy against {full}");
     assert_eq!(hub.offered(LazyTools::Above(full + 1)).len(), 100);
 
-    let ctx = ToolContext {
-        workspace: ws.path().to_path_buf(),
-        session_id: "s".into(),
-        call_id: "c".into(),
-        cancel: CancellationToken::new(),
-        store: Arc::new(InMemorySessionStore::new()),
-        sandbox: SandboxPolicy::default(),
-        read_roots: Vec::new(),
-    };
+    let ctx = context(ws.path());
     let found = lazy[0]
         .call(json!({"query": "weather in a city"}), ctx.clone())
         .await
@@ -716,15 +713,7 @@ async fn a_server_built_with_the_python_sdk_works() {
         .iter()
         .find(|t| t.spec().name == "mcp__py__fail")
         .unwrap();
-    let ctx = ToolContext {
-        workspace: ws.path().to_path_buf(),
-        session_id: "s".into(),
-        call_id: "c".into(),
-        cancel: CancellationToken::new(),
-        store: Arc::new(InMemorySessionStore::new()),
-        sandbox: SandboxPolicy::default(),
-        read_roots: Vec::new(),
-    };
+    let ctx = context(ws.path());
     let sum = add
         .call(json!({"a": 2, "b": 40}), ctx.clone())
         .await
