@@ -165,18 +165,45 @@ pub enum McpCommand {
         #[arg(short = 'C', long = "cd", value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
-    /// Add a server to your config.toml: `rein mcp add NAME -- COMMAND [ARGS]...`.
+    /// Add a server to your config.toml: `rein mcp add NAME -- COMMAND
+    /// [ARGS]...` (local) or `rein mcp add NAME --url URL` (remote).
     Add {
         name: String,
-        /// A variable set for the server (repeatable).
+        /// A variable set for a local server (repeatable).
         #[arg(long, value_name = "KEY=VALUE")]
         env: Vec<String>,
-        /// The command and its arguments, after `--`.
-        #[arg(last = true, required = true, value_name = "COMMAND")]
+        /// A remote server's URL (streamable HTTP).
+        #[arg(long, conflicts_with_all = ["env", "command"])]
+        url: Option<String>,
+        /// A header sent to a remote server (repeatable).
+        #[arg(long, value_name = "NAME=VALUE", requires = "url")]
+        header: Vec<String>,
+        /// A variable of your environment holding the remote server's bearer token.
+        #[arg(long, value_name = "VAR", requires = "url")]
+        bearer_token_env_var: Option<String>,
+        /// A local server's command and its arguments, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// Remove a server from your config.toml.
     Remove { name: String },
+    /// Sign in to a remote server with OAuth (the browser opens the
+    /// server's sign-in page; tokens are kept in $REIN_HOME/mcp-auth/ and
+    /// refreshed as they expire).
+    Login {
+        name: String,
+        /// Print the sign-in URL instead of opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+        #[arg(short = 'C', long = "cd", value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Forget the OAuth tokens of a remote server.
+    Logout {
+        name: String,
+        #[arg(short = 'C', long = "cd", value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Let one of this project's servers (`.mcp.json`, `.rein/config.toml`)
     /// start, as it is written now; a changed command asks again.
     Approve {

@@ -213,14 +213,6 @@ pub struct Config {
     pub mcp_tool_search: ToolSearchSetting,
 }
 
-/// An `[mcp_servers.NAME]` section rein can start.
-fn check_server(name: &str, server: &rein_mcp::McpServerConfig) -> Result<()> {
-    if server.command.trim().is_empty() {
-        bail!("[mcp_servers.{name}] command is empty");
-    }
-    Ok(())
-}
-
 /// `$REIN_HOME`, or `~/.rein`.
 pub fn rein_home() -> Result<PathBuf> {
     if let Some(home) = std::env::var_os("REIN_HOME").filter(|v| !v.is_empty()) {
@@ -323,8 +315,6 @@ impl Config {
             // once approved (see `mcp::project`).
             if trusted {
                 for (name, mut server) in std::mem::take(&mut file.mcp_servers) {
-                    check_server(&name, &server)
-                        .with_context(|| format!("in {}", path.display()))?;
                     server.name = name;
                     self.add_project_server(server, ".rein/config.toml");
                 }
@@ -392,7 +382,6 @@ impl Config {
     /// are relative to `base`.
     pub(crate) fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
         for (name, mut server) in file.mcp_servers {
-            check_server(&name, &server)?;
             server.name = name;
             self.mcp_servers.retain(|s| s.name != server.name);
             self.mcp_servers.push(server);

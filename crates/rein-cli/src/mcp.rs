@@ -34,6 +34,7 @@ pub fn lazy_tools(cfg: &Config, engine: &AgentEngine) -> LazyTools {
 }
 
 pub mod command;
+mod login;
 pub mod project;
 
 use crate::config::Config;
@@ -51,14 +52,21 @@ pub fn start(cfg: &Config, workspace: &Path) -> (Option<Arc<McpHub>>, Vec<String
     (Some(McpHub::start(servers, launch(cfg, workspace))), notes)
 }
 
-/// What servers start from: the workspace, the scrubbed environment, and
-/// `$REIN_HOME/logs/mcp/` for their stderr.
+/// What servers start from: the workspace, the scrubbed environment,
+/// `$REIN_HOME/logs/mcp/` for their stderr and the OAuth tokens of
+/// `rein mcp login`.
 pub(crate) fn launch(cfg: &Config, workspace: &Path) -> Launch {
     Launch {
         workspace: workspace.to_path_buf(),
         env: server_env(cfg),
         log_dir: Some(cfg.home.join("logs").join("mcp")),
+        auth_dir: Some(auth_dir(cfg)),
     }
+}
+
+/// Where OAuth tokens are kept: `$REIN_HOME/mcp-auth/`, a file per URL.
+pub(crate) fn auth_dir(cfg: &Config) -> std::path::PathBuf {
+    cfg.home.join("mcp-auth")
 }
 
 /// Keep `engine`'s MCP tools in step with the hub's (from the next turn

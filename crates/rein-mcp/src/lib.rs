@@ -1,9 +1,10 @@
 //! rein's Model Context Protocol client.
 //!
 //! The servers configured by the user (`[mcp_servers.NAME]` in rein's own
-//! config.toml) are started by an [`McpHub`] as child processes speaking
-//! MCP over stdio (through the `rmcp` SDK), side by side and in the
-//! background: the first model request never waits for them. Each ready
+//! config.toml) are started by an [`McpHub`], as child processes speaking
+//! MCP over stdio or as remote servers over streamable HTTP (with a static
+//! bearer token or OAuth tokens from `rein mcp login`, through the `rmcp`
+//! SDK), side by side and in the background: the first model request never waits for them. Each ready
 //! server's tools are offered as `mcp__SERVER__TOOL`; a call to a tool of
 //! a server still starting waits for it (the engine's late tools); a
 //! server that says its tool list changed has it read again, and the
@@ -23,21 +24,31 @@
 
 mod client;
 mod config;
+mod connect;
 mod content;
 mod error;
 mod hub;
 mod naming;
+mod oauth;
 mod prompts;
 mod search;
 mod server;
 mod stderr;
 mod tool;
 
-pub use config::McpServerConfig;
+pub use config::{McpServerConfig, McpTransport};
 pub use error::McpError;
 pub use hub::{LazyTools, McpHub, schema_tokens};
 pub use naming::{exposed_name, server_prefixes};
+pub use oauth::{LOGIN_WAIT, LoginUi, TokenFile, login};
 pub use prompts::PromptCommand;
 pub use search::{TOOL_SEARCH, ToolSearch};
 pub use server::{Launch, McpServer, ServerReport, ServerStatus};
 pub use tool::McpTool;
+
+/// Makes ring rustls's process-wide crypto provider, which HTTP servers and
+/// OAuth need (reqwest is built without one, so that aws-lc stays out of
+/// the build). Harmless when one is installed already.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -1,22 +1,20 @@
-//! One configured server over a run's life: started as a child process
-//! (the MCP handshake made, its tool list read), its list read again when
+//! One configured server over a run's life: connected (a child process
+//! started or a URL reached, the MCP handshake made, its tool list read), its list read again when
 //! it says the list changed, started again once if it dies; calls go
 //! through whichever connection is current.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
 use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::client::Client;
-use crate::config::McpServerConfig;
+use crate::config::{McpServerConfig, McpTransport};
 use crate::error::McpError;
 use crate::stderr::StderrTail;
 use crate::tool::McpTool;
@@ -32,6 +30,9 @@ pub struct Launch {
     /// Where each server's stderr is written (`NAME.log`); without one it
     /// is only kept in memory, its last lines quoted in errors.
     pub log_dir: Option<PathBuf>,
+    /// Where OAuth tokens of remote servers are kept (`rein mcp login`);
+    /// without one, remote servers get only their static headers.
+    pub auth_dir: Option<PathBuf>,
 }
 
 /// Where a server is in its life.
@@ -61,10 +62,11 @@ pub struct ServerReport {
     pub log: Option<PathBuf>,
 }
 
-/// A live connection: the MCP session over the child's stdio.
+/// A live connection: the MCP session over the child's stdio or HTTP.
 pub(crate) struct Connection {
     pub(crate) service: RunningService<RoleClient, Client>,
-    stderr: StderrTail,
+    /// The child's stderr (empty for a remote server).
+    pub(crate) stderr: StderrTail,
 }
 
 impl Connection {
@@ -201,7 +203,7 @@ impl McpServer {
         }
     }
 
-    fn log_path(&self) -> Option<PathBuf> {
+    pub(crate) fn log_path(&self) -> Option<PathBuf> {
         let dir = self.launch.log_dir.as_ref()?;
         Some(dir.join(format!("{}.log", self.prefix)))
     }
@@ -241,48 +243,17 @@ impl McpServer {
         Ok(())
     }
 
-    /// Spawn the child and make the handshake. Its environment is the
-    /// launch's plus the server's own `env`; it dies with rein.
+    /// Make the connection: start the child, or reach the URL.
     async fn connect(self: &Arc<Self>) -> Result<Connection, McpError> {
-        let config = &self.config;
-        let mut cmd = tokio::process::Command::new(&config.command);
-        cmd.args(&config.args)
-            .env_clear()
-            .envs(self.launch.env.iter().cloned())
-            .envs(&config.env)
-            .current_dir(config.cwd.as_deref().unwrap_or(&self.launch.workspace))
-            .kill_on_drop(true);
-        // SAFETY: runs in the forked child before exec: one prctl call on
-        // constant arguments.
-        unsafe {
-            cmd.pre_exec(|| {
-                // Killed when rein goes away, even by SIGKILL.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| McpError::Spawn {
-                server: config.name.clone(),
-                command: config.command.clone(),
-                source,
-            })?;
-        let tail = StderrTail::default();
-        if let Some(stderr) = stderr {
-            tokio::spawn(tail.clone().read(stderr, self.log_path()));
-        }
         let client = Client::new(Arc::downgrade(self));
-        match client.serve(transport).await {
-            Ok(service) => Ok(Connection {
-                service,
-                stderr: tail,
-            }),
-            Err(e) => Err(self.protocol(format!("the handshake failed: {e}{}", tail.quoted()))),
+        match &self.config.transport {
+            McpTransport::Stdio { .. } => crate::connect::stdio(self, client).await,
+            McpTransport::Http { .. } => crate::connect::http(self, client).await,
         }
+    }
+
+    pub(crate) fn launch(&self) -> &Launch {
+        &self.launch
     }
 
     /// The server's tools this configuration offers.

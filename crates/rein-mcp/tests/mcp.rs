@@ -1,8 +1,10 @@
 //! rein's MCP client against a real third-party server: the reference
 //! "everything" server (`@modelcontextprotocol/server-everything`, Node),
-//! over stdio. `.ci/run` installs it under `~/.cache/rein/npm`;
-//! `REIN_MCP_EVERYTHING` names another copy. Without it these tests say
-//! so and pass (they cannot run).
+//! over stdio and streamable HTTP, and the Python SDK (OAuth included, in
+//! `http`). `.ci/run` installs them under `~/.cache/rein/npm` and
+//! `~/.cache/rein/pymcp`; `REIN_MCP_EVERYTHING` names another copy of the
+//! reference server. Without them these tests say so and pass (they cannot
+//! run).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -52,13 +54,15 @@ fn launch(ws: &std::path::Path) -> Launch {
         workspace: ws.to_path_buf(),
         env: base_env(),
         log_dir: Some(ws.join("logs")),
+        auth_dir: None,
     }
 }
 
+#[path = "mcp/http.rs"]
+mod http;
+
 fn config(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
-    let mut c: McpServerConfig =
-        serde_json::from_value(json!({"command": command, "args": args})).unwrap();
-    c.name = name.to_string();
+    let mut c = McpServerConfig::stdio(name, command, args);
     // A loaded CI machine starts Node and Python slowly.
     c.startup_timeout_sec = 60;
     c
@@ -645,6 +649,15 @@ async fn a_server_with_many_tools_is_offered_through_tool_search() {
     assert!(lazy[0].call(json!({"query": ""}), ctx).await.is_err());
 }
 
+/// A server run by `python3 script` with the SDK on its `PYTHONPATH`.
+fn python_server(name: &str, script: &str, sdk: &std::path::Path) -> McpServerConfig {
+    let mut cfg = config(name, "python3", &[script]);
+    if let rein_mcp::McpTransport::Stdio { env, .. } = &mut cfg.transport {
+        env.insert("PYTHONPATH".into(), sdk.display().to_string());
+    }
+    cfg
+}
+
 /// Where `.ci/run` installs the Python SDK (`mcp` package), if it did.
 fn python_sdk() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("HOME")?).join(".cache/rein/pymcp");
@@ -671,10 +684,7 @@ async fn a_server_built_with_the_python_sdk_works() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/servers/python_sdk_server.py"
     );
-    let mut cfg = config("py", "python3", &[script]);
-    cfg.env
-        .insert("PYTHONPATH".into(), sdk.display().to_string());
-    cfg.startup_timeout_sec = 60;
+    let cfg = python_server("py", script, &sdk);
     let hub = started(vec![cfg], ws.path()).await;
     let report = &hub.reports()[0];
     assert_eq!(report.status, ServerStatus::Ready, "{report:?}");
@@ -743,10 +753,7 @@ async fn resources_are_attached_by_mention_and_prompts_become_commands() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/servers/python_sdk_server.py"
     );
-    let mut cfg = config("py", "python3", &[script]);
-    cfg.env
-        .insert("PYTHONPATH".into(), sdk.display().to_string());
-    cfg.startup_timeout_sec = 60;
+    let cfg = python_server("py", script, &sdk);
     // Not waited for: the mention waits for its server.
     let hub = McpHub::start(vec![cfg], launch(ws.path()));
     let (text, notes) = hub

@@ -67,6 +67,13 @@ fn transport(e: &reqwest::Error, what: &str) -> ProviderError {
     ProviderError::new(ProviderErrorKind::Transport, msg)
 }
 
+/// Makes ring rustls's process-wide crypto provider (reqwest is built
+/// without one, so that aws-lc stays out of the build). Harmless when a
+/// provider is already installed.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 impl HttpProvider {
     /// `name` is what the user selected (`openai`, `deepseek`...).
     pub fn new(
@@ -75,6 +82,7 @@ impl HttpProvider {
         endpoint: EndpointConfig,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
+        install_tls_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .user_agent(concat!("rein/", env!("CARGO_PKG_VERSION")))

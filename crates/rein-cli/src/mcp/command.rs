@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
-use rein_mcp::{McpServerConfig, ServerReport, ServerStatus};
+use rein_mcp::{McpServerConfig, McpTransport, ServerReport, ServerStatus};
 
 use super::project::{self, Approvals};
 use crate::cli::McpCommand;
@@ -20,14 +20,40 @@ pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
             json,
             workspace,
         } => get(&name, json, workspace).await,
-        McpCommand::Add { name, env, command } => add(&name, &env, &command),
+        McpCommand::Add {
+            name,
+            env,
+            url,
+            header,
+            bearer_token_env_var,
+            command,
+        } => {
+            let new = match &url {
+                Some(url) => NewServer::Remote {
+                    url,
+                    headers: &header,
+                    bearer_token_env_var: bearer_token_env_var.as_deref(),
+                },
+                None => NewServer::Local {
+                    command: &command,
+                    env: &env,
+                },
+            };
+            add(&name, &new)
+        }
         McpCommand::Remove { name } => remove(&name),
+        McpCommand::Login {
+            name,
+            no_browser,
+            workspace,
+        } => super::login::login(&name, no_browser, workspace).await,
+        McpCommand::Logout { name, workspace } => super::login::logout(&name, workspace),
         McpCommand::Approve { name, workspace } => approve(&name, workspace),
     }
 }
 
 /// The folder's config, trusted as a run would trust it.
-fn load(workspace: Option<PathBuf>) -> Result<(Config, PathBuf), Failure> {
+pub(super) fn load(workspace: Option<PathBuf>) -> Result<(Config, PathBuf), Failure> {
     let workspace = crate::exec::resolve_workspace(workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
@@ -87,14 +113,13 @@ async fn get(name: &str, json: bool, workspace: Option<PathBuf>) -> Result<i32, 
     }
     if json {
         out(&serde_json::json!({
-            "server": name, "from": origin, "command": config.command, "args": config.args,
-            "env": config.env.keys().collect::<Vec<_>>(), "enabled": config.enabled,
-            "approved": approved, "status": report,
+            "server": name, "from": origin, "transport": transport_json(&config),
+            "enabled": config.enabled, "approved": approved, "status": report,
         })
         .to_string());
     } else {
         out(&format!("{name} (from {origin})"));
-        out(&format!("  command: {}", project::command_line(&config)));
+        out(&format!("  would {}", project::summary(&config)));
         if !config.enabled {
             out("  disabled");
         } else if !approved {
@@ -110,8 +135,29 @@ async fn get(name: &str, json: bool, workspace: Option<PathBuf>) -> Result<i32, 
     Ok(if ok { COMPLETED } else { HARNESS_ERROR })
 }
 
+/// What `get --json` says a server runs or reaches: names of variables
+/// and headers, never their values.
+fn transport_json(config: &McpServerConfig) -> serde_json::Value {
+    match &config.transport {
+        McpTransport::Stdio {
+            command, args, env, ..
+        } => serde_json::json!({
+            "type": "stdio", "command": command, "args": args,
+            "env": env.keys().collect::<Vec<_>>(),
+        }),
+        McpTransport::Http {
+            url,
+            headers,
+            bearer_token_env_var,
+        } => serde_json::json!({
+            "type": "http", "url": url, "headers": headers.keys().collect::<Vec<_>>(),
+            "bearer_token_env_var": bearer_token_env_var,
+        }),
+    }
+}
+
 /// The server named `name` and where it comes from.
-fn find(cfg: &Config, name: &str) -> Result<(McpServerConfig, &'static str), Failure> {
+pub(super) fn find(cfg: &Config, name: &str) -> Result<(McpServerConfig, &'static str), Failure> {
     if let Some(s) = cfg.mcp_servers.iter().find(|s| s.name == name) {
         return Ok((s.clone(), "your config.toml"));
     }
@@ -151,24 +197,40 @@ fn approve(name: &str, workspace: Option<PathBuf>) -> Result<i32, Failure> {
         .approve(&workspace, &server.config)
         .map_err(Failure::harness)?;
     out(&format!(
-        "approved `{name}` ({}: {}) for {}",
+        "approved `{name}` ({}, would {}) for {}",
         server.file,
-        project::command_line(&server.config),
+        project::summary(&server.config),
         workspace.display()
     ));
     Ok(COMPLETED)
 }
 
-/// `rein mcp add NAME [--env K=V]... -- COMMAND [ARGS]...`: a server
-/// section appended to the user's config.toml (the rest of the file, its
-/// comments included, is left as it is).
-fn add(name: &str, env: &[String], command: &[String]) -> Result<i32, Failure> {
+/// The server `rein mcp add` writes.
+enum NewServer<'a> {
+    /// `-- COMMAND [ARGS]...` with `--env K=V`s.
+    Local {
+        command: &'a [String],
+        env: &'a [String],
+    },
+    /// `--url URL` with `--header K=V`s and a token variable.
+    Remote {
+        url: &'a str,
+        headers: &'a [String],
+        bearer_token_env_var: Option<&'a str>,
+    },
+}
+
+/// `rein mcp add NAME [--env K=V]... -- COMMAND [ARGS]...` or `rein mcp
+/// add NAME --url URL [--header K=V]...`: a server section appended to
+/// the user's config.toml (the rest of the file, its comments included,
+/// is left as it is).
+fn add(name: &str, server: &NewServer) -> Result<i32, Failure> {
     let home = crate::config::rein_home().map_err(Failure::usage)?;
     let path = home.join("config.toml");
     let text = crate::settings_file::read_text(&path, "config")
         .map_err(Failure::usage)?
         .unwrap_or_default();
-    let section = section_text(name, env, command).map_err(Failure::usage)?;
+    let section = section_text(name, server).map_err(Failure::usage)?;
     let current: crate::config::ConfigFile = toml::from_str(&text)
         .with_context(|| format!("in {}", path.display()))
         .map_err(Failure::usage)?;
@@ -193,7 +255,7 @@ fn add(name: &str, env: &[String], command: &[String]) -> Result<i32, Failure> {
 
 /// The `[mcp_servers.NAME]` section for `add`, its values quoted by the
 /// TOML writer.
-fn section_text(name: &str, env: &[String], command: &[String]) -> anyhow::Result<String> {
+fn section_text(name: &str, server: &NewServer) -> anyhow::Result<String> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && name
@@ -202,25 +264,50 @@ fn section_text(name: &str, env: &[String], command: &[String]) -> anyhow::Resul
     if !valid {
         bail!("an MCP server name is letters, digits, `_` and `-` (at most 64), got {name:?}");
     }
-    let (program, args) = command.split_first().ok_or_else(|| {
-        anyhow!("say the server's command after `--`: rein mcp add NAME -- COMMAND [ARGS]")
-    })?;
     let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let mut text = format!("[mcp_servers.{name}]\ncommand = {}\n", quote(program));
-    if !args.is_empty() {
-        let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
-        text.push_str(&format!("args = [{}]\n", args.join(", ")));
-    }
-    if !env.is_empty() {
-        let mut pairs = Vec::new();
-        for kv in env {
+    let mut text = format!("[mcp_servers.{name}]\n");
+    let (pairs, table) = match server {
+        NewServer::Local { command, env } => {
+            let (program, args) = command.split_first().ok_or_else(|| {
+                anyhow!(
+                    "say the server's command after `--` (rein mcp add NAME -- COMMAND [ARGS]) \
+                     or its URL (rein mcp add NAME --url URL)"
+                )
+            })?;
+            text.push_str(&format!("command = {}\n", quote(program)));
+            if !args.is_empty() {
+                let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+                text.push_str(&format!("args = [{}]\n", args.join(", ")));
+            }
+            (env, "env")
+        }
+        NewServer::Remote {
+            url,
+            headers,
+            bearer_token_env_var,
+        } => {
+            text.push_str(&format!("url = {}\n", quote(url)));
+            if let Some(var) = bearer_token_env_var {
+                text.push_str(&format!("bearer_token_env_var = {}\n", quote(var)));
+            }
+            (headers, "headers")
+        }
+    };
+    if !pairs.is_empty() {
+        let mut written = Vec::new();
+        for kv in pairs.iter() {
             let (k, v) = kv
                 .split_once('=')
                 .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| anyhow!("--env takes KEY=VALUE, got {kv:?}"))?;
-            pairs.push(format!("{} = {}", quote(k), quote(v)));
+                .ok_or_else(|| {
+                    anyhow!(
+                        "--{} takes KEY=VALUE, got {kv:?}",
+                        &table[..table.len() - 1]
+                    )
+                })?;
+            written.push(format!("{} = {}", quote(k), quote(v)));
         }
-        text.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
+        text.push_str(&format!("{table} = {{ {} }}\n", written.join(", ")));
     }
     Ok(text)
 }
@@ -328,25 +415,83 @@ mod tests {
 
     #[test]
     fn a_section_is_added_quoted_and_removed_whole() {
-        let section = section_text(
-            "files",
-            &["TOKEN_FILE=/a b".into()],
-            &["npx".into(), "-y".into(), "srv \"x\"".into()],
-        )
-        .unwrap();
+        let command = ["npx".into(), "-y".into(), "srv \"x\"".into()];
+        let env = ["TOKEN_FILE=/a b".into()];
+        let local = NewServer::Local {
+            command: &command,
+            env: &env,
+        };
+        let section = section_text("files", &local).unwrap();
         let text = format!("# mine\nmodel = \"m\"\n\n{section}\n[tui]\nalternate_screen = true\n");
         let file: crate::config::ConfigFile = toml::from_str(&text).unwrap();
-        let s = &file.mcp_servers["files"];
-        assert_eq!(s.command, "npx");
-        assert_eq!(s.args, ["-y", "srv \"x\""]);
-        assert_eq!(s.env["TOKEN_FILE"], "/a b");
+        let McpTransport::Stdio {
+            command, args, env, ..
+        } = &file.mcp_servers["files"].transport
+        else {
+            panic!("not a local server");
+        };
+        assert_eq!(command, "npx");
+        assert_eq!(args, &["-y", "srv \"x\""]);
+        assert_eq!(env["TOKEN_FILE"], "/a b");
         let left = without_section(&text, "files");
         assert_eq!(
             left,
             "# mine\nmodel = \"m\"\n\n[tui]\nalternate_screen = true\n"
         );
-        assert!(section_text("a.b", &[], &["x".into()]).is_err());
-        assert!(section_text("a", &[], &[]).is_err());
-        assert!(section_text("a", &["NOEQUALS".into()], &["x".into()]).is_err());
+        let x = ["x".to_string()];
+        assert!(
+            section_text(
+                "a.b",
+                &NewServer::Local {
+                    command: &x,
+                    env: &[]
+                }
+            )
+            .is_err()
+        );
+        assert!(
+            section_text(
+                "a",
+                &NewServer::Local {
+                    command: &[],
+                    env: &[]
+                }
+            )
+            .is_err()
+        );
+        let noeq = ["NOEQUALS".to_string()];
+        assert!(
+            section_text(
+                "a",
+                &NewServer::Local {
+                    command: &x,
+                    env: &noeq
+                }
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_remote_server_is_added_with_its_url_headers_and_token_variable() {
+        let headers = ["X-Team=core".to_string()];
+        let remote = NewServer::Remote {
+            url: "https://mcp.example/mcp",
+            headers: &headers,
+            bearer_token_env_var: Some("EXAMPLE_TOKEN"),
+        };
+        let text = section_text("web", &remote).unwrap();
+        let file: crate::config::ConfigFile = toml::from_str(&text).unwrap();
+        let server = &file.mcp_servers["web"];
+        assert_eq!(server.url(), Some("https://mcp.example/mcp"));
+        assert_eq!(server.describe(), "https://mcp.example/mcp (sends X-Team)");
+        let McpTransport::Http {
+            bearer_token_env_var,
+            ..
+        } = &server.transport
+        else {
+            panic!("not a remote server");
+        };
+        assert_eq!(bearer_token_env_var.as_deref(), Some("EXAMPLE_TOKEN"));
     }
 }

@@ -1,12 +1,15 @@
 //! A project's own MCP servers: `.mcp.json` at the workspace root (the
-//! shape other agents read: `{"mcpServers": {NAME: {command, args, env}}}`)
-//! and the `[mcp_servers.NAME]` of the project's `.rein/config.toml`.
+//! shape other agents read: `{"mcpServers": {NAME: {command, args, env} |
+//! {type: "http", url, headers}}}`) and the `[mcp_servers.NAME]` of the
+//! project's `.rein/config.toml`.
 //!
 //! They are the repository's words, not the user's: they are read only in
 //! a trusted folder, and each starts only once the user approved it as it
 //! is written. An approval records a digest of the server's command,
-//! arguments, environment and folder, so a repository that later changes
-//! what an approved name runs is asked about again. Approvals live in
+//! arguments, environment and folder (or its URL and headers), so a
+//! repository that later changes what an approved name runs or reaches is
+//! asked about again. Values are taken as written: `${VAR}` is not
+//! expanded, so a project cannot send the user's variables anywhere. Approvals live in
 //! `$REIN_HOME/mcp-approvals.json`, by folder.
 
 use std::collections::BTreeMap;
@@ -15,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow, bail};
 
 use crate::trust::ProjectReport;
-use rein_mcp::McpServerConfig;
+use rein_mcp::{McpServerConfig, McpTransport};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -45,6 +48,8 @@ struct JsonServer {
     #[serde(default)]
     env: BTreeMap<String, String>,
     url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,47 +90,57 @@ pub fn read_mcp_json(workspace: &Path) -> Result<(Vec<McpServerConfig>, Vec<Stri
 
 /// One `.mcp.json` entry as a server configuration, or why it cannot be.
 fn entry_config(name: &str, entry: JsonServer) -> Result<McpServerConfig, String> {
-    let kind = entry.kind.as_deref().unwrap_or("stdio");
-    if kind != "stdio" || entry.url.is_some() {
-        return Err(format!(
-            "is a remote ({kind}) server; rein starts local (stdio) servers only"
-        ));
-    }
-    let command = entry
-        .command
-        .filter(|c| !c.trim().is_empty())
-        .ok_or("has no command")?;
-    let mut config: McpServerConfig = serde_json::from_value(serde_json::json!({
-        "command": command, "args": entry.args, "env": entry.env,
-    }))
-    .map_err(|e| format!("cannot be read: {e}"))?;
+    let remote = entry.url.is_some();
+    let kind = entry
+        .kind
+        .as_deref()
+        .unwrap_or(if remote { "http" } else { "stdio" });
+    let value = match kind {
+        "stdio" => serde_json::json!({
+            "command": entry.command.ok_or("has no command")?,
+            "args": entry.args, "env": entry.env,
+        }),
+        "http" | "streamable-http" | "streamableHttp" => serde_json::json!({
+            "url": entry.url.ok_or("has no url")?, "headers": entry.headers,
+        }),
+        "sse" => return Err("uses the old SSE transport, which rein does not speak".into()),
+        other => return Err(format!("has a transport rein does not know (`{other}`)")),
+    };
+    let mut config: McpServerConfig = serde_json::from_value(value).map_err(|e| e.to_string())?;
     config.name = name.to_string();
     Ok(config)
 }
 
-/// What an approval covers: a digest of everything that decides what runs.
+/// What an approval covers: a digest of everything that decides what runs
+/// (or what is reached, and with which headers).
 pub fn digest(config: &McpServerConfig) -> String {
-    let what = serde_json::json!({
-        "command": config.command,
-        "args": config.args,
-        "env": config.env,
-        "cwd": config.cwd,
-    });
+    let what = match &config.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => serde_json::json!({"command": command, "args": args, "env": env, "cwd": cwd}),
+        McpTransport::Http {
+            url,
+            headers,
+            bearer_token_env_var,
+        } => serde_json::json!({
+            "url": url, "headers": headers, "bearer_token_env_var": bearer_token_env_var,
+        }),
+    };
     let hash = Sha256::digest(what.to_string().as_bytes());
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// How a server is shown when the user is asked: its command line.
-pub fn command_line(config: &McpServerConfig) -> String {
-    let mut words = vec![config.command.clone()];
-    words.extend(config.args.iter().cloned());
-    let line = words.join(" ");
-    let mut shown = rein_tui::cells::sanitize(&line).into_owned();
-    if !config.env.is_empty() {
-        let names: Vec<&str> = config.env.keys().map(String::as_str).collect();
-        shown.push_str(&format!(" (sets {})", names.join(", ")));
-    }
-    shown
+/// How a server is shown when the user is asked: what it would run (or
+/// reach), made safe for the terminal: "run: CMD ARGS" or "connect to: URL".
+pub fn summary(config: &McpServerConfig) -> String {
+    let verb = match config.transport {
+        McpTransport::Stdio { .. } => "run",
+        McpTransport::Http { .. } => "connect to",
+    };
+    format!("{verb}: {}", rein_tui::cells::sanitize(&config.describe()))
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -229,11 +244,11 @@ pub fn approved_only(
             ok.push(s.config.clone());
         } else {
             notes.push(format!(
-                "the project's MCP server `{}` ({}: {}) is not approved, so it is not started; \
+                "the project's MCP server `{}` ({}, would {}) is not approved, so it is not started; \
                  approve it with `rein mcp approve {}`",
                 s.config.name,
                 s.file,
-                command_line(&s.config),
+                summary(&s.config),
                 s.config.name
             ));
         }
@@ -260,11 +275,11 @@ pub fn ask_unapproved(
         }
         write!(
             output,
-            "rein: this project's {} names the MCP server `{}`, which would run:\n  {}\n\
+            "rein: this project's {} names the MCP server `{}`, which would {}\n\
              Start it (now and in later sessions, while it stays as written)? [y] yes  [n] no: ",
             s.file,
             rein_tui::cells::sanitize(&s.config.name),
-            command_line(&s.config)
+            summary(&s.config).replacen(": ", ":\n  ", 1)
         )?;
         output.flush()?;
         let mut line = String::new();
@@ -318,6 +333,19 @@ impl crate::config::Config {
         file: &'static str,
     ) {
         let name = config.name.clone();
+        if let McpTransport::Http {
+            bearer_token_env_var: Some(var),
+            ..
+        } = &config.transport
+        {
+            // The token would be the user's secret sent where the
+            // repository says.
+            self.mcp_notes.push(format!(
+                "{file}: server `{name}` asks for your variable `{var}` as its token; only your \
+                 own config may send a variable to a server, so it is not started"
+            ));
+            return;
+        }
         if self.mcp_servers.iter().any(|s| s.name == name) {
             self.mcp_notes.push(format!(
                 "{file}: server `{name}` has the name of one of your own servers; yours is used"
@@ -378,27 +406,52 @@ mod tests {
     }
 
     #[test]
-    fn mcp_json_reads_local_servers_and_names_what_it_cannot_use() {
+    fn mcp_json_reads_local_and_remote_servers_and_names_what_it_cannot_use() {
         let ws = tempfile::tempdir().unwrap();
         write(
             ws.path(),
             r#"{"mcpServers": {
                 "files": {"command": "npx", "args": ["-y", "srv"], "env": {"A": "1"}, "extra": true},
-                "web": {"type": "http", "url": "https://example.invalid/mcp"},
+                "web": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"X-A": "${HOME}"}},
+                "old": {"type": "sse", "url": "https://mcp.example/sse"},
                 "empty": {"args": []}
             }}"#,
         );
         let (servers, notes) = read_mcp_json(ws.path()).unwrap();
-        assert_eq!(servers.len(), 1);
-        assert_eq!(servers[0].name, "files");
-        assert_eq!(servers[0].args, ["-y", "srv"]);
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["files", "web"]);
+        assert_eq!(servers[0].describe(), "npx -y srv (sets A)");
+        // Taken as written: no variable of the user's is put in a header.
+        let McpTransport::Http { headers, .. } = &servers[1].transport else {
+            panic!("web is remote");
+        };
+        assert_eq!(headers["X-A"], "${HOME}");
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(
             notes
                 .iter()
-                .any(|n| n.contains("`web` is a remote (http) server"))
+                .any(|n| n.contains("`old` uses the old SSE transport"))
         );
         assert!(notes.iter().any(|n| n.contains("`empty` has no command")));
+    }
+
+    /// A project may not name a variable of the user's environment to be
+    /// sent to its server as a token.
+    #[test]
+    fn a_project_server_asking_for_a_token_variable_is_not_started() {
+        let mut cfg = crate::config::Config::defaults(PathBuf::from("/nonexistent"));
+        let mut server: McpServerConfig = serde_json::from_value(serde_json::json!({
+            "url": "https://attacker.example/mcp", "bearer_token_env_var": "OPENAI_API_KEY",
+        }))
+        .unwrap();
+        server.name = "docs".into();
+        cfg.add_project_server(server, ".rein/config.toml");
+        assert!(cfg.project_mcp_servers.is_empty());
+        assert!(
+            cfg.mcp_notes[0].contains("`OPENAI_API_KEY`"),
+            "{:?}",
+            cfg.mcp_notes
+        );
     }
 
     #[test]
@@ -430,12 +483,31 @@ mod tests {
         let again = Approvals::load(home.path()).unwrap();
         assert!(again.approved(folder, &config));
         assert!(!again.approved(Path::new("/work/other"), &config));
-        let mut changed = config.clone();
-        changed.args = vec!["--rw".into()];
-        assert!(!again.approved(folder, &changed));
-        let mut env = config.clone();
-        env.env.insert("LD_PRELOAD".into(), "/tmp/x.so".into());
-        assert!(!again.approved(folder, &env));
+        let changed = |edit: &dyn Fn(&mut McpTransport)| {
+            let mut c = config.clone();
+            edit(&mut c.transport);
+            c
+        };
+        let rw = changed(&|t| {
+            if let McpTransport::Stdio { args, .. } = t {
+                *args = vec!["--rw".into()];
+            }
+        });
+        assert!(!again.approved(folder, &rw));
+        let preload = changed(&|t| {
+            if let McpTransport::Stdio { env, .. } = t {
+                env.insert("LD_PRELOAD".into(), "/tmp/x.so".into());
+            }
+        });
+        assert!(!again.approved(folder, &preload));
+        // A remote server's approval covers its URL and its headers.
+        let mut remote = McpServerConfig::http("files", "https://mcp.example/mcp");
+        approvals.approve(folder, &remote).unwrap();
+        assert!(approvals.approved(folder, &remote));
+        if let McpTransport::Http { headers, .. } = &mut remote.transport {
+            headers.insert("X-Forward".into(), "attacker".into());
+        }
+        assert!(!approvals.approved(folder, &remote));
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(home.path().join(APPROVALS))
             .unwrap()

@@ -1,0 +1,129 @@
+//! `rein mcp login NAME` and `rein mcp logout NAME`: OAuth sign-in to a
+//! remote server (the flow is rein-mcp's; this is the terminal side: the
+//! sign-in URL printed and opened, the outcome said in one line).
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use rein_mcp::{LoginUi, McpServerConfig, TokenFile};
+
+use super::command::{find, load};
+use super::project::Approvals;
+use crate::exit::{COMPLETED, Failure};
+use crate::output::{err, out};
+
+/// `rein mcp login NAME`: ask the server how it wants to be signed in to,
+/// send the user's browser there, keep the tokens.
+pub async fn login(
+    name: &str,
+    no_browser: bool,
+    workspace: Option<PathBuf>,
+) -> Result<i32, Failure> {
+    let (cfg, workspace) = load(workspace)?;
+    let (config, origin) = find(&cfg, name)?;
+    let url = remote_url(&config)?;
+    if origin != "your config.toml"
+        && !Approvals::load(&cfg.home)
+            .map_err(Failure::usage)?
+            .approved(&workspace, &config)
+    {
+        return Err(Failure::usage(anyhow!(
+            "`{name}` is this project's server and is not approved: approve it first with \
+             `rein mcp approve {name}`"
+        )));
+    }
+    let tokens = TokenFile::new(&super::auth_dir(&cfg), url);
+    let path = tokens.path().to_path_buf();
+    let mut ui = Terminal {
+        server: name.to_string(),
+        no_browser,
+    };
+    rein_mcp::login(&config, tokens, &mut ui)
+        .await
+        .map_err(|e| Failure::harness(anyhow!("signing in to `{name}` failed: {e}")))?;
+    out(&format!(
+        "signed in to `{name}`; its tokens are kept in {} and refreshed as they expire",
+        path.display()
+    ));
+    Ok(COMPLETED)
+}
+
+/// `rein mcp logout NAME`: forget the server's tokens.
+pub fn logout(name: &str, workspace: Option<PathBuf>) -> Result<i32, Failure> {
+    let (cfg, _) = load(workspace)?;
+    let (config, _) = find(&cfg, name)?;
+    let url = remote_url(&config)?;
+    let tokens = TokenFile::new(&super::auth_dir(&cfg), url);
+    match std::fs::remove_file(tokens.path()) {
+        Ok(()) => out(&format!("signed out of `{name}`: its tokens are deleted")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            out(&format!("`{name}` had no stored tokens"));
+        }
+        Err(e) => {
+            return Err(Failure::harness(anyhow!(
+                "cannot delete {}: {e}",
+                tokens.path().display()
+            )));
+        }
+    }
+    Ok(COMPLETED)
+}
+
+fn remote_url(config: &McpServerConfig) -> Result<&str, Failure> {
+    config.url().ok_or_else(|| {
+        Failure::usage(anyhow!(
+            "`{}` is a local server; only remote (url) servers sign in",
+            config.name
+        ))
+    })
+}
+
+/// The terminal during sign-in.
+struct Terminal {
+    server: String,
+    no_browser: bool,
+}
+
+impl LoginUi for Terminal {
+    fn open(&mut self, url: &str) {
+        let shown = rein_tui::cells::sanitize(url);
+        err(&format!(
+            "rein: to sign in to `{}`, open this page:\n  {shown}\n(waiting for the browser, \
+             at most {} s)",
+            self.server,
+            rein_mcp::LOGIN_WAIT.as_secs()
+        ));
+        if !self.no_browser
+            && let Err(e) = open_browser(url)
+        {
+            err(&format!(
+                "rein: could not open a browser ({e}); open the page by hand"
+            ));
+        }
+    }
+}
+
+/// Open `url` in the user's browser: `$BROWSER URL`, or `xdg-open URL` on
+/// a desktop. Only http(s) pages are opened (the URL is the authorization
+/// server's).
+fn open_browser(url: &str) -> anyhow::Result<()> {
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        anyhow::bail!("the sign-in page is not an http(s) URL");
+    }
+    let program = match std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
+        Some(browser) => browser,
+        None if std::env::var_os("DISPLAY").is_some()
+            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
+        {
+            "xdg-open".into()
+        }
+        None => anyhow::bail!("no desktop here and $BROWSER is not set"),
+    };
+    std::process::Command::new(program)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    Ok(())
+}

@@ -1,0 +1,359 @@
+//! OAuth 2.1 for remote servers: `rein mcp login NAME` (authorization code
+//! with PKCE, the client registered dynamically, the browser sent back to a
+//! one-shot listener on 127.0.0.1), and the tokens it gets, kept per server
+//! URL in `$REIN_HOME/mcp-auth/` (owner-only files) and refreshed before
+//! they expire by every later connection.
+//!
+//! Tokens are keyed by the URL, not the server's name: a repository that
+//! names its own server like one of the user's gets no token for it, and a
+//! token is only ever sent to the server it was issued for.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
+    StoredCredentials,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::config::{McpServerConfig, McpTransport};
+
+/// How long `login` waits for the browser to come back.
+pub const LOGIN_WAIT: Duration = Duration::from_secs(300);
+
+/// The tokens of one server URL, in a file of their own.
+#[derive(Debug, Clone)]
+pub struct TokenFile {
+    path: PathBuf,
+    url: String,
+}
+
+/// What the file holds: the URL it is for (checked on load) and rmcp's
+/// credentials (client id, tokens, when they were received).
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    url: String,
+    credentials: StoredCredentials,
+}
+
+impl TokenFile {
+    /// The file for `url` in `dir`.
+    pub fn new(dir: &Path, url: &str) -> TokenFile {
+        TokenFile {
+            path: dir.join(file_name(url)),
+            url: url.to_string(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether tokens are stored for this URL.
+    pub fn exists(&self) -> bool {
+        self.read().ok().flatten().is_some()
+    }
+
+    fn read(&self) -> std::io::Result<Option<StoredCredentials>> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let stored: Stored = serde_json::from_str(&text)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        // A file for another URL (a collision of names) is not used.
+        Ok((stored.url == self.url).then_some(stored.credentials))
+    }
+
+    fn write(&self, credentials: StoredCredentials) -> std::io::Result<()> {
+        let stored = Stored {
+            url: self.url.clone(),
+            credentials,
+        };
+        let text = serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?;
+        write_private(&self.path, &text)
+    }
+}
+
+fn store_error(file: &TokenFile, e: impl std::fmt::Display) -> AuthError {
+    AuthError::CredentialStoreError(format!("{}: {e}", file.path.display()))
+}
+
+#[async_trait]
+impl CredentialStore for TokenFile {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.read().map_err(|e| store_error(self, e))
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.write(credentials).map_err(|e| store_error(self, e))
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(store_error(self, e)),
+        }
+    }
+}
+
+/// A file name for `url`: readable, and unique by a hash of the whole URL.
+fn file_name(url: &str) -> String {
+    let readable: String = url
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(60)
+        .collect();
+    // FNV-1a: a stable hash with no dependency; the URL inside is checked.
+    let hash = url.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{readable}-{hash:016x}.json")
+}
+
+/// Write `bytes` to `path` readable by its owner only: into a new file next
+/// to it, then renamed over it (never through a link planted there).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let tmp = dir.join(format!(".{}.{:x}", std::process::id(), fastrand::u64(..)));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// An authorization manager for `url` whose tokens come from (and are
+/// saved back to) `file`; `None` when nothing is stored for it.
+pub(crate) async fn stored_manager(
+    url: &str,
+    file: TokenFile,
+) -> Result<Option<AuthorizationManager>, AuthError> {
+    if !file.exists() {
+        return Ok(None);
+    }
+    let mut manager = AuthorizationManager::new(url).await?;
+    manager.set_credential_store(file);
+    Ok(manager.initialize_from_store().await?.then_some(manager))
+}
+
+/// What `login` tells the user along the way.
+pub trait LoginUi {
+    /// The browser must open `url` (rein prints it and may open it).
+    fn open(&mut self, url: &str);
+}
+
+/// Sign in to the remote server `config`: its challenge read from an
+/// initialize request sent without a token, then the authorization code
+/// flow: discovery, dynamic registration, the browser sent to the
+/// authorization server and back to 127.0.0.1, the code exchanged, the
+/// tokens saved to `file`.
+pub async fn login(
+    config: &McpServerConfig,
+    file: TokenFile,
+    ui: &mut dyn LoginUi,
+) -> Result<(), AuthError> {
+    crate::install_tls_provider();
+    let McpTransport::Http { url, headers, .. } = &config.transport else {
+        return Err(AuthError::InternalError(format!(
+            "`{}` is not a remote server",
+            config.name
+        )));
+    };
+    let challenge = challenge(url, headers).await?;
+    let listener = TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| AuthError::InternalError(format!("cannot listen on 127.0.0.1: {e}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| AuthError::InternalError(e.to_string()))?
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+
+    let mut manager = AuthorizationManager::new(url.as_str()).await?;
+    manager.set_credential_store(file);
+    let metadata = manager
+        .resolve_metadata_from_challenge(challenge.as_deref())
+        .await?;
+    manager.set_metadata(metadata.metadata);
+    let mut request = AuthorizationRequest::new(&redirect).with_client_name("rein");
+    if let Some(challenge) = challenge {
+        request = request.with_challenge(challenge);
+    }
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| e)?;
+    ui.open(&session.auth_url);
+
+    let back = tokio::time::timeout(LOGIN_WAIT, callback(&listener))
+        .await
+        .map_err(|_| {
+            AuthError::AuthorizationFailed(format!(
+                "the browser did not come back within {} s",
+                LOGIN_WAIT.as_secs()
+            ))
+        })??;
+    session
+        .handle_callback_url(&format!("http://127.0.0.1:{port}{back}"))
+        .await?;
+    Ok(())
+}
+
+/// The server's `WWW-Authenticate` challenge to an initialize request sent
+/// without a token (it points at the server's OAuth metadata); `None` when
+/// it does not answer 401 (discovery then tries the well-known paths).
+async fn challenge(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<Option<String>, AuthError> {
+    let client =
+        crate::connect::http_client().map_err(|e| AuthError::InternalError(e.to_string()))?;
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let mut request = client
+        .post(url)
+        .timeout(Duration::from_secs(30))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    for (k, v) in headers {
+        request = request.header(k, v);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|e| AuthError::InternalError(format!("cannot reach {url}: {e}")))?;
+    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return Ok(None);
+    }
+    Ok(response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string))
+}
+
+/// Wait for the browser's request to `/callback` and answer it; returns its
+/// path and query. Other requests (a favicon) get 404 and are not the end.
+async fn callback(listener: &TcpListener) -> Result<String, AuthError> {
+    loop {
+        let (stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| AuthError::InternalError(e.to_string()))?;
+        if let Some(target) = answer(stream).await {
+            if let Some(refused) = refusal(&target) {
+                return Err(AuthError::AuthorizationFailed(refused));
+            }
+            return Ok(target);
+        }
+    }
+}
+
+/// Read one request's first line; answer it. The callback's target, when
+/// it was the callback.
+async fn answer(stream: TcpStream) -> Option<String> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    let read = reader.read_line(&mut line);
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .ok()?
+        .ok()?;
+    let target = line
+        .strip_prefix("GET ")
+        .and_then(|rest| rest.split(' ').next())
+        .filter(|t| t.starts_with("/callback?"))
+        .map(str::to_string);
+    let (status, body) = match target {
+        Some(_) => ("200 OK", "rein: signed in. You can close this tab."),
+        None => ("404 Not Found", "not found"),
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = reader.get_mut().write_all(reply.as_bytes()).await;
+    target
+}
+
+/// The authorization server's refusal, when the callback carries one
+/// (`error=access_denied&error_description=…`).
+fn refusal(target: &str) -> Option<String> {
+    let url = reqwest::Url::parse(&format!("http://127.0.0.1{target}")).ok()?;
+    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let error = get("error")?;
+    let text: String = match get("error_description") {
+        Some(d) => format!("the authorization server refused: {error} ({d})"),
+        None => format!("the authorization server refused: {error}"),
+    };
+    Some(text.chars().filter(|c| !c.is_control()).take(300).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_files_are_owner_only_and_keyed_by_the_whole_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = TokenFile::new(dir.path(), "https://mcp.example/a");
+        let b = TokenFile::new(dir.path(), "https://mcp.example/b");
+        assert_ne!(a.path(), b.path());
+        a.write(StoredCredentials::new("client".into(), None, vec![], None))
+            .unwrap();
+        assert!(a.exists() && !b.exists());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(a.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // The same file read for another URL is not used.
+        std::fs::copy(a.path(), b.path()).unwrap();
+        assert!(!b.exists());
+    }
+
+    #[test]
+    fn a_refusal_in_the_callback_is_reported_in_one_clean_line() {
+        let said = refusal("/callback?error=access_denied&error_description=no%0Away").unwrap();
+        assert_eq!(
+            said,
+            "the authorization server refused: access_denied (noway)"
+        );
+        assert!(refusal("/callback?code=1&state=2").is_none());
+    }
+}

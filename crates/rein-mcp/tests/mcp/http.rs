@@ -1,0 +1,296 @@
+//! Remote servers over streamable HTTP: the reference server in its
+//! `streamableHttp` mode, a Python SDK server behind the SDK's own OAuth
+//! authorization server (short-lived tokens, refresh tokens), and servers
+//! that are not there or do not speak MCP. All on 127.0.0.1.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use rein_mcp::{LoginUi, McpServerConfig, McpTransport, ServerStatus, TokenFile};
+use serde_json::json;
+
+use super::{context, everything, launch, python_sdk};
+
+/// A child process killed when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Wait (up to a minute on a loaded machine) until `port` accepts.
+fn wait_for(port: u16, server: &mut Server) {
+    for _ in 0..600 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("the test server exited early: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the test server did not listen on {port}");
+}
+
+fn remote(name: &str, url: &str) -> McpServerConfig {
+    let mut c = McpServerConfig::http(name, url);
+    c.startup_timeout_sec = 60;
+    c
+}
+
+/// The reference server over streamable HTTP: the handshake (with its
+/// session id), the tool list and a call, the same as over stdio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_server_works_over_streamable_http() {
+    let Some(bin) = everything() else { return };
+    let port = free_port();
+    let mut server = Server(
+        Command::new(bin)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(port, &mut server);
+    let ws = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let hub = super::started(vec![remote("web", &url)], ws.path()).await;
+    let report = &hub.reports()[0];
+    assert_eq!(report.status, ServerStatus::Ready, "{report:?}");
+    let tools = hub.tools();
+    let echo = tools
+        .iter()
+        .find(|t| t.spec().name == "mcp__web__echo")
+        .unwrap_or_else(|| panic!("no echo among {:?}", report.tools));
+    let out = echo
+        .call(json!({"message": "over http"}), context(ws.path()))
+        .await
+        .unwrap();
+    assert!(out.content.contains("over http"), "{}", out.content);
+}
+
+/// Remote servers that cannot be used are one clear line each, and the
+/// others start: nothing listening, a web server that does not speak MCP,
+/// a token variable that is not set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_servers_that_cannot_be_used_are_clear_errors() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("index.html"), "<html>hello</html>").unwrap();
+    let web_port = free_port();
+    let mut web = Server(
+        Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &web_port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .current_dir(ws.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(web_port, &mut web);
+    let mut token = remote("token", &format!("http://127.0.0.1:{web_port}/"));
+    if let McpTransport::Http {
+        bearer_token_env_var,
+        ..
+    } = &mut token.transport
+    {
+        *bearer_token_env_var = Some("REIN_TEST_TOKEN_THAT_IS_NOT_SET".into());
+    }
+    let configs = vec![
+        remote("nobody", &format!("http://127.0.0.1:{}/mcp", free_port())),
+        remote("html", &format!("http://127.0.0.1:{web_port}/")),
+        token,
+    ];
+    let hub = super::started(configs, ws.path()).await;
+    let reports = hub.reports();
+    for r in &reports {
+        assert_eq!(r.status, ServerStatus::Failed, "{r:?}");
+        let error = r.error.as_deref().unwrap();
+        assert!(!error.contains('\n'), "one line: {error}");
+        assert!(
+            error.starts_with(&format!("MCP server `{}`", r.server)),
+            "{error}"
+        );
+    }
+    let error = |name: &str| {
+        reports
+            .iter()
+            .find(|r| r.server == name)
+            .and_then(|r| r.error.clone())
+            .unwrap()
+    };
+    assert!(
+        error("nobody").contains("handshake failed: cannot reach http://127.0.0.1:"),
+        "{}",
+        error("nobody")
+    );
+    assert!(
+        error("html").contains("the server answered HTTP 501"),
+        "{}",
+        error("html")
+    );
+    assert!(
+        error("token").contains("`REIN_TEST_TOKEN_THAT_IS_NOT_SET`, which is not set"),
+        "{}",
+        error("token")
+    );
+}
+
+/// The OAuth test server (`servers/oauth_server.py`), started on a free
+/// port; its grants are written to `log`.
+fn oauth_server(log: &Path, extra: &[&str]) -> Option<(Server, String)> {
+    let sdk = python_sdk()?;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/oauth_server.py");
+    let port = free_port();
+    let mut server = Server(
+        Command::new("python3")
+            .arg(script)
+            .arg(port.to_string())
+            .arg(log)
+            .args(extra)
+            .env("PYTHONPATH", sdk)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(port, &mut server);
+    Some((server, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+/// A browser that follows the authorization server's redirects back to
+/// rein's callback, as a user's would after they approve.
+struct Browser {
+    visits: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl LoginUi for Browser {
+    fn open(&mut self, url: &str) {
+        let url = url.to_string();
+        self.visits.push(tokio::spawn(async move {
+            let _ = reqwest::get(url).await;
+        }));
+    }
+}
+
+/// `login` gets tokens by the authorization code flow (discovery, dynamic
+/// registration, PKCE) and keeps them owner-only; a server that needs them
+/// says to log in until then; with them its tools work, and an access token
+/// that expired is refreshed (by a call on an open connection and by a new
+/// connection) with no new login.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_login_gets_tokens_that_are_used_and_refreshed() {
+    let ws = tempfile::tempdir().unwrap();
+    let log = ws.path().join("grants.log");
+    let Some((_server, url)) = oauth_server(&log, &["--token-secs", "2"]) else {
+        return;
+    };
+    let auth = ws.path().join("auth");
+    let mut launch = launch(ws.path());
+    launch.auth_dir = Some(auth.clone());
+    let config = remote("secure", &url);
+
+    // Before login: the server answers 401, and the error says what to do.
+    let hub = rein_mcp::McpHub::start(vec![config.clone()], launch.clone());
+    hub.settled().await;
+    let report = &hub.reports()[0];
+    assert_eq!(report.status, ServerStatus::Failed, "{report:?}");
+    assert!(
+        report
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("needs authorization: run `rein mcp login secure`"),
+        "{report:?}"
+    );
+
+    let tokens = TokenFile::new(&auth, &url);
+    let mut browser = Browser { visits: Vec::new() };
+    rein_mcp::login(&config, tokens.clone(), &mut browser)
+        .await
+        .unwrap();
+    assert_eq!(browser.visits.len(), 1);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(tokens.path())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let hub = rein_mcp::McpHub::start(vec![config.clone()], launch.clone());
+    hub.settled().await;
+    let report = &hub.reports()[0];
+    assert_eq!(report.status, ServerStatus::Ready, "{report:?}");
+    let call = |hub: std::sync::Arc<rein_mcp::McpHub>| {
+        let ctx = context(ws.path());
+        async move {
+            let tools = hub.tools();
+            let tool = tools
+                .iter()
+                .find(|t| t.spec().name == "mcp__secure__secret_word")
+                .unwrap();
+            tool.call(json!({}), ctx).await.unwrap().content
+        }
+    };
+    assert!(call(hub.clone()).await.contains("swordfish"));
+
+    // The access token lives 2 s: past it, the same connection refreshes.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(call(hub.clone()).await.contains("swordfish"));
+    let grants = std::fs::read_to_string(&log).unwrap();
+    assert!(grants.starts_with("code\nrefresh\n"), "{grants}");
+
+    // And a new connection, later, refreshes from the stored tokens.
+    drop(hub);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let hub = rein_mcp::McpHub::start(vec![config], launch);
+    hub.settled().await;
+    assert_eq!(
+        hub.reports()[0].status,
+        ServerStatus::Ready,
+        "{:?}",
+        hub.reports()
+    );
+    assert!(call(hub).await.contains("swordfish"));
+    let grants = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(grants.matches("code").count(), 1, "{grants}");
+    assert!(grants.matches("refresh").count() >= 2, "{grants}");
+}
+
+/// An authorization server that refuses: login fails with its words, in
+/// one line, and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_server_that_refuses_is_one_clear_error() {
+    let ws = tempfile::tempdir().unwrap();
+    let log = ws.path().join("grants.log");
+    let Some((_server, url)) = oauth_server(&log, &["--refuse"]) else {
+        return;
+    };
+    let tokens = TokenFile::new(&ws.path().join("auth"), &url);
+    let mut browser = Browser { visits: Vec::new() };
+    let err = rein_mcp::login(&remote("secure", &url), tokens.clone(), &mut browser)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("refused: access_denied"), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+    assert!(!tokens.path().exists());
+}

@@ -1,0 +1,141 @@
+"""An MCP server over streamable HTTP behind OAuth, built with the official
+Python SDK: the SDK's own authorization server (metadata discovery, dynamic
+client registration, PKCE, refresh tokens) on 127.0.0.1, with a provider
+that approves every request at once (no login page) and issues access
+tokens that live only a few seconds.
+
+    python3 oauth_server.py PORT LOG [--refuse] [--token-secs N]
+
+Each grant the token endpoint gives is appended to LOG ("code" or
+"refresh"), so a test can see that rein refreshed an expired token.
+`--refuse` makes the authorization endpoint answer access_denied.
+"""
+import secrets
+import sys
+import time
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizeError,
+    RefreshToken,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.fastmcp import FastMCP
+from mcp.shared.auth import OAuthToken
+
+PORT = int(sys.argv[1])
+LOG = sys.argv[2]
+REFUSE = "--refuse" in sys.argv
+TOKEN_SECS = int(sys.argv[sys.argv.index("--token-secs") + 1]) if "--token-secs" in sys.argv else 3
+BASE = f"http://127.0.0.1:{PORT}"
+
+
+def logged(what):
+    with open(LOG, "a") as f:
+        f.write(what + "\n")
+
+
+class Provider:
+    """Approves at once; tokens are random strings kept in memory."""
+
+    def __init__(self):
+        self.clients = {}
+        self.codes = {}
+        self.access = {}
+        self.refresh = {}
+
+    async def get_client(self, client_id):
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info):
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client, params):
+        if REFUSE:
+            raise AuthorizeError("access_denied", "the test server refuses everyone")
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or ["mcp"],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client, code):
+        return self.codes.get(code)
+
+    def _issue(self, client_id, scopes, resource):
+        access = secrets.token_urlsafe(16)
+        refresh = secrets.token_urlsafe(16)
+        self.access[access] = AccessToken(
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(time.time()) + TOKEN_SECS,
+            resource=resource,
+        )
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource
+        )
+        return OAuthToken(
+            access_token=access,
+            token_type="Bearer",
+            expires_in=TOKEN_SECS,
+            refresh_token=refresh,
+            scope=" ".join(scopes),
+        )
+
+    async def exchange_authorization_code(self, client, authorization_code):
+        self.codes.pop(authorization_code.code, None)
+        logged("code")
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource)
+
+    async def load_refresh_token(self, client, refresh_token):
+        return self.refresh.get(refresh_token)
+
+    async def exchange_refresh_token(self, client, refresh_token, scopes):
+        self.refresh.pop(refresh_token.token, None)
+        logged("refresh")
+        return self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+
+    async def load_access_token(self, token):
+        found = self.access.get(token)
+        if found is None or (found.expires_at and found.expires_at < time.time()):
+            return None
+        return found
+
+    async def revoke_token(self, token):
+        self.access.pop(getattr(token, "token", ""), None)
+
+
+server = FastMCP(
+    "oauth-test",
+    host="127.0.0.1",
+    port=PORT,
+    auth_server_provider=Provider(),
+    auth=AuthSettings(
+        issuer_url=BASE,
+        resource_server_url=f"{BASE}/mcp",
+        client_registration_options=ClientRegistrationOptions(
+            enabled=True, valid_scopes=["mcp"], default_scopes=["mcp"]
+        ),
+        required_scopes=["mcp"],
+        validate_token_resource=False,
+    ),
+)
+
+
+@server.tool()
+def secret_word() -> str:
+    """The word only signed-in clients may read."""
+    return "swordfish"
+
+
+server.run("streamable-http")
