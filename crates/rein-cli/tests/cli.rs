@@ -10,6 +10,7 @@ mod cli {
     mod fault_soak;
     mod http_providers;
     mod mcp;
+    mod mcp_http;
     mod memory;
     mod model;
     mod permissions;

@@ -375,7 +375,13 @@ fn without_section(text: &str, name: &str) -> String {
 fn check_config(text: &str, path: &Path) -> Result<(), Failure> {
     toml::from_str::<crate::config::ConfigFile>(text)
         .map(|_| ())
-        .map_err(|e| Failure::usage(anyhow!("the change would break {}: {e}", path.display())))
+        .map_err(|e| {
+            Failure::usage(anyhow!(
+                "the change would break {}: {}",
+                path.display(),
+                e.message().trim()
+            ))
+        })
 }
 
 fn describe_disabled(name: &str, json: bool) -> String {

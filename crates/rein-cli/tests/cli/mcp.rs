@@ -291,7 +291,7 @@ fn a_project_server_starts_only_in_a_trusted_folder_once_approved() {
     );
     let o = exec();
     assert!(
-        stderr(&o).contains("`proj` (.mcp.json: sh -c echo first")
+        stderr(&o).contains("`proj` (.mcp.json, would run: sh -c echo first")
             && stderr(&o).contains("rein mcp approve proj"),
         "{}",
         stderr(&o)
@@ -344,8 +344,8 @@ fn mcp_add_get_and_remove_edit_the_users_config() {
 
     let o = env.rein(&["mcp", "get", "files", "--json"]);
     let got: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-    assert_eq!(got["command"], "my-server");
-    assert_eq!(got["args"], json!(["--root", "/srv x"]));
+    assert_eq!(got["transport"]["command"], "my-server");
+    assert_eq!(got["transport"]["args"], json!(["--root", "/srv x"]));
     assert_eq!(got["from"], "your config.toml");
     assert_eq!(
         o.status.code(),

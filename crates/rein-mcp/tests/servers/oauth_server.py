@@ -24,6 +24,7 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.fastmcp import FastMCP
 from mcp.shared.auth import OAuthToken
+from mcp.types import ToolAnnotations
 
 PORT = int(sys.argv[1])
 LOG = sys.argv[2]
@@ -132,7 +133,7 @@ server = FastMCP(
 )
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def secret_word() -> str:
     """The word only signed-in clients may read."""
     return "swordfish"
