@@ -188,7 +188,14 @@ fn too_big(shown: &str, size: u64) -> ToolError {
 
 fn match_error(shown: &str, e: MatchError) -> ToolError {
     match e {
-        MatchError::NotFound { hint } => ToolError(format!(
+        MatchError::NotFound {
+            hint,
+            region: Some(region),
+        } => ToolError(format!(
+            "old_string was not found in `{shown}`: {hint}. To change that region, use exactly \
+             this old_string (the file's text, every line included):\n{region}"
+        )),
+        MatchError::NotFound { hint, region: None } => ToolError(format!(
             "old_string was not found in `{shown}`. {hint}\nRead the file again and copy the \
              text exactly, including whitespace."
         )),

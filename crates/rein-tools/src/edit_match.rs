@@ -41,7 +41,12 @@ pub(crate) struct Plan {
 #[derive(Debug, PartialEq)]
 pub(crate) enum MatchError {
     /// Nothing matched; the hint names the closest candidates.
-    NotFound { hint: String },
+    NotFound {
+        hint: String,
+        /// The file's exact text of the region old_string seems to mean,
+        /// when it only left out a few lines: the old_string to use.
+        region: Option<String>,
+    },
     /// Several places matched and `replace_all` was not set.
     Ambiguous { level: Level, lines: Vec<usize> },
 }
@@ -90,8 +95,15 @@ pub(crate) fn apply(
             return Ok(plan);
         }
     }
+    if let Some((hint, region)) = skipped_lines(text, &lines, old) {
+        return Err(MatchError::NotFound {
+            hint,
+            region: Some(region),
+        });
+    }
     Err(MatchError::NotFound {
         hint: closest(text, &lines, old),
+        region: None,
     })
 }
 
@@ -295,6 +307,63 @@ fn line_numbers(text: &str, starts: impl Iterator<Item = usize>) -> Vec<usize> {
     out
 }
 
+/// Most lines of the file an old_string may have left out between its own
+/// and still be shown the region it meant.
+const MAX_SKIPPED: usize = 4;
+
+/// When old_string's lines all appear in order in one region of the file
+/// but the model left out a few lines in between (a docstring, a comment),
+/// what it left out and that region's exact text, offered as the
+/// old_string to copy. Small models often skip a line they did not think
+/// mattered.
+fn skipped_lines(text: &str, lines: &[Line], old: &str) -> Option<(String, String)> {
+    const MAX_SHOWN: usize = 4000;
+    let (wanted, _) = old_lines(old);
+    let wanted: Vec<&str> = wanted
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let content = |i: usize| text[lines[i].start..lines[i].end].trim();
+    let (first, rest) = wanted.split_first()?;
+    for top in (0..lines.len()).filter(|&i| content(i) == *first) {
+        let (mut at, mut skipped) = (top + 1, Vec::new());
+        let mut matched = true;
+        for want in rest {
+            while at < lines.len() && content(at) != *want && skipped.len() <= MAX_SKIPPED {
+                if !content(at).is_empty() {
+                    skipped.push(at);
+                }
+                at += 1;
+            }
+            if at >= lines.len() || skipped.len() > MAX_SKIPPED || content(at) != *want {
+                matched = false;
+                break;
+            }
+            at += 1;
+        }
+        if !matched || skipped.is_empty() {
+            continue;
+        }
+        let region = &text[lines[top].start..lines[at - 1].end];
+        if region.len() > MAX_SHOWN {
+            return None;
+        }
+        let left_out: Vec<String> = skipped
+            .iter()
+            .map(|&i| format!("{} (`{}`)", i + 1, preview(content(i), 1, 120)))
+            .collect();
+        let hint = format!(
+            "old_string's lines are at lines {}-{}, but it leaves out line {} of the file",
+            top + 1,
+            at,
+            left_out.join(", ")
+        );
+        return Some((hint, region.to_string()));
+    }
+    None
+}
+
 /// Lines of the file most like old_string, described for the model.
 fn closest(text: &str, lines: &[Line], old: &str) -> String {
     const SHOWN: usize = 160;
@@ -452,10 +521,39 @@ mod tests {
         assert_eq!(reindent("  a\nb", "    ", "  "), "a\nb");
     }
 
+    /// The demo's failure: the model's old_string skipped the docstring
+    /// between a function's first line and the line to change. The hint
+    /// hands back the region with every line, ready to copy.
+    #[test]
+    fn an_old_string_that_skips_a_line_is_shown_the_whole_region() {
+        let file = "def mean(values):\n    \"\"\"The mean.\"\"\"\n    return sum(values) / len(values) + 1\n\n\ndef other():\n    pass\n";
+        let old = "def mean(values):\n    return sum(values) / len(values) + 1";
+        let MatchError::NotFound { hint, region } = apply(file, old, "x", false).unwrap_err()
+        else {
+            panic!("expected not found");
+        };
+        assert!(hint.contains("lines 1-3"), "{hint}");
+        assert!(
+            hint.contains("leaves out line 2 (`\"\"\"The mean.\"\"\"`)"),
+            "{hint}"
+        );
+        let offered = region.unwrap();
+        assert_eq!(offered, &file[..file.find("\n\n").unwrap()]);
+        // The offered old_string applies.
+        assert!(apply(file, &offered, "x", false).is_ok());
+        // Lines far apart are not one region.
+        let far = format!("a()\n{}b()\n", "x()\n".repeat(MAX_SKIPPED + 1));
+        let MatchError::NotFound { region, .. } = apply(&far, "a()\nb()", "y", false).unwrap_err()
+        else {
+            panic!("expected not found");
+        };
+        assert!(region.is_none());
+    }
+
     #[test]
     fn not_found_names_the_closest_line() {
         let file = "fn main() {\n    let total = compute(1, 2);\n}\n";
-        let MatchError::NotFound { hint } =
+        let MatchError::NotFound { hint, .. } =
             apply(file, "let totl = compute(1, 3);", "x", false).unwrap_err()
         else {
             panic!("expected not found");
@@ -467,7 +565,7 @@ mod tests {
     #[test]
     fn not_found_points_at_the_first_differing_line() {
         let file = "a();\nb();\nc();\n";
-        let MatchError::NotFound { hint } =
+        let MatchError::NotFound { hint, .. } =
             apply(file, "a();\nb();\nd();", "x", false).unwrap_err()
         else {
             panic!("expected not found");
