@@ -267,14 +267,18 @@ pub fn summary_message(
     Message::user(s)
 }
 
-/// Cut tool outputs longer than `max_bytes` to their head and tail.
+/// Cut tool outputs longer than `max_bytes` to their head and tail, and
+/// drop their images (the text still names each one).
 pub fn shrink_tool_outputs(messages: &mut [Message], max_bytes: usize) -> usize {
     let mut n = 0;
     for m in messages {
-        if let Message::Tool(r) = m
-            && r.output.len() > max_bytes
-        {
+        let Message::Tool(r) = m else { continue };
+        let long = r.output.len() > max_bytes;
+        if long {
             r.output = truncate_middle(&r.output, max_bytes);
+        }
+        if long || !r.images.is_empty() {
+            r.images.clear();
             n += 1;
         }
     }

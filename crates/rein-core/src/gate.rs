@@ -354,6 +354,7 @@ impl Gate {
         let started = Instant::now();
         if let Some(refusal) = self.oversized(call) {
             return GateOutcome::refused(ToolResult {
+                images: Vec::new(),
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 output: refusal,
@@ -377,6 +378,7 @@ impl Gate {
             duration: started.elapsed().saturating_sub(effects.waited),
             effects,
             result: ToolResult {
+                images: output.images,
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 output: self.bound_output(&session_id, &call.id, output.content),

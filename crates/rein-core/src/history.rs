@@ -46,6 +46,7 @@ pub fn repair_history(stored: Vec<Message>) -> Repaired {
                         Some(r) => out.push(Message::Tool(r)),
                         None => {
                             let r = ToolResult {
+                                images: Vec::new(),
                                 call_id: id,
                                 name,
                                 output: INTERRUPTED.to_string(),
@@ -83,6 +84,7 @@ mod tests {
 
     fn result(id: &str) -> Message {
         Message::Tool(ToolResult {
+            images: Vec::new(),
             call_id: id.into(),
             name: "bash".into(),
             output: format!("out {id}"),

@@ -54,8 +54,8 @@ pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice,
 };
 pub use schema::{
-    AssistantMessage, ContentPart, FinishReason, Message, ModelProgress, ReasoningBlock, Role,
-    StreamChunk, Todo, TodoStatus, ToolCall, ToolResult, ToolSpec, Usage,
+    AssistantMessage, ContentPart, FinishReason, Image, Message, ModelProgress, ReasoningBlock,
+    Role, StreamChunk, Todo, TodoStatus, ToolCall, ToolResult, ToolSpec, Usage,
 };
 pub use store::{CompactionRecord, NewSession, SessionInfo, SessionStore, StoreError};
 pub use tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, Pricing, TokenCounter};

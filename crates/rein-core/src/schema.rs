@@ -169,6 +169,41 @@ pub struct ToolResult {
     pub output: String,
     #[serde(default)]
     pub is_error: bool,
+    /// Images the tool returned (an MCP server's screenshot), for the
+    /// providers that take images in a tool result; `output` names each
+    /// one in a line, for those that do not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image, base64-encoded, of a type every image-taking API accepts
+/// (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    pub media_type: String,
+    /// Base64 (standard alphabet, padded).
+    pub data: String,
+}
+
+impl Image {
+    /// The types every image-taking API accepts.
+    pub const MEDIA_TYPES: [&'static str; 4] =
+        ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+    /// Tokens an image is counted as, before the provider says: about
+    /// what a large image costs on the APIs that take them.
+    pub const ESTIMATED_TOKENS: u64 = 1_600;
+
+    /// The decoded size in bytes.
+    pub fn bytes(&self) -> usize {
+        let padding = self.data.bytes().rev().take_while(|b| *b == b'=').count();
+        (self.data.len() / 4 * 3).saturating_sub(padding)
+    }
+
+    /// `data:` URL form, for the APIs that take images by URL.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data)
+    }
 }
 
 /// What the model is told about a tool.

@@ -99,11 +99,17 @@ pub fn message_text(m: &Message) -> String {
     }
 }
 
-/// Tokens of one message with `counter`.
+/// Tokens of one message with `counter` (a tool result's images at their
+/// estimate).
 pub fn count_message(counter: &dyn TokenCounter, m: &Message) -> u64 {
+    let images = match m {
+        Message::Tool(r) => r.images.len() as u64 * crate::Image::ESTIMATED_TOKENS,
+        _ => 0,
+    };
     counter
         .count(&message_text(m))
         .saturating_add(MESSAGE_OVERHEAD)
+        .saturating_add(images)
 }
 
 /// Prices of a model, in US dollars per million tokens.

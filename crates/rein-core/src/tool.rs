@@ -111,6 +111,8 @@ pub struct ToolOutput {
     /// The call ran but failed (a command's non-zero exit is not this; a
     /// cancelled command with partial output is).
     pub is_error: bool,
+    /// Images for the model (the tool checked their type and size).
+    pub images: Vec<crate::Image>,
 }
 
 impl ToolOutput {
@@ -118,6 +120,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -125,6 +128,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }

@@ -1,8 +1,50 @@
 //! A tool result as the model reads it: text as it is, everything else
 //! described in a line (an image's type and size, a resource's address),
-//! the server's structured result when it gave no text.
+//! the server's structured result when it gave no text; and the images
+//! themselves, for the providers that take them, when they are of a type
+//! every such API accepts, valid base64 and not too big.
 
+use rein_core::Image;
 use serde_json::Value;
+
+/// Most images one result passes on.
+pub const MAX_IMAGES: usize = 4;
+/// Largest image passed on, decoded (the APIs that take images refuse
+/// bigger ones).
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// The images of a result that can be passed on to a model.
+pub fn images(blocks: &[Value]) -> Vec<Image> {
+    blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+        .filter_map(|b| {
+            let media_type = b.get("mimeType").and_then(Value::as_str)?;
+            let data = b.get("data").and_then(Value::as_str)?;
+            let image = Image {
+                media_type: media_type.to_ascii_lowercase(),
+                data: data.to_string(),
+            };
+            let usable = Image::MEDIA_TYPES.contains(&image.media_type.as_str())
+                && is_base64(data)
+                && image.bytes() <= MAX_IMAGE_BYTES;
+            usable.then_some(image)
+        })
+        .take(MAX_IMAGES)
+        .collect()
+}
+
+/// Standard padded base64, which every API checks before anything else: a
+/// server's bad data must not make the model's request fail.
+fn is_base64(data: &str) -> bool {
+    let body = data.trim_end_matches('=');
+    !data.is_empty()
+        && data.len() % 4 == 0
+        && data.len() - body.len() <= 2
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
 
 /// The observation for one call's result content (each block as the wire
 /// carries it: an object with a `type`).
@@ -64,5 +106,29 @@ mod tests {
         );
         assert_eq!(observation(&[], Some(&json!({"n": 1}))), "{\"n\":1}");
         assert_eq!(observation(&[], None), "(no output)");
+    }
+
+    /// Only images an API will take are passed on: a known type, valid
+    /// base64, not too big, not too many.
+    #[test]
+    fn only_images_an_api_accepts_are_passed_on() {
+        let image =
+            |mime: &str, data: &str| json!({"type": "image", "mimeType": mime, "data": data});
+        let big = "A".repeat((MAX_IMAGE_BYTES / 3 + 1) * 4);
+        let blocks = vec![
+            image("image/png", "iVBORw0KGgo="),
+            image("IMAGE/JPEG", "AAAA"),
+            image("image/svg+xml", "AAAA"),
+            image("image/png", "not base64!"),
+            image("image/png", "AAA"),
+            image("image/png", &big),
+            json!({"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}),
+        ];
+        let passed = images(&blocks);
+        let types: Vec<&str> = passed.iter().map(|i| i.media_type.as_str()).collect();
+        assert_eq!(types, ["image/png", "image/jpeg"]);
+        assert_eq!(passed[0].bytes(), 8);
+        let many: Vec<Value> = (0..10).map(|_| image("image/png", "AAAA")).collect();
+        assert_eq!(images(&many).len(), MAX_IMAGES);
     }
 }

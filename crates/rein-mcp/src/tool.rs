@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use rein_core::{Assessment, Risk, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
 use serde_json::{Map, Value};
 
-use crate::content::observation;
+use crate::content::{images, observation};
 use crate::naming::exposed_name;
 use crate::server::McpServer;
 
@@ -146,10 +146,12 @@ impl rein_core::Tool for McpTool {
             .and_then(|v| v.as_array().cloned())
             .unwrap_or_default();
         let text = observation(&blocks, result.structured_content.as_ref());
-        Ok(if result.is_error == Some(true) {
+        let mut output = if result.is_error == Some(true) {
             ToolOutput::error(text)
         } else {
             ToolOutput::ok(text)
-        })
+        };
+        output.images = images(&blocks);
+        Ok(output)
     }
 }

@@ -202,6 +202,11 @@ async fn the_reference_servers_tools_run_through_the_gate() {
         "{}",
         results[1].output
     );
+    // The image itself is kept (stored with the result) for the providers
+    // that take images.
+    assert_eq!(results[1].images.len(), 1, "{:?}", results[1]);
+    assert_eq!(results[1].images[0].media_type, "image/png");
+    assert!(results[1].images[0].bytes() > 0);
     assert!(results[2].is_error, "{results:?}");
     assert!(
         results[2].output.contains("needs the user's approval"),

@@ -168,6 +168,7 @@ async fn session_with_history(store: &InMemorySessionStore, messages: usize) -> 
             ..Default::default()
         });
         let result = Message::Tool(ToolResult {
+            images: Vec::new(),
             call_id: id,
             name: "noop".into(),
             output: format!("result {i}: {}", "some output line\n".repeat(10)),

@@ -359,6 +359,19 @@ fn tool_result_block(result: &ToolResult) -> Value {
     } else {
         result.output.as_str()
     };
+    // Images go with the text as content blocks of the result.
+    let content = if result.images.is_empty() {
+        json!(content)
+    } else {
+        let mut blocks = vec![json!({"type": "text", "text": content})];
+        blocks.extend(result.images.iter().map(|image| {
+            json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": image.media_type, "data": image.data},
+            })
+        }));
+        Value::Array(blocks)
+    };
     let mut block = json!({
         "type": "tool_result",
         "tool_use_id": tool_id(&result.call_id),

@@ -256,6 +256,16 @@ fn input_items(messages: &[Message]) -> Vec<Value> {
                 } else {
                     result.output.clone()
                 };
+                // Images go with the text as the output's content parts.
+                let output = if result.images.is_empty() {
+                    json!(output)
+                } else {
+                    let mut parts = vec![json!({"type": "input_text", "text": output})];
+                    parts.extend(result.images.iter().map(
+                        |image| json!({"type": "input_image", "image_url": image.data_url()}),
+                    ));
+                    Value::Array(parts)
+                };
                 items.push(json!({
                     "type": "function_call_output",
                     "call_id": result.call_id,

@@ -248,6 +248,7 @@ async fn the_second_turn_evaluates_only_new_tokens() {
     }
     for c in &calls {
         request.messages.push(Message::Tool(ToolResult {
+            images: Vec::new(),
             call_id: c.id.clone(),
             name: c.name.clone(),
             output: "buy milk\nfix the flaky test".into(),
@@ -763,6 +764,7 @@ fn after_call(
                 ..Default::default()
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "call_1".into(),
                 name: "read_file".into(),
                 output: content.into(),

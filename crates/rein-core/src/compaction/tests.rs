@@ -14,6 +14,7 @@ fn assistant_call(id: &str) -> Message {
 
 fn result(id: &str, out: &str) -> Message {
     Message::Tool(ToolResult {
+        images: Vec::new(),
         call_id: id.into(),
         name: "bash".into(),
         output: out.into(),

@@ -217,6 +217,7 @@ mod tests {
 
     fn out(text: &str) -> ToolResult {
         ToolResult {
+            images: Vec::new(),
             call_id: "x".into(),
             name: "bash".into(),
             output: text.into(),

@@ -124,10 +124,12 @@ pub(crate) fn nudge(
             ),
         ));
     }
+    // Read from the files themselves, not from what the calls were: a
+    // command that only ran the tests counts as no change.
     let unchanged = looked
         .change_asked
         .as_ref()
-        .is_some_and(|before| !looked.wrote && *before == Snapshot::take(workspace));
+        .is_some_and(|before| *before == Snapshot::take(workspace));
     (unchanged && fresh(NudgeKind::UnmadeChange)).then(|| {
         (
             NudgeKind::UnmadeChange,
@@ -193,6 +195,10 @@ pub(crate) fn asks_for_change(prompt: &str) -> bool {
         })
 }
 
+/// Folders running a project's code makes (Python's bytecode cache):
+/// what appears in them is no change the task asked for.
+const GENERATED: &[&str] = &["__pycache__"];
+
 /// Most files a [`Snapshot`] records.
 const SNAPSHOT_FILES: usize = 2_000;
 
@@ -214,9 +220,10 @@ impl Snapshot {
                 if files.len() >= SNAPSHOT_FILES {
                     break;
                 }
-                let hidden = entry.file_name().as_encoded_bytes().starts_with(b".");
+                let name = entry.file_name();
+                let hidden = name.as_encoded_bytes().starts_with(b".");
                 let Ok(meta) = entry.metadata() else { continue };
-                if hidden {
+                if hidden || GENERATED.iter().any(|g| name == *g) {
                     continue;
                 }
                 if meta.is_dir() && depth < 1 {
@@ -426,6 +433,22 @@ mod tests {
         assert!(n.contains("no file has changed"), "{n}");
         looked.nudged.push(kind);
         assert_eq!(nudge(answer, &looked, ws.path()), None);
+
+        // Running the tests is no change: a command ran, Python wrote its
+        // bytecode cache, and the model answered with the fix undone (the
+        // demo's failure on the 1.5B model).
+        let ws = workspace();
+        let mut looked = Looked {
+            change_asked: Some(Snapshot::take(ws.path())),
+            ..Looked::default()
+        };
+        looked.saw(r#"{"command":"python3 test_calc.py"}"#);
+        looked.saw(r#"{"path":"calc.py"}"#);
+        looked.wrote = true;
+        std::fs::create_dir(ws.path().join("__pycache__")).unwrap();
+        std::fs::write(ws.path().join("__pycache__/calc.cpython-311.pyc"), "x").unwrap();
+        let (kind, _) = nudge("The mean divides by n - 1.", &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::UnmadeChange);
 
         let ws = workspace();
         let looked = Looked {

@@ -460,6 +460,7 @@ impl AgentEngine {
             guard::Verdict::Stop(why) => {
                 for call in &calls {
                     let refused = Message::Tool(ToolResult {
+                        images: Vec::new(),
                         call_id: call.id.clone(),
                         name: call.name.clone(),
                         output: format!("error: not run: {why}; the run was stopped"),

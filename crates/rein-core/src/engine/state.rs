@@ -167,6 +167,7 @@ mod tests {
     fn finished(name: &str, output: &str, is_error: bool, effects: CallEffects) -> Finished {
         Finished {
             result: ToolResult {
+                images: Vec::new(),
                 call_id: name.into(),
                 name: name.into(),
                 output: output.into(),

@@ -212,6 +212,7 @@ impl AgentEngine {
         };
         if let Some(output) = refusal {
             let result = ToolResult {
+                images: Vec::new(),
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 output,
@@ -284,6 +285,7 @@ impl Finished {
     fn lost(call: &ToolCall) -> Finished {
         Finished {
             result: ToolResult {
+                images: Vec::new(),
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 output: "error: the harness lost this call's result".to_string(),

@@ -410,6 +410,7 @@ mod tests {
                     ..Default::default()
                 }),
                 Message::Tool(ToolResult {
+                    images: Vec::new(),
                     call_id: "call_1".into(),
                     name: "read_file".into(),
                     output: "hello <b>".into(),
@@ -463,6 +464,7 @@ mod tests {
             }));
         }
         req.messages.push(Message::Tool(ToolResult {
+            images: Vec::new(),
             call_id: "call_2".into(),
             name: "read_file".into(),
             output: "second ```".into(),

@@ -110,6 +110,7 @@ fn body_of(req: &ModelRequest) -> Value {
 
 fn tool_result(call_id: &str, output: &str, is_error: bool) -> Message {
     Message::Tool(ToolResult {
+        images: Vec::new(),
         call_id: call_id.into(),
         name: "t".into(),
         output: output.into(),
@@ -1427,6 +1428,42 @@ fn headers_the_endpoint_sets_itself_are_not_sent_twice() {
         ..Default::default()
     };
     assert!(Anthropic.build_request(&req, &ep).headers.is_empty());
+}
+
+/// A tool result's images go to Anthropic as image blocks of the
+/// result's content, after its text.
+#[test]
+fn a_tool_results_images_are_sent_as_image_blocks() {
+    let mut result = tool_result("toolu_1", "[image image/png, 8 bytes]", false);
+    if let Message::Tool(r) = &mut result {
+        r.images = vec![Image {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        }];
+    }
+    let req = ModelRequest {
+        messages: vec![
+            Message::user("look"),
+            Message::Assistant(AssistantMessage {
+                content: vec![ContentPart::ToolCall(ToolCall {
+                    id: "toolu_1".into(),
+                    name: "shot".into(),
+                    arguments: "{}".into(),
+                })],
+                ..Default::default()
+            }),
+            result,
+        ],
+        ..Default::default()
+    };
+    let body = without_cache_control(&body_of(&req));
+    assert_eq!(
+        body["messages"][2]["content"][0]["content"],
+        json!([
+            {"type": "text", "text": "[image image/png, 8 bytes]"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+        ])
+    );
 }
 
 #[test]

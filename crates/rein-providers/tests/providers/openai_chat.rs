@@ -1242,12 +1242,14 @@ fn request_carries_system_messages_calls_reasoning_results_and_tools() {
                 finish: Some(FinishReason::ToolCalls),
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "call_1".into(),
                 name: "read_file".into(),
                 output: "hello".into(),
                 is_error: false,
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "call_2".into(),
                 name: "read_file".into(),
                 output: "no such file".into(),
@@ -1340,6 +1342,7 @@ fn request_without_system_tools_key_or_cap_leaves_them_out() {
                 ..Default::default()
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "c".into(),
                 name: "glob".into(),
                 output: "Error: bad pattern".into(),
@@ -1677,12 +1680,14 @@ fn replaying_a_recorded_turn_rebuilds_the_messages_openai_accepted() {
             Message::user("Add and multiply the number 2 and 3"),
             Message::Assistant(answer),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: ids[0].clone(),
                 name: "add".into(),
                 output: "5".into(),
                 is_error: false,
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: ids[1].clone(),
                 name: "multiply".into(),
                 output: "6".into(),

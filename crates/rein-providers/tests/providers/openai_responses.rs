@@ -3,7 +3,7 @@
 //! spec's example events, and the exact request rein sends.
 
 use rein_core::{
-    AssistantMessage, ContentPart, FinishReason, Message, ModelRequest, ProviderError,
+    AssistantMessage, ContentPart, FinishReason, Image, Message, ModelRequest, ProviderError,
     ProviderErrorKind, ReasoningBlock, StreamChunk, ToolCall, ToolResult, ToolSpec, Usage,
 };
 use rein_providers::openai_responses::OpenAiResponses;
@@ -1216,12 +1216,14 @@ fn build_request_replays_the_whole_conversation_statelessly_in_order() {
                 finish: Some(FinishReason::ToolCalls),
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "call_1".into(),
                 name: "glob".into(),
                 output: "a.txt".into(),
                 is_error: false,
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "call_2".into(),
                 name: "read_file".into(),
                 output: "permission denied".into(),
@@ -1313,6 +1315,7 @@ fn build_request_omits_what_is_empty_and_replays_only_encrypted_openai_reasoning
                 ..Default::default()
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "c".into(),
                 name: "t".into(),
                 output: "Error: already said".into(),
@@ -1348,6 +1351,36 @@ fn build_request_omits_what_is_empty_and_replays_only_encrypted_openai_reasoning
     );
 }
 
+/// A tool result's images go to the Responses API as `input_image` parts
+/// of the call's output (data URLs), after its text.
+#[test]
+fn a_tool_results_images_are_sent_as_input_image_parts() {
+    let req = ModelRequest {
+        messages: vec![
+            Message::user("look"),
+            Message::Tool(ToolResult {
+                images: vec![Image {
+                    media_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                }],
+                call_id: "call_1".into(),
+                name: "shot".into(),
+                output: "[image image/png, 8 bytes]".into(),
+                is_error: false,
+            }),
+        ],
+        ..Default::default()
+    };
+    let wire = OpenAiResponses.build_request(&req, &endpoint(Some("k"), Some(4000)));
+    assert_eq!(
+        wire.body["input"][1]["output"],
+        json!([
+            {"type": "input_text", "text": "[image image/png, 8 bytes]"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+        ])
+    );
+}
+
 #[test]
 fn build_request_sends_the_tool_round_trip_the_way_the_recorded_client_did() {
     // Turn 1 of the recording, parsed by rein, then replayed with the tool
@@ -1378,12 +1411,14 @@ fn build_request_sends_the_tool_round_trip_the_way_the_recorded_client_did() {
             Message::user("Add and multiply the number 2 and 3"),
             Message::Assistant(answer),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "call_inViAUr9eV0GDtyOywkCxp59".into(),
                 name: "add".into(),
                 output: "5".into(),
                 is_error: false,
             }),
             Message::Tool(ToolResult {
+                images: Vec::new(),
                 call_id: "call_Op66UUnzuOoKmgGeFJQJFTUY".into(),
                 name: "multiply".into(),
                 output: "6".into(),

@@ -89,12 +89,14 @@ pub fn every_kind_of_message() -> Vec<Message> {
             finish: Some(FinishReason::ToolCalls),
         }),
         Message::Tool(ToolResult {
+            images: Vec::new(),
             call_id: "call_1".into(),
             name: "read_file".into(),
             output: "fn main() {}\n".repeat(5000),
             is_error: false,
         }),
         Message::Tool(ToolResult {
+            images: Vec::new(),
             call_id: "call_2".into(),
             name: "shell".into(),
             output: "arguments are not valid JSON".into(),

@@ -171,6 +171,7 @@ pub fn tool_committed(call_id: &str, name: &str, is_error: bool, output: &str) -
     Event::MessageCommitted {
         seq: 3,
         message: Message::Tool(ToolResult {
+            images: Vec::new(),
             call_id: call_id.into(),
             name: name.into(),
             output: output.into(),
