@@ -4,6 +4,8 @@
 use rein_core::text::preview;
 use similar::TextDiff;
 
+mod gap;
+
 /// How leniently the text was matched, strictest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Level {
@@ -16,6 +18,9 @@ pub(crate) enum Level {
     /// Line by line, ignoring whitespace at both ends of each line; the
     /// replacement is re-indented to where the match was found.
     Indentation,
+    /// Line by line (trailing whitespace ignored) in one region of the
+    /// file, with a few lines of it old_string left out kept as they were.
+    KeptLines,
 }
 
 impl Level {
@@ -25,6 +30,9 @@ impl Level {
             Level::LineEndings => "after normalising line endings (CRLF/LF)",
             Level::TrimmedLines => "whitespace-trimmed (trailing whitespace on lines ignored)",
             Level::Indentation => "indentation-insensitive (new_string was re-indented to match)",
+            Level::KeptLines => {
+                "with the lines of the file it left out (between its own) kept as they were"
+            }
         }
     }
 }
@@ -95,11 +103,21 @@ pub(crate) fn apply(
             return Ok(plan);
         }
     }
-    if let Some((hint, region)) = skipped_lines(text, &lines, old) {
-        return Err(MatchError::NotFound {
-            hint,
-            region: Some(region),
-        });
+    // Last, an old_string that left out a few lines of one region: edited
+    // with those lines kept, or handed the region to copy.
+    match gap::find(text, &lines, old, new, eol) {
+        gap::Gap::Apply(found) => {
+            if let Some(plan) = decide(text, Level::KeptLines, vec![found], false)? {
+                return Ok(plan);
+            }
+        }
+        gap::Gap::Show { hint, region } => {
+            return Err(MatchError::NotFound {
+                hint,
+                region: Some(region),
+            });
+        }
+        gap::Gap::None => {}
     }
     Err(MatchError::NotFound {
         hint: closest(text, &lines, old),
@@ -307,63 +325,6 @@ fn line_numbers(text: &str, starts: impl Iterator<Item = usize>) -> Vec<usize> {
     out
 }
 
-/// Most lines of the file an old_string may have left out between its own
-/// and still be shown the region it meant.
-const MAX_SKIPPED: usize = 4;
-
-/// When old_string's lines all appear in order in one region of the file
-/// but the model left out a few lines in between (a docstring, a comment),
-/// what it left out and that region's exact text, offered as the
-/// old_string to copy. Small models often skip a line they did not think
-/// mattered.
-fn skipped_lines(text: &str, lines: &[Line], old: &str) -> Option<(String, String)> {
-    const MAX_SHOWN: usize = 4000;
-    let (wanted, _) = old_lines(old);
-    let wanted: Vec<&str> = wanted
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| !l.is_empty())
-        .collect();
-    let content = |i: usize| text[lines[i].start..lines[i].end].trim();
-    let (first, rest) = wanted.split_first()?;
-    for top in (0..lines.len()).filter(|&i| content(i) == *first) {
-        let (mut at, mut skipped) = (top + 1, Vec::new());
-        let mut matched = true;
-        for want in rest {
-            while at < lines.len() && content(at) != *want && skipped.len() <= MAX_SKIPPED {
-                if !content(at).is_empty() {
-                    skipped.push(at);
-                }
-                at += 1;
-            }
-            if at >= lines.len() || skipped.len() > MAX_SKIPPED || content(at) != *want {
-                matched = false;
-                break;
-            }
-            at += 1;
-        }
-        if !matched || skipped.is_empty() {
-            continue;
-        }
-        let region = &text[lines[top].start..lines[at - 1].end];
-        if region.len() > MAX_SHOWN {
-            return None;
-        }
-        let left_out: Vec<String> = skipped
-            .iter()
-            .map(|&i| format!("{} (`{}`)", i + 1, preview(content(i), 1, 120)))
-            .collect();
-        let hint = format!(
-            "old_string's lines are at lines {}-{}, but it leaves out line {} of the file",
-            top + 1,
-            at,
-            left_out.join(", ")
-        );
-        return Some((hint, region.to_string()));
-    }
-    None
-}
-
 /// Lines of the file most like old_string, described for the model.
 fn closest(text: &str, lines: &[Line], old: &str) -> String {
     const SHOWN: usize = 160;
@@ -519,35 +480,6 @@ mod tests {
         );
         assert_eq!(reindent("a\n  b", "", "\t"), "\ta\n\t  b");
         assert_eq!(reindent("  a\nb", "    ", "  "), "a\nb");
-    }
-
-    /// The demo's failure: the model's old_string skipped the docstring
-    /// between a function's first line and the line to change. The hint
-    /// hands back the region with every line, ready to copy.
-    #[test]
-    fn an_old_string_that_skips_a_line_is_shown_the_whole_region() {
-        let file = "def mean(values):\n    \"\"\"The mean.\"\"\"\n    return sum(values) / len(values) + 1\n\n\ndef other():\n    pass\n";
-        let old = "def mean(values):\n    return sum(values) / len(values) + 1";
-        let MatchError::NotFound { hint, region } = apply(file, old, "x", false).unwrap_err()
-        else {
-            panic!("expected not found");
-        };
-        assert!(hint.contains("lines 1-3"), "{hint}");
-        assert!(
-            hint.contains("leaves out line 2 (`\"\"\"The mean.\"\"\"`)"),
-            "{hint}"
-        );
-        let offered = region.unwrap();
-        assert_eq!(offered, &file[..file.find("\n\n").unwrap()]);
-        // The offered old_string applies.
-        assert!(apply(file, &offered, "x", false).is_ok());
-        // Lines far apart are not one region.
-        let far = format!("a()\n{}b()\n", "x()\n".repeat(MAX_SKIPPED + 1));
-        let MatchError::NotFound { region, .. } = apply(&far, "a()\nb()", "y", false).unwrap_err()
-        else {
-            panic!("expected not found");
-        };
-        assert!(region.is_none());
     }
 
     #[test]
