@@ -294,3 +294,24 @@ async fn an_authorization_server_that_refuses_is_one_clear_error() {
     assert!(!err.contains('\n'), "{err}");
     assert!(!tokens.path().exists());
 }
+
+/// A server that keeps no sessions (no `Mcp-Session-Id`; each request
+/// stands alone): the handshake, the list and a call work the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_sessions_works() {
+    let ws = tempfile::tempdir().unwrap();
+    let log = ws.path().join("grants.log");
+    let Some((_server, url)) = oauth_server(&log, &["--open", "--stateless"]) else {
+        return;
+    };
+    let hub = super::started(vec![remote("plain", &url)], ws.path()).await;
+    assert_eq!(hub.reports()[0].status, ServerStatus::Ready, "{:?}", hub.reports());
+    let tools = hub.tools();
+    let tool = tools
+        .iter()
+        .find(|t| t.spec().name == "mcp__plain__secret_word")
+        .unwrap();
+    let out = tool.call(json!({}), context(ws.path())).await.unwrap();
+    assert!(out.content.contains("swordfish"), "{}", out.content);
+    assert!(!log.exists(), "no OAuth grant was needed");
+}

@@ -4,11 +4,13 @@ client registration, PKCE, refresh tokens) on 127.0.0.1, with a provider
 that approves every request at once (no login page) and issues access
 tokens that live only a few seconds.
 
-    python3 oauth_server.py PORT LOG [--refuse] [--token-secs N]
+    python3 oauth_server.py PORT LOG [--refuse] [--token-secs N] [--open --stateless]
 
 Each grant the token endpoint gives is appended to LOG ("code" or
 "refresh"), so a test can see that rein refreshed an expired token.
 `--refuse` makes the authorization endpoint answer access_denied.
+`--open --stateless` serves the same tool with no OAuth and no sessions
+(no `Mcp-Session-Id`: every request stands alone).
 """
 import secrets
 import sys
@@ -116,10 +118,7 @@ class Provider:
         self.access.pop(getattr(token, "token", ""), None)
 
 
-server = FastMCP(
-    "oauth-test",
-    host="127.0.0.1",
-    port=PORT,
+secured = {} if "--open" in sys.argv else dict(
     auth_server_provider=Provider(),
     auth=AuthSettings(
         issuer_url=BASE,
@@ -130,6 +129,13 @@ server = FastMCP(
         required_scopes=["mcp"],
         validate_token_resource=False,
     ),
+)
+server = FastMCP(
+    "oauth-test",
+    host="127.0.0.1",
+    port=PORT,
+    stateless_http="--stateless" in sys.argv,
+    **secured,
 )
 
 
