@@ -28,8 +28,8 @@ pub(crate) struct Looked {
     pub nudged: Vec<NudgeKind>,
     /// Every call of the latest round failed.
     pub last_round_failed: bool,
-    /// The next answer must call a tool (the one after a nudge).
-    pub act_next: bool,
+    /// What the answer after a nudge must be.
+    pub next: NextTurn,
     /// The request asks for a change: the workspace as it was when the
     /// run began, to tell whether anything changed since (a command may
     /// have written files no file tool reported).
@@ -46,6 +46,44 @@ impl Looked {
             self.seen.push_str(arguments);
             self.seen.push('\n');
         }
+    }
+}
+
+/// What the turn after a nudge must answer with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum NextTurn {
+    /// Whatever the model likes (no nudge came).
+    #[default]
+    Free,
+    /// A tool call.
+    Call,
+    /// A call to a tool that changes a file: the model was told to make a
+    /// change to files it has read (measured on the demo: told to make it
+    /// with any tool allowed, the 1.5B model read the file again and
+    /// answered with the diagnosis, in two runs of six).
+    Edit,
+}
+
+/// The tools a [`NextTurn::Edit`] turn is offered.
+pub(crate) const EDIT_TOOLS: [&str; 2] = ["edit_file", "write_file"];
+
+/// What the turn after a nudge of `kind` for `answer` must do: make the
+/// change when the nudge asks for one and every file the answer names was
+/// read; otherwise call some tool.
+pub(crate) fn next_turn(
+    kind: NudgeKind,
+    answer: &str,
+    looked: &Looked,
+    workspace: &Path,
+) -> NextTurn {
+    let read_all = || {
+        let files = mentioned_files(answer, workspace);
+        !files.is_empty() && files.iter().all(|f| names_file(&looked.seen, file_name(f)))
+    };
+    match kind {
+        NudgeKind::UnappliedChange => NextTurn::Edit,
+        NudgeKind::UnmadeChange if read_all() => NextTurn::Edit,
+        _ => NextTurn::Call,
     }
 }
 
@@ -431,6 +469,10 @@ mod tests {
         let (kind, n) = nudge(answer, &looked, ws.path()).unwrap();
         assert_eq!(kind, NudgeKind::UnmadeChange);
         assert!(n.contains("no file has changed"), "{n}");
+        // calc.py was read: the next turn must change a file.
+        assert_eq!(next_turn(kind, answer, &looked, ws.path()), NextTurn::Edit);
+        let vague = "Nothing to do.";
+        assert_eq!(next_turn(kind, vague, &looked, ws.path()), NextTurn::Call);
         looked.nudged.push(kind);
         assert_eq!(nudge(answer, &looked, ws.path()), None);
 

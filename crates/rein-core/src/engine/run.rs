@@ -281,12 +281,22 @@ impl AgentEngine {
         // acts on it (measured: nudged, the 1.5B model answered "I will
         // edit calc.py" and stopped).
         let first = run.first_call_required && ctx.st.turns == 1;
-        run.req.tool_choice = if first || std::mem::take(&mut run.looked.act_next) {
+        let next = std::mem::take(&mut run.looked.next);
+        run.req.tool_choice = if first || next != help::NextTurn::Free {
             ToolChoice::Required
         } else {
             ToolChoice::Auto
         };
-        let calls = self.answer(ctx, run).await?;
+        // A nudge to make a change offers only the tools that make one,
+        // for that turn.
+        let all_tools = (next == help::NextTurn::Edit)
+            .then(|| narrow_to_edits(&mut run.req.tools))
+            .flatten();
+        let calls = self.answer(ctx, run).await;
+        if let Some(all) = all_tools {
+            run.req.tools = all;
+        }
+        let calls = calls?;
         if calls.is_empty() {
             if run.control.pending() > 0 {
                 // The user wrote while the model answered: go on.
@@ -312,7 +322,8 @@ impl AgentEngine {
             return Ok(false);
         };
         run.looked.nudged.push(kind);
-        run.looked.act_next = true;
+        run.looked.next =
+            help::next_turn(kind, &ctx.st.final_text, &run.looked, &self.inner.workspace);
         ctx.emit(Event::Notice {
             message: format!("nudged the model: {}", text.trim_start_matches("[rein] ")),
         });
@@ -539,4 +550,18 @@ impl AgentEngine {
         conv.push(message, Some(seq), ctx.counter.as_ref());
         Ok(())
     }
+}
+
+/// Keep only the tools that change files in `tools`, returning the whole
+/// list to put back; `None` (nothing narrowed) when none of them is there.
+fn narrow_to_edits(tools: &mut Vec<crate::ToolSpec>) -> Option<Vec<crate::ToolSpec>> {
+    if !tools
+        .iter()
+        .any(|t| help::EDIT_TOOLS.contains(&t.name.as_str()))
+    {
+        return None;
+    }
+    let all = tools.clone();
+    tools.retain(|t| help::EDIT_TOOLS.contains(&t.name.as_str()));
+    Some(all)
 }

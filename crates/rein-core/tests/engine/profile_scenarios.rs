@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rein_core::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::support::*;
 
@@ -181,6 +181,65 @@ async fn a_fix_explained_but_never_made_is_nudged_once_to_make_it() {
         outcome.turns, 2,
         "a question ends with its answer: {events:?}"
     );
+}
+
+/// A tool called `edit_file` that changes nothing but says it did.
+struct EditFile;
+
+#[async_trait::async_trait]
+impl Tool for EditFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "edit_file".into(),
+            description: "edits".into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Write
+    }
+    async fn call(&self, _args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::ok("edited"))
+    }
+}
+
+/// Told to make a change to a file it read, the model's next turn is
+/// offered only the tools that change files (it must edit, not read the
+/// file again); the turn after gets every tool back.
+#[tokio::test]
+async fn the_turn_after_a_make_the_change_nudge_is_offered_only_edits() {
+    let ws = workspace_with(&[("calc.py", "def mean(xs): return sum(xs) / 2\n")]);
+    let provider = Scripted::new(vec![
+        Ok(calls(&[(
+            "c1",
+            "sleep",
+            json!({"ms": 1, "label": "calc.py"}),
+        )])),
+        Ok(text("The bug is in calc.py: it divides by 2.")),
+        Ok(calls(&[("c2", "edit_file", json!({}))])),
+        Ok(text("Fixed calc.py.")),
+    ]);
+    let path = ws.path().to_path_buf();
+    let h = harness(provider, move |b| {
+        b.workspace(path)
+            .profile(Profile::Small)
+            .tool(Arc::new(EditFile))
+    });
+    let (outcome, events) = h.run(RunRequest::new("Fix the bug in calc.py.")).await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{events:?}");
+    let offered: Vec<Vec<String>> = h
+        .provider
+        .requests()
+        .iter()
+        .map(|r| r.tools.iter().map(|t| t.name.clone()).collect())
+        .collect();
+    assert_eq!(offered.len(), 4, "{offered:?}");
+    assert_eq!(offered[2], ["edit_file"], "{offered:?}");
+    assert!(
+        offered[3].len() > 1 && offered[3] == offered[1],
+        "{offered:?}"
+    );
+    assert_eq!(h.provider.requests()[2].tool_choice, ToolChoice::Required);
 }
 
 #[tokio::test]

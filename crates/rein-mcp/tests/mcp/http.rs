@@ -305,7 +305,12 @@ async fn a_server_without_sessions_works() {
         return;
     };
     let hub = super::started(vec![remote("plain", &url)], ws.path()).await;
-    assert_eq!(hub.reports()[0].status, ServerStatus::Ready, "{:?}", hub.reports());
+    assert_eq!(
+        hub.reports()[0].status,
+        ServerStatus::Ready,
+        "{:?}",
+        hub.reports()
+    );
     let tools = hub.tools();
     let tool = tools
         .iter()
