@@ -40,7 +40,7 @@ pub use config::{McpServerConfig, McpTransport};
 pub use error::McpError;
 pub use hub::{LazyTools, McpHub, schema_tokens};
 pub use naming::{exposed_name, server_prefixes};
-pub use oauth::{LOGIN_WAIT, LoginUi, TokenFile, login};
+pub use oauth::{LOGIN_WAIT, LoginOutcome, LoginUi, TokenFile, login};
 pub use prompts::PromptCommand;
 pub use search::{TOOL_SEARCH, ToolSearch};
 pub use server::{Launch, McpServer, ServerReport, ServerStatus};

@@ -161,6 +161,15 @@ pub(crate) async fn stored_manager(
     Ok(manager.initialize_from_store().await?.then_some(manager))
 }
 
+/// How a sign-in ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginOutcome {
+    /// Tokens were received and saved.
+    SignedIn,
+    /// The server took a request without a token: nothing to sign in to.
+    NotNeeded,
+}
+
 /// What `login` tells the user along the way.
 pub trait LoginUi {
     /// The browser must open `url` (rein prints it and may open it).
@@ -176,7 +185,7 @@ pub async fn login(
     config: &McpServerConfig,
     file: TokenFile,
     ui: &mut dyn LoginUi,
-) -> Result<(), AuthError> {
+) -> Result<LoginOutcome, AuthError> {
     crate::install_tls_provider();
     let McpTransport::Http { url, headers, .. } = &config.transport else {
         return Err(AuthError::InternalError(format!(
@@ -184,7 +193,10 @@ pub async fn login(
             config.name
         )));
     };
-    let challenge = challenge(url, headers).await?;
+    let challenge = match challenge(url, headers).await? {
+        Probe::Open => return Ok(LoginOutcome::NotNeeded),
+        Probe::Unauthorized(challenge) => challenge,
+    };
     let listener = TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| AuthError::InternalError(format!("cannot listen on 127.0.0.1: {e}")))?;
@@ -220,16 +232,23 @@ pub async fn login(
     session
         .handle_callback_url(&format!("http://127.0.0.1:{port}{back}"))
         .await?;
-    Ok(())
+    Ok(LoginOutcome::SignedIn)
 }
 
-/// The server's `WWW-Authenticate` challenge to an initialize request sent
-/// without a token (it points at the server's OAuth metadata); `None` when
-/// it does not answer 401 (discovery then tries the well-known paths).
+/// How a server answers an initialize request sent without a token.
+enum Probe {
+    /// It took it: there is nothing to sign in to.
+    Open,
+    /// 401, with its `WWW-Authenticate` challenge when it gave one (the
+    /// challenge points at its OAuth metadata; without one, discovery
+    /// tries the well-known paths).
+    Unauthorized(Option<String>),
+}
+
 async fn challenge(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
-) -> Result<Option<String>, AuthError> {
+) -> Result<Probe, AuthError> {
     let client =
         crate::connect::http_client().map_err(|e| AuthError::InternalError(e.to_string()))?;
     let body = serde_json::json!({
@@ -252,14 +271,16 @@ async fn challenge(
         .send()
         .await
         .map_err(|e| AuthError::InternalError(format!("cannot reach {url}: {e}")))?;
-    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
-        return Ok(None);
+    if response.status().is_success() {
+        return Ok(Probe::Open);
     }
-    Ok(response
-        .headers()
-        .get(reqwest::header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string))
+    Ok(Probe::Unauthorized(
+        response
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    ))
 }
 
 /// Wait for the browser's request to `/callback` and answer it; returns its

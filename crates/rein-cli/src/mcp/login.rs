@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use rein_mcp::{LoginUi, McpServerConfig, TokenFile};
+use rein_mcp::{LoginOutcome, LoginUi, McpServerConfig, TokenFile};
 
 use super::command::{find, load};
 use super::project::Approvals;
@@ -38,13 +38,18 @@ pub async fn login(
         server: name.to_string(),
         no_browser,
     };
-    rein_mcp::login(&config, tokens, &mut ui)
+    let outcome = rein_mcp::login(&config, tokens, &mut ui)
         .await
         .map_err(|e| Failure::harness(anyhow!("signing in to `{name}` failed: {e}")))?;
-    out(&format!(
-        "signed in to `{name}`; its tokens are kept in {} and refreshed as they expire",
-        path.display()
-    ));
+    match outcome {
+        LoginOutcome::SignedIn => out(&format!(
+            "signed in to `{name}`; its tokens are kept in {} and refreshed as they expire",
+            path.display()
+        )),
+        LoginOutcome::NotNeeded => out(&format!(
+            "`{name}` answers without a sign-in: there is nothing to log in to"
+        )),
+    }
     Ok(COMPLETED)
 }
 

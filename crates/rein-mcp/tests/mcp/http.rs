@@ -224,9 +224,10 @@ async fn oauth_login_gets_tokens_that_are_used_and_refreshed() {
 
     let tokens = TokenFile::new(&auth, &url);
     let mut browser = Browser { visits: Vec::new() };
-    rein_mcp::login(&config, tokens.clone(), &mut browser)
+    let outcome = rein_mcp::login(&config, tokens.clone(), &mut browser)
         .await
         .unwrap();
+    assert_eq!(outcome, rein_mcp::LoginOutcome::SignedIn);
     assert_eq!(browser.visits.len(), 1);
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(tokens.path())
@@ -304,6 +305,14 @@ async fn a_server_without_sessions_works() {
     let Some((_server, url)) = oauth_server(&log, &["--open", "--stateless"]) else {
         return;
     };
+    // Nothing to sign in to: login says so and stores nothing.
+    let tokens = TokenFile::new(&ws.path().join("auth"), &url);
+    let mut browser = Browser { visits: Vec::new() };
+    let outcome = rein_mcp::login(&remote("plain", &url), tokens.clone(), &mut browser)
+        .await
+        .unwrap();
+    assert_eq!(outcome, rein_mcp::LoginOutcome::NotNeeded);
+    assert!(browser.visits.is_empty() && !tokens.path().exists());
     let hub = super::started(vec![remote("plain", &url)], ws.path()).await;
     assert_eq!(
         hub.reports()[0].status,
