@@ -39,7 +39,7 @@ pub fn images(blocks: &[Value]) -> Vec<Image> {
 fn is_base64(data: &str) -> bool {
     let body = data.trim_end_matches('=');
     !data.is_empty()
-        && data.len() % 4 == 0
+        && data.len().is_multiple_of(4)
         && data.len() - body.len() <= 2
         && body
             .bytes()
