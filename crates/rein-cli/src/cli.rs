@@ -142,6 +142,19 @@ pub enum Command {
     /// Run a suite of tasks on a model and report what was solved;
     /// `rein eval compare A.jsonl B.jsonl` shows what changed.
     Eval(EvalArgs),
+    /// Show the instructions a run here would follow: your AGENTS.md and
+    /// the project's, from its root down to this folder, and what was cut.
+    Context(ContextArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// One JSON object per file, then one with the notes.
+    #[arg(long)]
+    pub json: bool,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 /// `rein mcp ...`.

@@ -296,7 +296,8 @@ pub fn engine_builder(
             &cfg.home,
             workspace,
             cfg.trusted,
-        )));
+        )))
+        .global_instructions(crate::context_cmd::global_instructions(cfg));
     if let Some(n) = cfg.max_tool_calls_per_turn {
         builder = builder.max_tool_calls_per_turn(n);
     }

@@ -2,6 +2,7 @@
 
 mod cli;
 mod config;
+mod context_cmd;
 mod eval;
 mod exec;
 mod exit;
@@ -49,6 +50,7 @@ fn main() {
             Some(cli::Command::Trust(args)) => trust::command::run(args),
             Some(cli::Command::Mcp(cmd)) => mcp::command::run(cmd).await,
             Some(cli::Command::Eval(args)) => eval::run(args).await,
+            Some(cli::Command::Context(args)) => context_cmd::run(args),
         }
     });
     let code = match result {

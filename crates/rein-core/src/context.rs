@@ -5,9 +5,6 @@ use std::path::Path;
 
 use crate::schema::ToolSpec;
 
-/// Largest AGENTS.md taken into the prompt, in bytes.
-const AGENTS_MD_CAP: usize = 32 * 1024;
-
 /// Facts the system prompt is built from.
 #[derive(Debug, Clone)]
 pub struct PromptFacts<'a> {
@@ -17,7 +14,7 @@ pub struct PromptFacts<'a> {
     pub os: &'a str,
     pub tools: &'a [ToolSpec],
     pub plan: bool,
-    /// Contents of the workspace's AGENTS.md, if any.
+    /// The project's instructions (see [`crate::instructions`]), if any.
     pub agents_md: Option<&'a str>,
     /// The small profile's short instructions (see [`crate::profile`]):
     /// the tools are not listed again (their specs name them).
@@ -83,17 +80,6 @@ pub fn list_files(workspace: &Path) -> Option<String> {
     let mut text = entries.join(", ");
     if more > 0 {
         text.push_str(&format!(", and {more} more"));
-    }
-    Some(text)
-}
-
-/// Read AGENTS.md from the workspace root, capped; None when absent.
-pub fn read_agents_md(workspace: &Path) -> Option<String> {
-    let bytes = std::fs::read(workspace.join("AGENTS.md")).ok()?;
-    let mut text = String::from_utf8_lossy(&bytes).into_owned();
-    if text.len() > AGENTS_MD_CAP {
-        text.truncate(crate::text::floor_boundary(&text, AGENTS_MD_CAP));
-        text.push_str("\n[AGENTS.md truncated]");
     }
     Some(text)
 }
@@ -198,17 +184,6 @@ mod tests {
         assert!(p.contains("- read_file: Read a file.\n"));
         assert!(p.contains("plan mode"));
         assert!(p.contains("Use tabs."));
-    }
-
-    #[test]
-    fn agents_md_is_read_from_the_workspace_root_and_capped() {
-        let dir = std::env::temp_dir().join(format!("rein-agents-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        assert!(read_agents_md(&dir).is_none());
-        std::fs::write(dir.join("AGENTS.md"), "é".repeat(AGENTS_MD_CAP)).unwrap();
-        let text = read_agents_md(&dir).unwrap();
-        assert!(text.ends_with("[AGENTS.md truncated]"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

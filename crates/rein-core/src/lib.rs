@@ -11,6 +11,7 @@ pub mod gate;
 pub mod glob;
 pub mod history;
 pub mod in_memory_store;
+pub mod instructions;
 pub mod limits;
 pub mod locks;
 pub mod memory;

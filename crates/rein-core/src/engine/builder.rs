@@ -26,6 +26,11 @@ pub struct EngineConfig {
     pub compaction: CompactionConfig,
     /// Extra text at the end of the system prompt (long-term memory).
     pub system_note: Option<String>,
+    /// The user's own instructions file (`$REIN_HOME/AGENTS.md`), read
+    /// before the project's.
+    pub global_instructions: Option<PathBuf>,
+    /// Bytes of instructions a run takes in, all files together.
+    pub instructions_cap: usize,
     /// What the model is told and how much it is helped (default full).
     pub profile: Profile,
     /// Levers of the profile switched off (to measure what each brings).
@@ -55,6 +60,8 @@ impl Default for EngineConfig {
             loop_guard: LoopGuardConfig::default(),
             compaction: CompactionConfig::default(),
             system_note: None,
+            global_instructions: None,
+            instructions_cap: crate::instructions::DEFAULT_CAP,
             profile: Profile::Full,
             without: Vec::new(),
         }
@@ -133,6 +140,18 @@ impl AgentEngineBuilder {
 
     pub fn profile(mut self, profile: Profile) -> Self {
         self.config.profile = profile;
+        self
+    }
+
+    /// The user's own instructions file, read before the project's.
+    pub fn global_instructions(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.global_instructions = Some(path.into());
+        self
+    }
+
+    /// Bytes of instructions a run takes in (default 32 KiB).
+    pub fn instructions_cap(mut self, bytes: usize) -> Self {
+        self.config.instructions_cap = bytes;
         self
     }
 

@@ -239,6 +239,11 @@ impl AgentEngine {
             });
         }
         let inputs = self.prompt_inputs();
+        for note in &inputs.instructions.notes {
+            ctx.emit(Event::Notice {
+                message: note.clone(),
+            });
+        }
         let gate = self.gate();
         let mut fixed = self.fixed_part(mode, &inputs, ctx.counter.as_ref());
         let req = ModelRequest {
@@ -482,12 +487,28 @@ impl AgentEngine {
                 return Err(Stop::with_error(StopReason::Repetition, why));
             }
         };
+        // A call working in a folder below the workspace brings that
+        // folder's instructions with its result, the first time.
+        let notes: Vec<Option<String>> =
+            args.iter()
+                .map(|a| {
+                    let nested = a.as_ref().and_then(call_path).and_then(|path| {
+                        run.inputs.instructions.nested(&self.inner.workspace, path)
+                    });
+                    match (&note, nested) {
+                        (Some(n), Some(i)) => Some(format!("{n}{i}")),
+                        (Some(n), None) => Some(n.clone()),
+                        (None, Some(i)) => Some(i.trim_start().to_string()),
+                        (None, None) => None,
+                    }
+                })
+                .collect();
         let via = turn::TurnGate {
             gate: &gate,
             policy: &run.policy,
         };
         let (finished, fault) = self
-            .run_tools(ctx, &calls, args, via, note, &mut run.track.ledger.todos)
+            .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
             .await;
         let wrote = run
             .track
@@ -564,4 +585,11 @@ fn narrow_to_edits(tools: &mut Vec<crate::ToolSpec>) -> Option<Vec<crate::ToolSp
     let all = tools.clone();
     tools.retain(|t| help::EDIT_TOOLS.contains(&t.name.as_str()));
     Some(all)
+}
+
+/// The path a call's arguments name (`path`, or `file_path`), if any.
+fn call_path(args: &serde_json::Value) -> Option<&str> {
+    args.get("path")
+        .or_else(|| args.get("file_path"))
+        .and_then(serde_json::Value::as_str)
 }

@@ -5,7 +5,9 @@ use super::*;
 
 /// What the system prompt is built from besides the mode and tools.
 pub(super) struct PromptInputs {
-    pub agents_md: Option<String>,
+    /// The AGENTS.md files (see [`crate::instructions`]); folders below
+    /// the workspace add theirs as the run works there.
+    pub instructions: crate::instructions::Instructions,
     /// `YYYY-MM-DD`.
     pub date: String,
     /// The workspace's files, listed for a lean prompt.
@@ -44,7 +46,7 @@ impl AgentEngine {
             os: std::env::consts::OS,
             tools: &tools,
             plan: mode == PermissionMode::Plan,
-            agents_md: inputs.agents_md.as_deref(),
+            agents_md: Some(inputs.instructions.text.as_str()).filter(|t| !t.trim().is_empty()),
             lean,
             files: inputs.files.as_deref(),
         });
@@ -172,8 +174,8 @@ impl AgentEngine {
         let counter = self.token_counter();
         let fixed = self.fixed_part(mode, &inputs, counter.as_ref());
         let count = |text: Option<&str>| text.map_or(0, |t| counter.count(t));
-        let instructions =
-            count(inputs.agents_md.as_deref()) + count(self.inner.config.system_note.as_deref());
+        let instructions = count(Some(&inputs.instructions.text))
+            + count(self.inner.config.system_note.as_deref());
         let tools = fixed.tool_tokens;
         FixedTokens {
             system_prompt: fixed
@@ -186,13 +188,25 @@ impl AgentEngine {
         }
     }
 
+    /// The instructions a run starting now would take in: the user's
+    /// global file and the project's, within the cap (`rein context` and
+    /// `/context` show them).
+    pub fn instructions(&self) -> crate::instructions::Instructions {
+        let config = &self.inner.config;
+        crate::instructions::Instructions::load(
+            config.global_instructions.as_deref(),
+            &self.inner.workspace,
+            config.instructions_cap,
+        )
+    }
+
     /// What the system prompt is built from, read once per run: the
-    /// project's AGENTS.md, today's date, and (lean prompts) the
+    /// project's AGENTS.md files, today's date, and (lean prompts) the
     /// workspace's files.
     pub(super) fn prompt_inputs(&self) -> PromptInputs {
         let workspace = &self.inner.workspace;
         PromptInputs {
-            agents_md: context::read_agents_md(workspace),
+            instructions: self.instructions(),
             date: crate::time::format_date(crate::time::now_millis()),
             // Listed for the lean prompt, and to know whether there is
             // anything to look at before a first call is required.

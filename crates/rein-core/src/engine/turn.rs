@@ -115,8 +115,9 @@ impl AgentEngine {
         }
     }
 
-    /// Run one turn's calls concurrently through the gate. Each result is
-    /// stored as it finishes, and a change to the session's todos (`todos`
+    /// Run one turn's calls concurrently through the gate (`notes[i]` is
+    /// added to call i's result: a loop-guard reminder, a folder's
+    /// instructions). Each result is stored as it finishes, and a change to the session's todos (`todos`
     /// holds the last ones shown) is announced as soon as the call that made
     /// it ends; the returned results keep call order. A store failure stops
     /// committing and is returned beside them.
@@ -126,7 +127,7 @@ impl AgentEngine {
         calls: &[ToolCall],
         args: Vec<Option<serde_json::Value>>,
         via: TurnGate<'_>,
-        note: Option<String>,
+        notes: Vec<Option<String>>,
         todos: &mut Vec<crate::schema::Todo>,
     ) -> (Vec<Finished>, Option<StoreError>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -152,7 +153,7 @@ impl AgentEngine {
                 CallMsg::Done(index, outcome) => (index, outcome),
             };
             let mut result = outcome.result;
-            if let Some(n) = &note {
+            if let Some(Some(n)) = notes.get(index) {
                 result.output.push_str("\n\n");
                 result.output.push_str(n);
             }

@@ -544,3 +544,69 @@ async fn the_system_note_ends_the_system_prompt_of_every_call() {
         );
     }
 }
+
+/// The AGENTS.md files of a run: the user's global one, then the
+/// project's from its root (where `.git` is) down to the workspace, root
+/// first, a CLAUDE.md where a folder has no AGENTS.md, all in the system
+/// prompt; a folder below the workspace adds its file to the result of the
+/// first call that works there, once.
+#[tokio::test]
+async fn instructions_come_from_every_folder_and_a_nested_one_when_worked_in() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join(".git")).unwrap();
+    std::fs::write(root.path().join("AGENTS.md"), "Root rule: use tabs.").unwrap();
+    let ws = root.path().join("app");
+    std::fs::create_dir_all(ws.join("api")).unwrap();
+    std::fs::write(ws.join("CLAUDE.md"), "App rule: run make test.").unwrap();
+    std::fs::write(ws.join("api/AGENTS.md"), "API rule: no panics.").unwrap();
+    let global = root.path().join("home-AGENTS.md");
+    std::fs::write(&global, "Mine: be brief.").unwrap();
+    let provider = Scripted::new(vec![
+        Ok(calls(&[(
+            "c1",
+            "edit",
+            json!({"path": "api/handler.rs", "n": 1}),
+        )])),
+        Ok(calls(&[(
+            "c2",
+            "edit",
+            json!({"path": "api/other.rs", "n": 2}),
+        )])),
+        Ok(text("done")),
+    ]);
+    let h = harness(provider, move |b| {
+        b.workspace(ws)
+            .global_instructions(global)
+            .tool(Arc::new(Edit))
+    });
+    let (outcome, events) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{events:?}");
+    let system = h.provider.requests()[0].system.clone();
+    let at = |needle: &str| {
+        system
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing: {system}"))
+    };
+    assert!(at("Mine: be brief.") < at("Root rule") && at("Root rule") < at("App rule"));
+    assert!(system.contains("## CLAUDE.md\nApp rule"), "{system}");
+    assert!(
+        !system.contains("API rule"),
+        "not before the model works there"
+    );
+    let outputs: Vec<String> = h
+        .stored(&outcome)
+        .await
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(r) => Some(r.output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        outputs[0].contains("[rein] Project instructions")
+            && outputs[0].contains("API rule: no panics."),
+        "{}",
+        outputs[0]
+    );
+    assert!(!outputs[1].contains("API rule"), "once: {}", outputs[1]);
+}

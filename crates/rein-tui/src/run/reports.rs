@@ -131,6 +131,19 @@ async fn context_lines(app: &mut App, engine: &AgentEngine) -> Vec<String> {
         format!("    model replies   {}{}", by_kind[1], pct(by_kind[1])),
         format!("    tool results    {}{}", by_kind[2], pct(by_kind[2])),
     ];
+    let instructions = engine.instructions();
+    if !instructions.files.is_empty() {
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("  history"))
+            .unwrap_or(lines.len());
+        let files: Vec<String> = instructions
+            .lines()
+            .iter()
+            .map(|l| format!("    {}", crate::cells::sanitize(l)))
+            .collect();
+        lines.splice(at..at, files);
+    }
     if by_kind[3] > 0 {
         lines.push(format!(
             "    summaries       {}{}",
