@@ -358,8 +358,15 @@ pub struct CompactArgs {
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The task for the agent. Use "-" to read it from standard input.
-    pub prompt: String,
+    /// The task for the agent (its words are joined). Use "-" to read it
+    /// from standard input. With --command: the command's arguments.
+    #[arg(value_name = "PROMPT", required_unless_present = "command")]
+    pub prompt: Vec<String>,
+    /// Run a custom command (`.rein/commands/NAME.md`,
+    /// `.claude/commands/NAME.md`, `$REIN_HOME/commands/NAME.md`) with
+    /// the words after it as its arguments.
+    #[arg(long, value_name = "NAME")]
+    pub command: Option<String>,
     /// Print one JSON event per line on stdout instead of the answer.
     #[arg(long)]
     pub json: bool,
@@ -567,7 +574,7 @@ mod tests {
         .unwrap();
         match cli.command {
             Some(Command::Exec(e)) => {
-                assert_eq!(e.prompt, "hi");
+                assert_eq!(e.prompt, ["hi"]);
                 assert_eq!(e.session.mode.as_deref(), Some("auto"));
             }
             other => panic!("{other:?}"),

@@ -170,7 +170,15 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     }
     cfg.validate().map_err(Failure::usage)?;
     let mode = start_mode(&cfg, &args.session)?;
-    let prompt = read_prompt(&args.prompt)?;
+    let words = args.prompt.join(" ");
+    let command = match &args.command {
+        Some(name) => Some(crate::commands::expand(&cfg, &workspace, name, &words)?),
+        None => None,
+    };
+    let prompt = match &command {
+        Some((_, message)) => message.clone(),
+        None => read_prompt(&words)?,
+    };
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
     }
@@ -200,6 +208,13 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         .build()
         .context("cannot start the engine")
         .map_err(Failure::usage)?;
+    // A command's `allowed-tools` narrows what the model is offered.
+    if let Some((command, _)) = &command {
+        let allowed = command.allowed_tool_names();
+        if !allowed.is_empty() {
+            engine.replace_tools(|name| !allowed.iter().any(|a| a == name), Vec::new());
+        }
+    }
     // Resources the prompt names (`@server:uri`) go with it.
     let mut prompt = prompt;
     if let Some(hub) = &mcp {

@@ -1,6 +1,7 @@
 //! The `rein` command.
 
 mod cli;
+mod commands;
 mod config;
 mod context_cmd;
 mod eval;

@@ -60,6 +60,8 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         notices.extend(report.untrusted_line());
     }
     notices.extend(mcp_note);
+    let (commands, warnings) = crate::commands::for_app(&cfg, &workspace);
+    notices.extend(warnings);
 
     let home = cfg.home.clone();
     let model_choices = crate::model::choices(&cfg.home);
@@ -125,6 +127,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         alternate_screen,
         prompt: args.prompt,
         mcp,
+        commands,
     };
     let session = rein_tui::run(setup)
         .await

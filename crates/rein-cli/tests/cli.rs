@@ -4,6 +4,7 @@
 mod cli {
     mod bad_input;
     mod cancel;
+    mod commands;
     mod context;
     mod crash_soak;
     mod eval;

@@ -3,10 +3,12 @@
 
 pub mod approval;
 pub mod assemble;
+pub mod commands;
 pub mod compaction;
 pub mod context;
 pub mod engine;
 pub mod event;
+pub mod frontmatter;
 pub mod gate;
 pub mod glob;
 pub mod history;

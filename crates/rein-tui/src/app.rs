@@ -181,6 +181,8 @@ pub struct App {
     pub approval_guard: Duration,
     /// The mode to go back to when a plan is executed.
     pre_plan_mode: Option<PermissionMode>,
+    /// The project's and the user's custom commands (`/NAME ARGS`).
+    pub commands: Vec<rein_core::commands::CustomCommand>,
 }
 
 const PRINTED_KEPT: usize = 200;
@@ -221,6 +223,7 @@ impl App {
             pre_plan_mode: None,
             approval_shown: None,
             approval_guard: APPROVAL_GUARD,
+            commands: Vec::new(),
         }
     }
 

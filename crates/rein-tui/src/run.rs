@@ -53,6 +53,9 @@ pub struct Setup {
     pub prompt: Option<String>,
     /// The MCP servers, when some are configured.
     pub mcp: Option<McpView>,
+    /// The custom commands (`.rein/commands/`, `.claude/commands/`,
+    /// `$REIN_HOME/commands/`), offered as `/NAME`.
+    pub commands: Vec<rein_core::commands::CustomCommand>,
 }
 
 /// A future the MCP closures return.
@@ -229,7 +232,7 @@ impl Loop {
     /// The app as it opens: status, notices, the resumed session, the
     /// welcome line.
     async fn start(
-        setup: Setup,
+        mut setup: Setup,
         events_tx: mpsc::UnboundedSender<Event>,
         side_tx: mpsc::UnboundedSender<Side>,
     ) -> Loop {
@@ -245,6 +248,7 @@ impl Loop {
         };
         let history = InputHistory::load(setup.home.join("history.jsonl"));
         let mut app = App::new(Theme::detect(), workspace.clone(), history, status);
+        app.commands = std::mem::take(&mut setup.commands);
         for n in &setup.notices {
             app.notice(n.clone());
         }

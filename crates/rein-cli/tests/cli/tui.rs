@@ -9,18 +9,18 @@ use serde_json::json;
 use super::support::*;
 
 /// A private tmux server (its own socket) holding one session.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
     session: &'static str,
 }
 
 impl Tmux {
-    fn start(env: &Env, args: &[&str]) -> Tmux {
+    pub(crate) fn start(env: &Env, args: &[&str]) -> Tmux {
         Tmux::start_after(env, "true", args)
     }
 
     /// Runs the shell command `before`, then the app.
-    fn start_after(env: &Env, before: &str, args: &[&str]) -> Tmux {
+    pub(crate) fn start_after(env: &Env, before: &str, args: &[&str]) -> Tmux {
         let socket = format!("rein-test-{}-{}", std::process::id(), fastrand_id());
         let t = Tmux {
             socket,
@@ -46,7 +46,7 @@ impl Tmux {
         t
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let ok = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-t", self.session])
             .args(keys)
@@ -55,7 +55,7 @@ impl Tmux {
         assert!(ok.success());
     }
 
-    fn resize(&self, w: u16, h: u16) {
+    pub(crate) fn resize(&self, w: u16, h: u16) {
         let ok = Command::new("tmux")
             .args(["-L", &self.socket, "resize-window", "-t", self.session])
             .args(["-x", &w.to_string(), "-y", &h.to_string()])
@@ -65,7 +65,7 @@ impl Tmux {
     }
 
     /// Only what is on the screen now.
-    fn visible(&self) -> String {
+    pub(crate) fn visible(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-t", self.session])
             .output()
@@ -73,7 +73,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         let ok = Command::new("tmux")
             .args([
                 "-L",
@@ -90,7 +90,7 @@ impl Tmux {
     }
 
     /// The screen and the scrollback above it.
-    fn capture(&self) -> String {
+    pub(crate) fn capture(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-S", "-300", "-t"])
             .arg(self.session)
@@ -100,7 +100,7 @@ impl Tmux {
     }
 
     /// Wait until the pane shows `text` (10 s at most).
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         let start = Instant::now();
         loop {
             let screen = self.capture();
@@ -429,7 +429,7 @@ fn status_of(app: &Tmux, needle: &str) -> String {
         .to_string()
 }
 
-fn quit(app: &Tmux) {
+pub(crate) fn quit(app: &Tmux) {
     app.type_text("/quit");
     app.keys(&["Enter"]);
     app.wait_for("rein exited with 0");

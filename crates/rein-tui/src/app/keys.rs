@@ -305,6 +305,17 @@ impl App {
                 command: prompt.to_string(),
                 args: arg.unwrap_or_default(),
             }],
+            custom if self.custom_command(custom).is_some() => {
+                let text = self
+                    .custom_command(custom)
+                    .map(|c| c.expand(arg.as_deref().unwrap_or("")))
+                    .unwrap_or_default();
+                if text.trim().is_empty() {
+                    self.error(format!("{custom}: the command is empty"));
+                    return Vec::new();
+                }
+                self.send_message(text)
+            }
             other => {
                 let msg = match complete::suggest_command(other) {
                     Some(s) => {
@@ -318,12 +329,30 @@ impl App {
         }
     }
 
+    /// The custom command `/NAME`, if there is one.
+    fn custom_command(&self, slash: &str) -> Option<&rein_core::commands::CustomCommand> {
+        let name = slash.strip_prefix('/')?;
+        self.commands.iter().find(|c| c.name == name)
+    }
+
     /// `/help`: the commands and the keys.
     fn show_help(&mut self) -> Vec<Action> {
         let mut lines: Vec<String> = SLASH_COMMANDS
             .iter()
             .map(|(c, h)| format!("{c:<10} {h}"))
             .collect();
+        for c in &self.commands {
+            let help = c
+                .description
+                .clone()
+                .unwrap_or_else(|| "custom command".into());
+            let hint = c
+                .argument_hint
+                .as_deref()
+                .map(|h| format!(" {h}"))
+                .unwrap_or_default();
+            lines.push(crate::cells::sanitize(&format!("/{}{hint}  {help}", c.name)).into_owned());
+        }
         lines.push(String::new());
         lines.extend(
             [

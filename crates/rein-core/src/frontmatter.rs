@@ -1,0 +1,252 @@
+//! The frontmatter of a Markdown file (a custom command, a skill): a first
+//! line `---`, then `key: value` lines up to the next `---` line. The YAML
+//! such files use in practice is read: plain and quoted scalars, flow lists
+//! (`[a, "b c"]`), block lists (`- item`), one level of nested map, and
+//! folded or literal block scalars (`>`, `|`). Anything else is an error
+//! naming the line, so a broken file is one clear warning.
+
+/// One `key: value` of the block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    pub key: String,
+    pub value: Value,
+    /// Its line in the file (1-based).
+    pub line: usize,
+}
+
+/// A field's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Text(String),
+    List(Vec<String>),
+    Map(Vec<(String, String)>),
+}
+
+impl Value {
+    /// The value as one string (a list joined with `, `; a map empty).
+    pub fn text(&self) -> String {
+        match self {
+            Value::Text(t) => t.clone(),
+            Value::List(items) => items.join(", "),
+            Value::Map(_) => String::new(),
+        }
+    }
+
+    /// The value as a list (a text split at commas or spaces).
+    pub fn list(&self) -> Vec<String> {
+        match self {
+            Value::List(items) => items.clone(),
+            Value::Text(t) => t
+                .split([',', ' '])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            Value::Map(_) => Vec::new(),
+        }
+    }
+}
+
+/// The fields and the body after the block; a file without frontmatter is
+/// all body.
+pub fn split(text: &str) -> Result<(Vec<Field>, &str), String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    let Some(first) = lines.next() else {
+        return Ok((Vec::new(), text));
+    };
+    if first.trim_end() != "---" {
+        return Ok((Vec::new(), text));
+    }
+    let mut block: Vec<&str> = Vec::new();
+    let mut offset = first.len();
+    for line in lines {
+        offset += line.len();
+        if line.trim_end() == "---" {
+            return Ok((parse(&block)?, &text[offset..]));
+        }
+        block.push(line.trim_end_matches(['\n', '\r']));
+    }
+    Err("the frontmatter (from line 1) is never closed with `---`".into())
+}
+
+fn indented(line: &str) -> bool {
+    line.starts_with(' ') || line.starts_with('\t')
+}
+
+fn skip(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty() || t.starts_with('#')
+}
+
+/// The block's lines (without the `---`s) as fields.
+fn parse(block: &[&str]) -> Result<Vec<Field>, String> {
+    let mut fields = Vec::new();
+    let mut i = 0;
+    while i < block.len() {
+        let line = block[i];
+        let number = i + 2;
+        i += 1;
+        if skip(line) {
+            continue;
+        }
+        if indented(line) {
+            return Err(format!("line {number}: indented, but under no key"));
+        }
+        let Some((key, rest)) = line.split_once(':') else {
+            return Err(format!("line {number}: not `key: value`"));
+        };
+        let key = key.trim().to_string();
+        let rest = rest.trim();
+        // The indented lines that follow belong to this key.
+        let start = i;
+        while i < block.len() && (indented(block[i]) || block[i].trim().is_empty()) {
+            i += 1;
+        }
+        let nested: Vec<&str> = block[start..i]
+            .iter()
+            .copied()
+            .filter(|l| !skip(l))
+            .collect();
+        let value = match rest {
+            "" if nested.is_empty() => Value::Text(String::new()),
+            "" => nested_value(&nested, number)?,
+            r if r.starts_with(['|', '>']) => Value::Text(block_scalar(r, &block[start..i])),
+            r if r.starts_with('[') => Value::List(flow_list(r, number)?),
+            r => {
+                if !nested.is_empty() {
+                    return Err(format!(
+                        "line {}: indented, but `{key}` has a value",
+                        number + 1
+                    ));
+                }
+                Value::Text(scalar(r))
+            }
+        };
+        fields.push(Field {
+            key,
+            value,
+            line: number,
+        });
+    }
+    Ok(fields)
+}
+
+/// A block list (`- a`) or a one-level map (`k: v`).
+fn nested_value(lines: &[&str], number: usize) -> Result<Value, String> {
+    if lines.iter().all(|l| l.trim_start().starts_with('-')) {
+        return Ok(Value::List(
+            lines
+                .iter()
+                .map(|l| scalar(l.trim_start()[1..].trim()))
+                .collect(),
+        ));
+    }
+    lines
+        .iter()
+        .map(|l| {
+            let (k, v) = l
+                .trim()
+                .split_once(':')
+                .ok_or_else(|| format!("line {}: not `key: value` under the key", number + 1))?;
+            Ok((k.trim().to_string(), scalar(v.trim())))
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map(Value::Map)
+}
+
+/// `|` keeps line breaks, `>` folds them into spaces.
+fn block_scalar(indicator: &str, lines: &[&str]) -> String {
+    let parts: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
+    let joined = if indicator.starts_with('|') {
+        parts.join("\n")
+    } else {
+        parts
+            .split(|l| l.is_empty())
+            .map(|para| para.join(" "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    joined.trim().to_string()
+}
+
+/// `[a, "b, c", 'd']`.
+fn flow_list(text: &str, number: usize) -> Result<Vec<String>, String> {
+    let inner = text
+        .strip_prefix('[')
+        .and_then(|t| t.trim_end().strip_suffix(']'))
+        .ok_or_else(|| format!("line {number}: a list that does not end with `]`"))?;
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    for c in inner.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => current.push(c),
+            (None, '"' | '\'') => quote = Some(c),
+            (None, ',') => items.push(std::mem::take(&mut current).trim().to_string()),
+            (None, c) => current.push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err(format!("line {number}: a quote that is never closed"));
+    }
+    items.push(current.trim().to_string());
+    Ok(items.into_iter().filter(|s| !s.is_empty()).collect())
+}
+
+/// A plain or quoted scalar (a trailing ` # comment` dropped from a plain
+/// one).
+fn scalar(text: &str) -> String {
+    let t = text.trim();
+    for q in ['"', '\''] {
+        if t.len() >= 2 && t.starts_with(q) && t.ends_with(q) {
+            return t[1..t.len() - 1].to_string();
+        }
+    }
+    match t.find(" #") {
+        Some(i) => t[..i].trim_end().to_string(),
+        None => t.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shapes_skill_and_command_files_use_are_read() {
+        let text = "---\nname: pdf-tools\ndescription: >\n  Fill PDF forms\n  and merge files.\nlicense: \"Apache-2.0\"\nallowed-tools: [Read, 'Bash(python3:*)']\nmetadata:\n  author: team # owner\n  version: '1.2'\nsteps:\n  - one\n  - \"two\"\n# a comment\n---\n# Body\n";
+        let (fields, body) = split(text).unwrap();
+        let get = |k: &str| fields.iter().find(|f| f.key == k).unwrap().value.clone();
+        assert_eq!(get("name").text(), "pdf-tools");
+        assert_eq!(get("description").text(), "Fill PDF forms and merge files.");
+        assert_eq!(get("license").text(), "Apache-2.0");
+        assert_eq!(get("allowed-tools").list(), ["Read", "Bash(python3:*)"]);
+        assert_eq!(
+            get("metadata"),
+            Value::Map(vec![
+                ("author".into(), "team".into()),
+                ("version".into(), "1.2".into())
+            ])
+        );
+        assert_eq!(get("steps").list(), ["one", "two"]);
+        assert_eq!(body, "# Body\n");
+        assert_eq!(fields.iter().find(|f| f.key == "license").unwrap().line, 6);
+    }
+
+    #[test]
+    fn no_frontmatter_is_all_body_and_bad_lines_are_named() {
+        assert_eq!(split("# Title\n").unwrap(), (Vec::new(), "# Title\n"));
+        assert_eq!(split("").unwrap().0, Vec::new());
+        let e = split("---\nname: x\n  stray: y\nno colon\n---\n").unwrap_err();
+        assert!(e.starts_with("line 3:"), "{e}");
+        let e = split("---\nlist: [a, \"b\n---\n").unwrap_err();
+        assert!(e.starts_with("line 2:"), "{e}");
+        assert!(
+            split("---\nname: x\n")
+                .unwrap_err()
+                .contains("never closed")
+        );
+    }
+}
