@@ -141,6 +141,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
 async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
+    let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
     let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
     if let Some(n) = args.max_turns {
         if n == 0 {
@@ -179,6 +180,16 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         Some((_, message)) => message.clone(),
         None => read_prompt(&words)?,
     };
+    // A command's `model` is used when none was chosen on the command line.
+    if let Some((c, _)) = &command
+        && let Some(model) = c.model.as_ref().filter(|_| !model_chosen)
+    {
+        output::err(&format!(
+            "note: the command `{}` runs on its model `{model}`",
+            c.name
+        ));
+        cfg.model = Some(model.clone());
+    }
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
     }

@@ -22,7 +22,7 @@ fn exec_runs_a_command_with_its_arguments_and_only_its_tools() {
         &env,
         ".claude/commands",
         "first",
-        "---\ndescription: Say a file's first line\nallowed-tools: [Read]\n---\nRead $1 and say its first line. ($ARGUMENTS)\n",
+        "---\ndescription: Say a file's first line\nallowed-tools: [Read]\nmodel: fast-model\n---\nRead $1 and say its first line. ($ARGUMENTS)\n",
     );
     let script = env.script(
         "s.json",
@@ -47,6 +47,11 @@ fn exec_runs_a_command_with_its_arguments_and_only_its_tools() {
         "quickly",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the command `first` runs on its model `fast-model`"),
+        "{}",
+        stderr(&o)
+    );
     let events = json_lines(&o);
     let user = events
         .iter()
