@@ -206,15 +206,18 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     for note in notes {
         output::err(&format!("note: {note}"));
     }
-    let builder = engine_builder(
-        &cfg,
-        &workspace,
-        mode,
-        provider,
-        store,
-        &memory,
-        mcp.as_ref(),
-    );
+    let skills = crate::skills::for_run(&cfg, &workspace);
+    let budget_note =
+        crate::skills::prompt_section(&skills, provider.capabilities().context_window).1;
+    for warning in skills.warnings.iter().chain(&budget_note) {
+        output::err(&format!("note: {warning}"));
+    }
+    let extras = RunExtras {
+        memory: &memory,
+        mcp: mcp.as_ref(),
+        skills: &skills,
+    };
+    let builder = engine_builder(&cfg, &workspace, mode, provider, store, &extras);
     let engine = builder
         .build()
         .context("cannot start the engine")
@@ -226,8 +229,9 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
             engine.replace_tools(|name| !allowed.iter().any(|a| a == name), Vec::new());
         }
     }
-    // Resources the prompt names (`@server:uri`) go with it.
-    let mut prompt = prompt;
+    // Skills the prompt names (`$name`) and resources (`@server:uri`) go
+    // with it.
+    let mut prompt = skills.attach_mentions(&prompt);
     if let Some(hub) = &mcp {
         let (attached, notes) = hub.attach_mentions(&prompt).await;
         prompt = attached;
@@ -270,6 +274,23 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     Ok(exit::for_outcome(&outcome))
 }
 
+/// What a run adds to the built-in tools: long-term memory, the MCP
+/// servers, the skills.
+pub struct RunExtras<'a> {
+    pub memory: &'a crate::memory::RunMemory,
+    pub mcp: Option<&'a Arc<rein_mcp::McpHub>>,
+    pub skills: &'a Arc<rein_tools::skills::Skills>,
+}
+
+/// Two pieces of the system prompt's end, either possibly empty.
+fn join_notes(a: &str, b: &str) -> String {
+    match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{}\n\n{}", a.trim_end(), b),
+    }
+}
+
 /// The engine every interactive or headless run uses: built-in tools,
 /// memory, limits, permissions, compaction and spill from the config.
 pub fn engine_builder(
@@ -277,11 +298,11 @@ pub fn engine_builder(
     workspace: &Path,
     mode: PermissionMode,
     provider: Arc<dyn rein_core::Provider>,
-    store: Arc<SqliteStore>,
-    memory: &crate::memory::RunMemory,
-    mcp: Option<&Arc<rein_mcp::McpHub>>,
+    store: Arc<dyn rein_core::SessionStore>,
+    extras: &RunExtras<'_>,
 ) -> rein_core::AgentEngineBuilder {
     let profile = profile_for(cfg, provider.as_ref());
+    let provider_window = provider.capabilities().context_window;
     let mut builder = AgentEngine::builder(provider, store)
         .workspace(workspace)
         .profile(profile)
@@ -292,13 +313,24 @@ pub fn engine_builder(
     builder = if gives(Lever::Tools) {
         builder.tools(rein_tools::small_model_tools())
     } else {
-        let builder = builder
+        let (skills_text, _) = crate::skills::prompt_section(extras.skills, provider_window);
+        let mut builder = builder
             .tools(rein_tools::builtin_tools())
-            .tools(memory.tools.clone())
-            .system_note(memory.note.clone());
+            .tools(extras.memory.tools.clone())
+            .system_note(join_notes(&extras.memory.note, &skills_text));
+        if !extras.skills.skills.is_empty() {
+            builder = builder.tool(Arc::new(rein_tools::skills::SkillTool::new(
+                extras.skills.clone(),
+            )));
+        }
+        if let Some(hook) =
+            rein_tools::skills::UntrustedScripts::for_skills(extras.skills, workspace)
+        {
+            builder = builder.hook(Arc::new(hook));
+        }
         // The servers' tools come as each server is ready; a call to one
         // still starting waits for it.
-        match mcp {
+        match extras.mcp {
             Some(hub) => builder.late_tools(hub.clone() as Arc<dyn rein_core::LateTools>),
             None => builder,
         }

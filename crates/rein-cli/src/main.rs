@@ -17,6 +17,7 @@ mod providers;
 mod sandbox_config;
 mod sessions;
 mod settings_file;
+mod skills;
 mod trust;
 mod tui;
 

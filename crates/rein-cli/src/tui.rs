@@ -66,19 +66,28 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let home = cfg.home.clone();
     let model_choices = crate::model::choices(&cfg.home);
     let alternate_screen = args.alt_screen || cfg.alternate_screen;
-    let engine = engine_builder(
-        &cfg,
-        &workspace,
-        mode,
-        first,
-        store.clone(),
-        &memory,
-        mcp.as_ref(),
-    )
-    .approvals(Approvals::Events)
-    .build()
-    .context("cannot start the engine")
-    .map_err(Failure::usage)?;
+    let skills = crate::skills::for_run(&cfg, &workspace);
+    notices.extend(skills.warnings.iter().cloned());
+    notices.extend(crate::skills::prompt_section(&skills, first.capabilities().context_window).1);
+    let skill_list: Vec<(String, String)> = skills
+        .skills
+        .iter()
+        .map(|s| (s.name.clone(), s.description.clone()))
+        .collect();
+    let attach_skills: Option<rein_tui::AttachSkills> = (!skills.skills.is_empty()).then(|| {
+        let skills = skills.clone();
+        Arc::new(move |message: String| skills.attach_mentions(&message)) as rein_tui::AttachSkills
+    });
+    let extras = crate::exec::RunExtras {
+        memory: &memory,
+        mcp: mcp.as_ref(),
+        skills: &skills,
+    };
+    let engine = engine_builder(&cfg, &workspace, mode, first, store.clone(), &extras)
+        .approvals(Approvals::Events)
+        .build()
+        .context("cannot start the engine")
+        .map_err(Failure::usage)?;
     // Servers that fail after the app opened are told as notices; `/mcp`
     // shows them all.
     let lazy = crate::mcp::lazy_tools(&cfg, &engine);
@@ -128,6 +137,8 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         prompt: args.prompt,
         mcp,
         commands,
+        skills: skill_list,
+        attach_skills,
     };
     let session = rein_tui::run(setup)
         .await

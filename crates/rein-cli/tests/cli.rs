@@ -18,6 +18,7 @@ mod cli {
     mod permissions;
     mod sandbox;
     mod sessions;
+    mod skills;
     pub mod support;
     mod trust;
     mod tui;

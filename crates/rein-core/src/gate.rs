@@ -490,11 +490,21 @@ impl Gate {
         };
         schema_check::check(&args, &entry.spec.parameters)
             .map_err(|e| ToolError(format!("{INVALID_ARGUMENTS}{}`: {e}", call.name)))?;
-        let args = self.run_hooks(call, args, entry).await?;
+        let hooks::Hooked { args, escalated } = self.run_hooks(call, args, entry).await?;
 
         ctx.sandbox = policy.permissions.sandbox(policy.mode);
         let (assessment, waited) = self
-            .check_permission(entry, call, &args, &ctx, policy, events)
+            .check_permission(
+                entry,
+                call,
+                approval::Checked {
+                    args: &args,
+                    escalated,
+                },
+                &ctx,
+                policy,
+                events,
+            )
             .await?;
         *effects = CallEffects {
             access: Some(entry.access),

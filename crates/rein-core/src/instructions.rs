@@ -69,7 +69,8 @@ impl Instructions {
             left: cap,
             ..Instructions::default()
         };
-        if let Some(global) = global {
+        // The user's file, when there is one (its absence is no news).
+        if let Some(global) = global.filter(|g| g.symlink_metadata().is_ok()) {
             found.take(global, Origin::Global, None);
         }
         for dir in chain(workspace) {
@@ -300,6 +301,13 @@ mod tests {
             found.text
         );
         assert!(found.notes.is_empty());
+        // No file of yours: nothing to say about it.
+        let none = Instructions::load(Some(&root.path().join("none/AGENTS.md")), &ws, DEFAULT_CAP);
+        assert!(
+            none.notes.is_empty() && none.files.len() == 2,
+            "{:?}",
+            none.notes
+        );
     }
 
     #[test]

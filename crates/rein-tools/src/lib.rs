@@ -25,6 +25,7 @@ pub mod read_file;
 pub mod read_first;
 pub mod sandbox;
 pub mod shell;
+pub mod skills;
 pub mod todo;
 mod walk;
 pub mod workspace;

@@ -183,6 +183,8 @@ pub struct App {
     pre_plan_mode: Option<PermissionMode>,
     /// The project's and the user's custom commands (`/NAME ARGS`).
     pub commands: Vec<rein_core::commands::CustomCommand>,
+    /// The skills of the run, name and description (`/skills`).
+    pub skills: Vec<(String, String)>,
 }
 
 const PRINTED_KEPT: usize = 200;
@@ -224,6 +226,7 @@ impl App {
             approval_shown: None,
             approval_guard: APPROVAL_GUARD,
             commands: Vec::new(),
+            skills: Vec::new(),
         }
     }
 

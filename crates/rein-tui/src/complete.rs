@@ -24,6 +24,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/cost", "show this session's cost"),
     ("/context", "show what fills the context window"),
     ("/mcp", "show the MCP servers: status, tools, last error"),
+    (
+        "/skills",
+        "list the skills ($name in a message attaches one)",
+    ),
     ("/help", "list commands and keys"),
     ("/quit", "exit rein"),
 ];

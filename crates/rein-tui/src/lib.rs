@@ -16,4 +16,4 @@ mod run;
 pub mod screen;
 pub mod theme;
 
-pub use run::{McpFuture, McpView, ProviderFactory, Setup, check_terminal, run};
+pub use run::{AttachSkills, McpFuture, McpView, ProviderFactory, Setup, check_terminal, run};

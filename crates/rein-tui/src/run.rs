@@ -56,7 +56,14 @@ pub struct Setup {
     /// The custom commands (`.rein/commands/`, `.claude/commands/`,
     /// `$REIN_HOME/commands/`), offered as `/NAME`.
     pub commands: Vec<rein_core::commands::CustomCommand>,
+    /// The skills (name, description) `/skills` lists.
+    pub skills: Vec<(String, String)>,
+    /// Attaches the skills a message names as `$name`.
+    pub attach_skills: Option<AttachSkills>,
 }
+
+/// A message with the skills it names (`$name`) attached.
+pub type AttachSkills = Arc<dyn Fn(String) -> String + Send + Sync>;
 
 /// A future the MCP closures return.
 pub type McpFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
@@ -148,6 +155,7 @@ struct Loop {
     /// `/mcp`'s lines, when MCP servers are configured.
     mcp_status: Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>,
     mcp_attach: Option<McpAttach>,
+    attach_skills: Option<AttachSkills>,
     mcp_prompt: Option<McpPrompt>,
 }
 
@@ -249,6 +257,7 @@ impl Loop {
         let history = InputHistory::load(setup.home.join("history.jsonl"));
         let mut app = App::new(Theme::detect(), workspace.clone(), history, status);
         app.commands = std::mem::take(&mut setup.commands);
+        app.skills = std::mem::take(&mut setup.skills);
         for n in &setup.notices {
             app.notice(n.clone());
         }
@@ -274,6 +283,7 @@ impl Loop {
             running: None,
             titled: false,
             mcp_attach: setup.mcp.as_ref().map(|m| m.attach.clone()),
+            attach_skills: setup.attach_skills.clone(),
             mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
             mcp_status: setup.mcp.map(|m| m.status),
         }
@@ -458,8 +468,13 @@ impl Loop {
         let mut sink = self.events_tx.clone();
         let run_cancel = cancel.clone();
         let attach = self.mcp_attach.clone();
+        let skills = self.attach_skills.clone();
         tokio::spawn(async move {
             let mut request = request;
+            // Skills the message names (`$name`) go with it.
+            if let Some(skills) = skills {
+                request.prompt = skills(std::mem::take(&mut request.prompt));
+            }
             // Resources the message names (`@server:uri`) go with it.
             if let Some(attach) = attach {
                 let (prompt, notes) = attach(std::mem::take(&mut request.prompt)).await;

@@ -89,8 +89,15 @@ fn exec_runs_a_command_with_its_arguments_and_only_its_tools() {
 }
 
 #[test]
-fn the_app_runs_a_custom_command_and_lists_it_in_help() {
+fn the_app_runs_a_custom_command_lists_it_in_help_and_lists_skills() {
     let env = Env::new();
+    let skill = env.ws.path().join(".rein/skills/greeter");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greeter\ndescription: Greets people warmly.\n---\nBe warm.\n",
+    )
+    .unwrap();
     command(
         &env,
         ".rein/commands",
@@ -111,5 +118,13 @@ fn the_app_runs_a_custom_command_and_lists_it_in_help() {
     app.keys(&["Enter"]);
     let screen = app.wait_for("Hello, Ada.");
     assert!(screen.contains("Say hello to Ada."), "{screen}");
+    // The skills are listed by /skills.
+    app.type_text("/skills");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("Skills ($name");
+    assert!(
+        screen.contains("$greeter  Greets people warmly."),
+        "{screen}"
+    );
     quit(&app);
 }

@@ -12,6 +12,13 @@ use crate::permission::{Assessment, Rule, Verdict};
 use crate::schema::ToolCall;
 use crate::tool::{ToolContext, ToolError};
 
+/// A call's arguments as the hooks left them, and the reasons they gave
+/// to ask about it in every mode.
+pub(super) struct Checked<'a> {
+    pub args: &'a Value,
+    pub escalated: Vec<String>,
+}
+
 impl Gate {
     /// The rules an approval of a file change remembers: a file approved
     /// for one tool that writes files is approved for all of them (after
@@ -50,12 +57,18 @@ impl Gate {
         &self,
         entry: &Registered,
         call: &ToolCall,
-        args: &Value,
+        checked: Checked<'_>,
         ctx: &ToolContext,
         policy: &RunPolicy,
         events: &GateEvents,
     ) -> Result<(Assessment, std::time::Duration), ToolError> {
-        let assessment = entry.tool.assess(args, ctx);
+        let args = checked.args;
+        let mut assessment = entry.tool.assess(args, ctx);
+        // A hook's reasons make it a high-risk call.
+        if !checked.escalated.is_empty() {
+            assessment.risk = crate::Risk::High;
+            assessment.reasons.extend(checked.escalated);
+        }
         let verdict = policy.permissions.decide(
             policy.mode,
             &call.name,

@@ -29,6 +29,17 @@ pub enum HookVerdict {
     Rewrite(Value),
     /// Do not run it; the model gets this reason as an error observation.
     Veto(String),
+    /// Go on, but as a high-risk call: it is asked about in every mode
+    /// unless a rule names it exactly; the reason is shown with the
+    /// question.
+    Escalate(String),
+}
+
+/// What the hooks made of a call: its arguments, and the reasons any of
+/// them gave to ask about it in every mode.
+pub(super) struct Hooked {
+    pub args: Value,
+    pub escalated: Vec<String>,
 }
 
 impl Gate {
@@ -39,10 +50,12 @@ impl Gate {
         call: &ToolCall,
         mut args: Value,
         entry: &Registered,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Hooked, ToolError> {
+        let mut escalated = Vec::new();
         for hook in &self.hooks {
             match hook.before_call(call, &args).await {
                 HookVerdict::Continue => {}
+                HookVerdict::Escalate(why) => escalated.push(why),
                 HookVerdict::Veto(why) => {
                     return Err(ToolError(format!("a hook refused this call: {why}")));
                 }
@@ -57,6 +70,6 @@ impl Gate {
                 }
             }
         }
-        Ok(args)
+        Ok(Hooked { args, escalated })
     }
 }

@@ -301,6 +301,7 @@ impl App {
             "/cost" => vec![Action::ShowCost],
             "/context" => vec![Action::ShowContext],
             "/mcp" => vec![Action::ShowMcp],
+            "/skills" => self.show_skills(),
             prompt if prompt.starts_with("/mcp__") => vec![Action::McpPrompt {
                 command: prompt.to_string(),
                 args: arg.unwrap_or_default(),
@@ -389,6 +390,28 @@ impl App {
     }
 
     /// `/todos`: the session's todo list.
+    /// `/skills`: each skill with its description.
+    fn show_skills(&mut self) -> Vec<Action> {
+        let lines = if self.skills.is_empty() {
+            vec![
+                "(no skills: .agents/skills/, .rein/skills/, .claude/skills/ or $REIN_HOME/skills/)"
+                    .to_string(),
+            ]
+        } else {
+            self.skills
+                .iter()
+                .map(|(name, description)| {
+                    crate::cells::sanitize(&format!("${name}  {description}")).into_owned()
+                })
+                .collect()
+        };
+        self.push_cell(Cell::Info {
+            title: "Skills ($name in a message attaches one)".into(),
+            lines,
+        });
+        Vec::new()
+    }
+
     fn show_todos(&mut self) -> Vec<Action> {
         let lines = if self.todos.is_empty() {
             vec!["(no todos)".to_string()]

@@ -1,0 +1,98 @@
+//! Skills through the binary: a project's `.agents/skills/NAME/SKILL.md`
+//! is listed in the prompt and loaded with the `skill` tool; `$name` in the
+//! prompt attaches it; a script of a skill from a folder that is not
+//! trusted is asked about even in `auto` mode, and runs once the folder is
+//! trusted; a broken SKILL.md is one note naming file and line.
+
+use serde_json::json;
+
+use super::support::*;
+
+fn skill(env: &Env, name: &str, text: &str) {
+    let dir = env.ws.path().join(".agents/skills").join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(dir.join("SKILL.md"), text).unwrap();
+    std::fs::write(dir.join("scripts/count.sh"), "echo counted\n").unwrap();
+}
+
+fn outputs(o: &std::process::Output) -> Vec<String> {
+    json_lines(o)
+        .iter()
+        .filter(|e| e["message"]["role"] == "tool")
+        .map(|e| e["message"]["output"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_projects_skill_is_loaded_and_its_script_asks_until_the_folder_is_trusted() {
+    let env = Env::new();
+    skill(
+        &env,
+        "counter",
+        "---\nname: counter\ndescription: Count things with the bundled script.\n---\nRun scripts/count.sh from the skill's folder.\n",
+    );
+    skill(&env, "broken", "---\nname: other\ndescription: x\n---\n");
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "skill", "arguments": {"name": "counter"}}]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "sh .agents/skills/counter/scripts/count.sh"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let run = |env: &Env| {
+        env.rein(&[
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "--mode",
+            "auto",
+            "count with $counter",
+        ])
+    };
+    let o = run(&env);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "broken/SKILL.md: line 2: the name `other` is not the folder's (`broken`); skipped"
+        ),
+        "{err}"
+    );
+    let events = json_lines(&o);
+    let user = events
+        .iter()
+        .find(|e| e["message"]["role"] == "user")
+        .unwrap();
+    assert!(
+        user["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("[skill `counter`, attached by the user]"),
+        "{user}"
+    );
+    let out = outputs(&o);
+    assert!(
+        out[0].contains("Run scripts/count.sh") && out[0].contains("scripts/count.sh"),
+        "{out:?}"
+    );
+    assert!(
+        !out[1].contains("counted"),
+        "an untrusted skill's script ran: {out:?}"
+    );
+    assert!(
+        out[1].contains("from a folder you have not trusted"),
+        "{out:?}"
+    );
+
+    let ws = std::fs::canonicalize(env.ws.path()).unwrap();
+    assert_eq!(
+        env.rein(&["trust", ws.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    let o = run(&env);
+    let out = outputs(&o);
+    assert!(out[1].contains("counted"), "{out:?}");
+}

@@ -1,0 +1,520 @@
+//! Skills in the Agent Skills format: a folder with a `SKILL.md` (YAML
+//! frontmatter `name`, the folder's own name, and `description`; optional
+//! `license`, `metadata`, `allowed-tools`) and optional `scripts/`,
+//! `references/`, `assets/`.
+//!
+//! Found in `.agents/skills/` of every folder from the workspace up to the
+//! project's root (nearest first), the workspace's `.rein/skills/` and
+//! `.claude/skills/`, then the user's `$REIN_HOME/skills/`; the first skill
+//! of a name wins. Only names and descriptions go into the prompt, within a
+//! budget; what does not fit is listed by name, and a note says so. The
+//! model loads a skill's instructions with the `skill` tool, and reads its
+//! files or runs its scripts through the normal tools and the normal gate;
+//! the user attaches one to a message with `$name`. A project's skills in
+//! a folder that is not trusted are offered, but a command that names one
+//! of their folders is asked about in every mode ([`UntrustedScripts`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rein_core::frontmatter;
+use rein_core::{
+    CallHook, HookVerdict, Tool, ToolAccess, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+use serde_json::{Value, json};
+
+/// Largest SKILL.md read.
+const MAX_SKILL_BYTES: u64 = 256 * 1024;
+/// Longest description kept (the format's own limit).
+const MAX_DESCRIPTION: usize = 1024;
+/// Most file names listed with a loaded skill.
+const LISTED_FILES: usize = 50;
+
+/// One skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub license: Option<String>,
+    pub allowed_tools: Vec<String>,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// The instructions after the frontmatter.
+    pub body: String,
+    /// The user's own, or a trusted project's: its scripts are asked about
+    /// like any command, not in every mode.
+    pub trusted: bool,
+}
+
+/// The skills of a run, and a line for each SKILL.md that was skipped.
+#[derive(Debug, Clone, Default)]
+pub struct Skills {
+    pub skills: Vec<Skill>,
+    pub warnings: Vec<String>,
+}
+
+impl Skills {
+    /// The skills of `workspace` (trusted or not) and of the user
+    /// (`user_dir`, `$REIN_HOME/skills`).
+    pub fn discover(workspace: &Path, user_dir: Option<&Path>, trusted: bool) -> Skills {
+        let mut found = Skills::default();
+        let mut chain = rein_core::instructions::chain(workspace);
+        chain.reverse();
+        let project = chain
+            .iter()
+            .map(|d| d.join(".agents/skills"))
+            .chain([".rein/skills", ".claude/skills"].map(|d| workspace.join(d)));
+        for dir in project {
+            found.read_dir(&dir, trusted);
+        }
+        if let Some(dir) = user_dir {
+            found.read_dir(dir, true);
+        }
+        found
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    fn read_dir(&mut self, dir: &Path, trusted: bool) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut folders: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        folders.sort();
+        for folder in folders {
+            let file = folder.join("SKILL.md");
+            if file.symlink_metadata().is_err() {
+                continue;
+            }
+            match read_skill(&folder, &file, trusted) {
+                Ok(skill) if self.get(&skill.name).is_none() => self.skills.push(skill),
+                Ok(_) => {}
+                Err(why) => self
+                    .warnings
+                    .push(format!("{}: {why}; skipped", file.display())),
+            }
+        }
+    }
+
+    /// The prompt's list of skills: names and descriptions within `budget`
+    /// bytes, the rest by name; and a note when some did not fit.
+    pub fn prompt_section(&self, budget: usize) -> (String, Option<String>) {
+        if self.skills.is_empty() {
+            return (String::new(), None);
+        }
+        let mut text = String::from(
+            "# Skills\nInstructions for particular tasks. When a task matches one, load it \
+             with the skill tool first (`{\"name\": ...}`) and follow it.\n",
+        );
+        let mut left_out = Vec::new();
+        for skill in &self.skills {
+            let line = format!("- {}: {}\n", skill.name, one_line(&skill.description));
+            if text.len() + line.len() <= budget {
+                text.push_str(&line);
+            } else {
+                left_out.push(skill.name.as_str());
+            }
+        }
+        if left_out.is_empty() {
+            return (text, None);
+        }
+        text.push_str(&format!(
+            "- Also available (no room for their descriptions): {}\n",
+            left_out.join(", ")
+        ));
+        let note = format!(
+            "{} of {} skills are listed by name only (their descriptions did not fit the \
+             prompt's budget of {budget} bytes): {}",
+            left_out.len(),
+            self.skills.len(),
+            left_out.join(", ")
+        );
+        (text, Some(note))
+    }
+
+    /// `message` with the skills it names as `$name` attached after it.
+    pub fn attach_mentions(&self, message: &str) -> String {
+        let mut named: Vec<&Skill> = Vec::new();
+        for word in message.split_whitespace() {
+            let Some(name) = word.strip_prefix('$') else {
+                continue;
+            };
+            let name = name.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+            if let Some(skill) = self.get(name)
+                && !named.iter().any(|s| s.name == skill.name)
+            {
+                named.push(skill);
+            }
+        }
+        let mut out = message.to_string();
+        for skill in named {
+            out.push_str(&format!(
+                "\n\n[skill `{}`, attached by the user]\n{}",
+                skill.name,
+                loaded(skill)
+            ));
+        }
+        out
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `name` is a skill name: lowercase letters, digits and single
+/// hyphens inside, at most 64 characters.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+/// Read and check one SKILL.md; the error names the line when it can.
+fn read_skill(folder: &Path, file: &Path, trusted: bool) -> Result<Skill, String> {
+    let meta = file.symlink_metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_SKILL_BYTES {
+        return Err(format!("larger than {} KiB", MAX_SKILL_BYTES / 1024));
+    }
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let (fields, body) = frontmatter::split(&text)?;
+    if fields.is_empty() {
+        return Err("line 1: no frontmatter (`---`, `name:`, `description:`, `---`)".into());
+    }
+    let field = |key: &str| fields.iter().find(|f| f.key == key);
+    let folder_name = folder.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let name = field("name").ok_or("no `name` in the frontmatter")?;
+    let name_text = name.value.text();
+    if !valid_name(&name_text) {
+        return Err(format!(
+            "line {}: the name `{name_text}` is not lowercase letters, digits and hyphens \
+             (at most 64)",
+            name.line
+        ));
+    }
+    if name_text != folder_name {
+        return Err(format!(
+            "line {}: the name `{name_text}` is not the folder's (`{folder_name}`)",
+            name.line
+        ));
+    }
+    let description = field("description")
+        .map(|f| f.value.text())
+        .filter(|d| !d.trim().is_empty())
+        .ok_or("no `description` in the frontmatter")?;
+    let description: String = description.chars().take(MAX_DESCRIPTION).collect();
+    Ok(Skill {
+        name: name_text,
+        description,
+        license: field("license").map(|f| f.value.text()),
+        allowed_tools: field("allowed-tools")
+            .map(|f| f.value.list())
+            .unwrap_or_default(),
+        dir: folder.to_path_buf(),
+        body: body.trim().to_string(),
+        trusted,
+    })
+}
+
+/// What the model gets when a skill is loaded: where it is, its
+/// instructions, the files it comes with.
+fn loaded(skill: &Skill) -> String {
+    let mut files = Vec::new();
+    for sub in ["scripts", "references", "assets"] {
+        let Ok(entries) = std::fs::read_dir(skill.dir.join(sub)) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.chars().any(char::is_control))
+            .map(|n| format!("{sub}/{n}"))
+            .collect();
+        names.sort();
+        files.extend(names);
+    }
+    files.truncate(LISTED_FILES);
+    let mut out = format!(
+        "Skill `{}` (folder: {})\n\n{}",
+        skill.name,
+        skill.dir.display(),
+        skill.body
+    );
+    if !files.is_empty() {
+        out.push_str(&format!(
+            "\n\nFiles of the skill (paths inside its folder; read them with read_file, run \
+             scripts with bash): {}",
+            files.join(", ")
+        ));
+    }
+    out
+}
+
+/// The `skill` tool: a skill's instructions by name.
+pub struct SkillTool {
+    skills: Arc<Skills>,
+}
+
+impl SkillTool {
+    pub fn new(skills: Arc<Skills>) -> SkillTool {
+        SkillTool { skills }
+    }
+}
+
+#[async_trait]
+impl Tool for SkillTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "skill".into(),
+            description: "Load a skill's instructions (and the list of its files) by name, \
+                          from the skills listed in the system prompt."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "The skill's name"}},
+                "required": ["name"],
+                "additionalProperties": false,
+            }),
+        }
+    }
+
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Read
+    }
+
+    async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let name = args["name"].as_str().unwrap_or("").trim();
+        match self.skills.get(name) {
+            Some(skill) => Ok(ToolOutput::ok(loaded(skill))),
+            None => {
+                let names: Vec<&str> = self.skills.skills.iter().map(|s| s.name.as_str()).collect();
+                Err(ToolError::new(format!(
+                    "no skill named `{name}`; the skills are: {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )))
+            }
+        }
+    }
+}
+
+/// A shell command that names the folder of a skill from a folder that is
+/// not trusted is asked about in every mode: the repository wrote that
+/// script.
+pub struct UntrustedScripts {
+    /// Each untrusted skill's name and folder.
+    folders: Vec<(String, PathBuf)>,
+    workspace: PathBuf,
+}
+
+impl UntrustedScripts {
+    /// `None` when every skill is trusted.
+    pub fn for_skills(skills: &Skills, workspace: &Path) -> Option<UntrustedScripts> {
+        let folders: Vec<(String, PathBuf)> = skills
+            .skills
+            .iter()
+            .filter(|s| !s.trusted)
+            .map(|s| (s.name.clone(), s.dir.clone()))
+            .collect();
+        (!folders.is_empty()).then(|| UntrustedScripts {
+            folders,
+            workspace: workspace.to_path_buf(),
+        })
+    }
+}
+
+#[async_trait]
+impl CallHook for UntrustedScripts {
+    async fn before_call(&self, call: &ToolCall, args: &Value) -> HookVerdict {
+        let Some(command) = args.get("command").and_then(Value::as_str) else {
+            return HookVerdict::Continue;
+        };
+        for (name, dir) in &self.folders {
+            let relative = dir
+                .strip_prefix(&self.workspace)
+                .ok()
+                .map(Path::to_path_buf);
+            let named = command.contains(&dir.display().to_string())
+                || relative.is_some_and(|r| command.contains(&r.display().to_string()));
+            if named {
+                return HookVerdict::Escalate(format!(
+                    "`{}` runs files of the skill `{name}`, from a folder you have not trusted",
+                    call.name
+                ));
+            }
+        }
+        HookVerdict::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(root: &Path, folder: &str, text: &str) {
+        let dir = root.join(folder);
+        std::fs::create_dir_all(dir.join("scripts")).unwrap();
+        std::fs::write(dir.join("SKILL.md"), text).unwrap();
+        std::fs::write(dir.join("scripts/run.py"), "print('hi')\n").unwrap();
+    }
+
+    #[test]
+    fn skills_are_found_in_every_layout_nearest_first_and_bad_ones_named() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(".git")).unwrap();
+        let ws = root.path().join("app");
+        std::fs::create_dir_all(&ws).unwrap();
+        let home = root.path().join("home-skills");
+        skill(
+            &root.path().join(".agents/skills"),
+            "pdf",
+            "---\nname: pdf\ndescription: root pdf\n---\nRoot.",
+        );
+        skill(
+            &ws.join(".agents/skills"),
+            "pdf",
+            "---\nname: pdf\ndescription: near pdf\n---\nNear.",
+        );
+        skill(
+            &ws.join(".claude/skills"),
+            "review",
+            "---\nname: review\ndescription: >\n  Review code\n  carefully.\nallowed-tools: [Read, Grep]\n---\nSteps.",
+        );
+        skill(
+            &home,
+            "notes",
+            "---\nname: notes\ndescription: mine\n---\nMine.",
+        );
+        skill(
+            &ws.join(".rein/skills"),
+            "wrong-name",
+            "---\nname: other\ndescription: x\n---\n",
+        );
+        skill(
+            &ws.join(".rein/skills"),
+            "no-desc",
+            "---\nname: no-desc\n---\n",
+        );
+        skill(
+            &ws.join(".rein/skills"),
+            "bad-yaml",
+            "---\nname: bad-yaml\n  stray\n---\n",
+        );
+        skill(
+            &ws.join(".rein/skills"),
+            "Upper",
+            "---\nname: Upper\ndescription: x\n---\n",
+        );
+        let found = Skills::discover(&ws, Some(&home), false);
+        let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["pdf", "review", "notes"]);
+        assert_eq!(found.get("pdf").unwrap().body, "Near.");
+        assert_eq!(
+            found.get("review").unwrap().description,
+            "Review code carefully."
+        );
+        assert_eq!(found.get("review").unwrap().allowed_tools, ["Read", "Grep"]);
+        assert!(!found.get("pdf").unwrap().trusted && found.get("notes").unwrap().trusted);
+        assert_eq!(found.warnings.len(), 4, "{:?}", found.warnings);
+        let all = found.warnings.join("\n");
+        assert!(
+            all.contains("wrong-name/SKILL.md: line 2: the name `other` is not the folder's"),
+            "{all}"
+        );
+        assert!(all.contains("no-desc/SKILL.md: no `description`"), "{all}");
+        assert!(all.contains("bad-yaml/SKILL.md: line 3:"), "{all}");
+        assert!(
+            all.contains("Upper/SKILL.md: line 2: the name `Upper`"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn descriptions_over_the_budget_are_listed_by_name_with_a_note() {
+        let mut skills = Skills::default();
+        for i in 0..5 {
+            skills.skills.push(Skill {
+                name: format!("skill-{i}"),
+                description: "d".repeat(100),
+                license: None,
+                allowed_tools: Vec::new(),
+                dir: PathBuf::from("/s"),
+                body: String::new(),
+                trusted: true,
+            });
+        }
+        let (text, note) = skills.prompt_section(400);
+        assert!(text.contains("- skill-0: ddd"), "{text}");
+        assert!(
+            text.contains(
+                "Also available (no room for their descriptions): skill-2, skill-3, skill-4"
+            ),
+            "{text}"
+        );
+        assert!(
+            note.unwrap()
+                .starts_with("3 of 5 skills are listed by name only")
+        );
+        let (_, note) = skills.prompt_section(100_000);
+        assert!(note.is_none());
+    }
+
+    #[tokio::test]
+    async fn the_tool_loads_a_skill_and_mentions_attach_one() {
+        let root = tempfile::tempdir().unwrap();
+        skill(
+            &root.path().join(".rein/skills"),
+            "pdf",
+            "---\nname: pdf\ndescription: PDFs\n---\nUse scripts/run.py.",
+        );
+        let skills = Arc::new(Skills::discover(root.path(), None, true));
+        let tool = SkillTool::new(skills.clone());
+        let ctx = ToolContext {
+            workspace: root.path().to_path_buf(),
+            session_id: "s".into(),
+            call_id: "c".into(),
+            cancel: rein_core::CancellationToken::new(),
+            store: Arc::new(rein_core::InMemorySessionStore::new()),
+            sandbox: rein_core::SandboxPolicy::default(),
+            read_roots: Vec::new(),
+        };
+        let out = tool
+            .call(json!({"name": "pdf"}), ctx.clone())
+            .await
+            .unwrap();
+        assert!(
+            out.content.contains("Use scripts/run.py."),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("scripts/run.py"), "{}", out.content);
+        let err = tool.call(json!({"name": "nope"}), ctx).await.unwrap_err();
+        assert!(err.0.contains("the skills are: pdf"), "{err}");
+        let message = skills.attach_mentions("Fill the form with $pdf, please.");
+        assert!(
+            message.starts_with(
+                "Fill the form with $pdf, please.\n\n[skill `pdf`, attached by the user]"
+            ),
+            "{message}"
+        );
+        assert_eq!(skills.attach_mentions("costs $5"), "costs $5");
+    }
+}
