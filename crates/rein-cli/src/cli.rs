@@ -145,6 +145,26 @@ pub enum Command {
     /// Show the instructions a run here would follow: your AGENTS.md and
     /// the project's, from its root down to this folder, and what was cut.
     Context(ContextArgs),
+    /// The hooks of your settings.json and the project's (Claude Code's
+    /// `hooks` block).
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+}
+
+/// `rein hooks ...`.
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Each hook a run here would run, from which file, and the ones it
+    /// would not.
+    List(HooksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    #[arg(long)]
+    pub json: bool,
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -212,10 +212,15 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     for warning in skills.warnings.iter().chain(&budget_note) {
         output::err(&format!("note: {warning}"));
     }
+    let hooks = crate::hooks::load(&cfg, &workspace);
+    for note in &hooks.notes {
+        output::err(&format!("note: {note}"));
+    }
     let extras = RunExtras {
         memory: &memory,
         mcp: mcp.as_ref(),
         skills: &skills,
+        hooks: &hooks,
     };
     let builder = engine_builder(&cfg, &workspace, mode, provider, store, &extras);
     let engine = builder
@@ -280,6 +285,8 @@ pub struct RunExtras<'a> {
     pub memory: &'a crate::memory::RunMemory,
     pub mcp: Option<&'a Arc<rein_mcp::McpHub>>,
     pub skills: &'a Arc<rein_tools::skills::Skills>,
+    /// The user's hooks (every profile: no tool passes by them).
+    pub hooks: &'a rein_tools::user_hooks::HookSet,
 }
 
 /// Two pieces of the system prompt's end, either possibly empty.
@@ -335,6 +342,9 @@ pub fn engine_builder(
             None => builder,
         }
     };
+    if let Some(hooks) = rein_tools::user_hooks::PreToolUse::new(extras.hooks) {
+        builder = builder.hook(Arc::new(hooks));
+    }
     if gives(Lever::ReadFirst) {
         builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));
     }

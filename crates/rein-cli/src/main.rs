@@ -8,6 +8,7 @@ mod eval;
 mod exec;
 mod exit;
 mod home;
+mod hooks;
 mod mcp;
 mod memory;
 mod model;
@@ -53,6 +54,9 @@ fn main() {
             Some(cli::Command::Mcp(cmd)) => mcp::command::run(cmd).await,
             Some(cli::Command::Eval(args)) => eval::run(args).await,
             Some(cli::Command::Context(args)) => context_cmd::run(args),
+            Some(cli::Command::Hooks(cmd)) => match cmd {
+                cli::HooksCommand::List(args) => hooks::list(args),
+            },
         }
     });
     let code = match result {

@@ -35,6 +35,10 @@ pub struct PermissionsSection {
 struct SettingsFile {
     #[serde(default)]
     permissions: Option<PermissionsSection>,
+    /// Claude Code's hooks block (read by `crate::hooks`).
+    #[serde(default)]
+    #[allow(dead_code)]
+    hooks: Option<serde_json::Value>,
 }
 
 /// Permission settings after layering.

@@ -78,10 +78,13 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         let skills = skills.clone();
         Arc::new(move |message: String| skills.attach_mentions(&message)) as rein_tui::AttachSkills
     });
+    let hooks = crate::hooks::load(&cfg, &workspace);
+    notices.extend(hooks.notes.iter().cloned());
     let extras = crate::exec::RunExtras {
         memory: &memory,
         mcp: mcp.as_ref(),
         skills: &skills,
+        hooks: &hooks,
     };
     let engine = engine_builder(&cfg, &workspace, mode, first, store.clone(), &extras)
         .approvals(Approvals::Events)

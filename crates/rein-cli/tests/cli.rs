@@ -10,6 +10,7 @@ mod cli {
     mod eval;
     mod exec;
     mod fault_soak;
+    mod hooks;
     mod http_providers;
     mod mcp;
     mod mcp_http;

@@ -32,7 +32,7 @@ pub const NOT_JSON: &str = "are not valid JSON";
 mod approval;
 mod hooks;
 
-pub use hooks::{CallHook, HookVerdict};
+pub use hooks::{CallHook, HookRun, HookVerdict};
 
 /// How long a cancelled or timed-out tool gets to return what it has.
 const GRACE: Duration = Duration::from_secs(3);
@@ -490,7 +490,20 @@ impl Gate {
         };
         schema_check::check(&args, &entry.spec.parameters)
             .map_err(|e| ToolError(format!("{INVALID_ARGUMENTS}{}`: {e}", call.name)))?;
-        let hooks::Hooked { args, escalated } = self.run_hooks(call, args, entry).await?;
+        let run = hooks::HookRun {
+            session_id: ctx.session_id.clone(),
+            workspace: ctx.workspace.clone(),
+            mode: policy.mode,
+        };
+        let hooks::Hooked {
+            args,
+            escalated,
+            allowed,
+            warnings,
+        } = self.run_hooks(call, args, entry, &run).await?;
+        for message in warnings {
+            events(Event::Notice { message });
+        }
 
         ctx.sandbox = policy.permissions.sandbox(policy.mode);
         let (assessment, waited) = self
@@ -500,6 +513,7 @@ impl Gate {
                 approval::Checked {
                     args: &args,
                     escalated,
+                    allowed,
                 },
                 &ctx,
                 policy,

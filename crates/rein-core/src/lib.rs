@@ -40,7 +40,7 @@ pub use engine::{
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{
-    CallEffects, CallHook, Gate, GateEvents, GateLimits, HookVerdict, RunPolicy, no_events,
+    CallEffects, CallHook, Gate, GateEvents, GateLimits, HookRun, HookVerdict, RunPolicy, no_events,
 };
 pub use in_memory_store::InMemorySessionStore;
 pub use limits::CommandLimits;

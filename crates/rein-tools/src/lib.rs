@@ -27,6 +27,7 @@ pub mod sandbox;
 pub mod shell;
 pub mod skills;
 pub mod todo;
+pub mod user_hooks;
 mod walk;
 pub mod workspace;
 pub mod write_file;

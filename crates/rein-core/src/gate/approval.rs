@@ -17,6 +17,8 @@ use crate::tool::{ToolContext, ToolError};
 pub(super) struct Checked<'a> {
     pub args: &'a Value,
     pub escalated: Vec<String>,
+    /// A hook allowed the call: what would be asked is not.
+    pub allowed: bool,
 }
 
 impl Gate {
@@ -79,6 +81,10 @@ impl Gate {
         );
         let (why, suggested_rules, suggested_mode) = match verdict {
             Verdict::Allow => return Ok((assessment, std::time::Duration::ZERO)),
+            // A hook of the user's said yes: no question (a deny stays).
+            Verdict::Ask { .. } if checked.allowed => {
+                return Ok((assessment, std::time::Duration::ZERO));
+            }
             Verdict::Deny { why } => {
                 events(Event::PermissionDenied {
                     call_id: call.id.clone(),

@@ -18,6 +18,20 @@ use crate::tool::ToolError;
 #[async_trait::async_trait]
 pub trait CallHook: Send + Sync {
     async fn before_call(&self, call: &ToolCall, args: &Value) -> HookVerdict;
+
+    /// The same, knowing the run the call is part of (what a user's hook
+    /// command is told); by default [`CallHook::before_call`].
+    async fn before_call_in(&self, call: &ToolCall, args: &Value, _run: &HookRun) -> HookVerdict {
+        self.before_call(call, args).await
+    }
+}
+
+/// The run a call is part of, as hooks see it.
+#[derive(Debug, Clone)]
+pub struct HookRun {
+    pub session_id: String,
+    pub workspace: std::path::PathBuf,
+    pub mode: crate::PermissionMode,
 }
 
 /// What a [`CallHook`] decided about a call.
@@ -33,6 +47,12 @@ pub enum HookVerdict {
     /// unless a rule names it exactly; the reason is shown with the
     /// question.
     Escalate(String),
+    /// Go on without asking the user (a deny rule or plan mode still
+    /// refuse it).
+    Allow,
+    /// Go on, and tell the user this (a hook that failed without
+    /// blocking).
+    Warn(String),
 }
 
 /// What the hooks made of a call: its arguments, and the reasons any of
@@ -40,6 +60,10 @@ pub enum HookVerdict {
 pub(super) struct Hooked {
     pub args: Value,
     pub escalated: Vec<String>,
+    /// A hook allowed the call: it is not asked about.
+    pub allowed: bool,
+    /// What hooks that failed without blocking said, for the user.
+    pub warnings: Vec<String>,
 }
 
 impl Gate {
@@ -50,12 +74,16 @@ impl Gate {
         call: &ToolCall,
         mut args: Value,
         entry: &Registered,
+        run: &HookRun,
     ) -> Result<Hooked, ToolError> {
         let mut escalated = Vec::new();
+        let (mut allowed, mut warnings) = (false, Vec::new());
         for hook in &self.hooks {
-            match hook.before_call(call, &args).await {
+            match hook.before_call_in(call, &args, run).await {
                 HookVerdict::Continue => {}
                 HookVerdict::Escalate(why) => escalated.push(why),
+                HookVerdict::Allow => allowed = true,
+                HookVerdict::Warn(what) => warnings.push(what),
                 HookVerdict::Veto(why) => {
                     return Err(ToolError(format!("a hook refused this call: {why}")));
                 }
@@ -70,6 +98,11 @@ impl Gate {
                 }
             }
         }
-        Ok(Hooked { args, escalated })
+        Ok(Hooked {
+            args,
+            escalated,
+            allowed,
+            warnings,
+        })
     }
 }
