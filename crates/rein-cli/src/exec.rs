@@ -342,7 +342,7 @@ pub fn engine_builder(
             None => builder,
         }
     };
-    if let Some(hooks) = rein_tools::user_hooks::PreToolUse::new(extras.hooks) {
+    if let Some(hooks) = rein_tools::user_hooks::ToolHooks::new(extras.hooks) {
         builder = builder.hook(Arc::new(hooks));
     }
     if gives(Lever::ReadFirst) {

@@ -32,7 +32,7 @@ pub const NOT_JSON: &str = "are not valid JSON";
 mod approval;
 mod hooks;
 
-pub use hooks::{CallHook, HookRun, HookVerdict};
+pub use hooks::{AfterCall, CallHook, HookRun, HookVerdict};
 
 /// How long a cancelled or timed-out tool gets to return what it has.
 const GRACE: Duration = Duration::from_secs(3);
@@ -366,14 +366,23 @@ impl Gate {
         if let Some(spill) = &self.spill {
             ctx.read_roots.push(spill.dir(&session_id));
         }
+        let run = hooks::HookRun {
+            session_id: session_id.clone(),
+            workspace: ctx.workspace.clone(),
+            mode: policy.mode,
+        };
         let mut effects = CallEffects::default();
-        let output = match self
+        let mut output = match self
             .run_inner(call, parsed, ctx, policy, events, &mut effects)
             .await
         {
             Ok(out) => out,
             Err(e) => ToolOutput::error(format!("error: {e}")),
         };
+        // Only a call the gate let through ran (its access is known then).
+        if effects.access.is_some() {
+            self.after_hooks(call, &run, &mut output, events).await;
+        }
         GateOutcome {
             duration: started.elapsed().saturating_sub(effects.waited),
             effects,

@@ -40,7 +40,8 @@ pub use engine::{
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{
-    CallEffects, CallHook, Gate, GateEvents, GateLimits, HookRun, HookVerdict, RunPolicy, no_events,
+    AfterCall, CallEffects, CallHook, Gate, GateEvents, GateLimits, HookRun, HookVerdict,
+    RunPolicy, no_events,
 };
 pub use in_memory_store::InMemorySessionStore;
 pub use limits::CommandLimits;

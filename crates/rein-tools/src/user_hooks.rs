@@ -6,8 +6,10 @@
 //!   "hooks": [{"type": "command", "command": "./check.sh", "timeout": 30}]}]}}
 //! ```
 //!
-//! rein runs `PreToolUse` hooks, at the gate's one hook point, so no tool
-//! (built-in or MCP) can pass by them. A matcher is a tool name, names
+//! rein runs `PreToolUse`, `PostToolUse` and `PostToolUseFailure` hooks, at
+//! the gate's one hook point, so no tool (built-in or MCP) can pass by
+//! them. After a call, exit 2's stderr, a `decision: "block"`'s `reason`
+//! and `additionalContext` are added to the call's result for the model. A matcher is a tool name, names
 //! joined by `|`, a regular expression, or `*` (empty: every tool); Claude's
 //! tool names match rein's (`Bash` is `bash`, `Edit` is `edit_file`...).
 //! Matching hooks run side by side, each with the event JSON on stdin
@@ -26,7 +28,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rein_core::{CallHook, HookRun, HookVerdict, ToolCall};
+use rein_core::{AfterCall, CallHook, HookRun, HookVerdict, ToolCall, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -37,7 +39,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_OUTPUT: u64 = 64 * 1024;
 
 /// The events rein runs hooks for.
-pub const RUN_EVENTS: [&str; 1] = ["PreToolUse"];
+pub const RUN_EVENTS: [&str; 3] = ["PreToolUse", "PostToolUse", "PostToolUseFailure"];
 
 /// One `{"type": "command", ...}` handler.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -177,57 +179,166 @@ fn claude_name(name: &str) -> &str {
     }
 }
 
-/// `PreToolUse` hooks at the gate.
-pub struct PreToolUse {
-    hooks: Vec<(Matcher, Handler)>,
+/// The user's tool hooks at the gate: `PreToolUse` before a call is
+/// decided on, `PostToolUse` after one ran (`PostToolUseFailure` when it
+/// failed).
+pub struct ToolHooks {
+    pre: Vec<(Matcher, Handler)>,
+    post: Vec<(Matcher, Handler)>,
+    post_failure: Vec<(Matcher, Handler)>,
 }
 
-impl PreToolUse {
-    /// `None` when there is no PreToolUse hook.
-    pub fn new(set: &HookSet) -> Option<PreToolUse> {
-        let hooks: Vec<(Matcher, Handler)> = set
-            .entries
-            .iter()
-            .filter(|e| e.event == "PreToolUse")
-            .filter_map(|e| Some((Matcher::new(&e.matcher).ok()?, e.handler.clone())))
-            .collect();
-        (!hooks.is_empty()).then_some(PreToolUse { hooks })
+impl ToolHooks {
+    /// `None` when there is no tool hook.
+    pub fn new(set: &HookSet) -> Option<ToolHooks> {
+        let of = |event: &str| -> Vec<(Matcher, Handler)> {
+            set.entries
+                .iter()
+                .filter(|e| e.event == event)
+                .filter_map(|e| Some((Matcher::new(&e.matcher).ok()?, e.handler.clone())))
+                .collect()
+        };
+        let hooks = ToolHooks {
+            pre: of("PreToolUse"),
+            post: of("PostToolUse"),
+            post_failure: of("PostToolUseFailure"),
+        };
+        let any = !(hooks.pre.is_empty() && hooks.post.is_empty() && hooks.post_failure.is_empty());
+        any.then_some(hooks)
     }
 }
 
+/// The event JSON every tool hook gets.
+fn tool_event(event: &str, call: &ToolCall, args: &Value, run: &HookRun) -> Value {
+    json!({
+        "session_id": run.session_id,
+        // Sessions live in SQLite (`rein sessions show ID --json`): there
+        // is no transcript file to point at.
+        "transcript_path": Value::Null,
+        "cwd": run.workspace,
+        "permission_mode": run.mode.to_string(),
+        "hook_event_name": event,
+        "tool_name": call.name,
+        "tool_input": args,
+        "tool_use_id": call.id,
+    })
+}
+
+/// Run the handlers of `hooks` that take the call, side by side.
+async fn run_matching(
+    hooks: &[(Matcher, Handler)],
+    call: &ToolCall,
+    input: &Value,
+    cwd: &Path,
+) -> Vec<(Handler, Ran)> {
+    let runs = hooks
+        .iter()
+        .filter(|(m, _)| m.takes(&call.name))
+        .map(|(_, h)| async { (h.clone(), run_handler(h, input, cwd).await) });
+    futures_util::future::join_all(runs).await
+}
+
 #[async_trait]
-impl CallHook for PreToolUse {
+impl CallHook for ToolHooks {
     async fn before_call(&self, _call: &ToolCall, _args: &Value) -> HookVerdict {
         HookVerdict::Continue
     }
 
     async fn before_call_in(&self, call: &ToolCall, args: &Value, run: &HookRun) -> HookVerdict {
-        let matching: Vec<&Handler> = self
-            .hooks
-            .iter()
-            .filter(|(m, _)| m.takes(&call.name))
-            .map(|(_, h)| h)
-            .collect();
-        if matching.is_empty() {
+        if self.pre.is_empty() {
             return HookVerdict::Continue;
         }
-        let input = json!({
-            "session_id": run.session_id,
-            // Sessions live in SQLite (`rein sessions show ID --json`):
-            // there is no transcript file to point at.
-            "transcript_path": Value::Null,
-            "cwd": run.workspace,
-            "permission_mode": run.mode.to_string(),
-            "hook_event_name": "PreToolUse",
-            "tool_name": call.name,
-            "tool_input": args,
-            "tool_use_id": call.id,
-        });
-        let runs = matching
-            .iter()
-            .map(|h| async { verdict(h, &run_handler(h, &input, &run.workspace).await) });
-        let verdicts = futures_util::future::join_all(runs).await;
-        strongest(verdicts)
+        let input = tool_event("PreToolUse", call, args, run);
+        let ran = run_matching(&self.pre, call, &input, &run.workspace).await;
+        strongest(ran.iter().map(|(h, r)| verdict(h, r)).collect())
+    }
+
+    async fn after_call_in(
+        &self,
+        call: &ToolCall,
+        args: &Value,
+        output: &ToolOutput,
+        run: &HookRun,
+    ) -> AfterCall {
+        let (event, hooks) = if output.is_error {
+            ("PostToolUseFailure", &self.post_failure)
+        } else {
+            ("PostToolUse", &self.post)
+        };
+        if hooks.is_empty() {
+            return AfterCall::Nothing;
+        }
+        let mut input = tool_event(event, call, args, run);
+        input["tool_response"] = json!({"output": output.content, "is_error": output.is_error});
+        let ran = run_matching(hooks, call, &input, &run.workspace).await;
+        let (mut tell, mut warn) = (Vec::new(), Vec::new());
+        for (handler, ran) in &ran {
+            match after_verdict(handler, ran) {
+                AfterCall::Tell(t) => tell.push(t),
+                AfterCall::Warn(w) => warn.push(w),
+                AfterCall::Nothing => {}
+            }
+        }
+        if !tell.is_empty() {
+            AfterCall::Tell(format!("[hook] {}", tell.join("\n[hook] ")))
+        } else if !warn.is_empty() {
+            AfterCall::Warn(warn.join("; "))
+        } else {
+            AfterCall::Nothing
+        }
+    }
+}
+
+/// What a PostToolUse handler's outcome adds: exit 2's stderr, or the
+/// JSON's `reason` (with `decision: "block"`) and `additionalContext`, for
+/// the model; a failure, for the user.
+fn after_verdict(handler: &Handler, ran: &Ran) -> AfterCall {
+    let name = one_line(&handler.command, 60);
+    match ran {
+        Ran::Failed(why) => AfterCall::Warn(format!("hook `{name}` failed: {why}")),
+        Ran::Exited {
+            code: Some(2),
+            stderr,
+            ..
+        } => AfterCall::Tell(one_line(stderr, 2000)).non_empty(),
+        Ran::Exited {
+            code: Some(0),
+            stdout,
+            ..
+        } => {
+            let Ok(out) = serde_json::from_str::<Value>(stdout.trim()) else {
+                return AfterCall::Nothing;
+            };
+            let mut parts = Vec::new();
+            if out["decision"] == "block"
+                && let Some(r) = out["reason"].as_str()
+            {
+                parts.push(one_line(r, 2000));
+            }
+            if let Some(c) = out["hookSpecificOutput"]["additionalContext"].as_str() {
+                parts.push(one_line(c, 2000));
+            }
+            AfterCall::Tell(parts.join(" ")).non_empty()
+        }
+        Ran::Exited { code, stderr, .. } => AfterCall::Warn(format!(
+            "hook `{name}` failed ({}): {}",
+            code.map_or("a signal".to_string(), |c| format!("exit {c}")),
+            one_line(stderr, 300)
+        )),
+    }
+}
+
+trait NonEmpty {
+    fn non_empty(self) -> AfterCall;
+}
+
+impl NonEmpty for AfterCall {
+    /// `Nothing` for a `Tell` with nothing to say.
+    fn non_empty(self) -> AfterCall {
+        match self {
+            AfterCall::Tell(t) if t.trim().is_empty() => AfterCall::Nothing,
+            other => other,
+        }
     }
 }
 

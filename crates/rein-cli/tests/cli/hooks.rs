@@ -143,3 +143,54 @@ fn a_hook_rewrites_a_command_and_a_projects_hooks_need_trust() {
     let o = run(&env);
     assert!(results(&o)[0].0.contains("rewritten"), "{:?}", results(&o));
 }
+
+/// PostToolUse hooks see the call and its result and may add to what the
+/// model reads; PostToolUseFailure runs for a call that failed.
+#[test]
+fn post_tool_use_hooks_add_to_the_result_the_model_reads() {
+    let env = Env::new();
+    std::fs::write(env.ws.path().join("notes.txt"), "old\n").unwrap();
+    let after = r#"grep -q '"tool_response"' && echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"the team formatter ran on it"}}'"#;
+    let failed = "cat >/dev/null; echo 'the failure was logged' >&2; exit 2";
+    settings(
+        &env.home.path().join("settings.json"),
+        json!({
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": after}]}],
+            "PostToolUseFailure": [{"hooks": [{"type": "command", "command": failed}]}]
+        }),
+    );
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "edit_file", "arguments": {"path": "notes.txt", "old_string": "old", "new_string": "new"}}]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.txt"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "auto",
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let outputs: Vec<String> = json_lines(&o)
+        .iter()
+        .filter(|e| e["message"]["role"] == "tool")
+        .map(|e| e["message"]["output"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        outputs[0].contains("[hook] the team formatter ran on it"),
+        "{outputs:?}"
+    );
+    assert!(
+        outputs[1].contains("[hook] the failure was logged"),
+        "{outputs:?}"
+    );
+    assert!(!outputs[0].contains("failure was logged"), "{outputs:?}");
+}

@@ -24,6 +24,29 @@ pub trait CallHook: Send + Sync {
     async fn before_call_in(&self, call: &ToolCall, args: &Value, _run: &HookRun) -> HookVerdict {
         self.before_call(call, args).await
     }
+
+    /// After a call the gate let through has run (whether it succeeded or
+    /// failed): something to add to its result for the model, or to tell
+    /// the user. By default nothing.
+    async fn after_call_in(
+        &self,
+        _call: &ToolCall,
+        _args: &Value,
+        _output: &crate::tool::ToolOutput,
+        _run: &HookRun,
+    ) -> AfterCall {
+        AfterCall::Nothing
+    }
+}
+
+/// What a hook made of a call that ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterCall {
+    Nothing,
+    /// Added to the call's result, for the model.
+    Tell(String),
+    /// Told to the user.
+    Warn(String),
 }
 
 /// The run a call is part of, as hooks see it.
@@ -67,6 +90,32 @@ pub(super) struct Hooked {
 }
 
 impl Gate {
+    /// Pass a call that ran through every hook's after-call check: what
+    /// they tell the model is added to its output, what they tell the user
+    /// is a notice.
+    pub(super) async fn after_hooks(
+        &self,
+        call: &ToolCall,
+        run: &HookRun,
+        output: &mut crate::tool::ToolOutput,
+        events: &super::GateEvents,
+    ) {
+        if self.hooks.is_empty() {
+            return;
+        }
+        let args = super::parse_arguments(call).unwrap_or(Value::Null);
+        for hook in &self.hooks {
+            match hook.after_call_in(call, &args, output, run).await {
+                AfterCall::Nothing => {}
+                AfterCall::Tell(text) => {
+                    output.content.push_str("\n\n");
+                    output.content.push_str(&text);
+                }
+                AfterCall::Warn(message) => events(crate::event::Event::Notice { message }),
+            }
+        }
+    }
+
     /// Pass the call through every hook in order; a rewrite is checked
     /// against the schema again, and a veto ends the call.
     pub(super) async fn run_hooks(
