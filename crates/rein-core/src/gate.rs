@@ -366,11 +366,12 @@ impl Gate {
         if let Some(spill) = &self.spill {
             ctx.read_roots.push(spill.dir(&session_id));
         }
-        let run = hooks::HookRun {
+        // Made only when there are hooks to tell.
+        let hook_run = (!self.hooks.is_empty()).then(|| hooks::HookRun {
             session_id: session_id.clone(),
             workspace: ctx.workspace.clone(),
             mode: policy.mode,
-        };
+        });
         let mut effects = CallEffects::default();
         let mut output = match self
             .run_inner(call, parsed, ctx, policy, events, &mut effects)
@@ -380,8 +381,10 @@ impl Gate {
             Err(e) => ToolOutput::error(format!("error: {e}")),
         };
         // Only a call the gate let through ran (its access is known then).
-        if effects.access.is_some() {
-            self.after_hooks(call, &run, &mut output, events).await;
+        if let Some(run) = &hook_run
+            && effects.access.is_some()
+        {
+            self.after_hooks(call, run, &mut output, events).await;
         }
         GateOutcome {
             duration: started.elapsed().saturating_sub(effects.waited),
@@ -499,17 +502,12 @@ impl Gate {
         };
         schema_check::check(&args, &entry.spec.parameters)
             .map_err(|e| ToolError(format!("{INVALID_ARGUMENTS}{}`: {e}", call.name)))?;
-        let run = hooks::HookRun {
-            session_id: ctx.session_id.clone(),
-            workspace: ctx.workspace.clone(),
-            mode: policy.mode,
-        };
         let hooks::Hooked {
             args,
             escalated,
             allowed,
             warnings,
-        } = self.run_hooks(call, args, entry, &run).await?;
+        } = self.run_hooks(call, args, entry, &ctx, policy.mode).await?;
         for message in warnings {
             events(Event::Notice { message });
         }

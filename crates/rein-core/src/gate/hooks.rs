@@ -100,9 +100,6 @@ impl Gate {
         output: &mut crate::tool::ToolOutput,
         events: &super::GateEvents,
     ) {
-        if self.hooks.is_empty() {
-            return;
-        }
         let args = super::parse_arguments(call).unwrap_or(Value::Null);
         for hook in &self.hooks {
             match hook.after_call_in(call, &args, output, run).await {
@@ -123,9 +120,23 @@ impl Gate {
         call: &ToolCall,
         mut args: Value,
         entry: &Registered,
-        run: &HookRun,
+        ctx: &crate::tool::ToolContext,
+        mode: crate::PermissionMode,
     ) -> Result<Hooked, ToolError> {
         let mut escalated = Vec::new();
+        if self.hooks.is_empty() {
+            return Ok(Hooked {
+                args,
+                escalated,
+                allowed: false,
+                warnings: Vec::new(),
+            });
+        }
+        let run = &HookRun {
+            session_id: ctx.session_id.clone(),
+            workspace: ctx.workspace.clone(),
+            mode,
+        };
         let (mut allowed, mut warnings) = (false, Vec::new());
         for hook in &self.hooks {
             match hook.before_call_in(call, &args, run).await {
