@@ -181,7 +181,7 @@ pub struct Config {
     pub stream_idle_timeout: Duration,
     pub replay_script: Option<PathBuf>,
     /// `--profile`; `None` picks one for the provider (see
-    /// [`crate::exec::profile_for`]).
+    /// [`crate::run_setup::profile_for`]).
     pub profile: Option<rein_core::Profile>,
     /// `--without`: levers of the profile switched off.
     pub without: Vec<rein_core::Lever>,

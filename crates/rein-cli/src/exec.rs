@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use rein_core::{
-    AgentEngine, CancellationToken, Event, FnSink, Lever, PermissionMode, Permissions, Profile,
-    RunRequest, SessionStore,
+    AgentEngine, CancellationToken, Event, FnSink, PermissionMode, Permissions, RunRequest,
+    SessionStore,
 };
 use rein_store::SqliteStore;
 
@@ -15,8 +15,9 @@ use crate::cli::{ExecArgs, ModelArgs, SessionArgs};
 use crate::config::Config;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
-use crate::permissions::ProjectRulesFile;
 use crate::trust::ProjectReport;
+
+pub use crate::run_setup::{RunExtras, engine_builder, mcp_servers};
 
 /// Canonical workspace from `-C` or the current directory.
 pub fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
@@ -277,152 +278,6 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         engine.run(request, cancel, &mut sink).await
     };
     Ok(exit::for_outcome(&outcome))
-}
-
-/// What a run adds to the built-in tools: long-term memory, the MCP
-/// servers, the skills.
-pub struct RunExtras<'a> {
-    pub memory: &'a crate::memory::RunMemory,
-    pub mcp: Option<&'a Arc<rein_mcp::McpHub>>,
-    pub skills: &'a Arc<rein_tools::skills::Skills>,
-    /// The user's hooks (every profile: no tool passes by them).
-    pub hooks: &'a rein_tools::user_hooks::HookSet,
-}
-
-/// Two pieces of the system prompt's end, either possibly empty.
-fn join_notes(a: &str, b: &str) -> String {
-    match (a.trim().is_empty(), b.trim().is_empty()) {
-        (true, _) => b.to_string(),
-        (_, true) => a.to_string(),
-        _ => format!("{}\n\n{}", a.trim_end(), b),
-    }
-}
-
-/// The engine every interactive or headless run uses: built-in tools,
-/// memory, limits, permissions, compaction and spill from the config.
-pub fn engine_builder(
-    cfg: &Config,
-    workspace: &Path,
-    mode: PermissionMode,
-    provider: Arc<dyn rein_core::Provider>,
-    store: Arc<dyn rein_core::SessionStore>,
-    extras: &RunExtras<'_>,
-) -> rein_core::AgentEngineBuilder {
-    let profile = profile_for(cfg, provider.as_ref());
-    let provider_window = provider.capabilities().context_window;
-    let mut builder = AgentEngine::builder(provider, store)
-        .workspace(workspace)
-        .profile(profile)
-        .without(&cfg.without);
-    let gives = |lever: Lever| profile.helps(lever, &cfg.without);
-    // Six tools, no memory, for a small model: every token of the request
-    // is prompt time.
-    builder = if gives(Lever::Tools) {
-        builder.tools(rein_tools::small_model_tools())
-    } else {
-        let (skills_text, _) = crate::skills::prompt_section(extras.skills, provider_window);
-        let mut builder = builder
-            .tools(rein_tools::builtin_tools())
-            .tools(extras.memory.tools.clone())
-            .system_note(join_notes(&extras.memory.note, &skills_text));
-        if !extras.skills.skills.is_empty() {
-            builder = builder.tool(Arc::new(rein_tools::skills::SkillTool::new(
-                extras.skills.clone(),
-            )));
-        }
-        if let Some(hook) =
-            rein_tools::skills::UntrustedScripts::for_skills(extras.skills, workspace)
-        {
-            builder = builder.hook(Arc::new(hook));
-        }
-        // The servers' tools come as each server is ready; a call to one
-        // still starting waits for it.
-        match extras.mcp {
-            Some(hub) => builder.late_tools(hub.clone() as Arc<dyn rein_core::LateTools>),
-            None => builder,
-        }
-    };
-    if let Some(hooks) = rein_tools::user_hooks::ToolHooks::new(extras.hooks) {
-        builder = builder.hook(Arc::new(hooks));
-    }
-    if gives(Lever::ReadFirst) {
-        builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));
-    }
-    builder = builder
-        .max_turns(cfg.max_turns)
-        .tool_timeout(cfg.tool_timeout)
-        .provider_retries(cfg.provider_retries)
-        .permissions(permissions(cfg, mode))
-        .compaction(cfg.compaction.clone())
-        .loop_guard(cfg.loop_guard.clone())
-        .output_spill(Arc::new(
-            rein_store::FileSpill::new(&cfg.home).with_reading_hint(
-                "read parts of it with read_file (offset, limit) or search it with grep",
-            ),
-        ))
-        .project_rules(Arc::new(ProjectRulesFile::for_run(
-            &cfg.home,
-            workspace,
-            cfg.trusted,
-        )))
-        .global_instructions(crate::context_cmd::global_instructions(cfg));
-    if let Some(n) = cfg.max_tool_calls_per_turn {
-        builder = builder.max_tool_calls_per_turn(n);
-    }
-    if let Some(n) = cfg.max_concurrent_tools {
-        builder = builder.max_concurrent_tools(n);
-    }
-    if let Some(n) = cfg.max_tokens {
-        builder = builder.max_tokens(n);
-    }
-    if let Some(c) = cfg.max_cost_usd {
-        builder = builder.max_cost_usd(c);
-    }
-    if let Some(t) = cfg.max_wall_time {
-        builder = builder.max_wall_time(t);
-    }
-    builder
-}
-
-/// The run's MCP servers, started in the background; none when there are
-/// none, or when the profile offers its six tools only (then the note
-/// says how to have them).
-pub fn mcp_servers(
-    cfg: &Config,
-    workspace: &Path,
-    provider: &dyn rein_core::Provider,
-) -> (Option<Arc<rein_mcp::McpHub>>, Vec<String>) {
-    let profile = profile_for(cfg, provider);
-    if profile.helps(Lever::Tools, &cfg.without) {
-        let any = cfg.mcp_servers.iter().any(|s| s.enabled) || !cfg.project_mcp_servers.is_empty();
-        let note = any.then(|| {
-            "MCP servers are not started: the small profile offers six tools \
-             (`--profile full` offers every tool, MCP servers' included)"
-                .to_string()
-        });
-        return (None, note.into_iter().collect());
-    }
-    crate::mcp::start(cfg, workspace)
-}
-
-/// Embedded models at most this large (the file) get the small profile
-/// by default: the two offered are 0.5B and 1.5B, a 3B Q4 file is ~2 GB.
-const SMALL_MODEL_FILE: u64 = 3 * 1024 * 1024 * 1024;
-
-/// The profile of a run: `--profile`, else small for an embedded model
-/// whose file is small, else full.
-pub fn profile_for(cfg: &Config, provider: &dyn rein_core::Provider) -> Profile {
-    if let Some(p) = cfg.profile {
-        return p;
-    }
-    if provider.name() != "local" {
-        return Profile::Full;
-    }
-    let (path, _) = crate::providers::local_model_path(cfg);
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.len() > SMALL_MODEL_FILE => Profile::Full,
-        _ => Profile::Small,
-    }
 }
 
 /// `rein compact [SESSION]`.

@@ -15,6 +15,7 @@ mod model;
 mod output;
 mod permissions;
 mod providers;
+mod run_setup;
 mod sandbox_config;
 mod sessions;
 mod settings_file;

@@ -45,29 +45,6 @@ pub fn read_text(path: &Path, what: &str) -> Result<Option<String>> {
 /// and renamed over the old one, in a folder created 0700 when missing.
 /// `what` names the file in errors.
 pub fn write_private(path: &Path, text: &str, what: &str) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow!("cannot write the {what} {}: {e}", path.display())
-    })
+    rein_core::private_fs::write_private(path, text.as_bytes())
+        .map_err(|e| anyhow!("cannot write the {what} {}: {e}", path.display()))
 }

@@ -8,8 +8,6 @@
 //! names its own server like one of the user's gets no token for it, and a
 //! token is only ever sent to the server it was issued for.
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -78,7 +76,7 @@ impl TokenFile {
             credentials,
         };
         let text = serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?;
-        write_private(&self.path, &text)
+        rein_core::private_fs::write_private(&self.path, &text)
     }
 }
 
@@ -119,32 +117,6 @@ fn file_name(url: &str) -> String {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
     format!("{readable}-{hash:016x}.json")
-}
-
-/// Write `bytes` to `path` readable by its owner only: into a new file next
-/// to it, then renamed over it (never through a link planted there).
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let tmp = dir.join(format!(".{}.{:x}", std::process::id(), fastrand::u64(..)));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    drop(file);
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
 }
 
 /// An authorization manager for `url` whose tokens come from (and are

@@ -108,11 +108,7 @@ fn a_nested_folders_instructions_come_with_the_first_call_there() {
         "go",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let outputs: Vec<String> = json_lines(&o)
-        .iter()
-        .filter(|e| e["message"]["role"] == "tool")
-        .map(|e| e["message"]["output"].as_str().unwrap().to_string())
-        .collect();
+    let outputs = tool_outputs(&o);
     assert_eq!(outputs.len(), 2, "{outputs:?}");
     assert!(
         outputs[0].contains("fn handle()") && outputs[0].contains("API rule: no panics."),

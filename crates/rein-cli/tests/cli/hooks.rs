@@ -179,11 +179,7 @@ fn post_tool_use_hooks_add_to_the_result_the_model_reads() {
         "go",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let outputs: Vec<String> = json_lines(&o)
-        .iter()
-        .filter(|e| e["message"]["role"] == "tool")
-        .map(|e| e["message"]["output"].as_str().unwrap_or("").to_string())
-        .collect();
+    let outputs = tool_outputs(&o);
     assert!(
         outputs[0].contains("[hook] the team formatter ran on it"),
         "{outputs:?}"

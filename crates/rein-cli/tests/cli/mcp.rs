@@ -299,9 +299,11 @@ fn a_project_server_starts_only_in_a_trusted_folder_once_approved() {
     assert!(!marker.exists(), "an unapproved server started");
 
     // Approved: it starts (it is not a real server, so it then fails).
+    // `mcp list` starts servers as a run does and waits for them: a run
+    // that ends at once may end before a background server was spawned.
     let o = env.rein(&["mcp", "approve", "proj"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    exec();
+    env.rein(&["mcp", "list"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !marker.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -410,11 +412,7 @@ fn tool_search_finds_a_servers_tool_and_the_model_calls_it() {
         "go",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let outputs: Vec<String> = json_lines(&o)
-        .iter()
-        .filter(|e| e["message"]["role"] == "tool")
-        .map(|e| e["message"]["output"].as_str().unwrap().to_string())
-        .collect();
+    let outputs = tool_outputs(&o);
     assert!(
         outputs[0].contains("- mcp__everything__echo:"),
         "{outputs:?}"

@@ -15,14 +15,6 @@ fn skill(env: &Env, name: &str, text: &str) {
     std::fs::write(dir.join("scripts/count.sh"), "echo counted\n").unwrap();
 }
 
-fn outputs(o: &std::process::Output) -> Vec<String> {
-    json_lines(o)
-        .iter()
-        .filter(|e| e["message"]["role"] == "tool")
-        .map(|e| e["message"]["output"].as_str().unwrap_or("").to_string())
-        .collect()
-}
-
 #[test]
 fn a_projects_skill_is_loaded_and_its_script_asks_until_the_folder_is_trusted() {
     let env = Env::new();
@@ -73,7 +65,7 @@ fn a_projects_skill_is_loaded_and_its_script_asks_until_the_folder_is_trusted() 
             .contains("[skill `counter`, attached by the user]"),
         "{user}"
     );
-    let out = outputs(&o);
+    let out = tool_outputs(&o);
     assert!(
         out[0].contains("Run scripts/count.sh") && out[0].contains("scripts/count.sh"),
         "{out:?}"
@@ -93,6 +85,6 @@ fn a_projects_skill_is_loaded_and_its_script_asks_until_the_folder_is_trusted() 
         Some(0)
     );
     let o = run(&env);
-    let out = outputs(&o);
+    let out = tool_outputs(&o);
     assert!(out[1].contains("counted"), "{out:?}");
 }

@@ -92,6 +92,15 @@ pub fn json_lines(o: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// The output of every tool result a `--json` run committed, in order.
+pub fn tool_outputs(o: &Output) -> Vec<String> {
+    json_lines(o)
+        .iter()
+        .filter(|e| e["message"]["role"] == "tool")
+        .map(|e| e["message"]["output"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
 pub fn session_id(events: &[Value]) -> String {
     events[0]["session_id"].as_str().unwrap().to_string()
 }
