@@ -270,14 +270,30 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
             }
         });
         let outcome = engine.run(request, cancel, &mut sink).await;
+        end_session(&engine, &outcome, &mut sink).await;
         refusals.report();
         outcome
     } else {
         let mut human = HumanOutput::default();
         let mut sink = FnSink(|event: Event| human.show(&event));
-        engine.run(request, cancel, &mut sink).await
+        let outcome = engine.run(request, cancel, &mut sink).await;
+        end_session(&engine, &outcome, &mut sink).await;
+        outcome
     };
     Ok(exit::for_outcome(&outcome))
+}
+
+/// The `SessionEnd` hooks of a headless run's session.
+async fn end_session(
+    engine: &rein_core::AgentEngine,
+    outcome: &rein_core::RunOutcome,
+    sink: &mut dyn rein_core::EventSink,
+) {
+    if let Some(id) = &outcome.session_id {
+        engine
+            .end_session(id, rein_core::EndReason::Other, sink)
+            .await;
+    }
 }
 
 /// `rein compact [SESSION]`.

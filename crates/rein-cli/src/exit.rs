@@ -22,6 +22,9 @@ pub const REPETITION: i32 = 8;
 /// for (an approval nobody could give headless, a deny rule): the answer
 /// may claim what was never done.
 pub const REFUSED: i32 = 9;
+/// A hook of the user's stopped the run (refused the prompt, said
+/// `continue: false`, or denied a call with `interrupt`).
+pub const HOOK_STOPPED: i32 = 10;
 /// Cancelled by Ctrl-C / SIGTERM (128 + SIGINT, as shells do).
 pub const CANCELLED: i32 = 130;
 
@@ -43,6 +46,7 @@ pub fn for_stop(reason: StopReason) -> i32 {
         StopReason::MaxCost => MAX_COST,
         StopReason::MaxWallTime => MAX_WALL_TIME,
         StopReason::Repetition => REPETITION,
+        StopReason::HookStopped => HOOK_STOPPED,
         StopReason::UsageError => USAGE,
         _ => HARNESS_ERROR,
     }

@@ -75,8 +75,9 @@ pub fn engine_builder(
             None => builder,
         }
     };
-    if let Some(hooks) = rein_tools::user_hooks::ToolHooks::new(extras.hooks) {
-        builder = builder.hook(Arc::new(hooks));
+    if let Some(hooks) = rein_tools::user_hooks::UserHooks::new(extras.hooks) {
+        let hooks = Arc::new(hooks);
+        builder = builder.hook(hooks.clone()).session_hook(hooks);
     }
     if gives(Lever::ReadFirst) {
         builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));

@@ -115,13 +115,15 @@ pub fn is_summary(m: &Message) -> bool {
     matches!(m, Message::User { content } if content.starts_with(SUMMARY_MARKER))
 }
 
-/// The user's own requests in `messages` (summaries excluded).
+/// The user's own requests in `messages`: summaries and what rein wrote
+/// in the user's place (nudges, hooks' context, all `[rein] ...`)
+/// excluded.
 pub fn user_requests(messages: &[Message]) -> Vec<String> {
     messages
         .iter()
         .filter(|m| !is_summary(m))
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content } if !content.starts_with("[rein]") => Some(content.clone()),
             _ => None,
         })
         .collect()

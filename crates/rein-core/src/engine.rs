@@ -18,6 +18,7 @@ mod compact;
 mod control;
 mod guard;
 mod help;
+mod moments;
 mod run;
 mod setup;
 mod side_calls;
@@ -25,7 +26,7 @@ mod state;
 mod turn;
 
 pub use builder::{AgentEngineBuilder, EngineConfig};
-pub use child::ChildPolicy;
+pub use child::{AgentTag, ChildPolicy};
 pub use control::RunControl;
 pub use side_calls::TitleError;
 
@@ -110,6 +111,13 @@ struct Inner {
     project_rules: Option<Arc<dyn ProjectRules>>,
     /// The loosest mode a run may use (a child engine's); None: any.
     mode_ceiling: Option<PermissionMode>,
+    /// Hooks run at the session's moments.
+    session_hook: Option<Arc<dyn crate::lifecycle::SessionHook>>,
+    /// The sub-agent this engine runs (a child engine's); None: the main
+    /// agent.
+    agent: Option<child::AgentTag>,
+    /// Sessions whose start hooks ran in this engine.
+    started: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// The agent loop. Cheap to clone; clones share tools, locks and store.

@@ -32,6 +32,9 @@ pub enum StopReason {
     MaxWallTime,
     /// The model repeated itself or made no progress, after a reminder.
     Repetition,
+    /// A hook of the user's stopped the run: it refused the prompt, said
+    /// `continue: false`, or denied a call with `interrupt`.
+    HookStopped,
     /// The run could not start: a bad flag or configuration, no model, an
     /// unknown session to resume (front ends report it; the engine never
     /// stops with it).
@@ -40,7 +43,7 @@ pub enum StopReason {
 
 impl StopReason {
     /// Every reason, in declaration order.
-    pub const ALL: [StopReason; 10] = [
+    pub const ALL: [StopReason; 11] = [
         StopReason::Completed,
         StopReason::MaxTurns,
         StopReason::Cancelled,
@@ -50,6 +53,7 @@ impl StopReason {
         StopReason::MaxCost,
         StopReason::MaxWallTime,
         StopReason::Repetition,
+        StopReason::HookStopped,
         StopReason::UsageError,
     ];
 
@@ -69,6 +73,7 @@ impl StopReason {
             StopReason::MaxCost => "max_cost",
             StopReason::MaxWallTime => "max_wall_time",
             StopReason::Repetition => "repetition",
+            StopReason::HookStopped => "hook_stopped",
             StopReason::UsageError => "usage_error",
         }
     }

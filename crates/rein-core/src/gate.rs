@@ -32,7 +32,7 @@ pub const NOT_JSON: &str = "are not valid JSON";
 mod approval;
 mod hooks;
 
-pub use hooks::{AfterCall, CallHook, HookRun, HookVerdict};
+pub use hooks::{AfterCall, CallHook, HookRun, HookVerdict, PermissionAnswer};
 
 /// How long a cancelled or timed-out tool gets to return what it has.
 const GRACE: Duration = Duration::from_secs(3);
@@ -104,6 +104,8 @@ pub struct RunPolicy {
     pub granted: Mutex<Vec<Rule>>,
     pub approvals: Approvals,
     pub project_rules: Option<Arc<dyn ProjectRules>>,
+    /// The sub-agent the run is (hooks are told); None: the main agent.
+    pub agent_id: Option<String>,
 }
 
 impl RunPolicy {
@@ -115,6 +117,7 @@ impl RunPolicy {
             granted: Mutex::new(Vec::new()),
             approvals: Approvals::Refuse,
             project_rules: None,
+            agent_id: None,
         }
     }
 
@@ -185,6 +188,8 @@ pub struct CallEffects {
     /// Time spent waiting for the user's approval: not part of the call's
     /// duration.
     pub waited: Duration,
+    /// A hook said the run must stop, for this reason.
+    pub halt: Option<String>,
 }
 
 impl Gate {
@@ -371,10 +376,19 @@ impl Gate {
             session_id: session_id.clone(),
             workspace: ctx.workspace.clone(),
             mode: policy.mode,
+            agent_id: policy.agent_id.clone(),
+            user_can_answer: !matches!(policy.approvals, Approvals::Refuse),
         });
         let mut effects = CallEffects::default();
         let mut output = match self
-            .run_inner(call, parsed, ctx, policy, events, &mut effects)
+            .run_inner(
+                call,
+                parsed,
+                ctx,
+                (policy, hook_run.as_ref()),
+                events,
+                &mut effects,
+            )
             .await
         {
             Ok(out) => out,
@@ -383,8 +397,9 @@ impl Gate {
         // Only a call the gate let through ran (its access is known then).
         if let Some(run) = &hook_run
             && effects.access.is_some()
+            && let Some(why) = self.after_hooks(call, run, &mut output, events).await
         {
-            self.after_hooks(call, run, &mut output, events).await;
+            effects.halt = Some(why);
         }
         GateOutcome {
             duration: started.elapsed().saturating_sub(effects.waited),
@@ -473,7 +488,7 @@ impl Gate {
         call: &ToolCall,
         parsed: Option<Value>,
         mut ctx: ToolContext,
-        policy: &RunPolicy,
+        (policy, hook_run): (&RunPolicy, Option<&hooks::HookRun>),
         events: &GateEvents,
         effects: &mut CallEffects,
     ) -> Result<ToolOutput, ToolError> {
@@ -507,9 +522,14 @@ impl Gate {
             escalated,
             allowed,
             warnings,
-        } = self.run_hooks(call, args, entry, &ctx, policy.mode).await?;
+            halt,
+        } = self.run_hooks(call, args, entry, hook_run).await?;
         for message in warnings {
             events(Event::Notice { message });
+        }
+        if let Some(why) = halt {
+            effects.halt = Some(why.clone());
+            return Err(ToolError(format!("not run: a hook stopped the run: {why}")));
         }
 
         ctx.sandbox = policy.permissions.sandbox(policy.mode);
@@ -521,6 +541,8 @@ impl Gate {
                     args: &args,
                     escalated,
                     allowed,
+                    hook_run,
+                    halt: &mut effects.halt,
                 },
                 &ctx,
                 policy,
@@ -532,6 +554,7 @@ impl Gate {
             writes: assessment.writes,
             test_command: assessment.test_command,
             waited,
+            halt: None,
         };
 
         let cancel = ctx.cancel.clone();

@@ -14,6 +14,7 @@ pub mod glob;
 pub mod history;
 pub mod in_memory_store;
 pub mod instructions;
+pub mod lifecycle;
 pub mod limits;
 pub mod locks;
 pub mod memory;
@@ -35,15 +36,19 @@ pub use approval::{
 };
 pub use assemble::AssistantAssembler;
 pub use engine::{
-    AgentEngine, AgentEngineBuilder, ChildPolicy, EngineConfig, EngineError, FixedTokens,
+    AgentEngine, AgentEngineBuilder, AgentTag, ChildPolicy, EngineConfig, EngineError, FixedTokens,
     RunControl, RunOutcome, RunRequest, RunStream, TitleError,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{
     AfterCall, CallEffects, CallHook, Gate, GateEvents, GateLimits, HookRun, HookVerdict,
-    RunPolicy, no_events,
+    PermissionAnswer, RunPolicy, no_events,
 };
 pub use in_memory_store::InMemorySessionStore;
+pub use lifecycle::{
+    CompactTrigger, EndReason, MomentReply, NotificationKind, SessionHook, SessionMoment,
+    StartSource,
+};
 pub use limits::CommandLimits;
 pub use memory::{
     Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,

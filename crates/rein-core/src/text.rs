@@ -45,6 +45,17 @@ pub fn truncate_middle(text: &str, max_bytes: usize) -> String {
     )
 }
 
+/// `text` on one line: whitespace runs (newlines included) become one
+/// space, control characters go, and at most `max_chars` characters stay.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    text.split_whitespace()
+        .flat_map(|word| std::iter::once(' ').chain(word.chars()))
+        .skip(1)
+        .filter(|c| !c.is_control())
+        .take(max_chars)
+        .collect()
+}
+
 /// A short one-glance preview: the first lines, at most `max_bytes`.
 pub fn preview(text: &str, max_lines: usize, max_bytes: usize) -> String {
     let mut out = String::new();

@@ -5,6 +5,7 @@
 mod engine {
     mod child_scenarios;
     mod context_scenarios;
+    mod hook_scenarios;
     mod limit_scenarios;
     mod loop_scenarios;
     mod permission_scenarios;

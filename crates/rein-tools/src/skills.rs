@@ -115,7 +115,11 @@ impl Skills {
         );
         let mut left_out = Vec::new();
         for skill in &self.skills {
-            let line = format!("- {}: {}\n", skill.name, one_line(&skill.description));
+            let line = format!(
+                "- {}: {}\n",
+                skill.name,
+                rein_core::text::one_line(&skill.description, usize::MAX)
+            );
             if text.len() + line.len() <= budget {
                 text.push_str(&line);
             } else {
@@ -163,10 +167,6 @@ impl Skills {
         }
         out
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Whether `name` is a skill name: lowercase letters, digits and single

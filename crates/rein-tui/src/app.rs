@@ -30,8 +30,11 @@ pub enum Action {
     Quit,
     /// Use this permission mode (from the next turn of a running run).
     SetMode(PermissionMode),
-    /// Forget the current session: the next prompt starts a new one.
-    NewSession,
+    /// Forget the current session (`ended`, if there was one): the next
+    /// prompt starts a new one.
+    NewSession {
+        ended: Option<String>,
+    },
     /// Load this workspace's recent sessions for the picker.
     LoadSessions,
     /// Continue this session.

@@ -15,6 +15,8 @@ use tokio::sync::mpsc;
 
 use crate::app::{Action, App, Status};
 use crate::cells::Cell;
+
+mod session_hooks;
 use crate::history::InputHistory;
 use crate::render;
 use crate::screen::{self, Screen};
@@ -157,6 +159,9 @@ struct Loop {
     mcp_attach: Option<McpAttach>,
     attach_skills: Option<AttachSkills>,
     mcp_prompt: Option<McpPrompt>,
+    /// When the `Notification` hooks hear that the app waits for the
+    /// user (set when a run ends, cleared by a key).
+    idle_at: Option<tokio::time::Instant>,
 }
 
 async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
@@ -202,6 +207,7 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
                 lp.app.on_tick();
                 Vec::new()
             }
+            _ = session_hooks::until(lp.idle_at), if lp.idle_at.is_some() => lp.idle(),
             _ = next_signal(&mut term_sig) => lp.quit(),
             _ = next_signal(&mut hup_sig) => lp.quit(),
         };
@@ -210,6 +216,10 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
         }
         if lp.app.should_quit {
             lp.stop_running(&mut events).await;
+            if let Some(id) = lp.app.status.session_id.clone() {
+                lp.end_session(&id, rein_core::EndReason::PromptInputExit)
+                    .await;
+            }
             break;
         }
     }
@@ -286,6 +296,7 @@ impl Loop {
             attach_skills: setup.attach_skills.clone(),
             mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
             mcp_status: setup.mcp.map(|m| m.status),
+            idle_at: None,
         }
     }
 
@@ -297,6 +308,8 @@ impl Loop {
         screen: &mut Screen,
     ) -> anyhow::Result<Vec<Action>> {
         use crossterm::event::{KeyCode, KeyModifiers};
+        // The user is here: no idle notification.
+        self.idle_at = None;
         match event {
             TermEvent::Key(key)
                 if key.code == KeyCode::Char('z')
@@ -343,6 +356,7 @@ impl Loop {
             actions.extend(self.app.on_event(ev));
             if stopped {
                 self.running = None;
+                self.idle_at = Some(tokio::time::Instant::now() + session_hooks::IDLE_AFTER);
                 refresh_cost(&mut self.app, self.store.as_ref()).await;
             }
             batch += 1;
@@ -410,7 +424,10 @@ impl Loop {
                     r.control.set_mode(mode);
                 }
             }
-            Action::NewSession => {
+            Action::NewSession { ended } => {
+                if let Some(id) = ended {
+                    self.end_session(&id, rein_core::EndReason::Clear).await;
+                }
                 self.titled = false;
                 self.app.notice("new session: the next message starts it");
             }

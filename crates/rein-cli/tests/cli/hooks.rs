@@ -2,7 +2,8 @@
 //! Claude Code's shape; a PreToolUse hook that blocks every write to a
 //! file, through `edit_file`, `write_file` and `bash` alike; one that
 //! rewrites a command; a project's hooks only in a trusted folder; events
-//! rein does not run named; `rein hooks list`.
+//! rein does not know named; `rein hooks list`; the session's events
+//! (start, prompt, stop, end) and approval questions answered by hooks.
 
 use serde_json::json;
 
@@ -38,7 +39,7 @@ fn a_pre_tool_use_hook_blocks_writes_to_a_file_by_every_tool() {
         &env.home.path().join("settings.json"),
         json!({
             "PreToolUse": [{"matcher": "Bash|Edit|Write", "hooks": [{"type": "command", "command": guard}]}],
-            "Stop": [{"hooks": [{"type": "command", "command": "true"}]}]
+            "TeammateIdle": [{"hooks": [{"type": "command", "command": "true"}]}]
         }),
     );
     let script = env.script(
@@ -65,7 +66,7 @@ fn a_pre_tool_use_hook_blocks_writes_to_a_file_by_every_tool() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("1 hook(s) for Stop are not run"),
+        stderr(&o).contains("1 hook(s) for `TeammateIdle` are not run"),
         "{}",
         stderr(&o)
     );
@@ -95,7 +96,7 @@ fn a_pre_tool_use_hook_blocks_writes_to_a_file_by_every_tool() {
         "{text}"
     );
     assert!(
-        text.contains("note:") && text.contains("for Stop are not run"),
+        text.contains("note:") && text.contains("for `TeammateIdle` are not run"),
         "{text}"
     );
 }
@@ -189,4 +190,206 @@ fn post_tool_use_hooks_add_to_the_result_the_model_reads() {
         "{outputs:?}"
     );
     assert!(!outputs[0].contains("failure was logged"), "{outputs:?}");
+}
+
+/// Every message a run stored, as (role, text).
+fn committed(o: &std::process::Output) -> Vec<(String, String)> {
+    json_lines(o)
+        .iter()
+        .filter(|e| e["type"] == "message_committed")
+        .map(|e| {
+            let m = &e["message"];
+            let text = match m["content"].as_array() {
+                Some(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                None => m["content"].as_str().unwrap_or_default().to_string(),
+            };
+            (m["role"].as_str().unwrap_or("").to_string(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn session_hooks_add_context_keep_the_model_working_refuse_prompts_and_see_the_end() {
+    let env = Env::new();
+    let prompt_guard = r#"input=$(cat); if echo "$input" | grep -q password; then echo 'prompts must not carry passwords' >&2; exit 2; fi; echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"Ticket: ABC-1"}}'"#;
+    // The documented way to avoid a loop: let the stop through once the
+    // model went on because of this hook.
+    let stop_guard =
+        r#"grep -q '"stop_hook_active":true' && exit 0; echo 'run the tests first' >&2; exit 2"#;
+    settings(
+        &env.home.path().join("settings.json"),
+        json!({
+            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "cat > \"$REIN_PROJECT_DIR/start.json\"; echo 'Project codename: BLUEBIRD'"}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": prompt_guard}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": stop_guard}]}],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": "cat > \"$REIN_PROJECT_DIR/end.json\""}]}]
+        }),
+    );
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [{"text": "done"}, {"text": "tests pass"}]}),
+    );
+    let run = |prompt: &str| {
+        env.rein(&[
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            prompt,
+        ])
+    };
+    let o = run("fix the bug");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let texts: Vec<String> = committed(&o).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        texts,
+        [
+            "fix the bug",
+            "[rein] Context from the user's hooks:\nProject codename: BLUEBIRD\n\nTicket: ABC-1",
+            "done",
+            "[rein] A Stop hook did not let you finish yet: run the tests first",
+            "tests pass"
+        ],
+        "{}",
+        stdout(&o)
+    );
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(env.ws.path().join(name)).unwrap()).unwrap()
+    };
+    let start = read("start.json");
+    assert_eq!(start["hook_event_name"], "SessionStart");
+    assert_eq!(start["source"], "startup");
+    let end = read("end.json");
+    assert_eq!(end["hook_event_name"], "SessionEnd");
+    assert_eq!(end["reason"], "other");
+    assert_eq!(end["session_id"], start["session_id"]);
+
+    // A refused prompt: exit 10, the reason on stderr, nothing stored.
+    let o = run("my password is hunter2");
+    assert_eq!(o.status.code(), Some(10), "{}", stderr(&o));
+    assert!(committed(&o).is_empty(), "{}", stdout(&o));
+    let stopped = json_lines(&o)
+        .into_iter()
+        .find(|e| e["type"] == "stopped")
+        .unwrap();
+    assert_eq!(stopped["reason"], "hook_stopped");
+    let error = stopped["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("prompts must not carry passwords"),
+        "{stopped}"
+    );
+    // Without --json, the same reason on stderr.
+    let o = env.rein(&[
+        "exec",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "password: x",
+    ]);
+    assert_eq!(o.status.code(), Some(10));
+    assert!(
+        stderr(&o).contains("prompts must not carry passwords"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn permission_request_hooks_answer_approval_questions_headless() {
+    let env = Env::new();
+    let answer = r#"input=$(cat); if echo "$input" | grep -q 'touch made.txt'; then echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'; else echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"only made.txt may be created","interrupt":true}}}'; fi"#;
+    settings(
+        &env.home.path().join("settings.json"),
+        json!({"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": answer}]}]}),
+    );
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "touch made.txt"}}]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "touch other.txt"}}]},
+            {"text": "never reached"}
+        ]}),
+    );
+    // Default mode, headless: nobody can approve, the hook answers.
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(10), "{}", stderr(&o));
+    assert!(env.ws.path().join("made.txt").exists());
+    assert!(!env.ws.path().join("other.txt").exists());
+    let r = results(&o);
+    assert!(!r[0].1, "{r:?}");
+    assert!(
+        r[1].1 && r[1].0.contains("only made.txt may be created"),
+        "{r:?}"
+    );
+}
+
+/// The same hooks in the app: context and a Stop hook's reason reach the
+/// model, a refused prompt is said on screen and not sent, and quitting
+/// runs the SessionEnd hooks.
+#[test]
+fn the_app_runs_the_session_hooks_and_says_what_they_did() {
+    let env = Env::new();
+    let prompt_guard = r#"input=$(cat); if echo "$input" | grep -q password; then echo 'prompts must not carry passwords' >&2; exit 2; fi; echo 'Ticket: ABC-1'"#;
+    let stop_guard =
+        r#"grep -q '"stop_hook_active":true' && exit 0; echo 'run the tests first' >&2; exit 2"#;
+    settings(
+        &env.home.path().join("settings.json"),
+        json!({
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": prompt_guard}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": stop_guard}]}],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": "cat > \"$REIN_PROJECT_DIR/end.json\""}]}]
+        }),
+    );
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [{"text": "first answer"}, {"text": "tests pass"}]}),
+    );
+    let app = super::tui::Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("ask rein to do something");
+    app.type_text("fix the bug");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("tests pass");
+    assert!(
+        screen.contains("a Stop hook did not let the run end: run the tests first"),
+        "{screen}"
+    );
+    app.type_text("my password is hunter2");
+    app.keys(&["Enter"]);
+    app.wait_for("a UserPromptSubmit hook refused the prompt: prompts must not carry");
+    app.type_text("/quit");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("rein exited with");
+    let id = screen
+        .lines()
+        .find_map(|l| l.split("rein --resume ").nth(1))
+        .unwrap_or_else(|| panic!("no resume hint:\n{screen}"))
+        .trim()
+        .to_string();
+    let end: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.ws.path().join("end.json")).unwrap())
+            .unwrap();
+    assert_eq!(end["reason"], "prompt_input_exit");
+    assert_eq!(end["session_id"], id.as_str());
+    // What the model was given, in order; the refused prompt is not there.
+    let shown = env.rein(&["sessions", "show", &id, "--json"]);
+    let text = stdout(&shown);
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in the session:\n{text}"))
+    };
+    assert!(at("fix the bug") < at("Ticket: ABC-1"));
+    assert!(at("Ticket: ABC-1") < at("first answer"));
+    assert!(at("first answer") < at("A Stop hook did not let you finish yet"));
+    assert!(!text.contains("hunter2"), "{text}");
 }

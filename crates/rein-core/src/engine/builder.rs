@@ -78,6 +78,7 @@ pub struct AgentEngineBuilder {
     project_rules: Option<Arc<dyn ProjectRules>>,
     spill: Option<Arc<dyn OutputSpill>>,
     hooks: Vec<Arc<dyn CallHook>>,
+    session_hook: Option<Arc<dyn crate::lifecycle::SessionHook>>,
     late: Option<Arc<dyn LateTools>>,
 }
 
@@ -182,6 +183,13 @@ impl AgentEngineBuilder {
     }
 
     /// Where "always for this project" approvals are written.
+    /// Hooks run at the session's moments (start, prompt, stop,
+    /// compaction, end...).
+    pub fn session_hook(mut self, hook: Arc<dyn crate::lifecycle::SessionHook>) -> Self {
+        self.session_hook = Some(hook);
+        self
+    }
+
     pub fn project_rules(mut self, rules: Arc<dyn ProjectRules>) -> Self {
         self.project_rules = Some(rules);
         self
@@ -284,6 +292,9 @@ impl AgentEngineBuilder {
                 config,
                 project_rules: self.project_rules,
                 mode_ceiling: None,
+                session_hook: self.session_hook,
+                agent: None,
+                started: Default::default(),
             }),
         })
     }
@@ -303,6 +314,7 @@ impl AgentEngine {
             project_rules: None,
             spill: None,
             hooks: Vec::new(),
+            session_hook: None,
             late: None,
         }
     }

@@ -16,6 +16,18 @@ pub struct ChildPolicy {
     pub tools: Option<Vec<String>>,
     /// Most model calls in one of its runs.
     pub max_turns: Option<u32>,
+    /// Who it is, as hooks are told (`agent_id`, `agent_type`).
+    pub agent: Option<AgentTag>,
+}
+
+/// A sub-agent's identity, as hooks are told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentTag {
+    /// Unique per child (`agent_id`).
+    pub id: String,
+    /// Its definition's name (`agent_type`, the matcher of `SubagentStart`
+    /// and `SubagentStop` hooks).
+    pub kind: String,
 }
 
 impl AgentEngine {
@@ -47,6 +59,9 @@ impl AgentEngine {
                 permissions: Arc::new(permissions),
                 project_rules: inner.project_rules.clone(),
                 mode_ceiling: Some(mode),
+                session_hook: inner.session_hook.clone(),
+                agent: policy.agent.clone(),
+                started: Default::default(),
             }),
         }
     }

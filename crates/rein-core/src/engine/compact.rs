@@ -10,15 +10,16 @@ use crate::store::{CompactionRecord, StoreError};
 use crate::tokens::CallKind;
 
 impl AgentEngine {
-    /// Compact `conv` in place and store the record. Only a store failure
-    /// is an error; a failed summary falls back to dropping turns.
+    /// Compact `conv` in place and store the record; returns the message
+    /// that now stands for the older turns, if it made one. Only a store
+    /// failure is an error; a failed summary falls back to dropping turns.
     pub(crate) async fn compact(
         &self,
         ctx: &mut RunCtx<'_>,
         conv: &mut Conversation,
         reason: CompactionReason,
         ledger: &TaskLedger,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<String>, StoreError> {
         let counter = ctx.counter.clone();
         let counter = counter.as_ref();
         let cfg = &self.inner.config.compaction;
@@ -40,7 +41,7 @@ impl AgentEngine {
                     )),
                 });
             }
-            return Ok(());
+            return Ok(None);
         };
         let window = self.provider().capabilities().context_window;
         // The summariser sees at most half the window (about 4 bytes a
@@ -96,6 +97,10 @@ impl AgentEngine {
                 )
                 .await?;
         }
+        let summary_text = match &head {
+            Message::User { content } => content.clone(),
+            other => other.text(),
+        };
         let mut messages = vec![head];
         let mut seqs = vec![None];
         messages.extend(kept);
@@ -109,6 +114,6 @@ impl AgentEngine {
             tokens_after: conv.tokens(),
             note: note.map(|n| format!("{n}; the oldest turns were dropped instead")),
         });
-        Ok(())
+        Ok(Some(summary_text))
     }
 }

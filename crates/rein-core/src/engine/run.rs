@@ -159,6 +159,8 @@ pub(crate) struct Run {
     first_call_required: bool,
     /// What the run's calls did, for the profile's nudges.
     looked: help::Looked,
+    /// Answers in a row that Stop hooks did not let end the run.
+    stop_blocks: u32,
 }
 
 impl AgentEngine {
@@ -218,9 +220,15 @@ impl AgentEngine {
             without: inner.config.without.clone(),
         });
         let policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+        // The user's hooks see the prompt before it is stored (and may
+        // refuse it); what they add follows it.
+        let context = self
+            .start_hooks(ctx, opened.resumed, &request.prompt, mode)
+            .await?;
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
             .await?;
+        self.add_hook_context(ctx, &mut conv, context).await?;
         let track = Tracker {
             ledger: TaskLedger {
                 latest_instruction: request.prompt.clone(),
@@ -276,6 +284,7 @@ impl AgentEngine {
             started: tokio::time::Instant::now(),
             first_call_required,
             looked,
+            stop_blocks: 0,
         })
     }
 
@@ -308,6 +317,16 @@ impl AgentEngine {
                 return Ok(());
             }
             if self.nudged(ctx, run).await? {
+                return Ok(());
+            }
+            if let Some(why) = self.stop_hooks(ctx, run.mode, &mut run.stop_blocks).await? {
+                // A Stop hook sends the model back to work.
+                ctx.emit(Event::Notice {
+                    message: format!("a Stop hook did not let the run end: {why}"),
+                });
+                let text = format!("[rein] A Stop hook did not let you finish yet: {why}");
+                self.commit_to(ctx, &mut run.conv, Message::user(text))
+                    .await?;
                 return Ok(());
             }
             return Err(Stop::new(StopReason::Completed));
@@ -363,8 +382,18 @@ impl AgentEngine {
             run.req.tools = std::mem::take(&mut run.fixed.tools);
         }
         for text in run.control.take_queued() {
+            let context = match self.prompt_hooks(ctx, &text, run.mode).await? {
+                moments::PromptFate::Take(context) => context,
+                moments::PromptFate::Refused(why) => {
+                    ctx.emit(Event::Notice {
+                        message: format!("a UserPromptSubmit hook refused your message: {why}"),
+                    });
+                    continue;
+                }
+            };
             self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))
                 .await?;
+            self.add_hook_context(ctx, &mut run.conv, context).await?;
             let earlier = std::mem::replace(&mut run.track.ledger.latest_instruction, text);
             run.track.ledger.earlier_requests.push(earlier);
         }
@@ -440,15 +469,25 @@ impl AgentEngine {
         outcome
     }
 
+    /// Compact the run's context, with the compaction hooks around it.
     async fn compact_run(
         &self,
         ctx: &mut RunCtx<'_>,
         run: &mut Run,
         reason: CompactionReason,
     ) -> Result<(), Stop> {
-        Ok(self
+        let trigger = crate::lifecycle::CompactTrigger::Auto;
+        self.pre_compact_hooks(ctx, trigger, run.mode).await?;
+        let summary = self
             .compact(ctx, &mut run.conv, reason, &run.track.ledger)
-            .await?)
+            .await?;
+        if let Some(summary) = summary {
+            let context = self
+                .post_compact_hooks(ctx, trigger, &summary, run.mode)
+                .await?;
+            self.add_hook_context(ctx, &mut run.conv, context).await?;
+        }
+        Ok(())
     }
 
     /// Run a turn's calls (unless the loop guard stops them) and note what
@@ -510,6 +549,7 @@ impl AgentEngine {
         let (finished, fault) = self
             .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
             .await;
+        let halt = finished.iter().find_map(|f| f.effects.halt.clone());
         let wrote = run
             .track
             .observe(&finished, ctx.st.turns, &self.inner.workspace);
@@ -531,7 +571,13 @@ impl AgentEngine {
         if let Some(e) = fault {
             return Err(e.into());
         }
-        Ok(())
+        match halt {
+            Some(why) => Err(Stop::with_error(
+                StopReason::HookStopped,
+                format!("a hook stopped the run: {why}"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The budget this run has used up, if any.
@@ -561,7 +607,7 @@ impl AgentEngine {
     }
 
     /// Store a message, announce it, and add it to the conversation.
-    async fn commit_to(
+    pub(super) async fn commit_to(
         &self,
         ctx: &mut RunCtx<'_>,
         conv: &mut Conversation,

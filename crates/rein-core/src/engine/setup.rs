@@ -100,6 +100,7 @@ impl AgentEngine {
             granted: std::sync::Mutex::new(granted),
             approvals: self.inner.config.approvals.clone(),
             project_rules: self.inner.project_rules.clone(),
+            agent_id: self.inner.agent.as_ref().map(|a| a.id.clone()),
         })
     }
 

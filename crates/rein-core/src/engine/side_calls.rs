@@ -5,7 +5,9 @@ use super::*;
 
 impl AgentEngine {
     /// Compact a stored session now (`rein compact`): summarise all but its
-    /// last turns. Returns false when there was nothing to compact.
+    /// last turns. Returns false when there was nothing to compact (or a
+    /// `PreCompact` hook stopped it). The compaction hooks run with the
+    /// engine's mode.
     pub async fn compact_session(
         &self,
         id: &str,
@@ -30,8 +32,28 @@ impl AgentEngine {
             todos,
             ..Default::default()
         };
-        self.compact(&mut ctx, &mut conv, CompactionReason::Manual, &ledger)
+        let mode = self.inner.permissions.mode;
+        let trigger = crate::lifecycle::CompactTrigger::Manual;
+        if let Err(stop) = self.pre_compact_hooks(&mut ctx, trigger, mode).await {
+            ctx.emit(Event::Notice {
+                message: stop.error.unwrap_or_default(),
+            });
+            return Ok(false);
+        }
+        let summary = self
+            .compact(&mut ctx, &mut conv, CompactionReason::Manual, &ledger)
             .await?;
+        if let Some(summary) = summary {
+            match self
+                .post_compact_hooks(&mut ctx, trigger, &summary, mode)
+                .await
+            {
+                Ok(context) => self.add_hook_context(&mut ctx, &mut conv, context).await?,
+                Err(stop) => ctx.emit(Event::Notice {
+                    message: stop.error.unwrap_or_default(),
+                }),
+            }
+        }
         Ok(conv.messages.len() != before)
     }
 

@@ -186,12 +186,14 @@ mod tests {
         };
         let ws = Path::new("/ws");
         let write = |path: &str| CallEffects {
+            halt: None,
             access: Some(ToolAccess::Write),
             writes: vec![PathBuf::from(path)],
             test_command: None,
             waited: Default::default(),
         };
         let test_run = CallEffects {
+            halt: None,
             access: Some(ToolAccess::Execute),
             writes: Vec::new(),
             test_command: Some("cargo test".into()),
@@ -219,6 +221,7 @@ mod tests {
         );
         // A turn of reads changes nothing and writes nothing.
         let read = CallEffects {
+            halt: None,
             access: Some(ToolAccess::Read),
             ..CallEffects::default()
         };

@@ -19,6 +19,10 @@ pub(super) struct Checked<'a> {
     pub escalated: Vec<String>,
     /// A hook allowed the call: what would be asked is not.
     pub allowed: bool,
+    /// The run, as hooks see it (None: there are no hooks).
+    pub hook_run: Option<&'a super::HookRun>,
+    /// Set when a hook that answered the question stopped the run.
+    pub halt: &'a mut Option<String>,
 }
 
 impl Gate {
@@ -110,6 +114,21 @@ impl Gate {
                 suggested_mode,
             ),
         };
+        // The user's hooks may answer in the user's place.
+        if let Some(run) = checked.hook_run {
+            match self.permission_hooks(call, args, &why, run).await {
+                Some(super::PermissionAnswer::Allow) => {
+                    return Ok((assessment, std::time::Duration::ZERO));
+                }
+                Some(super::PermissionAnswer::Deny { message, interrupt }) => {
+                    if interrupt {
+                        *checked.halt = Some(message.clone());
+                    }
+                    return Err(ToolError(format!("a hook denied this call: {message}")));
+                }
+                None => {}
+            }
+        }
         let request = ApprovalRequest {
             call_id: call.id.clone(),
             tool: call.name.clone(),

@@ -37,6 +37,31 @@ pub trait CallHook: Send + Sync {
     ) -> AfterCall {
         AfterCall::Nothing
     }
+
+    /// When the call would be put to the user (no rule or hook decided
+    /// it): answer for them, or None to ask them. `why` is what the
+    /// question says. By default None.
+    async fn permission_request(
+        &self,
+        _call: &ToolCall,
+        _args: &Value,
+        _why: &str,
+        _run: &HookRun,
+    ) -> Option<PermissionAnswer> {
+        None
+    }
+}
+
+/// A hook's answer in the user's place to a call's approval question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    Allow,
+    /// Refused; the model gets the message. With `interrupt`, the run
+    /// stops too.
+    Deny {
+        message: String,
+        interrupt: bool,
+    },
 }
 
 /// What a hook made of a call that ran.
@@ -47,6 +72,8 @@ pub enum AfterCall {
     Tell(String),
     /// Told to the user.
     Warn(String),
+    /// The run stops after this call (the hook said `continue: false`).
+    Halt(String),
 }
 
 /// The run a call is part of, as hooks see it.
@@ -55,6 +82,11 @@ pub struct HookRun {
     pub session_id: String,
     pub workspace: std::path::PathBuf,
     pub mode: crate::PermissionMode,
+    /// The sub-agent the call is part of (None: the main agent).
+    pub agent_id: Option<String>,
+    /// Someone can answer approval questions (false: headless, where
+    /// what needs one is refused).
+    pub user_can_answer: bool,
 }
 
 /// What a [`CallHook`] decided about a call.
@@ -76,6 +108,8 @@ pub enum HookVerdict {
     /// Go on, and tell the user this (a hook that failed without
     /// blocking).
     Warn(String),
+    /// Do not run it, and stop the run (the hook said `continue: false`).
+    Halt(String),
 }
 
 /// What the hooks made of a call: its arguments, and the reasons any of
@@ -87,20 +121,23 @@ pub(super) struct Hooked {
     pub allowed: bool,
     /// What hooks that failed without blocking said, for the user.
     pub warnings: Vec<String>,
+    /// A hook stopped the run, for this reason: the call is not run.
+    pub halt: Option<String>,
 }
 
 impl Gate {
     /// Pass a call that ran through every hook's after-call check: what
     /// they tell the model is added to its output, what they tell the user
-    /// is a notice.
+    /// is a notice. Returns why a hook stopped the run, if one did.
     pub(super) async fn after_hooks(
         &self,
         call: &ToolCall,
         run: &HookRun,
         output: &mut crate::tool::ToolOutput,
         events: &super::GateEvents,
-    ) {
+    ) -> Option<String> {
         let args = super::parse_arguments(call).unwrap_or(Value::Null);
+        let mut halt = None;
         for hook in &self.hooks {
             match hook.after_call_in(call, &args, output, run).await {
                 AfterCall::Nothing => {}
@@ -109,8 +146,27 @@ impl Gate {
                     output.content.push_str(&text);
                 }
                 AfterCall::Warn(message) => events(crate::event::Event::Notice { message }),
+                AfterCall::Halt(why) => halt = halt.or(Some(why)),
             }
         }
+        halt
+    }
+
+    /// Ask the hooks to answer a call's approval question for the user;
+    /// the first that answers decides.
+    pub(super) async fn permission_hooks(
+        &self,
+        call: &ToolCall,
+        args: &Value,
+        why: &str,
+        run: &HookRun,
+    ) -> Option<PermissionAnswer> {
+        for hook in &self.hooks {
+            if let Some(answer) = hook.permission_request(call, args, why, run).await {
+                return Some(answer);
+            }
+        }
+        None
     }
 
     /// Pass the call through every hook in order; a rewrite is checked
@@ -120,22 +176,17 @@ impl Gate {
         call: &ToolCall,
         mut args: Value,
         entry: &Registered,
-        ctx: &crate::tool::ToolContext,
-        mode: crate::PermissionMode,
+        run: Option<&HookRun>,
     ) -> Result<Hooked, ToolError> {
         let mut escalated = Vec::new();
-        if self.hooks.is_empty() {
+        let Some(run) = run else {
             return Ok(Hooked {
                 args,
                 escalated,
                 allowed: false,
                 warnings: Vec::new(),
+                halt: None,
             });
-        }
-        let run = &HookRun {
-            session_id: ctx.session_id.clone(),
-            workspace: ctx.workspace.clone(),
-            mode,
         };
         let (mut allowed, mut warnings) = (false, Vec::new());
         for hook in &self.hooks {
@@ -146,6 +197,15 @@ impl Gate {
                 HookVerdict::Warn(what) => warnings.push(what),
                 HookVerdict::Veto(why) => {
                     return Err(ToolError(format!("a hook refused this call: {why}")));
+                }
+                HookVerdict::Halt(why) => {
+                    return Ok(Hooked {
+                        args,
+                        escalated,
+                        allowed: false,
+                        warnings,
+                        halt: Some(why),
+                    });
                 }
                 HookVerdict::Rewrite(new) => {
                     schema_check::check(&new, &entry.spec.parameters).map_err(|e| {
@@ -163,6 +223,7 @@ impl Gate {
             escalated,
             allowed,
             warnings,
+            halt: None,
         })
     }
 }

@@ -41,6 +41,7 @@ async fn a_child_never_gets_a_looser_mode_more_tools_or_more_turns_than_its_pare
         mode: Some(PermissionMode::Bypass),
         tools: Some(vec!["sleep".into(), "teleport".into()]),
         max_turns: Some(100),
+        ..Default::default()
     });
     let names: Vec<String> = child
         .tool_specs(PermissionMode::Default)

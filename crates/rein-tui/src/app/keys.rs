@@ -380,13 +380,13 @@ impl App {
         if self.running() {
             return self.needs_idle("/new");
         }
-        self.status.session_id = None;
+        let ended = self.status.session_id.take();
         self.status.totals = Default::default();
         self.status.context_tokens = None;
         self.todos.clear();
         self.status.todos_done = 0;
         self.status.todos_total = 0;
-        vec![Action::NewSession]
+        vec![Action::NewSession { ended }]
     }
 
     /// `/todos`: the session's todo list.
