@@ -15,17 +15,18 @@ use tokio::sync::mpsc;
 
 use crate::app::{Action, App, Status};
 use crate::cells::Cell;
-
-mod session_hooks;
 use crate::history::InputHistory;
 use crate::render;
 use crate::screen::{self, Screen};
 use crate::theme::Theme;
 
 mod log;
+mod paint;
 mod reports;
+mod session_hooks;
 
 use log::{LogRedirect, RENDERING, restore_stderr};
+use paint::{paint, redraw_all};
 use reports::{refresh_cost, show_context, show_cost};
 
 /// Builds the provider `/model TEXT` names.
@@ -575,56 +576,6 @@ impl Loop {
 
 /// How long quitting waits for a cancelled run to stop.
 const QUIT_WAIT: Duration = Duration::from_secs(5);
-
-/// The screen from scratch (after a resize or a return from the shell):
-/// the newest cells again at the current width, then the app.
-fn redraw_all(app: &App, screen: &mut Screen) -> anyhow::Result<()> {
-    let size = screen.current_size()?;
-    let want = render::desired_height(app, size.width, size.height);
-    screen.reset(want)?;
-    let rows = size.height.saturating_sub(want) as usize;
-    screen.insert(app.printed_tail(rows, size.width))?;
-    Ok(())
-}
-
-/// Print finished cells, fit the viewport, draw.
-fn paint(app: &mut App, screen: &mut Screen) -> anyhow::Result<()> {
-    let size = screen.size();
-    let cells = app.drain_inserts();
-    if !cells.is_empty() {
-        let lines = render::transcript_lines(&cells, size.width, &app.theme);
-        screen.insert(lines)?;
-    }
-    let mut want = render::desired_height(app, size.width, size.height);
-    if app.running() && app.modal.is_none() {
-        // While a run goes on the viewport only grows: no jumping.
-        want = want.max(screen.height());
-    }
-    if want != screen.height() {
-        screen.reshape(want)?;
-    }
-    let mut failed = None;
-    screen.draw(|f| {
-        RENDERING.store(true, std::sync::atomic::Ordering::SeqCst);
-        let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| render::draw(app, f)));
-        RENDERING.store(false, std::sync::atomic::Ordering::SeqCst);
-        if let Err(p) = drawn {
-            let why = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown".into());
-            failed = Some(why);
-        }
-    })?;
-    if let Some(why) = failed {
-        // Show it once, as a cell; the app and the session go on.
-        app.error(format!(
-            "a screen failed to draw ({why}); details are in the log under REIN_HOME/logs"
-        ));
-    }
-    Ok(())
-}
 
 async fn resume(app: &mut App, store: &dyn SessionStore, id: &str) {
     let info = match store.get_session(id).await {

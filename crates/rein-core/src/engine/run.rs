@@ -138,29 +138,29 @@ impl RunOutcome {
 
 /// What the loop keeps between turns besides the context.
 pub(crate) struct Run {
-    conv: Conversation,
-    track: Tracker,
-    mode: PermissionMode,
-    policy: Arc<RunPolicy>,
-    fixed: FixedPart,
+    pub(super) conv: Conversation,
+    pub(super) track: Tracker,
+    pub(super) mode: PermissionMode,
+    pub(super) policy: Arc<RunPolicy>,
+    pub(super) fixed: FixedPart,
     /// One request for the whole run: its messages are lent from the
     /// conversation for each call (swapped, never copied), so a turn costs
     /// the same however long the history is.
-    req: ModelRequest,
-    control: RunControl,
+    pub(super) req: ModelRequest,
+    pub(super) control: RunControl,
     /// The gate the request's tool list was made from (`add_tools` swaps
     /// in a new one).
-    gate: Arc<Gate>,
+    pub(super) gate: Arc<Gate>,
     /// AGENTS.md, the date and the file list, read at the start.
-    inputs: setup::PromptInputs,
-    started: tokio::time::Instant,
+    pub(super) inputs: setup::PromptInputs,
+    pub(super) started: tokio::time::Instant,
     /// The first turn must call a tool (the profile asks for it and the
     /// workspace has files to look at).
-    first_call_required: bool,
+    pub(super) first_call_required: bool,
     /// What the run's calls did, for the profile's nudges.
-    looked: help::Looked,
+    pub(super) looked: help::Looked,
     /// Answers in a row that Stop hooks did not let end the run.
-    stop_blocks: u32,
+    pub(super) stop_blocks: u32,
 }
 
 impl AgentEngine {
@@ -490,96 +490,6 @@ impl AgentEngine {
         Ok(())
     }
 
-    /// Run a turn's calls (unless the loop guard stops them) and note what
-    /// they did.
-    async fn tool_round(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        run: &mut Run,
-        calls: Vec<ToolCall>,
-    ) -> Result<(), Stop> {
-        // Each call's arguments are parsed once, here (never when they are
-        // over the size limit): the loop guard compares them, the gate
-        // checks and runs them.
-        let gate = run.gate.clone();
-        let args: Vec<Option<serde_json::Value>> = calls
-            .iter()
-            .map(|c| match gate.oversized(c) {
-                Some(_) => None,
-                None => crate::gate::parse_arguments(c).ok(),
-            })
-            .collect();
-        let note = match run.track.guard.before(&calls, &args, &ctx.st.final_text) {
-            guard::Verdict::Run => None,
-            guard::Verdict::Remind(n) => Some(n),
-            guard::Verdict::Stop(why) => {
-                for call in &calls {
-                    let refused = Message::Tool(ToolResult {
-                        images: Vec::new(),
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        output: format!("error: not run: {why}; the run was stopped"),
-                        is_error: true,
-                    });
-                    self.commit_to(ctx, &mut run.conv, refused).await?;
-                }
-                return Err(Stop::with_error(StopReason::Repetition, why));
-            }
-        };
-        // A call working in a folder below the workspace brings that
-        // folder's instructions with its result, the first time.
-        let notes: Vec<Option<String>> =
-            args.iter()
-                .map(|a| {
-                    let nested = a.as_ref().and_then(call_path).and_then(|path| {
-                        run.inputs.instructions.nested(&self.inner.workspace, path)
-                    });
-                    match (&note, nested) {
-                        (Some(n), Some(i)) => Some(format!("{n}{i}")),
-                        (Some(n), None) => Some(n.clone()),
-                        (None, Some(i)) => Some(i.trim_start().to_string()),
-                        (None, None) => None,
-                    }
-                })
-                .collect();
-        let via = turn::TurnGate {
-            gate: &gate,
-            policy: &run.policy,
-        };
-        let (finished, fault) = self
-            .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
-            .await;
-        let halt = finished.iter().find_map(|f| f.effects.halt.clone());
-        let wrote = run
-            .track
-            .observe(&finished, ctx.st.turns, &self.inner.workspace);
-        run.looked.wrote |= wrote;
-        run.looked.last_round_failed =
-            !finished.is_empty() && finished.iter().all(|f| f.result.is_error);
-        for f in finished.iter().filter(|f| !f.result.is_error) {
-            if let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) {
-                run.looked.saw(&call.arguments);
-            }
-        }
-        run.track
-            .guard
-            .after(finished.iter().map(|f| &f.result), wrote);
-        for f in finished {
-            run.conv
-                .push(Message::Tool(f.result), f.seq, ctx.counter.as_ref());
-        }
-        if let Some(e) = fault {
-            return Err(e.into());
-        }
-        match halt {
-            Some(why) => Err(Stop::with_error(
-                StopReason::HookStopped,
-                format!("a hook stopped the run: {why}"),
-            )),
-            None => Ok(()),
-        }
-    }
-
     /// The budget this run has used up, if any.
     fn budget_exceeded(&self, st: &RunState, started: tokio::time::Instant) -> Option<StopReason> {
         let cfg = &self.inner.config;
@@ -631,11 +541,4 @@ fn narrow_to_edits(tools: &mut Vec<crate::ToolSpec>) -> Option<Vec<crate::ToolSp
     let all = tools.clone();
     tools.retain(|t| help::EDIT_TOOLS.contains(&t.name.as_str()));
     Some(all)
-}
-
-/// The path a call's arguments name (`path`, or `file_path`), if any.
-fn call_path(args: &serde_json::Value) -> Option<&str> {
-    args.get("path")
-        .or_else(|| args.get("file_path"))
-        .and_then(serde_json::Value::as_str)
 }
