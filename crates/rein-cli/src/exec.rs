@@ -217,11 +217,16 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     for note in &hooks.notes {
         output::err(&format!("note: {note}"));
     }
+    let agents = crate::run_setup::agents(&cfg, &workspace);
+    for warning in &agents.warnings {
+        output::err(&format!("note: {warning}"));
+    }
     let extras = RunExtras {
         memory: &memory,
         mcp: mcp.as_ref(),
         skills: &skills,
         hooks: &hooks,
+        agents: &agents,
     };
     let builder = engine_builder(&cfg, &workspace, mode, provider, store, &extras);
     let engine = builder

@@ -284,6 +284,24 @@ impl HumanOutput {
                     }
                 }
             }
+            Event::Subagent {
+                agent,
+                description,
+                event,
+                ..
+            } => match event.as_ref() {
+                Event::RunStarted { session_id, .. } => err(&format!(
+                    "→ sub-agent {agent}: {} (session {session_id})",
+                    one_line(description, 120)
+                )),
+                Event::ToolStarted { name, .. } => err(&format!("  {agent} › {name}")),
+                Event::Stopped { reason, turns, .. } => err(&format!(
+                    "← sub-agent {agent}: {} after {turns} turn{}",
+                    reason.as_str(),
+                    if *turns == 1 { "" } else { "s" }
+                )),
+                _ => {}
+            },
             _ => {}
         }
     }

@@ -20,6 +20,17 @@ pub struct RunExtras<'a> {
     pub skills: &'a Arc<rein_tools::skills::Skills>,
     /// The user's hooks (every profile: no tool passes by them).
     pub hooks: &'a rein_tools::user_hooks::HookSet,
+    /// The sub-agents the `task` tool can start.
+    pub agents: &'a rein_core::agents::AgentCatalog,
+}
+
+/// The sub-agents of a run here: the project's definitions in a trusted
+/// folder, the user's own (`$REIN_HOME/agents`), the built-ins.
+pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog {
+    // Read in any folder: a definition can only narrow what its agent may
+    // do (its mode, tools and turns are capped by the parent's).
+    let _ = cfg.trusted;
+    rein_core::agents::AgentCatalog::discover(workspace, Some(&cfg.home.join("agents")), true)
 }
 
 /// Two pieces of the system prompt's end, either possibly empty.
@@ -68,6 +79,10 @@ pub fn engine_builder(
         {
             builder = builder.hook(Arc::new(hook));
         }
+        builder = builder.subagents(rein_core::SubagentConfig {
+            catalog: extras.agents.clone(),
+            ..Default::default()
+        });
         // The servers' tools come as each server is ready; a call to one
         // still starting waits for it.
         match extras.mcp {

@@ -80,11 +80,14 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     });
     let hooks = crate::hooks::load(&cfg, &workspace);
     notices.extend(hooks.notes.iter().cloned());
+    let agents = crate::run_setup::agents(&cfg, &workspace);
+    notices.extend(agents.warnings.iter().cloned());
     let extras = crate::exec::RunExtras {
         memory: &memory,
         mcp: mcp.as_ref(),
         skills: &skills,
         hooks: &hooks,
+        agents: &agents,
     };
     let engine = engine_builder(&cfg, &workspace, mode, first, store.clone(), &extras)
         .approvals(Approvals::Events)

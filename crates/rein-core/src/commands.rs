@@ -174,21 +174,26 @@ impl CustomCommand {
     pub fn allowed_tool_names(&self) -> Vec<String> {
         self.allowed_tools
             .iter()
-            .map(|t| {
-                let base = t.split('(').next().unwrap_or(t).trim();
-                match base {
-                    "Bash" => "bash",
-                    "Read" => "read_file",
-                    "Edit" | "MultiEdit" => "edit_file",
-                    "Write" => "write_file",
-                    "Grep" => "grep",
-                    "Glob" | "LS" => "glob",
-                    other => other,
-                }
-                .to_string()
-            })
+            .map(|t| rein_tool_name(t))
             .collect()
     }
+}
+
+/// rein's name for a tool named the Claude Code way (`Bash`, `Read`...;
+/// a pattern like `Bash(git:*)` names the whole tool); other names as
+/// they are.
+pub fn rein_tool_name(name: &str) -> String {
+    let base = name.split('(').next().unwrap_or(name).trim();
+    match base {
+        "Bash" => "bash",
+        "Read" => "read_file",
+        "Edit" | "MultiEdit" => "edit_file",
+        "Write" => "write_file",
+        "Grep" => "grep",
+        "Glob" | "LS" => "glob",
+        other => other,
+    }
+    .to_string()
 }
 
 #[cfg(test)]

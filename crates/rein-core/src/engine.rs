@@ -23,12 +23,14 @@ mod run;
 mod setup;
 mod side_calls;
 mod state;
+mod task;
 mod turn;
 
 pub use builder::{AgentEngineBuilder, EngineConfig};
 pub use child::{AgentTag, ChildPolicy};
 pub use control::RunControl;
 pub use side_calls::TitleError;
+pub use task::SubagentConfig;
 
 use guard::LoopGuard;
 pub use guard::LoopGuardConfig;
@@ -118,6 +120,8 @@ struct Inner {
     agent: Option<child::AgentTag>,
     /// Sessions whose start hooks ran in this engine.
     started: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The `task` tool, when sub-agents are on (never in a child).
+    task: Option<Arc<task::TaskTool>>,
 }
 
 /// The agent loop. Cheap to clone; clones share tools, locks and store.

@@ -202,6 +202,19 @@ pub enum Event {
         /// everything the model asked for was allowed).
         refused: Vec<RefusedCall>,
     },
+    /// An event of a sub-agent's run (started by the `task` call
+    /// `call_id`), nested whole: its own `run_started` ... `stopped`.
+    Subagent {
+        /// Unique per sub-agent run.
+        agent_id: String,
+        /// Its definition's name.
+        agent: String,
+        /// The task's short description.
+        description: String,
+        /// The `task` call of the parent that started it.
+        call_id: String,
+        event: Box<Event>,
+    },
 }
 
 /// A call the gate refused, as `Stopped` lists it.

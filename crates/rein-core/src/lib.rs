@@ -1,6 +1,7 @@
 //! rein-core: the agent loop and the shapes everything else plugs into.
 //! No HTTP, no database, no terminal: those live in the crates above.
 
+pub mod agents;
 pub mod approval;
 pub mod assemble;
 pub mod commands;
@@ -37,7 +38,7 @@ pub use approval::{
 pub use assemble::AssistantAssembler;
 pub use engine::{
     AgentEngine, AgentEngineBuilder, AgentTag, ChildPolicy, EngineConfig, EngineError, FixedTokens,
-    RunControl, RunOutcome, RunRequest, RunStream, TitleError,
+    RunControl, RunOutcome, RunRequest, RunStream, SubagentConfig, TitleError,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{

@@ -145,6 +145,8 @@ pub enum CallKind {
     Compaction,
     /// A short call for a session title.
     Title,
+    /// A sub-agent's whole run (all its model calls, summed).
+    Subagent,
 }
 
 /// One model call the harness made.

@@ -54,6 +54,9 @@ pub struct ToolContext {
     /// Folders outside the workspace that reading tools may open: where
     /// this session's big tool outputs are saved.
     pub read_roots: Vec<PathBuf>,
+    /// Where the call's own events go (a sub-agent's run, nested in its
+    /// parent's); None: nowhere.
+    pub events: Option<crate::gate::GateEvents>,
 }
 
 /// What the model is told to do with a saved output when nobody named the

@@ -11,6 +11,7 @@ mod engine {
     mod permission_scenarios;
     mod profile_scenarios;
     mod stream_scenarios;
+    mod subagent_scenarios;
     pub mod support;
     mod tool_scenarios;
 }

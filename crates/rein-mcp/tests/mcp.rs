@@ -478,6 +478,7 @@ fn context(workspace: &std::path::Path) -> ToolContext {
         store: Arc::new(InMemorySessionStore::new()),
         sandbox: SandboxPolicy::default(),
         read_roots: Vec::new(),
+        events: None,
     }
 }
 

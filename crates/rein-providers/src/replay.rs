@@ -49,6 +49,7 @@
 //! | `context_window` | integer, optional | Context window in tokens, reported in the capabilities. |
 //! | `pricing` | object, optional | The model's prices the provider reports, in US$ per million tokens: `input` and `output` (required numbers ≥ 0) and `cached_input` (default: the `input` price). Without it the prices are unknown, as for an unlisted model. |
 //! | `turns` | array, required | The model turns, played one per model call, in order. Must not be empty. |
+//! | `agents` | object, optional | Turns for sub-agents, by agent name: `{"explore": [turn, ...]}`. A request from a sub-agent of that name (its system prompt carries the `[rein sub-agent: NAME]` marker) plays the next of these turns instead of the next of `turns`, so children running side by side get their own answers whatever the order. |
 //! | `summaries` | array of strings, optional | Answers to the engine's compaction summary requests, in order (the last repeats when they run out). They take no turn, so a long script can cross compactions. Without it a summary request takes the next turn like any call. |
 //!
 //! A turn (every field optional, but a turn must have at least one of
@@ -182,6 +183,10 @@ pub struct ReplayScript {
     /// repeated when they run out). Empty: summary requests take turns
     /// like any other call.
     pub summaries: Vec<String>,
+    /// The turns of each sub-agent, by agent name: a request from a
+    /// sub-agent (its system prompt names it) takes the next of its own
+    /// turns, so parallel children play deterministically.
+    pub agents: std::collections::BTreeMap<String, Vec<ReplayTurn>>,
 }
 
 impl Default for ReplayScript {
@@ -193,6 +198,7 @@ impl Default for ReplayScript {
             pricing: None,
             turns: Vec::new(),
             summaries: Vec::new(),
+            agents: Default::default(),
         }
     }
 }
@@ -323,6 +329,8 @@ struct State {
     summaries_played: usize,
     /// Every request received, in order.
     requests: Vec<ModelRequest>,
+    /// Turns played of each sub-agent's own list.
+    agent_next: std::collections::BTreeMap<String, usize>,
 }
 
 impl ReplayProvider {
@@ -433,19 +441,30 @@ impl Provider for ReplayProvider {
             let items = plan(&turn, 0);
             return Ok(Box::pin(stream::iter(items)));
         }
-        let index = {
+        let agent = rein_core::agents::agent_of(&request.system)
+            .filter(|name| self.script.agents.contains_key(*name));
+        let (list, whose, index) = {
             let mut state = self.lock();
             state.requests.push(request.clone());
-            let index = state.next;
-            state.next += 1;
-            index
+            match agent {
+                Some(name) => {
+                    let next = state.agent_next.entry(name.to_string()).or_default();
+                    *next += 1;
+                    let list = &self.script.agents[name];
+                    (list, format!("agent `{name}` of the "), *next - 1)
+                }
+                None => {
+                    state.next += 1;
+                    (&self.script.turns, String::new(), state.next - 1)
+                }
+            }
         };
-        let total = self.script.turns.len();
-        let Some(turn) = self.script.turns.get(index) else {
+        let total = list.len();
+        let Some(turn) = list.get(index) else {
             return Err(ProviderError::new(
                 ProviderErrorKind::Config,
                 format!(
-                    "replay script exhausted: it has {total} turn{} and turn {} was requested",
+                    "{whose}replay script exhausted: it has {total} turn{} and turn {} was requested",
                     if total == 1 { "" } else { "s" },
                     index + 1
                 ),

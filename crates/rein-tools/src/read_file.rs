@@ -351,6 +351,7 @@ mod tests {
             store: std::sync::Arc::new(rein_core::InMemorySessionStore::new()),
             sandbox: rein_core::SandboxPolicy::default(),
             read_roots,
+            events: None,
         }
     }
 

@@ -495,6 +495,7 @@ mod tests {
             store: Arc::new(rein_core::InMemorySessionStore::new()),
             sandbox: rein_core::SandboxPolicy::default(),
             read_roots: Vec::new(),
+            events: None,
         };
         let out = tool
             .call(json!({"name": "pdf"}), ctx.clone())

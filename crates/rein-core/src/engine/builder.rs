@@ -79,6 +79,7 @@ pub struct AgentEngineBuilder {
     spill: Option<Arc<dyn OutputSpill>>,
     hooks: Vec<Arc<dyn CallHook>>,
     session_hook: Option<Arc<dyn crate::lifecycle::SessionHook>>,
+    subagents: Option<task::SubagentConfig>,
     late: Option<Arc<dyn LateTools>>,
 }
 
@@ -190,6 +191,13 @@ impl AgentEngineBuilder {
         self
     }
 
+    /// Give the model the `task` tool: sub-agents from this catalog, with
+    /// this cap and deadline.
+    pub fn subagents(mut self, config: task::SubagentConfig) -> Self {
+        self.subagents = Some(config);
+        self
+    }
+
     pub fn project_rules(mut self, rules: Arc<dyn ProjectRules>) -> Self {
         self.project_rules = Some(rules);
         self
@@ -282,21 +290,36 @@ impl AgentEngineBuilder {
         if let Some(late) = self.late {
             gate = gate.with_late_tools(late);
         }
-        Ok(AgentEngine {
-            inner: Arc::new(Inner {
-                provider: std::sync::RwLock::new(self.provider),
-                store: self.store,
+        let (provider, store, project_rules, session_hook, subagents) = (
+            self.provider,
+            self.store,
+            self.project_rules,
+            self.session_hook,
+            self.subagents,
+        );
+        // The task tool runs children of this very engine: it holds a
+        // weak handle to it, made before the engine exists.
+        let inner = Arc::new_cyclic(|me| {
+            let task = subagents.map(|c| Arc::new(task::TaskTool::new(me.clone(), c)));
+            if let Some(t) = &task {
+                gate = gate.with_added(vec![t.clone() as Arc<dyn Tool>]);
+            }
+            Inner {
+                provider: std::sync::RwLock::new(provider),
+                store,
                 gate: std::sync::RwLock::new(Arc::new(gate)),
                 workspace,
                 permissions,
                 config,
-                project_rules: self.project_rules,
+                project_rules,
                 mode_ceiling: None,
-                session_hook: self.session_hook,
+                session_hook,
                 agent: None,
                 started: Default::default(),
-            }),
-        })
+                task,
+            }
+        });
+        Ok(AgentEngine { inner })
     }
 }
 
@@ -315,6 +338,7 @@ impl AgentEngine {
             spill: None,
             hooks: Vec::new(),
             session_hook: None,
+            subagents: None,
             late: None,
         }
     }

@@ -18,6 +18,11 @@ pub struct ChildPolicy {
     pub max_turns: Option<u32>,
     /// Who it is, as hooks are told (`agent_id`, `agent_type`).
     pub agent: Option<AgentTag>,
+    /// Its own instructions, at the end of its system prompt (in place of
+    /// the parent's note).
+    pub instructions: Option<String>,
+    /// Longest one of its runs may take (at most the parent's).
+    pub deadline: Option<std::time::Duration>,
 }
 
 /// A sub-agent's identity, as hooks are told.
@@ -45,9 +50,18 @@ impl AgentEngine {
         if let Some(n) = policy.max_turns {
             config.max_turns = config.max_turns.min(n);
         }
+        if let Some(d) = policy.deadline {
+            config.max_wall_time = Some(config.max_wall_time.map_or(d, |p| p.min(d)));
+        }
+        if let Some(text) = policy.instructions {
+            config.system_note = Some(text);
+        }
+        // A child cannot start children of its own (depth 1).
         let gate = match &policy.tools {
-            Some(names) => self.gate().narrowed(|t| names.iter().any(|n| n == t)),
-            None => self.gate().narrowed(|_| true),
+            Some(names) => self
+                .gate()
+                .narrowed(|t| t != task::TOOL_NAME && names.iter().any(|n| n == t)),
+            None => self.gate().narrowed(|t| t != task::TOOL_NAME),
         };
         AgentEngine {
             inner: Arc::new(Inner {
@@ -62,6 +76,7 @@ impl AgentEngine {
                 session_hook: inner.session_hook.clone(),
                 agent: policy.agent.clone(),
                 started: Default::default(),
+                task: None,
             }),
         }
     }

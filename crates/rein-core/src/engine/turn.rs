@@ -176,6 +176,14 @@ impl AgentEngine {
             .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
             .await;
         let halt = finished.iter().find_map(|f| f.effects.halt.clone());
+        // What sub-agents spent counts against this run's budgets.
+        if let Some(task) = &self.inner.task {
+            for f in &finished {
+                if let Some(entry) = task.take_spent(&f.result.call_id) {
+                    ctx.st.totals.add(&entry);
+                }
+            }
+        }
         let wrote = run
             .track
             .observe(&finished, ctx.st.turns, &self.inner.workspace);
@@ -321,6 +329,7 @@ impl AgentEngine {
             store: self.inner.store.clone(),
             sandbox: Default::default(),
             read_roots: Vec::new(),
+            events: None,
         };
         let call = call.clone();
         let policy = via.policy.clone();
@@ -328,6 +337,11 @@ impl AgentEngine {
         let events: GateEvents = Arc::new(move |e| {
             let _ = events_tx.send(CallMsg::Event(e));
         });
+        // A sub-agent's events reach the front end nested in the parent's.
+        let tool_ctx = ToolContext {
+            events: Some(events.clone()),
+            ..tool_ctx
+        };
         tokio::spawn(async move {
             let outcome = gate
                 .run_parsed(&call, args, tool_ctx, &policy, &events)

@@ -22,6 +22,8 @@ struct RawScript {
     turns: Vec<RawTurn>,
     #[serde(default)]
     summaries: Vec<String>,
+    #[serde(default)]
+    agents: std::collections::BTreeMap<String, Vec<RawTurn>>,
 }
 
 #[derive(Deserialize)]
@@ -173,7 +175,21 @@ impl ReplayScript {
                 "`summaries` holds an empty text",
             ));
         }
+        let mut agents = std::collections::BTreeMap::new();
+        for (name, turns) in raw.agents {
+            let turns = turns
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    convert_turn(t).map_err(|m| {
+                        ReplayError::invalid(None, format!("agents.{name} turn {}: {m}", i + 1))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            agents.insert(name, turns);
+        }
         Ok(ReplayScript {
+            agents,
             summaries: raw.summaries,
             description: raw.description,
             model: raw.model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),

@@ -68,6 +68,7 @@ impl Env {
                 ..Default::default()
             },
             read_roots: Vec::new(),
+            events: None,
         }
     }
 

@@ -171,6 +171,7 @@ impl Race {
             store: self.store.clone(),
             sandbox: Default::default(),
             read_roots: Vec::new(),
+            events: None,
         };
         let r = self
             .gate

@@ -130,9 +130,36 @@ impl App {
                 final_text,
                 ..
             } => return self.stopped(reason, error, final_text),
+            Event::Subagent {
+                agent,
+                description,
+                event,
+                ..
+            } => self.subagent_event(&agent, &description, *event),
             _ => {}
         }
         Vec::new()
+    }
+
+    /// A sub-agent's event: its start and end as notices, its approval
+    /// questions as the app's own (naming the agent and its task), its
+    /// notices; the rest of its run shows in its result.
+    fn subagent_event(&mut self, agent: &str, description: &str, event: Event) {
+        match event {
+            Event::RunStarted { .. } => {
+                self.notice(format!("sub-agent {agent} started: {description}"))
+            }
+            Event::ApprovalRequired { mut request, reply } => {
+                request.summary = format!("[sub-agent {agent}: {description}] {}", request.summary);
+                self.approval_required(request, reply);
+            }
+            Event::Notice { message } => self.notice(format!("sub-agent {agent}: {message}")),
+            Event::Stopped { reason, turns, .. } => self.notice(format!(
+                "sub-agent {agent} finished ({}, {turns} turns): {description}",
+                reason.as_str()
+            )),
+            _ => {}
+        }
     }
 
     /// A call waits for the user: show it (with the change it proposes)

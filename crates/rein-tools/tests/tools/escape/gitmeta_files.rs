@@ -220,6 +220,7 @@ async fn writes_to_a_hard_link_replace_it_instead_of_writing_the_outside_file() 
             store: store.clone(),
             sandbox: Default::default(),
             read_roots: Vec::new(),
+            events: None,
         };
         let r = gate.run(&call, ctx, &policy, &no_events()).await.result;
         let row = format!("{tool} {args} ({mode} mode)");

@@ -418,6 +418,7 @@ async fn run_case(
             store: store.clone(),
             sandbox: Default::default(),
             read_roots: Vec::new(),
+            events: None,
         };
         let ws_before = snapshot(&fx.ws, None);
         let machine = crate::common::machine_shared().await;

@@ -64,6 +64,7 @@ impl Lim {
                 ..Default::default()
             },
             read_roots: Vec::new(),
+            events: None,
         }
     }
 

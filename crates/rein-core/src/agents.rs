@@ -1,0 +1,315 @@
+//! Sub-agent definitions: what the `task` tool can start. A definition is
+//! a Markdown file in the layout users already have (`.rein/agents/`,
+//! `.claude/agents/` in the project, `$REIN_HOME/agents/` for the user's
+//! own) with frontmatter `name`, `description`, `tools`,
+//! `disallowedTools`, `model`, `permissionMode`, `maxTurns`; its body is
+//! the sub-agent's instructions. Two are built in: `explore` (reads, never
+//! writes) and `general` (the parent's tools).
+//!
+//! Whatever a definition says, a sub-agent never gets more than its parent
+//! ([`crate::ChildPolicy`]): its mode can only be stricter, its tools only
+//! fewer, its turns only fewer.
+
+use std::path::{Path, PathBuf};
+
+use crate::permission::PermissionMode;
+
+/// Folders of a project that hold agent definitions, in the order they win.
+pub const PROJECT_DIRS: [&str; 2] = [".rein/agents", ".claude/agents"];
+
+/// Largest definition file read.
+const MAX_BYTES: u64 = 64 * 1024;
+
+/// Where a definition came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentSource {
+    BuiltIn,
+    File(PathBuf),
+}
+
+/// One sub-agent definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentDef {
+    /// Lowercase letters, digits and hyphens.
+    pub name: String,
+    /// When to use it, for the model choosing.
+    pub description: String,
+    /// The only tools it may use (None: all of the parent's).
+    pub tools: Option<Vec<String>>,
+    /// Tools it may not use.
+    pub disallowed_tools: Vec<String>,
+    /// The model it asks for (`inherit` or None: the parent's).
+    pub model: Option<String>,
+    /// Its mode; only a stricter one than the parent's takes effect.
+    pub mode: Option<PermissionMode>,
+    pub max_turns: Option<u32>,
+    /// Its instructions (the file's body).
+    pub prompt: String,
+    pub source: AgentSource,
+}
+
+impl AgentDef {
+    /// The tool names it may use out of `available`.
+    pub fn allows(&self, tool: &str) -> bool {
+        let listed = self
+            .tools
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|n| n == tool));
+        listed && !self.disallowed_tools.iter().any(|n| n == tool)
+    }
+}
+
+/// The definitions a run may start, and a line for each file that could
+/// not be used.
+#[derive(Debug, Clone, Default)]
+pub struct AgentCatalog {
+    pub agents: Vec<AgentDef>,
+    pub warnings: Vec<String>,
+}
+
+impl AgentCatalog {
+    /// The built-in agents only.
+    pub fn built_in() -> AgentCatalog {
+        AgentCatalog {
+            agents: vec![explore(), general()],
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The project's definitions (only when `project` is true: a folder
+    /// the user trusts), the user's own, then the built-ins; the first of
+    /// a name wins.
+    pub fn discover(workspace: &Path, user_dir: Option<&Path>, project: bool) -> AgentCatalog {
+        let mut found = AgentCatalog::default();
+        let project_dirs = PROJECT_DIRS
+            .iter()
+            .filter(|_| project)
+            .map(|d| workspace.join(d));
+        for dir in project_dirs.chain(user_dir.map(Path::to_path_buf)) {
+            found.read_dir(&dir);
+        }
+        for agent in AgentCatalog::built_in().agents {
+            if found.get(&agent.name).is_none() {
+                found.agents.push(agent);
+            }
+        }
+        found
+    }
+
+    pub fn get(&self, name: &str) -> Option<&AgentDef> {
+        self.agents.iter().find(|a| a.name == name)
+    }
+
+    fn read_dir(&mut self, dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            match read(&path) {
+                Ok(agent) if self.get(&agent.name).is_none() => self.agents.push(agent),
+                Ok(_) => {}
+                Err(why) => self.warnings.push(format!("{}: {why}", path.display())),
+            }
+        }
+    }
+}
+
+/// Whether `name` is an agent name.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Read one definition: a regular file (no symlink), bounded.
+fn read(path: &Path) -> Result<AgentDef, String> {
+    let meta = path.symlink_metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(format!("larger than {} KiB", MAX_BYTES / 1024));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let (fields, body) = crate::frontmatter::split(&text)?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let mut agent = AgentDef {
+        name: stem.to_string(),
+        description: String::new(),
+        tools: None,
+        disallowed_tools: Vec::new(),
+        model: None,
+        mode: None,
+        max_turns: None,
+        prompt: body.trim().to_string(),
+        source: AgentSource::File(path.to_path_buf()),
+    };
+    let names = |v: &crate::frontmatter::Value| -> Vec<String> {
+        v.list()
+            .iter()
+            .map(|t| crate::commands::rein_tool_name(t))
+            .collect()
+    };
+    for field in fields {
+        let line = field.line;
+        match field.key.as_str() {
+            "name" => agent.name = field.value.text(),
+            "description" => agent.description = field.value.text(),
+            "tools" => agent.tools = Some(names(&field.value)),
+            "disallowedTools" | "disallowed-tools" => agent.disallowed_tools = names(&field.value),
+            "model" => {
+                agent.model = Some(field.value.text()).filter(|m| !m.is_empty() && m != "inherit")
+            }
+            "permissionMode" | "permission-mode" => {
+                let text = field.value.text();
+                let mode = match text.as_str() {
+                    "bypassPermissions" => Ok(PermissionMode::Bypass),
+                    other => other.parse::<PermissionMode>(),
+                };
+                agent.mode = Some(mode.map_err(|e| format!("line {line}: {e}"))?);
+            }
+            "maxTurns" | "max-turns" => {
+                let n = field.value.text().parse::<u32>().ok().filter(|n| *n > 0);
+                agent.max_turns = Some(n.ok_or_else(|| {
+                    format!("line {line}: maxTurns must be a whole number above 0")
+                })?);
+            }
+            _ => {}
+        }
+    }
+    if !valid_name(&agent.name) {
+        return Err(format!(
+            "`{}` is not an agent name (lowercase letters, digits and `-`, at most 64)",
+            agent.name
+        ));
+    }
+    if agent.description.trim().is_empty() {
+        return Err("no `description` in the frontmatter".into());
+    }
+    Ok(agent)
+}
+
+fn explore() -> AgentDef {
+    AgentDef {
+        name: "explore".into(),
+        description: "Reads and searches the workspace to answer a question or find where \
+                      something is; never changes a file. Give it a precise question."
+            .into(),
+        tools: Some(vec!["read_file".into(), "grep".into(), "glob".into()]),
+        disallowed_tools: Vec::new(),
+        model: None,
+        mode: Some(PermissionMode::Plan),
+        max_turns: Some(30),
+        prompt: "You explore a codebase for another agent. Search and read what the question \
+                 needs, then answer it in a short report: the facts found, with file paths and \
+                 line numbers. You cannot change files."
+            .into(),
+        source: AgentSource::BuiltIn,
+    }
+}
+
+fn general() -> AgentDef {
+    AgentDef {
+        name: "general".into(),
+        description: "Does a self-contained piece of work with the same tools as you (search, \
+                      edit, run commands) and reports what it did."
+            .into(),
+        tools: None,
+        disallowed_tools: Vec::new(),
+        model: None,
+        mode: None,
+        max_turns: None,
+        prompt: "You do one self-contained task for another agent. Do it fully, then answer \
+                 with a short report of what you did and found; that report is all the other \
+                 agent sees."
+            .into(),
+        source: AgentSource::BuiltIn,
+    }
+}
+
+/// The first line of a sub-agent's system prompt note: names the agent,
+/// so a reader of a request (the replay provider, a log) can tell whose
+/// it is.
+pub fn marker(name: &str) -> String {
+    format!("[rein sub-agent: {name}]")
+}
+
+/// The sub-agent a system prompt belongs to, if it is one's.
+pub fn agent_of(system: &str) -> Option<&str> {
+    let at = system.find("[rein sub-agent: ")?;
+    let rest = &system[at + "[rein sub-agent: ".len()..];
+    rest.split(']').next().filter(|n| valid_name(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn definitions_are_read_in_claudes_shape_project_first_built_ins_last() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        write(
+            &ws.path().join(".claude/agents/reviewer.md"),
+            "---\nname: reviewer\ndescription: Reviews a diff\ntools: Read, Grep, Bash(git diff:*)\ndisallowedTools: [Write]\nmodel: inherit\npermissionMode: acceptEdits\nmaxTurns: 12\n---\nReview carefully.\n",
+        );
+        write(
+            &home.path().join("reviewer.md"),
+            "---\nname: reviewer\ndescription: the user's\n---\nx\n",
+        );
+        write(
+            &ws.path().join(".rein/agents/bad.md"),
+            "---\nname: Bad Name\ndescription: x\n---\n",
+        );
+        write(
+            &ws.path().join(".rein/agents/nodesc.md"),
+            "---\nname: nodesc\n---\nbody\n",
+        );
+        write(
+            &ws.path().join(".rein/agents/turns.md"),
+            "---\nname: turns\ndescription: d\nmaxTurns: lots\n---\n",
+        );
+        let c = AgentCatalog::discover(ws.path(), Some(home.path()), true);
+        let r = c.get("reviewer").unwrap();
+        assert_eq!(r.description, "Reviews a diff");
+        assert_eq!(r.tools.as_deref().unwrap(), ["read_file", "grep", "bash"]);
+        assert_eq!(r.disallowed_tools, ["write_file"]);
+        assert_eq!(
+            (r.model.clone(), r.mode, r.max_turns),
+            (None, Some(PermissionMode::AcceptEdits), Some(12))
+        );
+        assert_eq!(r.prompt, "Review carefully.");
+        assert!(r.allows("grep") && !r.allows("write_file") && !r.allows("edit_file"));
+        assert!(c.get("explore").is_some() && c.get("general").is_some());
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+        assert!(
+            c.warnings.iter().any(|w| w.contains("line 3: maxTurns")),
+            "{:?}",
+            c.warnings
+        );
+        // An untrusted project's definitions are not read.
+        let c = AgentCatalog::discover(ws.path(), Some(home.path()), false);
+        assert_eq!(c.get("reviewer").unwrap().description, "the user's");
+    }
+
+    #[test]
+    fn the_marker_names_the_agent_and_nothing_else() {
+        let system = format!("You are rein.\n{}\nmore", marker("explore"));
+        assert_eq!(agent_of(&system), Some("explore"));
+        assert_eq!(agent_of("[rein sub-agent: ../x]"), None);
+        assert_eq!(agent_of("plain"), None);
+    }
+}

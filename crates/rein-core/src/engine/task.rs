@@ -1,0 +1,303 @@
+//! The `task` tool: the model hands a piece of work to a sub-agent, a
+//! child engine ([`AgentEngine::child`]) with its own context and session
+//! and at most its parent's permissions. The child's final answer, and
+//! only it, is the call's result; its events reach the parent's front end
+//! nested in [`Event::Subagent`]; its cost is added to the parent's ledger
+//! and budgets. Several calls run side by side up to a cap, each within a
+//! deadline; a child cannot start children of its own.
+
+use std::collections::HashMap;
+use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::*;
+use crate::agents::{AgentCatalog, AgentDef};
+use crate::tool::{ToolAccess, ToolError, ToolOutput};
+
+/// The tool's name.
+pub const TOOL_NAME: &str = "task";
+
+/// How sub-agents run.
+#[derive(Debug, Clone)]
+pub struct SubagentConfig {
+    /// The agents the model may start.
+    pub catalog: AgentCatalog,
+    /// Most sub-agents running at once (default 4).
+    pub max_parallel: usize,
+    /// Longest one sub-agent may run (default 10 minutes).
+    pub deadline: Duration,
+}
+
+impl Default for SubagentConfig {
+    fn default() -> Self {
+        SubagentConfig {
+            catalog: AgentCatalog::built_in(),
+            max_parallel: 4,
+            deadline: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The `task` tool of one engine.
+pub(crate) struct TaskTool {
+    /// The parent engine (weak: the engine holds this tool).
+    parent: Weak<Inner>,
+    config: SubagentConfig,
+    slots: Arc<Semaphore>,
+    /// What each finished call's sub-agent spent, by call id, until the
+    /// parent's loop adds it to its run.
+    spent: std::sync::Mutex<HashMap<String, LedgerEntry>>,
+    started: AtomicU64,
+}
+
+impl TaskTool {
+    pub fn new(parent: Weak<Inner>, config: SubagentConfig) -> TaskTool {
+        TaskTool {
+            parent,
+            slots: Arc::new(Semaphore::new(config.max_parallel.max(1))),
+            config,
+            spent: Default::default(),
+            started: AtomicU64::new(0),
+        }
+    }
+
+    /// What the sub-agent of call `call_id` spent, once (None for other
+    /// calls).
+    pub fn take_spent(&self, call_id: &str) -> Option<LedgerEntry> {
+        match self.spent.lock() {
+            Ok(mut s) => s.remove(call_id),
+            Err(p) => p.into_inner().remove(call_id),
+        }
+    }
+
+    /// The child engine for `agent`, narrowed from the parent.
+    fn child_of(
+        &self,
+        parent: &AgentEngine,
+        agent: &AgentDef,
+        id: &str,
+        description: &str,
+    ) -> AgentEngine {
+        let tools: Vec<String> = parent
+            .gate()
+            .specs(PermissionMode::Bypass)
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|n| agent.allows(n))
+            .collect();
+        let instructions = format!(
+            "{}\n{}\n\nYour task: {description}\nWhen it is done, answer with your report: it is \
+             all the agent that asked will see.",
+            crate::agents::marker(&agent.name),
+            agent.prompt.trim()
+        );
+        parent.child(ChildPolicy {
+            mode: agent.mode,
+            tools: Some(tools),
+            max_turns: agent.max_turns,
+            agent: Some(AgentTag {
+                id: id.to_string(),
+                kind: agent.name.clone(),
+            }),
+            instructions: Some(instructions),
+            deadline: Some(self.config.deadline),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for TaskTool {
+    fn spec(&self) -> crate::ToolSpec {
+        let names: Vec<&str> = self
+            .config
+            .catalog
+            .agents
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        let list: String = self
+            .config
+            .catalog
+            .agents
+            .iter()
+            .map(|a| {
+                format!(
+                    "\n- {}: {}",
+                    a.name,
+                    crate::text::one_line(&a.description, 300)
+                )
+            })
+            .collect();
+        crate::ToolSpec {
+            name: TOOL_NAME.into(),
+            description: format!(
+                "Hand a self-contained piece of work to a sub-agent with a fresh context. It \
+                 sees only your prompt, so say everything it needs; its final report is the \
+                 result. Several calls in one turn run side by side. Agents:{list}"
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "agent": {"type": "string", "enum": names, "description": "which agent (default general)"},
+                    "description": {"type": "string", "description": "the task in 3 to 6 words"},
+                    "prompt": {"type": "string", "description": "everything the sub-agent needs to do the task"}
+                },
+                "required": ["description", "prompt"]
+            }),
+        }
+    }
+
+    /// The call itself changes nothing: the sub-agent's own calls pass its
+    /// own gate.
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Read
+    }
+
+    fn timeout(&self, _args: &Value) -> Option<Duration> {
+        // The child's own deadline ends it cleanly between turns; this is
+        // the backstop for a turn that hangs.
+        let d = self.config.deadline;
+        Some(d + d.min(Duration::from_secs(30)))
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let name = args["agent"].as_str().unwrap_or("general");
+        let description = args["description"].as_str().unwrap_or("").to_string();
+        let prompt = args["prompt"].as_str().unwrap_or("").to_string();
+        let Some(agent) = self.config.catalog.get(name).cloned() else {
+            let names: Vec<&str> = self
+                .config
+                .catalog
+                .agents
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect();
+            return Err(ToolError(format!(
+                "there is no agent `{name}`; the agents are: {}",
+                names.join(", ")
+            )));
+        };
+        let Some(inner) = self.parent.upgrade() else {
+            return Err(ToolError::new(
+                "the engine that would run the sub-agent is gone",
+            ));
+        };
+        let parent = AgentEngine { inner };
+        let _slot = tokio::select! {
+            s = self.slots.clone().acquire_owned() => s.map_err(|_| ToolError::new("no sub-agent slot"))?,
+            _ = ctx.cancel.cancelled() => return Err(ToolError::new("cancelled before the sub-agent started")),
+        };
+        let n = self.started.fetch_add(1, Ordering::Relaxed);
+        let id = format!(
+            "{}-{}",
+            &ctx.session_id.chars().take(8).collect::<String>(),
+            n + 1
+        );
+        let child = self.child_of(&parent, &agent, &id, &description);
+        let began = std::time::Instant::now();
+        let mut sink = NestingSink {
+            events: ctx.events.clone(),
+            agent_id: id.clone(),
+            agent: agent.name.clone(),
+            description: description.clone(),
+            call_id: ctx.call_id.clone(),
+        };
+        let outcome = child
+            .run(RunRequest::new(prompt), ctx.cancel.child_token(), &mut sink)
+            .await;
+        self.note_spent(&parent, &ctx, &outcome, began).await;
+        report(&agent, &outcome)
+    }
+}
+
+impl TaskTool {
+    /// Record what the sub-agent spent in the parent's ledger, and keep it
+    /// for the parent's run totals.
+    async fn note_spent(
+        &self,
+        parent: &AgentEngine,
+        ctx: &ToolContext,
+        outcome: &RunOutcome,
+        began: std::time::Instant,
+    ) {
+        let provider = parent.provider();
+        let totals = &outcome.totals;
+        let entry = LedgerEntry {
+            kind: CallKind::Subagent,
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+            usage: Usage {
+                input_tokens: totals.input_tokens,
+                output_tokens: totals.output_tokens,
+                cached_input_tokens: totals.cached_input_tokens,
+                reasoning_tokens: totals.reasoning_tokens,
+            },
+            cost_usd: (totals.unpriced_calls == 0).then_some(totals.known_cost_usd),
+            ok: outcome.reason == StopReason::Completed,
+            duration_ms: began.elapsed().as_millis() as u64,
+            at: crate::time::now_millis(),
+        };
+        let _ = ctx.store.add_ledger(&ctx.session_id, &entry).await;
+        let mut spent = match self.spent.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        spent.insert(ctx.call_id.clone(), entry);
+    }
+}
+
+/// The call's result: the child's final answer (and a line naming its
+/// session), or why it stopped.
+fn report(agent: &AgentDef, outcome: &RunOutcome) -> Result<ToolOutput, ToolError> {
+    let session = outcome.session_id.as_deref().unwrap_or("none");
+    let footer = format!(
+        "[sub-agent {} · session {session} · {} turns]",
+        agent.name, outcome.turns
+    );
+    if outcome.reason == StopReason::Completed {
+        return Ok(ToolOutput::ok(format!(
+            "{}\n\n{footer}",
+            outcome.final_text.trim()
+        )));
+    }
+    let why = outcome
+        .error
+        .as_deref()
+        .map(|e| format!(": {e}"))
+        .unwrap_or_default();
+    let last = match outcome.final_text.trim() {
+        "" => String::new(),
+        t => format!("\nIts last words: {}", crate::text::preview(t, 20, 2000)),
+    };
+    Ok(ToolOutput::error(format!(
+        "the sub-agent stopped before it finished ({}{why}){last}\n\n{footer}",
+        outcome.reason.as_str()
+    )))
+}
+
+/// Passes a child's events to the parent's, each nested in
+/// [`Event::Subagent`].
+struct NestingSink {
+    events: Option<crate::gate::GateEvents>,
+    agent_id: String,
+    agent: String,
+    description: String,
+    call_id: String,
+}
+
+impl EventSink for NestingSink {
+    fn emit(&mut self, event: Event) {
+        if let Some(events) = &self.events {
+            events(Event::Subagent {
+                agent_id: self.agent_id.clone(),
+                agent: self.agent.clone(),
+                description: self.description.clone(),
+                call_id: self.call_id.clone(),
+                event: Box::new(event),
+            });
+        }
+    }
+}
