@@ -20,6 +20,7 @@ mod cli {
     mod sandbox;
     mod sessions;
     mod skills;
+    mod subagents;
     pub mod support;
     mod trust;
     mod tui;

@@ -252,6 +252,8 @@ impl Gate {
     /// This gate without the tools `drop` names, and with `tools` added.
     pub fn with_replaced(&self, drop: impl Fn(&str) -> bool, tools: Vec<Arc<dyn Tool>>) -> Gate {
         let mut gate = self.narrowed(|name| !drop(name));
+        // The same gate, its tools swapped: tools still arriving stay.
+        gate.late = self.late.clone();
         for tool in tools {
             gate.register(tool);
         }
@@ -276,7 +278,9 @@ impl Gate {
             semaphore: self.semaphore.clone(),
             spill: self.spill.clone(),
             hooks: self.hooks.clone(),
-            late: self.late.clone(),
+            // Tools still arriving are not offered: a call naming one would
+            // pass by `keep`. (Those that arrived are in `tools`.)
+            late: None,
         };
         for t in self.tools.iter().filter(|t| keep(&t.spec.name)) {
             gate.by_name.insert(t.spec.name.clone(), gate.tools.len());

@@ -1,0 +1,200 @@
+//! Sub-agents through the binary: the `task` tool with the replay
+//! provider scripting each child's turns; children side by side, their
+//! answers as results, their events nested in `--json`, the user's hooks
+//! told the child's `agent_id`; a project's agent definition; a child
+//! that tries to widen what it may do.
+
+use serde_json::json;
+
+use super::support::*;
+
+fn results(o: &std::process::Output) -> Vec<(String, String, bool)> {
+    json_lines(o)
+        .iter()
+        .filter(|e| e["type"] == "message_committed" && e["message"]["role"] == "tool")
+        .map(|e| {
+            let m = &e["message"];
+            (
+                m["call_id"].as_str().unwrap_or("").to_string(),
+                m["output"].as_str().unwrap_or("").to_string(),
+                m["is_error"] == true,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn children_work_side_by_side_and_hooks_see_their_agent_id() {
+    let env = Env::new();
+    std::fs::write(env.ws.path().join("a.txt"), "hello from a\n").unwrap();
+    let log = env.ws.path().join("hooks.log");
+    let hook = format!(
+        "python3 -c 'import json,sys; e=json.load(sys.stdin); open(\"{}\",\"a\").write(e[\"hook_event_name\"]+\" \"+e.get(\"agent_id\",\"main\")+\" \"+e.get(\"agent_type\",e.get(\"tool_name\",\"\"))+\"\\n\")'",
+        log.display()
+    );
+    std::fs::create_dir_all(env.home.path()).unwrap();
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"hooks": {
+            "SubagentStart": [{"hooks": [{"type": "command", "command": hook}]}],
+            "SubagentStop": [{"hooks": [{"type": "command", "command": hook}]}],
+            "PreToolUse": [{"matcher": "Read|Write|task", "hooks": [{"type": "command", "command": hook}]}]
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({
+            "turns": [
+                {"tool_calls": [
+                    {"id": "t1", "name": "task", "arguments": {"agent": "explore", "description": "read a", "prompt": "What does a.txt say?"}},
+                    {"id": "t2", "name": "task", "arguments": {"agent": "general", "description": "make b", "prompt": "Create b.txt saying made."}}
+                ]},
+                {"text": "Both done."}
+            ],
+            "agents": {
+                "explore": [
+                    {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+                    {"text": "a.txt says hello from a"}
+                ],
+                "general": [
+                    {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "made\n"}}]},
+                    {"text": "wrote b.txt"}
+                ]
+            }
+        }),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "auto",
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stderr(&o), stdout(&o));
+    let mut r = results(&o);
+    r.sort();
+    assert!(
+        r[0].1
+            .starts_with("a.txt says hello from a\n\n[sub-agent explore · session "),
+        "{r:?}"
+    );
+    assert!(r[1].1.starts_with("wrote b.txt"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("b.txt")).unwrap(),
+        "made\n"
+    );
+    // The children's runs are in the event stream, nested.
+    let lines = json_lines(&o);
+    let nested: Vec<&serde_json::Value> =
+        lines.iter().filter(|e| e["type"] == "subagent").collect();
+    for agent in ["explore", "general"] {
+        let kinds: Vec<&str> = nested
+            .iter()
+            .filter(|e| e["agent"] == agent)
+            .map(|e| e["event"]["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds.first(), Some(&"run_started"), "{kinds:?}");
+        assert_eq!(kinds.last(), Some(&"stopped"), "{kinds:?}");
+        assert!(kinds.contains(&"tool_finished"), "{kinds:?}");
+    }
+    // Hooks: each child's start, calls and stop, with its id and type.
+    let log = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("PreToolUse main task")),
+        "{log}"
+    );
+    let read = lines
+        .iter()
+        .find(|l| l.starts_with("PreToolUse") && l.ends_with("read_file"))
+        .unwrap();
+    assert!(
+        !read.contains(" main "),
+        "the child's call names its agent: {log}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("SubagentStart") && l.ends_with("explore")),
+        "{log}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("SubagentStop") && l.ends_with("general")),
+        "{log}"
+    );
+    // The child's own session can be read.
+    let child = r[0]
+        .1
+        .split("session ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let shown = env.rein(&["sessions", "show", child]);
+    assert!(
+        stdout(&shown).contains("hello from a"),
+        "{}",
+        stdout(&shown)
+    );
+}
+
+#[test]
+fn a_projects_agent_can_only_narrow_what_its_parent_may_do() {
+    let env = Env::new();
+    // Asks for bypass and every tool; the parent runs in plan mode.
+    let dir = env.ws.path().join(".rein/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("wild.md"),
+        "---\nname: wild\ndescription: does anything\npermissionMode: bypassPermissions\n---\nDo whatever it takes.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("broken.md"),
+        "---\nname: broken\ndescription: [unclosed\n---\n",
+    )
+    .unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({
+            "turns": [
+                {"tool_calls": [{"id": "t1", "name": "task", "arguments": {"agent": "wild", "description": "break out", "prompt": "write x.txt"}}]},
+                {"text": "ok"}
+            ],
+            "agents": {"wild": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "touch y.txt"}}]},
+                {"text": "could not"}
+            ]}
+        }),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "plan",
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("broken.md"), "{}", stderr(&o));
+    assert!(!env.ws.path().join("x.txt").exists());
+    assert!(!env.ws.path().join("y.txt").exists());
+    let started = json_lines(&o)
+        .into_iter()
+        .find(|e| e["type"] == "subagent" && e["event"]["type"] == "run_started")
+        .unwrap();
+    assert_eq!(started["event"]["mode"], "plan");
+}
