@@ -302,7 +302,9 @@ impl AgentEngineBuilder {
         let inner = Arc::new_cyclic(|me| {
             let task = subagents.map(|c| Arc::new(task::TaskTool::new(me.clone(), c)));
             if let Some(t) = &task {
-                gate = gate.with_added(vec![t.clone() as Arc<dyn Tool>]);
+                let mut tools = vec![t.clone() as Arc<dyn Tool>];
+                tools.extend(task::ControlTool::all(&t.background));
+                gate = gate.with_added(tools);
             }
             Inner {
                 provider: std::sync::RwLock::new(provider),

@@ -23,6 +23,9 @@ pub struct ChildPolicy {
     pub instructions: Option<String>,
     /// Longest one of its runs may take (at most the parent's).
     pub deadline: Option<std::time::Duration>,
+    /// Nobody can answer its approval questions (a background child):
+    /// what needs one is refused.
+    pub refuse_approvals: bool,
 }
 
 /// A sub-agent's identity, as hooks are told.
@@ -52,6 +55,9 @@ impl AgentEngine {
         }
         if let Some(d) = policy.deadline {
             config.max_wall_time = Some(config.max_wall_time.map_or(d, |p| p.min(d)));
+        }
+        if policy.refuse_approvals {
+            config.approvals = Approvals::Refuse;
         }
         if let Some(text) = policy.instructions {
             config.system_note = Some(text);

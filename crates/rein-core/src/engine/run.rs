@@ -187,6 +187,10 @@ impl AgentEngine {
             },
             Err(stop) => stop,
         };
+        // No sub-agent outlives the run that started it.
+        if let Some(task) = &self.inner.task {
+            task.background.cancel_session(&ctx.session_id);
+        }
         ctx.outcome(stop)
     }
 
@@ -319,6 +323,9 @@ impl AgentEngine {
             if self.nudged(ctx, run).await? {
                 return Ok(());
             }
+            if self.await_background(ctx, &mut run.conv).await? {
+                return Ok(());
+            }
             if let Some(why) = self.stop_hooks(ctx, run.mode, &mut run.stop_blocks).await? {
                 // A Stop hook sends the model back to work.
                 ctx.emit(Event::Notice {
@@ -397,6 +404,7 @@ impl AgentEngine {
             let earlier = std::mem::replace(&mut run.track.ledger.latest_instruction, text);
             run.track.ledger.earlier_requests.push(earlier);
         }
+        self.background_news(ctx);
         ctx.st.turns += 1;
         ctx.emit(Event::TurnStarted { turn: ctx.st.turns });
         Ok(())

@@ -17,6 +17,10 @@ use super::*;
 use crate::agents::{AgentCatalog, AgentDef};
 use crate::tool::{ToolAccess, ToolError, ToolOutput};
 
+mod background;
+
+pub(crate) use background::{Background, ControlTool};
+
 /// The tool's name.
 pub const TOOL_NAME: &str = "task";
 
@@ -49,8 +53,10 @@ pub(crate) struct TaskTool {
     slots: Arc<Semaphore>,
     /// What each finished call's sub-agent spent, by call id, until the
     /// parent's loop adds it to its run.
-    spent: std::sync::Mutex<HashMap<String, LedgerEntry>>,
+    spent: Arc<std::sync::Mutex<HashMap<String, LedgerEntry>>>,
     started: AtomicU64,
+    /// The sub-agents started with `background: true`.
+    pub background: Arc<Background>,
 }
 
 impl TaskTool {
@@ -61,16 +67,31 @@ impl TaskTool {
             config,
             spent: Default::default(),
             started: AtomicU64::new(0),
+            background: Default::default(),
         }
     }
 
     /// What the sub-agent of call `call_id` spent, once (None for other
     /// calls).
     pub fn take_spent(&self, call_id: &str) -> Option<LedgerEntry> {
-        match self.spent.lock() {
-            Ok(mut s) => s.remove(call_id),
-            Err(p) => p.into_inner().remove(call_id),
-        }
+        self.spent_map().remove(call_id)
+    }
+
+    /// What `session`'s background sub-agents that ended since the last
+    /// call spent.
+    pub fn take_background_spent(&self, session: &str) -> Vec<LedgerEntry> {
+        let prefix = format!("bg:{session}:");
+        let mut map = self.spent_map();
+        let keys: Vec<String> = map
+            .keys()
+            .filter(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect();
+        keys.iter().filter_map(|k| map.remove(k)).collect()
+    }
+
+    fn spent_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, LedgerEntry>> {
+        self.spent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The child engine for `agent`, narrowed from the parent.
@@ -78,8 +99,7 @@ impl TaskTool {
         &self,
         parent: &AgentEngine,
         agent: &AgentDef,
-        id: &str,
-        description: &str,
+        (id, description, background): (&str, &str, bool),
     ) -> AgentEngine {
         let tools: Vec<String> = parent
             .gate()
@@ -104,6 +124,9 @@ impl TaskTool {
             }),
             instructions: Some(instructions),
             deadline: Some(self.config.deadline),
+            // Nobody watches a background child: what needs an approval
+            // is refused.
+            refuse_approvals: background,
         })
     }
 }
@@ -143,7 +166,8 @@ impl Tool for TaskTool {
                 "properties": {
                     "agent": {"type": "string", "enum": names, "description": "which agent (default general)"},
                     "description": {"type": "string", "description": "the task in 3 to 6 words"},
-                    "prompt": {"type": "string", "description": "everything the sub-agent needs to do the task"}
+                    "prompt": {"type": "string", "description": "everything the sub-agent needs to do the task"},
+                    "background": {"type": "boolean", "description": "return at once with its id and go on; get its report with task_wait (it cannot ask the user for approvals)"}
                 },
                 "required": ["description", "prompt"]
             }),
@@ -191,13 +215,22 @@ impl Tool for TaskTool {
             _ = ctx.cancel.cancelled() => return Err(ToolError::new("cancelled before the sub-agent started")),
         };
         let n = self.started.fetch_add(1, Ordering::Relaxed);
-        let id = format!(
-            "{}-{}",
-            &ctx.session_id.chars().take(8).collect::<String>(),
-            n + 1
-        );
-        let child = self.child_of(&parent, &agent, &id, &description);
+        // Unique in this engine; short enough for the model to repeat.
+        let id = format!("agent-{}", n + 1);
+        let background = args["background"].as_bool().unwrap_or(false);
+        let child = self.child_of(&parent, &agent, (&id, &description, background));
         let began = std::time::Instant::now();
+        if background {
+            // Its slot is not held: background children wait for nothing.
+            drop(_slot);
+            return Ok(self.start_background(
+                &parent,
+                child,
+                (agent, &id, &description),
+                prompt,
+                &ctx,
+            ));
+        }
         let mut sink = NestingSink {
             events: ctx.events.clone(),
             agent_id: id.clone(),
@@ -223,29 +256,68 @@ impl TaskTool {
         outcome: &RunOutcome,
         began: std::time::Instant,
     ) {
-        let provider = parent.provider();
-        let totals = &outcome.totals;
-        let entry = LedgerEntry {
-            kind: CallKind::Subagent,
-            provider: provider.name().to_string(),
-            model: provider.model().to_string(),
-            usage: Usage {
-                input_tokens: totals.input_tokens,
-                output_tokens: totals.output_tokens,
-                cached_input_tokens: totals.cached_input_tokens,
-                reasoning_tokens: totals.reasoning_tokens,
-            },
-            cost_usd: (totals.unpriced_calls == 0).then_some(totals.known_cost_usd),
-            ok: outcome.reason == StopReason::Completed,
-            duration_ms: began.elapsed().as_millis() as u64,
-            at: crate::time::now_millis(),
-        };
+        let entry = spent_entry(parent.provider().as_ref(), outcome, began);
         let _ = ctx.store.add_ledger(&ctx.session_id, &entry).await;
-        let mut spent = match self.spent.lock() {
-            Ok(s) => s,
-            Err(p) => p.into_inner(),
+        self.spent_map().insert(ctx.call_id.clone(), entry);
+    }
+
+    /// Start `child` in the background; the result says how to follow it.
+    fn start_background(
+        &self,
+        parent: &AgentEngine,
+        child: AgentEngine,
+        (agent, id, description): (AgentDef, &str, &str),
+        prompt: String,
+        ctx: &ToolContext,
+    ) -> ToolOutput {
+        let provider = parent.provider();
+        let spent = self.spent.clone();
+        let (store, session) = (ctx.store.clone(), ctx.session_id.clone());
+        let key = format!("bg:{session}:{id}");
+        let began = std::time::Instant::now();
+        let def = agent.clone();
+        let finish = move |outcome: RunOutcome| {
+            let entry = spent_entry(provider.as_ref(), &outcome, began);
+            spent
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, entry.clone());
+            tokio::spawn(async move {
+                let _ = store.add_ledger(&session, &entry).await;
+            });
+            report(&def, &outcome)
         };
-        spent.insert(ctx.call_id.clone(), entry);
+        self.background
+            .start(child, prompt, (id, &agent.name, description), ctx, finish);
+        ToolOutput::ok(format!(
+            "started sub-agent {id} ({}) in the background; get its report with task_wait, \
+             stop it with task_cancel. Your run does not end before it does.",
+            agent.name
+        ))
+    }
+}
+
+/// One ledger entry for a sub-agent's whole run.
+fn spent_entry(
+    provider: &dyn Provider,
+    outcome: &RunOutcome,
+    began: std::time::Instant,
+) -> LedgerEntry {
+    let totals = &outcome.totals;
+    LedgerEntry {
+        kind: CallKind::Subagent,
+        provider: provider.name().to_string(),
+        model: provider.model().to_string(),
+        usage: Usage {
+            input_tokens: totals.input_tokens,
+            output_tokens: totals.output_tokens,
+            cached_input_tokens: totals.cached_input_tokens,
+            reasoning_tokens: totals.reasoning_tokens,
+        },
+        cost_usd: (totals.unpriced_calls == 0).then_some(totals.known_cost_usd),
+        ok: outcome.reason == StopReason::Completed,
+        duration_ms: began.elapsed().as_millis() as u64,
+        at: crate::time::now_millis(),
     }
 }
 
@@ -299,5 +371,59 @@ impl EventSink for NestingSink {
                 event: Box::new(event),
             });
         }
+    }
+}
+
+impl AgentEngine {
+    /// Pass on what this session's background sub-agents did since the
+    /// last turn (their events, what they spent).
+    pub(super) fn background_news(&self, ctx: &mut RunCtx<'_>) {
+        let Some(task) = &self.inner.task else { return };
+        for event in task.background.take_events(&ctx.session_id) {
+            ctx.emit(event);
+        }
+        for entry in task.take_background_spent(&ctx.session_id) {
+            ctx.st.totals.add(&entry);
+        }
+    }
+
+    /// When the model would end the run while background sub-agents it
+    /// started have not reported: wait for them (or the run's cancel),
+    /// hand the model their reports, and go on (true).
+    pub(super) async fn await_background(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        conv: &mut state::Conversation,
+    ) -> Result<bool, run::Stop> {
+        let Some(task) = self.inner.task.clone() else {
+            return Ok(false);
+        };
+        let ids = task.background.unreported(&ctx.session_id);
+        if ids.is_empty() {
+            return Ok(false);
+        }
+        ctx.emit(Event::Notice {
+            message: format!(
+                "waiting for {} background sub-agent(s) before the run ends: {}",
+                ids.len(),
+                ids.join(", ")
+            ),
+        });
+        let mut reports = Vec::new();
+        for id in &ids {
+            let report = match task.background.wait(id, ctx.cancel).await {
+                Ok(Ok(out)) => out.content,
+                Ok(Err(e)) => format!("error: {e}"),
+                Err(_) => return Err(run::Stop::new(StopReason::Cancelled)),
+            };
+            reports.push(format!("Sub-agent {id}:\n{report}"));
+        }
+        self.background_news(ctx);
+        let text = format!(
+            "[rein] Background sub-agents you started have finished.\n\n{}",
+            reports.join("\n\n")
+        );
+        self.commit_to(ctx, conv, Message::user(text)).await?;
+        Ok(true)
     }
 }

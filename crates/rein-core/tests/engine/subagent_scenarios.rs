@@ -367,3 +367,130 @@ async fn cancelling_the_parent_cancels_the_child() {
     });
     assert_eq!(child_stop, Some(StopReason::Cancelled));
 }
+
+#[tokio::test]
+async fn a_background_child_is_followed_steered_and_waited_for_before_the_run_ends() {
+    // The child answers after a slow first turn; the parent checks on it,
+    // steers it, then answers without waiting: the engine waits for it.
+    let mut child = Scripted::build(vec![
+        Ok(calls(&[("s", "sleep", json!({"ms": 300}))])),
+        Ok(with_usage(text("background work done"), 500)),
+    ]);
+    child.chunk_delay = Duration::from_millis(1);
+    let child = Arc::new(child);
+    let bg = json!({"agent": "general", "description": "long job", "prompt": "work", "background": true});
+    let s = setup(
+        vec![
+            Ok(calls(&[("t1", "task", bg)])),
+            Ok(calls(&[("st", "task_status", json!({}))])),
+            Ok(calls(&[(
+                "sr",
+                "task_steer",
+                json!({"id": "agent-1", "message": "also check the tests"}),
+            )])),
+            Ok(text("I will let it finish")),
+            Ok(text("all reported")),
+        ],
+        vec![("general", child.clone())],
+        |b| b.subagents(SubagentConfig::default()),
+    );
+    let mut events = Vec::new();
+    let outcome = s
+        .engine
+        .run(RunRequest::new("go"), CancellationToken::new(), &mut events)
+        .await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{outcome:?}");
+    assert_eq!(outcome.final_text, "all reported");
+    let messages = s
+        .store
+        .messages(outcome.session_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    let results = tool_results(&messages);
+    assert!(
+        results[0].output.contains("in the background"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].output.contains("(general: long job): running"),
+        "{results:?}"
+    );
+    let handed = messages.iter().any(|m| matches!(m,
+        Message::User { content } if content.contains("Background sub-agents you started have finished")
+            && content.contains("background work done")));
+    assert!(handed, "{messages:?}");
+    assert!(
+        results[2].output.contains("reads it at its next turn"),
+        "{results:?}"
+    );
+    // The child read the steering message at its next turn.
+    let second = &child.requests()[1];
+    assert!(
+        second.messages.iter().any(|m| matches!(m,
+            Message::User { content } if content == "also check the tests")),
+        "{:?}",
+        second.messages
+    );
+    // Its events and its cost reached the parent's run.
+    assert!(
+        nested(&events)
+            .iter()
+            .any(|(a, k)| a == "general" && k == "stopped")
+    );
+    assert!(outcome.totals.input_tokens >= 500, "{:?}", outcome.totals);
+}
+
+#[tokio::test]
+async fn a_background_child_can_be_cancelled_and_cannot_ask_for_approval() {
+    let wrote = Arc::new(Mutex::new(0));
+    let mut child = Scripted::build(vec![
+        Ok(calls(&[("w", "write", json!({"path": "x"}))])),
+        Ok(calls(&[("s", "sleep", json!({"ms": 5000}))])),
+        Ok(text("never")),
+    ]);
+    child.chunk_delay = Duration::from_millis(1);
+    let bg =
+        json!({"agent": "general", "description": "job", "prompt": "work", "background": true});
+    let s = setup(
+        vec![
+            Ok(calls(&[("t1", "task", bg)])),
+            Ok(calls(&[("s", "sleep", json!({"ms": 200}))])),
+            Ok(calls(&[("c", "task_cancel", json!({"id": "agent-1"}))])),
+            Ok(text("stopped it")),
+        ],
+        vec![("general", Arc::new(child))],
+        |b| {
+            b.mode(PermissionMode::Default)
+                .approvals(Approvals::Events)
+                .tool(Arc::new(Writer(wrote.clone())))
+                .subagents(SubagentConfig::default())
+        },
+    );
+    let mut events = Vec::new();
+    let started = std::time::Instant::now();
+    let outcome = s
+        .engine
+        .run(RunRequest::new("go"), CancellationToken::new(), &mut events)
+        .await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{outcome:?}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(*wrote.lock().unwrap(), 0);
+    // Nothing asked the user: the child's write was refused outright.
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ApprovalRequired { .. }))
+    );
+    let results = results_in_order(tool_results(
+        &s.store
+            .messages(outcome.session_id.as_deref().unwrap())
+            .await
+            .unwrap(),
+    ));
+    let cancel = results.iter().find(|r| r.call_id == "c").unwrap();
+    assert!(
+        cancel.output.starts_with("cancelled agent-1."),
+        "{results:?}"
+    );
+    assert!(cancel.output.contains("cancelled"), "{results:?}");
+}
