@@ -90,7 +90,11 @@ async fn list(
                 turns,
                 cost,
                 s.last_stop.map_or("-", |r| r.as_str()),
-                one_line(&s.title, 32),
+                // A sub-agent's session is marked as one.
+                match &s.parent_id {
+                    Some(_) => format!("↳ {}", one_line(&s.title, 30)),
+                    None => one_line(&s.title, 32),
+                },
                 s.workspace
             ));
         }
@@ -113,6 +117,11 @@ async fn show(store: &dyn SessionStore, id: &str, json: bool, all: bool) -> Resu
     out(&format!("title     {}", info.title));
     out(&format!("workspace {}", info.workspace));
     out(&format!("model     {}", info.model));
+    if let Some(parent) = &info.parent_id {
+        out(&format!(
+            "parent    {parent} (this is a sub-agent's session)"
+        ));
+    }
     out(&format!(
         "created   {} UTC · updated {} UTC · {} messages",
         rein_core::time::format_datetime(info.created_at),
@@ -169,6 +178,7 @@ async fn show(store: &dyn SessionStore, id: &str, json: bool, all: bool) -> Resu
             ));
         }
     }
+    show_children(store, &info).await;
     let todos = store.todos(&info.id).await.map_err(store_failure)?;
     if !todos.is_empty() {
         out("\n── todos ──");
@@ -212,5 +222,29 @@ fn print_message(m: &Message) {
             out(&format!("\n── tool {} [{}]{status} ──", r.name, r.call_id));
             out(&r.output);
         }
+    }
+}
+
+/// The sessions of the sub-agents `info`'s session started.
+async fn show_children(store: &dyn SessionStore, info: &rein_core::SessionInfo) {
+    let Ok(all) = store.list_sessions(Some(&info.workspace), 10_000).await else {
+        return;
+    };
+    let mut children: Vec<&rein_core::SessionInfo> = all
+        .iter()
+        .filter(|s| s.parent_id.as_deref() == Some(info.id.as_str()))
+        .collect();
+    if children.is_empty() {
+        return;
+    }
+    children.sort_by_key(|s| s.created_at);
+    out("\n── sub-agent sessions (rein sessions show ID) ──");
+    for c in children {
+        out(&format!(
+            "{}  {}  {}",
+            c.id,
+            c.last_stop.map_or("-", |r| r.as_str()),
+            one_line(&c.title, 60)
+        ));
     }
 }

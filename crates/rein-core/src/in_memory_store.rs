@@ -103,6 +103,7 @@ impl SessionStore for InMemorySessionStore {
                 updated_at: now,
                 message_count: 0,
                 last_stop: None,
+                parent_id: new.parent_id,
             };
             d.order.push(info.id.clone());
             d.sessions.insert(

@@ -21,6 +21,8 @@ pub struct SessionInfo {
     pub message_count: u64,
     /// How the session's last run ended (`None` before any ended).
     pub last_stop: Option<crate::event::StopReason>,
+    /// The session whose sub-agent ran this one (None: a user's session).
+    pub parent_id: Option<String>,
 }
 
 /// What a new session starts with.
@@ -29,6 +31,8 @@ pub struct NewSession {
     pub workspace: String,
     pub title: String,
     pub model: String,
+    /// The session whose sub-agent runs this one.
+    pub parent_id: Option<String>,
 }
 
 /// How many matching ids an ambiguous prefix lists.

@@ -62,6 +62,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 4: how the session's last run ended (a `StopReason` name), for
     // `rein sessions list`.
     "ALTER TABLE sessions ADD COLUMN last_stop TEXT;",
+    // 5: the session a sub-agent's session was started from.
+    "ALTER TABLE sessions ADD COLUMN parent_id TEXT;
+    CREATE INDEX sessions_by_parent ON sessions (parent_id);",
 ];
 
 /// The schema version this build writes (the number of migration steps).
@@ -192,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn an_older_database_gains_the_ledger_and_the_last_stop_and_keeps_its_rows() {
+    fn an_older_database_gains_the_ledger_the_last_stop_and_the_parent_and_keeps_its_rows() {
         let mut conn = Connection::open_in_memory().unwrap();
         migrate(&mut conn, &MIGRATIONS[..2]).unwrap();
         conn.execute_batch(
@@ -202,13 +205,16 @@ mod tests {
         )
         .unwrap();
         migrate(&mut conn, MIGRATIONS).unwrap();
-        assert_eq!(user_version(&conn).unwrap(), 4);
-        let last: Option<String> = conn
-            .query_row("SELECT last_stop FROM sessions WHERE id = 's1'", [], |r| {
-                r.get(0)
-            })
+        assert_eq!(user_version(&conn).unwrap(), 5);
+        let (last, parent): (Option<String>, Option<String>) = conn
+            .query_row(
+                "SELECT last_stop, parent_id FROM sessions WHERE id = 's1'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .unwrap();
         assert_eq!(last, None, "an old session has no recorded end");
+        assert_eq!(parent, None, "an old session is nobody's sub-agent");
         let rule: String = conn
             .query_row("SELECT rule FROM grants WHERE session_id = 's1'", [], |r| {
                 r.get(0)

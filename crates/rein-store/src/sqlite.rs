@@ -129,7 +129,7 @@ fn prepare(conn: &mut Connection, options: &SqliteOptions) -> Result<(), Fail> {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, workspace, title, model, created_at, updated_at, message_count, last_stop";
+    "id, workspace, title, model, created_at, updated_at, message_count, last_stop, parent_id";
 
 fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
     Ok(SessionInfo {
@@ -145,6 +145,7 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         last_stop: row
             .get::<_, Option<String>>(7)?
             .and_then(|s| StopReason::parse(&s)),
+        parent_id: row.get(8)?,
     })
 }
 
@@ -239,9 +240,9 @@ fn create_session(conn: &mut Connection, new: NewSession) -> Result<SessionInfo,
         id = new_session_id();
     }
     tx.execute(
-        "INSERT INTO sessions (id, workspace, title, model, created_at, updated_at, message_count)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)",
-        params![id, new.workspace, new.title, new.model, now],
+        "INSERT INTO sessions (id, workspace, title, model, created_at, updated_at, message_count, parent_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0, ?6)",
+        params![id, new.workspace, new.title, new.model, now, new.parent_id],
     )
     .ctx("creating a session")?;
     tx.commit().ctx("committing a new session")?;
@@ -254,6 +255,7 @@ fn create_session(conn: &mut Connection, new: NewSession) -> Result<SessionInfo,
         updated_at: now,
         message_count: 0,
         last_stop: None,
+        parent_id: new.parent_id,
     })
 }
 

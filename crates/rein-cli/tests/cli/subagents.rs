@@ -130,7 +130,11 @@ fn children_work_side_by_side_and_hooks_see_their_agent_id() {
             .any(|l| l.starts_with("SubagentStop") && l.ends_with("general")),
         "{log}"
     );
-    // The child's own session can be read.
+    // The child's own session can be read, and is linked to its parent.
+    let parent = json_lines(&o)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let child = r[0]
         .1
         .split("session ")
@@ -139,11 +143,33 @@ fn children_work_side_by_side_and_hooks_see_their_agent_id() {
         .split(' ')
         .next()
         .unwrap();
-    let shown = env.rein(&["sessions", "show", child]);
+    let shown = stdout(&env.rein(&["sessions", "show", child]));
+    assert!(shown.contains("hello from a"), "{shown}");
+    assert!(shown.contains(&format!("parent    {parent}")), "{shown}");
+    let shown = stdout(&env.rein(&["sessions", "show", &parent]));
+    assert!(shown.contains("sub-agent sessions"), "{shown}");
+    assert!(shown.contains(child), "{shown}");
+    let listed = stdout(&env.rein(&["sessions", "list"]));
+    assert!(listed.contains("↳ What does a.txt say?"), "{listed}");
+
+    // The parent session resumes with its children's results in it.
+    let next = env.script("n.json", &json!({"turns": [{"text": "resumed"}]}));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &next,
+        "--resume",
+        &parent,
+        "what now?",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shown = stdout(&env.rein(&["sessions", "show", &parent]));
     assert!(
-        stdout(&shown).contains("hello from a"),
-        "{}",
-        stdout(&shown)
+        shown.contains("a.txt says hello from a") && shown.contains("resumed"),
+        "{shown}"
     );
 }
 

@@ -36,6 +36,8 @@ pub struct AgentTag {
     /// Its definition's name (`agent_type`, the matcher of `SubagentStart`
     /// and `SubagentStop` hooks).
     pub kind: String,
+    /// The session that started it: its sessions link there.
+    pub parent_session: Option<String>,
 }
 
 impl AgentEngine {

@@ -115,6 +115,11 @@ impl AgentEngine {
                         workspace: self.inner.workspace.display().to_string(),
                         title: title_of(&request.prompt),
                         model: self.provider().model().to_string(),
+                        parent_id: self
+                            .inner
+                            .agent
+                            .as_ref()
+                            .and_then(|a| a.parent_session.clone()),
                     })
                     .await?;
                 Ok(Opened {

@@ -100,6 +100,7 @@ impl TaskTool {
         parent: &AgentEngine,
         agent: &AgentDef,
         (id, description, background): (&str, &str, bool),
+        parent_session: &str,
     ) -> AgentEngine {
         let tools: Vec<String> = parent
             .gate()
@@ -121,6 +122,7 @@ impl TaskTool {
             agent: Some(AgentTag {
                 id: id.to_string(),
                 kind: agent.name.clone(),
+                parent_session: Some(parent_session.to_string()),
             }),
             instructions: Some(instructions),
             deadline: Some(self.config.deadline),
@@ -218,7 +220,12 @@ impl Tool for TaskTool {
         // Unique in this engine; short enough for the model to repeat.
         let id = format!("agent-{}", n + 1);
         let background = args["background"].as_bool().unwrap_or(false);
-        let child = self.child_of(&parent, &agent, (&id, &description, background));
+        let child = self.child_of(
+            &parent,
+            &agent,
+            (&id, &description, background),
+            &ctx.session_id,
+        );
         let began = std::time::Instant::now();
         if background {
             // Its slot is not held: background children wait for nothing.

@@ -253,6 +253,7 @@ async fn a_sub_agent_has_its_own_start_and_stop_and_its_calls_carry_its_id() {
         agent: Some(AgentTag {
             id: "agent-1".into(),
             kind: "explore".into(),
+            parent_session: None,
         }),
         ..Default::default()
     });

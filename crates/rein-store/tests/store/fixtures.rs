@@ -41,6 +41,7 @@ pub async fn session(store: &dyn SessionStore, workspace: &str, title: &str) -> 
             workspace: workspace.into(),
             title: title.into(),
             model: "test/model".into(),
+            parent_id: None,
         })
         .await
         .unwrap()

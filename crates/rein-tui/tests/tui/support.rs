@@ -272,5 +272,6 @@ pub fn session(id: &str, title: &str, updated_at: i64, messages: u64) -> rein_co
         updated_at,
         message_count: messages,
         last_stop: None,
+        parent_id: None,
     }
 }
