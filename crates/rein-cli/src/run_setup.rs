@@ -24,6 +24,29 @@ pub struct RunExtras<'a> {
     pub agents: &'a rein_core::agents::AgentCatalog,
 }
 
+/// The models agent definitions name, made from the user's providers
+/// (the same way `--model` and `/model` read a name).
+struct ConfigModels(Config);
+
+impl rein_core::agents::ModelSource for ConfigModels {
+    fn provider_for(
+        &self,
+        model: &str,
+    ) -> Result<Arc<dyn rein_core::Provider>, rein_core::agents::ModelUnavailable> {
+        let mut c = self.0.clone();
+        let (provider, m) = crate::tui::model_choice(&c, model);
+        if provider.is_some() {
+            c.provider = provider;
+            c.model = None;
+        }
+        if m.is_some() {
+            c.model = m;
+        }
+        crate::providers::build(&c)
+            .map_err(|e| rein_core::agents::ModelUnavailable(format!("{e:#}")))
+    }
+}
+
 /// The sub-agents of a run here: the project's definitions in a trusted
 /// folder, the user's own (`$REIN_HOME/agents`), the built-ins.
 pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog {
@@ -81,6 +104,7 @@ pub fn engine_builder(
         }
         builder = builder.subagents(rein_core::SubagentConfig {
             catalog: extras.agents.clone(),
+            models: Some(Arc::new(ConfigModels(cfg.clone()))),
             ..Default::default()
         });
         // The servers' tools come as each server is ready; a call to one

@@ -235,6 +235,28 @@ fn general() -> AgentDef {
     }
 }
 
+/// Makes providers for the models agent definitions name (the front end
+/// knows the user's providers; core does not).
+pub trait ModelSource: Send + Sync {
+    /// A provider for `model`, written as for `--model` (`provider:model`,
+    /// a provider, or a model of the current provider).
+    fn provider_for(
+        &self,
+        model: &str,
+    ) -> Result<std::sync::Arc<dyn crate::Provider>, ModelUnavailable>;
+}
+
+/// Why a definition's model cannot be used (the sub-agent then runs on
+/// its parent's).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct ModelUnavailable(pub String);
+
+/// Claude Code's model aliases: they name a model family of one vendor,
+/// which rein cannot map to the user's providers; the parent's model is
+/// used.
+pub const CLAUDE_ALIASES: [&str; 4] = ["sonnet", "opus", "haiku", "opusplan"];
+
 /// The first line of a sub-agent's system prompt note: names the agent,
 /// so a reader of a request (the replay provider, a log) can tell whose
 /// it is.

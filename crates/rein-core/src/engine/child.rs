@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// The model a child runs on, when not its parent's.
+#[derive(Clone)]
+pub struct ChildModel(pub Arc<dyn Provider>);
+
+impl std::fmt::Debug for ChildModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ChildModel({})", self.0.model())
+    }
+}
+
 /// What a child engine may do. Whatever it asks for, it never gets more
 /// than its parent: a looser mode is lowered to the parent's, tools the
 /// parent lacks are not there, a higher turn limit is cut to the parent's.
@@ -26,6 +36,8 @@ pub struct ChildPolicy {
     /// Nobody can answer its approval questions (a background child):
     /// what needs one is refused.
     pub refuse_approvals: bool,
+    /// Its model (default: the parent's).
+    pub model: Option<ChildModel>,
 }
 
 /// A sub-agent's identity, as hooks are told.
@@ -73,7 +85,12 @@ impl AgentEngine {
         };
         AgentEngine {
             inner: Arc::new(Inner {
-                provider: std::sync::RwLock::new(self.provider()),
+                provider: std::sync::RwLock::new(
+                    policy
+                        .model
+                        .clone()
+                        .map_or_else(|| self.provider(), |m| m.0),
+                ),
                 store: inner.store.clone(),
                 gate: std::sync::RwLock::new(Arc::new(gate)),
                 workspace: inner.workspace.clone(),

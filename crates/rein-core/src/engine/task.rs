@@ -25,7 +25,7 @@ pub(crate) use background::{Background, ControlTool};
 pub const TOOL_NAME: &str = "task";
 
 /// How sub-agents run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SubagentConfig {
     /// The agents the model may start.
     pub catalog: AgentCatalog,
@@ -33,6 +33,9 @@ pub struct SubagentConfig {
     pub max_parallel: usize,
     /// Longest one sub-agent may run (default 10 minutes).
     pub deadline: Duration,
+    /// Makes the providers of the models definitions name (None: every
+    /// sub-agent runs on its parent's model).
+    pub models: Option<Arc<dyn crate::agents::ModelSource>>,
 }
 
 impl Default for SubagentConfig {
@@ -41,6 +44,7 @@ impl Default for SubagentConfig {
             catalog: AgentCatalog::built_in(),
             max_parallel: 4,
             deadline: Duration::from_secs(600),
+            models: None,
         }
     }
 }
@@ -94,14 +98,47 @@ impl TaskTool {
         self.spent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The child engine for `agent`, narrowed from the parent.
+    /// The model `agent` asks for, if it can have it; else a note saying
+    /// why it runs on its parent's.
+    fn model_of(&self, agent: &AgentDef) -> (Option<super::child::ChildModel>, Option<String>) {
+        let Some(model) = agent.model.as_deref() else {
+            return (None, None);
+        };
+        if crate::agents::CLAUDE_ALIASES.contains(&model) {
+            return (
+                None,
+                Some(format!(
+                    "`model: {model}` is a Claude Code alias; ran on the parent's model"
+                )),
+            );
+        }
+        match self.config.models.as_ref().map(|m| m.provider_for(model)) {
+            Some(Ok(p)) => (Some(super::child::ChildModel(p)), None),
+            Some(Err(e)) => (
+                None,
+                Some(format!(
+                    "model `{model}` unavailable ({e}); ran on the parent's model"
+                )),
+            ),
+            None => (
+                None,
+                Some(format!(
+                    "model `{model}` cannot be chosen here; ran on the parent's model"
+                )),
+            ),
+        }
+    }
+
+    /// The child engine for `agent`, narrowed from the parent, and a note
+    /// when it does not run on the model it asks for.
     fn child_of(
         &self,
         parent: &AgentEngine,
         agent: &AgentDef,
         (id, description, background): (&str, &str, bool),
         parent_session: &str,
-    ) -> AgentEngine {
+    ) -> (AgentEngine, Option<String>) {
+        let (model, note) = self.model_of(agent);
         let tools: Vec<String> = parent
             .gate()
             .specs(PermissionMode::Bypass)
@@ -115,7 +152,7 @@ impl TaskTool {
             crate::agents::marker(&agent.name),
             agent.prompt.trim()
         );
-        parent.child(ChildPolicy {
+        let child = parent.child(ChildPolicy {
             mode: agent.mode,
             tools: Some(tools),
             max_turns: agent.max_turns,
@@ -129,7 +166,9 @@ impl TaskTool {
             // Nobody watches a background child: what needs an approval
             // is refused.
             refuse_approvals: background,
-        })
+            model,
+        });
+        (child, note)
     }
 }
 
@@ -220,7 +259,7 @@ impl Tool for TaskTool {
         // Unique in this engine; short enough for the model to repeat.
         let id = format!("agent-{}", n + 1);
         let background = args["background"].as_bool().unwrap_or(false);
-        let child = self.child_of(
+        let (child, note) = self.child_of(
             &parent,
             &agent,
             (&id, &description, background),
@@ -231,8 +270,7 @@ impl Tool for TaskTool {
             // Its slot is not held: background children wait for nothing.
             drop(_slot);
             return Ok(self.start_background(
-                &parent,
-                child,
+                (child, note),
                 (agent, &id, &description),
                 prompt,
                 &ctx,
@@ -248,8 +286,8 @@ impl Tool for TaskTool {
         let outcome = child
             .run(RunRequest::new(prompt), ctx.cancel.child_token(), &mut sink)
             .await;
-        self.note_spent(&parent, &ctx, &outcome, began).await;
-        report(&agent, &outcome)
+        self.note_spent(&child, &ctx, &outcome, began).await;
+        report(&agent, &outcome, note.as_deref())
     }
 }
 
@@ -258,12 +296,12 @@ impl TaskTool {
     /// for the parent's run totals.
     async fn note_spent(
         &self,
-        parent: &AgentEngine,
+        child: &AgentEngine,
         ctx: &ToolContext,
         outcome: &RunOutcome,
         began: std::time::Instant,
     ) {
-        let entry = spent_entry(parent.provider().as_ref(), outcome, began);
+        let entry = spent_entry(child.provider().as_ref(), outcome, began);
         let _ = ctx.store.add_ledger(&ctx.session_id, &entry).await;
         self.spent_map().insert(ctx.call_id.clone(), entry);
     }
@@ -271,13 +309,12 @@ impl TaskTool {
     /// Start `child` in the background; the result says how to follow it.
     fn start_background(
         &self,
-        parent: &AgentEngine,
-        child: AgentEngine,
+        (child, note): (AgentEngine, Option<String>),
         (agent, id, description): (AgentDef, &str, &str),
         prompt: String,
         ctx: &ToolContext,
     ) -> ToolOutput {
-        let provider = parent.provider();
+        let provider = child.provider();
         let spent = self.spent.clone();
         let (store, session) = (ctx.store.clone(), ctx.session_id.clone());
         let key = format!("bg:{session}:{id}");
@@ -292,7 +329,7 @@ impl TaskTool {
             tokio::spawn(async move {
                 let _ = store.add_ledger(&session, &entry).await;
             });
-            report(&def, &outcome)
+            report(&def, &outcome, note.as_deref())
         };
         self.background
             .start(child, prompt, (id, &agent.name, description), ctx, finish);
@@ -330,10 +367,15 @@ fn spent_entry(
 
 /// The call's result: the child's final answer (and a line naming its
 /// session), or why it stopped.
-fn report(agent: &AgentDef, outcome: &RunOutcome) -> Result<ToolOutput, ToolError> {
+fn report(
+    agent: &AgentDef,
+    outcome: &RunOutcome,
+    note: Option<&str>,
+) -> Result<ToolOutput, ToolError> {
     let session = outcome.session_id.as_deref().unwrap_or("none");
+    let note = note.map(|n| format!(" · {n}")).unwrap_or_default();
     let footer = format!(
-        "[sub-agent {} · session {session} · {} turns]",
+        "[sub-agent {} · session {session} · {} turns{note}]",
         agent.name, outcome.turns
     );
     if outcome.reason == StopReason::Completed {

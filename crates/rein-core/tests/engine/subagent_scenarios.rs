@@ -494,3 +494,86 @@ async fn a_background_child_can_be_cancelled_and_cannot_ask_for_approval() {
     );
     assert!(cancel.output.contains("cancelled"), "{results:?}");
 }
+
+/// Gives one provider for the model `small`; anything else is unknown.
+struct OneModel(Arc<Scripted>);
+
+impl rein_core::agents::ModelSource for OneModel {
+    fn provider_for(
+        &self,
+        model: &str,
+    ) -> Result<Arc<dyn Provider>, rein_core::agents::ModelUnavailable> {
+        match model {
+            "small" => Ok(self.0.clone()),
+            other => Err(rein_core::agents::ModelUnavailable(format!(
+                "no provider serves `{other}`"
+            ))),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_definitions_model_is_used_when_it_can_be_and_said_when_it_cannot() {
+    let def = |name: &str, model: &str| AgentDef {
+        name: name.into(),
+        description: "d".into(),
+        tools: None,
+        disallowed_tools: Vec::new(),
+        model: Some(model.into()),
+        mode: None,
+        max_turns: None,
+        prompt: "p".into(),
+        source: AgentSource::BuiltIn,
+    };
+    let small = Scripted::new(vec![Ok(text("from the small model"))]);
+    let fallback = Scripted::new(vec![
+        Ok(text("parent model, alias")),
+        Ok(text("parent model, unknown")),
+    ]);
+    let s = setup(
+        vec![
+            Ok(task_calls(&[task("t1", "cheap", "a")])),
+            Ok(task_calls(&[task("t2", "aliased", "b")])),
+            Ok(task_calls(&[task("t3", "missing", "c")])),
+            Ok(text("done")),
+        ],
+        vec![("aliased", fallback.clone()), ("missing", fallback.clone())],
+        |b| {
+            b.subagents(SubagentConfig {
+                catalog: AgentCatalog {
+                    agents: vec![
+                        def("cheap", "small"),
+                        def("aliased", "sonnet"),
+                        def("missing", "gpt-9"),
+                    ],
+                    warnings: Vec::new(),
+                },
+                models: Some(Arc::new(OneModel(small.clone()))),
+                ..Default::default()
+            })
+        },
+    );
+    let mut events = Vec::new();
+    let outcome = s
+        .engine
+        .run(RunRequest::new("go"), CancellationToken::new(), &mut events)
+        .await;
+    let r = results_in_order(tool_results(
+        &s.store
+            .messages(outcome.session_id.as_deref().unwrap())
+            .await
+            .unwrap(),
+    ));
+    assert!(r[0].output.starts_with("from the small model"), "{r:?}");
+    assert_eq!(small.requests().len(), 1);
+    assert!(
+        r[1].output
+            .contains("`model: sonnet` is a Claude Code alias"),
+        "{r:?}"
+    );
+    assert!(
+        r[2].output
+            .contains("model `gpt-9` unavailable (no provider serves `gpt-9`)"),
+        "{r:?}"
+    );
+}
