@@ -149,6 +149,12 @@ pub enum Command {
     /// `hooks` block).
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// The sub-agents the `task` tool can start here: built-in, yours
+    /// (`$REIN_HOME/agents`) and the project's (`.rein/agents`,
+    /// `.claude/agents`).
+    Agents(crate::agents::ListArgs),
+    /// The git worktrees isolated sub-agents left with changes.
+    Worktrees(crate::agents::ListArgs),
 }
 
 /// `rein hooks ...`.

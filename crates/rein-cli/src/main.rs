@@ -1,5 +1,6 @@
 //! The `rein` command.
 
+mod agents;
 mod cli;
 mod commands;
 mod config;
@@ -58,6 +59,8 @@ fn main() {
             Some(cli::Command::Hooks(cmd)) => match cmd {
                 cli::HooksCommand::List(args) => hooks::list(args),
             },
+            Some(cli::Command::Agents(args)) => agents::list_agents(args),
+            Some(cli::Command::Worktrees(args)) => agents::list_worktrees(args),
         }
     });
     let code = match result {

@@ -105,6 +105,9 @@ pub fn engine_builder(
         builder = builder.subagents(rein_core::SubagentConfig {
             catalog: extras.agents.clone(),
             models: Some(Arc::new(ConfigModels(cfg.clone()))),
+            worktrees: Some(Arc::new(rein_tools::worktrees::GitWorktrees::new(
+                cfg.home.join("worktrees"),
+            ))),
             ..Default::default()
         });
         // The servers' tools come as each server is ready; a call to one

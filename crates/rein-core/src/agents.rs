@@ -46,6 +46,8 @@ pub struct AgentDef {
     /// Its instructions (the file's body).
     pub prompt: String,
     pub source: AgentSource,
+    /// Run it in a git worktree of its own (`isolation: worktree`).
+    pub worktree: bool,
 }
 
 impl AgentDef {
@@ -151,6 +153,7 @@ fn read(path: &Path) -> Result<AgentDef, String> {
         max_turns: None,
         prompt: body.trim().to_string(),
         source: AgentSource::File(path.to_path_buf()),
+        worktree: false,
     };
     let names = |v: &crate::frontmatter::Value| -> Vec<String> {
         v.list()
@@ -176,6 +179,15 @@ fn read(path: &Path) -> Result<AgentDef, String> {
                 };
                 agent.mode = Some(mode.map_err(|e| format!("line {line}: {e}"))?);
             }
+            "isolation" => match field.value.text().as_str() {
+                "worktree" => agent.worktree = true,
+                "" | "none" => agent.worktree = false,
+                other => {
+                    return Err(format!(
+                        "line {line}: isolation `{other}` is not known (worktree or none)"
+                    ));
+                }
+            },
             "maxTurns" | "max-turns" => {
                 let n = field.value.text().parse::<u32>().ok().filter(|n| *n > 0);
                 agent.max_turns = Some(n.ok_or_else(|| {
@@ -213,6 +225,7 @@ fn explore() -> AgentDef {
                  line numbers. You cannot change files."
             .into(),
         source: AgentSource::BuiltIn,
+        worktree: false,
     }
 }
 
@@ -232,6 +245,7 @@ fn general() -> AgentDef {
                  agent sees."
             .into(),
         source: AgentSource::BuiltIn,
+        worktree: false,
     }
 }
 
@@ -251,6 +265,46 @@ pub trait ModelSource: Send + Sync {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct ModelUnavailable(pub String);
+
+/// A git worktree a sub-agent works in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    /// Where the sub-agent works (the worktree, or the same subfolder of
+    /// it as the parent's workspace is of its repository).
+    pub path: PathBuf,
+    /// The new branch it is on.
+    pub branch: String,
+    /// The commit it started from.
+    pub base: String,
+}
+
+/// What became of a worktree when its sub-agent ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorktreeEnd {
+    /// Nothing uncommitted: the worktree was removed; the branch stays
+    /// when the sub-agent committed to it (`commits` > 0), else it is
+    /// deleted too.
+    Removed { commits: usize },
+    /// Uncommitted changes: the worktree is kept (`rein worktrees`).
+    Kept { changed: usize, commits: usize },
+}
+
+/// A failure to make or close a worktree.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct WorktreeError(pub String);
+
+/// Makes and closes the git worktrees sub-agents run isolated in (the
+/// front end knows where they go and runs git; core does not).
+pub trait Worktrees: Send + Sync {
+    /// A new worktree of the repository at `workspace`, on a new branch,
+    /// for sub-agent `agent_id`.
+    fn create(&self, workspace: &Path, agent_id: &str) -> Result<Worktree, WorktreeError>;
+
+    /// The sub-agent is done: remove the worktree if it holds nothing
+    /// uncommitted.
+    fn finish(&self, workspace: &Path, worktree: &Worktree) -> Result<WorktreeEnd, WorktreeError>;
+}
 
 /// Claude Code's model aliases: they name a model family of one vendor,
 /// which rein cannot map to the user's providers; the parent's model is

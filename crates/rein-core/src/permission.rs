@@ -386,7 +386,8 @@ impl Permissions {
         None
     }
 
-    /// A write into rein's own state (never), or into a protected path
+    /// A write into rein's own state (never, but inside a sub-agent's
+    /// worktree that is the run's workspace), or into a protected path
     /// that no precise allow rule names.
     fn protected(
         &self,
@@ -401,9 +402,12 @@ impl Permissions {
                 .unwrap_or_else(|_| p.to_string_lossy().into_owned())
         };
         let state = self.state_cache.get_or_init(|| self.resolve_state_dirs());
+        let ws = normalise(workspace);
         for w in &a.writes {
             let w = normalise(w);
-            if let Some(dir) = state.iter().find(|d| w.starts_with(d)) {
+            if let Some(dir) = state.iter().find(|d| w.starts_with(d))
+                && !(w.starts_with(&ws) && is_worktree_of(dir, &ws))
+            {
                 return Some(format!(
                     "{} is inside {}, rein's own state folder (REIN_HOME), which tools never \
                      change",
@@ -570,3 +574,13 @@ pub use rule::{Rule, Rules};
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `workspace` is a sub-agent's git worktree in rein's state
+/// folder `state` (`state/worktrees/REPO/NAME`, or a folder in one): the
+/// one part of that folder a run may write, when it is the run's
+/// workspace.
+fn is_worktree_of(state: &Path, workspace: &Path) -> bool {
+    workspace
+        .strip_prefix(state.join("worktrees"))
+        .is_ok_and(|rel| rel.components().count() >= 2)
+}

@@ -30,6 +30,7 @@ pub mod todo;
 pub mod user_hooks;
 mod walk;
 pub mod workspace;
+pub mod worktrees;
 pub mod write_file;
 
 pub use bash::Bash;

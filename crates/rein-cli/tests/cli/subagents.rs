@@ -224,3 +224,104 @@ fn a_projects_agent_can_only_narrow_what_its_parent_may_do() {
         .unwrap();
     assert_eq!(started["event"]["mode"], "plan");
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+#[test]
+fn an_isolated_child_works_in_a_worktree_kept_only_when_it_left_changes() {
+    let env = Env::new();
+    let ws = env.ws.path();
+    std::fs::write(ws.join("a.txt"), "base\n").unwrap();
+    git(ws, &["init", "-q"]);
+    git(ws, &["add", "a.txt"]);
+    git(ws, &["commit", "-q", "-m", "base"]);
+    let task = |id: &str, prompt: &str| json!({"id": id, "name": "task", "arguments": {"agent": "general", "description": prompt, "prompt": prompt, "isolation": "worktree"}});
+    let script = env.script(
+        "s.json",
+        &json!({
+            "turns": [
+                {"tool_calls": [task("t1", "make b")]},
+                {"tool_calls": [task("t2", "look only")]},
+                {"text": "done"}
+            ],
+            "agents": {"general": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "made\n"}}]},
+                {"text": "wrote b.txt"},
+                {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+                {"text": "a.txt says base"}
+            ]}
+        }),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "auto",
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut r = results(&o);
+    r.sort();
+    // The first child's file is in its worktree, not in the workspace.
+    assert!(!ws.join("b.txt").exists());
+    assert!(r[0].1.contains("its changes are in the worktree"), "{r:?}");
+    assert!(r[0].1.contains("on branch rein/agent-1-"), "{r:?}");
+    assert!(
+        r[1].1
+            .contains("it changed nothing (its worktree is removed)"),
+        "{r:?}"
+    );
+    let listed = stdout(&env.rein(&["worktrees", "--json"]));
+    let kept: Vec<serde_json::Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(kept.len(), 1, "{listed}");
+    assert_eq!(kept[0]["changed"], 1);
+    let path = std::path::PathBuf::from(kept[0]["path"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(path.join("b.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(path.starts_with(env.home.path()), "{path:?}");
+
+    // Outside a git repository, isolation is refused with the reason.
+    let plain = Env::new();
+    let script = plain.script(
+        "s.json",
+        &json!({"turns": [{"tool_calls": [task("t1", "x")]}, {"text": "ok"}]}),
+    );
+    let o = plain.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "auto",
+        "go",
+    ]);
+    let r = results(&o);
+    assert!(
+        r[0].2 && r[0].1.contains("not in a git repository"),
+        "{r:?}"
+    );
+}

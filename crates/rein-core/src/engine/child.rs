@@ -38,6 +38,9 @@ pub struct ChildPolicy {
     pub refuse_approvals: bool,
     /// Its model (default: the parent's).
     pub model: Option<ChildModel>,
+    /// The folder it works in (default: the parent's workspace), such as
+    /// a git worktree of it.
+    pub workspace: Option<PathBuf>,
 }
 
 /// A sub-agent's identity, as hooks are told.
@@ -93,7 +96,10 @@ impl AgentEngine {
                 ),
                 store: inner.store.clone(),
                 gate: std::sync::RwLock::new(Arc::new(gate)),
-                workspace: inner.workspace.clone(),
+                workspace: policy
+                    .workspace
+                    .clone()
+                    .unwrap_or_else(|| inner.workspace.clone()),
                 config,
                 permissions: Arc::new(permissions),
                 project_rules: inner.project_rules.clone(),

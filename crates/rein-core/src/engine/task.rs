@@ -36,6 +36,9 @@ pub struct SubagentConfig {
     /// Makes the providers of the models definitions name (None: every
     /// sub-agent runs on its parent's model).
     pub models: Option<Arc<dyn crate::agents::ModelSource>>,
+    /// Makes git worktrees for isolated sub-agents (None: isolation is
+    /// refused).
+    pub worktrees: Option<Arc<dyn crate::agents::Worktrees>>,
 }
 
 impl Default for SubagentConfig {
@@ -45,6 +48,7 @@ impl Default for SubagentConfig {
             max_parallel: 4,
             deadline: Duration::from_secs(600),
             models: None,
+            worktrees: None,
         }
     }
 }
@@ -135,10 +139,10 @@ impl TaskTool {
         &self,
         parent: &AgentEngine,
         agent: &AgentDef,
-        (id, description, background): (&str, &str, bool),
-        parent_session: &str,
+        launch: &Launch,
     ) -> (AgentEngine, Option<String>) {
         let (model, note) = self.model_of(agent);
+        let description = &launch.description;
         let tools: Vec<String> = parent
             .gate()
             .specs(PermissionMode::Bypass)
@@ -157,18 +161,79 @@ impl TaskTool {
             tools: Some(tools),
             max_turns: agent.max_turns,
             agent: Some(AgentTag {
-                id: id.to_string(),
+                id: launch.id.clone(),
                 kind: agent.name.clone(),
-                parent_session: Some(parent_session.to_string()),
+                parent_session: Some(launch.parent_session.clone()),
             }),
             instructions: Some(instructions),
             deadline: Some(self.config.deadline),
             // Nobody watches a background child: what needs an approval
             // is refused.
-            refuse_approvals: background,
+            refuse_approvals: launch.background,
             model,
+            workspace: launch.worktree.as_ref().map(|w| w.path.clone()),
         });
         (child, note)
+    }
+
+    /// A worktree for the sub-agent, when it runs isolated.
+    async fn isolate(
+        &self,
+        parent: &AgentEngine,
+        id: &str,
+    ) -> Result<crate::agents::Worktree, ToolError> {
+        let Some(worktrees) = self.config.worktrees.clone() else {
+            return Err(ToolError::new(
+                "isolation: worktree is not available in this front end",
+            ));
+        };
+        let (workspace, id) = (parent.workspace().to_path_buf(), id.to_string());
+        tokio::task::spawn_blocking(move || worktrees.create(&workspace, &id))
+            .await
+            .map_err(|e| ToolError(format!("making the worktree failed: {e}")))?
+            .map_err(|e| ToolError(format!("cannot run the sub-agent in a worktree: {e}")))
+    }
+}
+
+/// One sub-agent about to start.
+pub(crate) struct Launch {
+    pub id: String,
+    pub description: String,
+    pub background: bool,
+    /// The session whose call starts it.
+    pub parent_session: String,
+    /// Where it works when isolated.
+    pub worktree: Option<crate::agents::Worktree>,
+}
+
+/// Close a sub-agent's worktree; what the parent is told about it.
+fn close_worktree(
+    worktrees: Option<&Arc<dyn crate::agents::Worktrees>>,
+    workspace: &std::path::Path,
+    wt: &crate::agents::Worktree,
+) -> String {
+    use crate::agents::WorktreeEnd;
+    let Some(worktrees) = worktrees else {
+        return String::new();
+    };
+    match worktrees.finish(workspace, wt) {
+        Ok(WorktreeEnd::Removed { commits: 0 }) => {
+            "it changed nothing (its worktree is removed)".into()
+        }
+        Ok(WorktreeEnd::Removed { commits }) => format!(
+            "its {commits} commit(s) are on branch {} (its worktree is removed)",
+            wt.branch
+        ),
+        Ok(WorktreeEnd::Kept { changed, commits }) => format!(
+            "its changes are in the worktree {} on branch {} ({changed} uncommitted file(s), \
+             {commits} commit(s)); `rein worktrees` lists it",
+            wt.path.display(),
+            wt.branch
+        ),
+        Err(e) => format!(
+            "its worktree {} could not be closed: {e}",
+            wt.path.display()
+        ),
     }
 }
 
@@ -208,6 +273,7 @@ impl Tool for TaskTool {
                     "agent": {"type": "string", "enum": names, "description": "which agent (default general)"},
                     "description": {"type": "string", "description": "the task in 3 to 6 words"},
                     "prompt": {"type": "string", "description": "everything the sub-agent needs to do the task"},
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "run it in a git worktree of its own, on a new branch, so its changes do not touch yours"},
                     "background": {"type": "boolean", "description": "return at once with its id and go on; get its report with task_wait (it cannot ask the user for approvals)"}
                 },
                 "required": ["description", "prompt"]
@@ -258,20 +324,26 @@ impl Tool for TaskTool {
         let n = self.started.fetch_add(1, Ordering::Relaxed);
         // Unique in this engine; short enough for the model to repeat.
         let id = format!("agent-{}", n + 1);
-        let background = args["background"].as_bool().unwrap_or(false);
-        let (child, note) = self.child_of(
-            &parent,
-            &agent,
-            (&id, &description, background),
-            &ctx.session_id,
-        );
+        let isolated = agent.worktree || args["isolation"] == "worktree";
+        let launch = Launch {
+            worktree: match isolated {
+                true => Some(self.isolate(&parent, &id).await?),
+                false => None,
+            },
+            id: id.clone(),
+            description: description.clone(),
+            background: args["background"].as_bool().unwrap_or(false),
+            parent_session: ctx.session_id.clone(),
+        };
+        let (child, note) = self.child_of(&parent, &agent, &launch);
         let began = std::time::Instant::now();
-        if background {
+        let workspace = parent.workspace().to_path_buf();
+        if launch.background {
             // Its slot is not held: background children wait for nothing.
             drop(_slot);
             return Ok(self.start_background(
                 (child, note),
-                (agent, &id, &description),
+                (agent, &launch, workspace),
                 prompt,
                 &ctx,
             ));
@@ -287,7 +359,12 @@ impl Tool for TaskTool {
             .run(RunRequest::new(prompt), ctx.cancel.child_token(), &mut sink)
             .await;
         self.note_spent(&child, &ctx, &outcome, began).await;
-        report(&agent, &outcome, note.as_deref())
+        let closed = launch
+            .worktree
+            .as_ref()
+            .map(|wt| close_worktree(self.config.worktrees.as_ref(), &workspace, wt));
+        let notes = join_notes(note, closed);
+        report(&agent, &outcome, notes.as_deref())
     }
 }
 
@@ -310,17 +387,24 @@ impl TaskTool {
     fn start_background(
         &self,
         (child, note): (AgentEngine, Option<String>),
-        (agent, id, description): (AgentDef, &str, &str),
+        (agent, launch, workspace): (AgentDef, &Launch, std::path::PathBuf),
         prompt: String,
         ctx: &ToolContext,
     ) -> ToolOutput {
         let provider = child.provider();
         let spent = self.spent.clone();
         let (store, session) = (ctx.store.clone(), ctx.session_id.clone());
+        let id = launch.id.as_str();
         let key = format!("bg:{session}:{id}");
         let began = std::time::Instant::now();
         let def = agent.clone();
+        let worktrees = self.config.worktrees.clone();
+        let worktree = launch.worktree.clone();
         let finish = move |outcome: RunOutcome| {
+            let closed = worktree
+                .as_ref()
+                .map(|wt| close_worktree(worktrees.as_ref(), &workspace, wt));
+            let note = join_notes(note, closed);
             let entry = spent_entry(provider.as_ref(), &outcome, began);
             spent
                 .lock()
@@ -331,13 +415,27 @@ impl TaskTool {
             });
             report(&def, &outcome, note.as_deref())
         };
-        self.background
-            .start(child, prompt, (id, &agent.name, description), ctx, finish);
+        self.background.start(
+            child,
+            prompt,
+            (id, &agent.name, &launch.description),
+            ctx,
+            finish,
+        );
         ToolOutput::ok(format!(
             "started sub-agent {id} ({}) in the background; get its report with task_wait, \
              stop it with task_cancel. Your run does not end before it does.",
             agent.name
         ))
+    }
+}
+
+/// Two optional notes as one.
+fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) if !b.is_empty() => Some(format!("{a} · {b}")),
+        (a, Some(b)) if !b.is_empty() => a.or(Some(b)),
+        (a, _) => a,
     }
 }
 

@@ -463,3 +463,63 @@ fn server_wide_rules_and_exact_names_for_tools_with_nothing_to_match() {
         &risky
     )));
 }
+
+#[test]
+fn a_sub_agents_worktree_in_the_state_folder_is_writable_only_as_its_own_workspace() {
+    let home = PathBuf::from("/home/u/.rein");
+    let mut p = perms(&["write_file"], &[], &[]);
+    p.state_dir = Some(home.clone());
+    let tree = home.join("worktrees/0123abcd/agent-1-99");
+    let write = |path: PathBuf| Assessment {
+        writes: vec![path],
+        ..Default::default()
+    };
+    let mode = PermissionMode::Bypass;
+    let in_tree = write(tree.join("src/lib.rs"));
+    assert!(is_allow(&p.decide(
+        mode,
+        "write_file",
+        ToolAccess::Write,
+        &in_tree,
+        &[],
+        &tree
+    )));
+    // Another agent's worktree, the folder above, the rest of the state:
+    // refused, even from inside a worktree.
+    for other in [
+        home.join("worktrees/0123abcd/agent-2-99/x"),
+        home.join("worktrees/0123abcd/x"),
+        home.join("settings.json"),
+    ] {
+        let v = p.decide(
+            mode,
+            "write_file",
+            ToolAccess::Write,
+            &write(other.clone()),
+            &[],
+            &tree,
+        );
+        assert!(is_deny(&v), "{other:?}: {v:?}");
+    }
+    // The state folder as a workspace is not a worktree.
+    let v = p.decide(
+        mode,
+        "write_file",
+        ToolAccess::Write,
+        &write(home.join("a")),
+        &[],
+        &home,
+    );
+    assert!(is_deny(&v), "{v:?}");
+    // Nor is the worktrees folder itself.
+    let top = home.join("worktrees/0123abcd");
+    let v = p.decide(
+        mode,
+        "write_file",
+        ToolAccess::Write,
+        &write(top.join("a")),
+        &[],
+        &top,
+    );
+    assert!(is_deny(&v), "{v:?}");
+}

@@ -275,6 +275,7 @@ async fn a_child_asking_for_more_than_its_parent_gets_no_more() {
         max_turns: Some(1000),
         prompt: "do anything".into(),
         source: AgentSource::BuiltIn,
+        worktree: false,
     };
     let wrote = Arc::new(Mutex::new(0));
     let child = Scripted::new(vec![
@@ -524,6 +525,7 @@ async fn a_definitions_model_is_used_when_it_can_be_and_said_when_it_cannot() {
         max_turns: None,
         prompt: "p".into(),
         source: AgentSource::BuiltIn,
+        worktree: false,
     };
     let small = Scripted::new(vec![Ok(text("from the small model"))]);
     let fallback = Scripted::new(vec![
