@@ -325,3 +325,49 @@ fn an_isolated_child_works_in_a_worktree_kept_only_when_it_left_changes() {
         "{r:?}"
     );
 }
+
+/// In the app, a sub-agent's approval question is the app's own, naming
+/// the sub-agent and its task; its calls and its end are shown.
+#[test]
+fn the_app_asks_for_a_sub_agents_approval_naming_it() {
+    let env = Env::new();
+    let script = env.script(
+        "t.json",
+        &json!({
+            "model": "m",
+            "turns": [
+                {"tool_calls": [{"id": "t1", "name": "task", "arguments": {"agent": "general", "description": "make b", "prompt": "Create b.txt"}}]},
+                {"text": "The sub-agent made b.txt."}
+            ],
+            "agents": {"general": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "made\n"}}]},
+                {"text": "wrote b.txt"}
+            ]}
+        }),
+    );
+    let app = super::tui::Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("ask rein to do something");
+    app.type_text("make b.txt");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("Allow write_file?");
+    assert!(screen.contains("[sub-agent general: make b]"), "{screen}");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    app.keys(&["y"]);
+    let screen = app.wait_for("The sub-agent made b.txt.");
+    assert!(
+        screen.contains("sub-agent general started: make b"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("sub-agent general › write_file"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("sub-agent general finished (completed"),
+        "{screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("b.txt")).unwrap(),
+        "made\n"
+    );
+}

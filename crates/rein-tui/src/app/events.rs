@@ -154,6 +154,12 @@ impl App {
                 self.approval_required(request, reply);
             }
             Event::Notice { message } => self.notice(format!("sub-agent {agent}: {message}")),
+            Event::ToolStarted {
+                name, arguments, ..
+            } => self.notice(format!(
+                "sub-agent {agent} › {name} {}",
+                rein_core::text::one_line(&arguments, 80)
+            )),
             Event::Stopped { reason, turns, .. } => self.notice(format!(
                 "sub-agent {agent} finished ({}, {turns} turns): {description}",
                 reason.as_str()
