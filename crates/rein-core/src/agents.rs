@@ -155,8 +155,19 @@ fn read(path: &Path) -> Result<AgentDef, String> {
         source: AgentSource::File(path.to_path_buf()),
         worktree: false,
     };
+    // `Read, Bash(git diff:*)`: commas part the names, not the spaces
+    // inside a pattern.
     let names = |v: &crate::frontmatter::Value| -> Vec<String> {
-        v.list()
+        let items = match v {
+            crate::frontmatter::Value::Text(t) => t
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            other => other.list(),
+        };
+        items
             .iter()
             .map(|t| crate::commands::rein_tool_name(t))
             .collect()
@@ -372,7 +383,7 @@ mod tests {
         assert!(c.get("explore").is_some() && c.get("general").is_some());
         assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
         assert!(
-            c.warnings.iter().any(|w| w.contains("line 3: maxTurns")),
+            c.warnings.iter().any(|w| w.contains("line 4: maxTurns")),
             "{:?}",
             c.warnings
         );

@@ -465,3 +465,73 @@ fn a_resource_named_in_the_prompt_is_attached() {
     );
     assert!(content.contains("hello from the note"), "{content}");
 }
+
+/// A sub-agent uses the parent's MCP tools (even one whose server is
+/// still starting when the child begins), and the user's hooks see its
+/// call with its agent id; `explore`, whose tools are listed, gets none.
+#[test]
+fn a_sub_agent_calls_an_mcp_tool_through_the_same_hooks() {
+    let Some(server) = everything() else { return };
+    let env = with_everything(&server, "");
+    let log = env.ws.path().join("hook.log");
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "mcp__.*", "hooks": [{"type": "command",
+            "command": format!("grep -o '\"agent_id\":\"[^\"]*\"' >> {}", log.display())}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let echo = json!({"name": "mcp__everything__echo", "arguments": {"message": "from the child"}});
+    let script = env.script(
+        "s.json",
+        &json!({
+            "turns": [
+                {"tool_calls": [
+                    {"id": "t1", "name": "task", "arguments": {"agent": "general", "description": "echo", "prompt": "echo"}},
+                    {"id": "t2", "name": "task", "arguments": {"agent": "explore", "description": "echo too", "prompt": "echo"}}
+                ]},
+                {"text": "done"}
+            ],
+            "agents": {
+                "general": [{"tool_calls": [echo.clone()]}, {"text": "echoed"}],
+                "explore": [{"tool_calls": [echo]}, {"text": "could not"}]
+            }
+        }),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "auto",
+        "go",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let finished: Vec<(String, String, bool)> = json_lines(&o)
+        .iter()
+        .filter(|e| e["type"] == "subagent" && e["event"]["type"] == "tool_finished")
+        .map(|e| {
+            (
+                e["agent"].as_str().unwrap().to_string(),
+                e["event"]["output_preview"].as_str().unwrap().to_string(),
+                e["event"]["is_error"] == true,
+            )
+        })
+        .collect();
+    let general = finished.iter().find(|f| f.0 == "general").unwrap();
+    assert!(
+        !general.2 && general.1.contains("from the child"),
+        "{finished:?}"
+    );
+    let explore = finished.iter().find(|f| f.0 == "explore").unwrap();
+    assert!(
+        explore.2 && explore.1.contains("unknown tool"),
+        "{finished:?}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.trim().lines().count(), 1, "{logged}");
+    assert!(logged.contains("\"agent_id\":\"agent-"), "{logged}");
+}

@@ -22,8 +22,11 @@ pub struct ChildPolicy {
     /// (default, and at most: the parent's mode, the one its runs start
     /// in).
     pub mode: Option<PermissionMode>,
-    /// The only tools it may use, by name (default: all of the parent's).
+    /// The only tools it may use, by name (default: all of the parent's,
+    /// those still arriving included).
     pub tools: Option<Vec<String>>,
+    /// Tools it may not use.
+    pub denied_tools: Vec<String>,
     /// Most model calls in one of its runs.
     pub max_turns: Option<u32>,
     /// Who it is, as hooks are told (`agent_id`, `agent_type`).
@@ -79,13 +82,17 @@ impl AgentEngine {
         if let Some(text) = policy.instructions {
             config.system_note = Some(text);
         }
-        // A child cannot start children of its own (depth 1).
-        let gate = match &policy.tools {
-            Some(names) => self
-                .gate()
-                .narrowed(|t| t != task::TOOL_NAME && names.iter().any(|n| n == t)),
-            None => self.gate().narrowed(|t| t != task::TOOL_NAME),
+        // A child cannot start children of its own (depth 1), nor follow
+        // its parent's background ones.
+        let (only, denied) = (policy.tools.clone(), policy.denied_tools.clone());
+        let keep = move |t: &str| {
+            !task::PARENT_ONLY.contains(&t)
+                && only
+                    .as_ref()
+                    .is_none_or(|names| names.iter().any(|n| n == t))
+                && !denied.iter().any(|n| n == t)
         };
+        let gate = self.gate().for_child(Arc::new(keep));
         AgentEngine {
             inner: Arc::new(Inner {
                 provider: std::sync::RwLock::new(

@@ -24,6 +24,15 @@ pub(crate) use background::{Background, ControlTool};
 /// The tool's name.
 pub const TOOL_NAME: &str = "task";
 
+/// The tools only a parent has: starting sub-agents and following them.
+pub(crate) const PARENT_ONLY: [&str; 5] = [
+    TOOL_NAME,
+    "task_status",
+    "task_wait",
+    "task_cancel",
+    "task_steer",
+];
+
 /// How sub-agents run.
 #[derive(Clone)]
 pub struct SubagentConfig {
@@ -143,13 +152,6 @@ impl TaskTool {
     ) -> (AgentEngine, Option<String>) {
         let (model, note) = self.model_of(agent);
         let description = &launch.description;
-        let tools: Vec<String> = parent
-            .gate()
-            .specs(PermissionMode::Bypass)
-            .into_iter()
-            .map(|s| s.name)
-            .filter(|n| agent.allows(n))
-            .collect();
         let instructions = format!(
             "{}\n{}\n\nYour task: {description}\nWhen it is done, answer with your report: it is \
              all the agent that asked will see.",
@@ -158,7 +160,8 @@ impl TaskTool {
         );
         let child = parent.child(ChildPolicy {
             mode: agent.mode,
-            tools: Some(tools),
+            tools: agent.tools.clone(),
+            denied_tools: agent.disallowed_tools.clone(),
             max_turns: agent.max_turns,
             agent: Some(AgentTag {
                 id: launch.id.clone(),

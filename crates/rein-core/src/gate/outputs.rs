@@ -6,7 +6,35 @@ use crate::schema::ToolCall;
 use crate::text::truncate_middle;
 use crate::tool::ToolError;
 
+/// Tools still arriving, as a child engine may see them: only those its
+/// policy keeps.
+struct KeptLate {
+    inner: std::sync::Arc<dyn crate::tool::LateTools>,
+    keep: std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+#[async_trait::async_trait]
+impl crate::tool::LateTools for KeptLate {
+    async fn wait_for(&self, name: &str) -> Option<std::sync::Arc<dyn crate::tool::Tool>> {
+        if !(self.keep)(name) {
+            return None;
+        }
+        self.inner.wait_for(name).await
+    }
+}
+
 impl Gate {
+    /// This gate narrowed for a child engine: the tools `keep` accepts,
+    /// now and as they arrive.
+    pub fn for_child(&self, keep: std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>) -> Gate {
+        let mut gate = self.narrowed(|name| keep(name));
+        gate.late = self.late.clone().map(|inner| {
+            std::sync::Arc::new(KeptLate { inner, keep })
+                as std::sync::Arc<dyn crate::tool::LateTools>
+        });
+        gate
+    }
+
     /// An observation the context can hold: big outputs go to a file with a
     /// preview in their place, or are cut to their head and tail.
     pub(super) fn bound_output(&self, session_id: &str, call_id: &str, content: String) -> String {
