@@ -122,6 +122,9 @@ struct Inner {
     started: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The `task` tool, when sub-agents are on (never in a child).
     task: Option<Arc<task::TaskTool>>,
+    /// Takes the workspace's checkpoints (never in a child: its parent
+    /// does).
+    checkpointer: Option<Arc<dyn crate::rewind::Checkpointer>>,
 }
 
 /// The agent loop. Cheap to clone; clones share tools, locks and store.

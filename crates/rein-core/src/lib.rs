@@ -23,6 +23,7 @@ pub mod permission;
 pub mod private_fs;
 pub mod profile;
 pub mod provider;
+pub mod rewind;
 pub mod schema;
 pub mod schema_check;
 pub mod store;

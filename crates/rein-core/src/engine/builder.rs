@@ -80,6 +80,7 @@ pub struct AgentEngineBuilder {
     hooks: Vec<Arc<dyn CallHook>>,
     session_hook: Option<Arc<dyn crate::lifecycle::SessionHook>>,
     subagents: Option<task::SubagentConfig>,
+    checkpointer: Option<Arc<dyn crate::rewind::Checkpointer>>,
     late: Option<Arc<dyn LateTools>>,
 }
 
@@ -198,6 +199,13 @@ impl AgentEngineBuilder {
         self
     }
 
+    /// Take the workspace's checkpoints (for rewind) before each prompt
+    /// and after each round of calls that may have changed files.
+    pub fn checkpointer(mut self, c: Arc<dyn crate::rewind::Checkpointer>) -> Self {
+        self.checkpointer = Some(c);
+        self
+    }
+
     pub fn project_rules(mut self, rules: Arc<dyn ProjectRules>) -> Self {
         self.project_rules = Some(rules);
         self
@@ -297,6 +305,7 @@ impl AgentEngineBuilder {
             self.session_hook,
             self.subagents,
         );
+        let checkpointer = self.checkpointer;
         // The task tool runs children of this very engine: it holds a
         // weak handle to it, made before the engine exists.
         let inner = Arc::new_cyclic(|me| {
@@ -319,6 +328,7 @@ impl AgentEngineBuilder {
                 agent: None,
                 started: Default::default(),
                 task,
+                checkpointer,
             }
         });
         Ok(AgentEngine { inner })
@@ -341,6 +351,7 @@ impl AgentEngine {
             hooks: Vec::new(),
             session_hook: None,
             subagents: None,
+            checkpointer: None,
             late: None,
         }
     }

@@ -115,6 +115,7 @@ impl AgentEngine {
                 agent: policy.agent.clone(),
                 started: Default::default(),
                 task: None,
+                checkpointer: None,
             }),
         }
     }

@@ -273,3 +273,32 @@ impl AgentEngine {
         self.commit_to(ctx, conv, Message::user(text)).await
     }
 }
+
+impl AgentEngine {
+    /// Checkpoint the workspace before a prompt is stored (a failure is a
+    /// notice: the run goes on).
+    pub(super) async fn checkpoint_prompt(&self, ctx: &mut RunCtx<'_>, seq: u64, prompt: &str) {
+        let Some(c) = &self.inner.checkpointer else {
+            return;
+        };
+        if let Err(e) = c.before_prompt(&ctx.session_id, seq, prompt).await {
+            ctx.emit(Event::Notice {
+                message: format!(
+                    "no checkpoint before this prompt (rewind cannot go back here): {e}"
+                ),
+            });
+        }
+    }
+
+    /// Note the workspace after calls that may have changed files.
+    pub(super) async fn checkpoint_changes(&self, ctx: &mut RunCtx<'_>) {
+        let Some(c) = &self.inner.checkpointer else {
+            return;
+        };
+        if let Err(e) = c.after_changes(&ctx.session_id).await {
+            ctx.emit(Event::Notice {
+                message: format!("could not note the workspace after this turn's changes: {e}"),
+            });
+        }
+    }
+}

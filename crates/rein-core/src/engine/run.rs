@@ -229,6 +229,8 @@ impl AgentEngine {
         let context = self
             .start_hooks(ctx, opened.resumed, &request.prompt, mode)
             .await?;
+        let stored = opened.seqs.iter().flatten().max().copied().unwrap_or(0);
+        self.checkpoint_prompt(ctx, stored, &request.prompt).await;
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
             .await?;
@@ -398,6 +400,8 @@ impl AgentEngine {
                     continue;
                 }
             };
+            let stored = run.conv.seqs.iter().flatten().max().copied().unwrap_or(0);
+            self.checkpoint_prompt(ctx, stored, &text).await;
             self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))
                 .await?;
             self.add_hook_context(ctx, &mut run.conv, context).await?;

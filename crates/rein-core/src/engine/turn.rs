@@ -176,6 +176,16 @@ impl AgentEngine {
             .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
             .await;
         let halt = finished.iter().find_map(|f| f.effects.halt.clone());
+        // What a round that wrote or ran programs left is noted for
+        // rewind.
+        if finished.iter().any(|f| {
+            matches!(
+                f.effects.access,
+                Some(crate::tool::ToolAccess::Write | crate::tool::ToolAccess::Execute)
+            )
+        }) {
+            self.checkpoint_changes(ctx).await;
+        }
         // What sub-agents spent counts against this run's budgets.
         if let Some(task) = &self.inner.task {
             for f in &finished {
