@@ -7,7 +7,10 @@
 //! [`SqliteMemory`] is the long-term memory
 //! ([`LongTermMemory`](rein_core::LongTermMemory)): its own SQLite file with
 //! a full-text index.
+//! [`Checkpoints`] snapshots a whole workspace into a private git
+//! repository and restores it, for rewinding a session's turns.
 
+pub mod checkpoints;
 mod conn;
 mod error;
 mod memory;
@@ -15,6 +18,10 @@ mod migrations;
 pub mod spill;
 mod sqlite;
 
+pub use checkpoints::{
+    ChangeKind, Checkpoint, CheckpointError, CheckpointOptions, Checkpoints, FileChange, FileMode,
+    Restored,
+};
 pub use memory::{MEMORY_SCHEMA_VERSION, SqliteMemory};
 pub use migrations::SCHEMA_VERSION;
 pub use rein_core::InMemorySessionStore;

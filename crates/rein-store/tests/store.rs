@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "store/checkpoints.rs"]
+mod checkpoints;
 #[path = "store/fixtures.rs"]
 mod fixtures;
 #[path = "store/ledger.rs"]
