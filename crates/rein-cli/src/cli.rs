@@ -155,6 +155,9 @@ pub enum Command {
     Agents(crate::agents::ListArgs),
     /// The git worktrees isolated sub-agents left with changes.
     Worktrees(crate::agents::ListArgs),
+    /// Take a session back to a checkpoint: its files, its conversation
+    /// or both (`--list` shows them).
+    Rewind(crate::rewind::RewindArgs),
 }
 
 /// `rein hooks ...`.

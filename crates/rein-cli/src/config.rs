@@ -48,6 +48,8 @@ pub struct ConfigFile {
     /// `auto` (default), `always` or `never`: whether the model gets
     /// `tool_search` instead of every MCP tool's schema.
     pub mcp_tool_search: Option<ToolSearchSetting>,
+    /// Checkpoint the workspace for `rein rewind` (default true).
+    pub checkpoints: Option<bool>,
 }
 
 /// When MCP tools are offered lazily, through `tool_search`.
@@ -173,6 +175,8 @@ pub struct Config {
     pub provider: Option<String>,
     pub model: Option<String>,
     pub max_turns: u32,
+    /// Checkpoint the workspace for rewind.
+    pub checkpoints: bool,
     pub tool_timeout: Duration,
     pub max_concurrent_tools: Option<usize>,
     /// `max_tool_calls_per_turn`; `None` keeps the engine's default.
@@ -252,6 +256,7 @@ impl Config {
             provider: None,
             model: None,
             max_turns: 50,
+            checkpoints: true,
             tool_timeout: Duration::from_secs(120),
             max_concurrent_tools: None,
             max_tool_calls_per_turn: None,
@@ -402,6 +407,9 @@ impl Config {
         }
         if let Some(n) = file.max_turns {
             self.max_turns = n;
+        }
+        if let Some(c) = file.checkpoints {
+            self.checkpoints = c;
         }
         if let Some(s) = file.tool_timeout_secs {
             if s == 0 {

@@ -16,6 +16,7 @@ mod model;
 mod output;
 mod permissions;
 mod providers;
+mod rewind;
 mod run_setup;
 mod sandbox_config;
 mod sessions;
@@ -61,6 +62,7 @@ fn main() {
             },
             Some(cli::Command::Agents(args)) => agents::list_agents(args),
             Some(cli::Command::Worktrees(args)) => agents::list_worktrees(args),
+            Some(cli::Command::Rewind(args)) => rewind::run(args).await,
         }
     });
     let code = match result {

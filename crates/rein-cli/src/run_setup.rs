@@ -47,6 +47,28 @@ impl rein_core::agents::ModelSource for ConfigModels {
     }
 }
 
+/// A checkpointer that says why there are no checkpoints.
+struct Unavailable(String);
+
+#[async_trait::async_trait]
+impl rein_core::rewind::Checkpointer for Unavailable {
+    async fn before_prompt(
+        &self,
+        _session_id: &str,
+        _seq: u64,
+        _prompt: &str,
+    ) -> Result<(), rein_core::rewind::CheckpointFailure> {
+        Err(rein_core::rewind::CheckpointFailure(self.0.clone()))
+    }
+
+    async fn after_changes(
+        &self,
+        _session_id: &str,
+    ) -> Result<(), rein_core::rewind::CheckpointFailure> {
+        Ok(())
+    }
+}
+
 /// The sub-agents of a run here: the project's definitions in a trusted
 /// folder, the user's own (`$REIN_HOME/agents`), the built-ins.
 pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog {
@@ -120,6 +142,18 @@ pub fn engine_builder(
     if let Some(hooks) = rein_tools::user_hooks::UserHooks::new(extras.hooks) {
         let hooks = Arc::new(hooks);
         builder = builder.hook(hooks.clone()).session_hook(hooks);
+    }
+    if cfg.checkpoints {
+        // A workspace that cannot be checkpointed (git missing, an
+        // unwritable home) runs without rewind: the run says so at its
+        // first prompt.
+        match crate::rewind::SessionCheckpoints::open(&cfg.home, workspace) {
+            Ok(c) => {
+                builder =
+                    builder.checkpointer(Arc::new(crate::rewind::index::Checkpointer(Arc::new(c))));
+            }
+            Err(e) => builder = builder.checkpointer(Arc::new(Unavailable(e.to_string()))),
+        }
     }
     if gives(Lever::ReadFirst) {
         builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));

@@ -36,6 +36,18 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
                 .delete_session(&info.id)
                 .await
                 .map_err(store_failure)?;
+            // Its checkpoints go with it (those other sessions use stay).
+            let index = cfg
+                .home
+                .join(format!("checkpoints/sessions/{}.jsonl", info.id));
+            if index.exists()
+                && let Ok(ck) = crate::rewind::SessionCheckpoints::open(
+                    &cfg.home,
+                    std::path::Path::new(&info.workspace),
+                )
+            {
+                let _ = ck.forget(&info.id);
+            }
             out(&format!("deleted session {} ({})", info.id, info.title));
         }
     }

@@ -216,6 +216,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         sandbox,
         mcp_servers,
         mcp_tool_search,
+        checkpoints,
     } = file;
     let mut s = Sorter {
         ignored: Vec::new(),
@@ -288,6 +289,16 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         // kept.
         tui,
         mcp_tool_search,
+        // Checkpoints are the user's way back: a project may turn them
+        // on, never off.
+        checkpoints: checkpoints.and_then(|on| {
+            let cmp = if on || !current.checkpoints {
+                Compare::Keep
+            } else {
+                Compare::Looser
+            };
+            s.limit("checkpoints", on, cmp)
+        }),
         ..ConfigFile::default()
     };
     Restricted {

@@ -17,6 +17,7 @@ mod cli {
     mod memory;
     mod model;
     mod permissions;
+    mod rewind;
     mod sandbox;
     mod sessions;
     mod skills;

@@ -1,0 +1,225 @@
+//! A session's checkpoints: the workspace snapshots of
+//! [`rein_store::checkpoints`] (one private shadow repository per
+//! workspace under `$REIN_HOME/checkpoints/`), and for each session an
+//! index file of the ones it took, in order
+//! (`$REIN_HOME/checkpoints/sessions/ID.jsonl`): before each prompt, after
+//! each round of calls that changed files, before each rewind.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rein_store::checkpoints::{Checkpoint, CheckpointError, CheckpointOptions, Checkpoints};
+use serde::{Deserialize, Serialize};
+
+/// Why an index entry was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// Before a prompt of the user: what `rein rewind --to K` goes back to.
+    Prompt,
+    /// After a round of calls that may have changed files: the workspace
+    /// as rein left it.
+    After,
+    /// The workspace just before a rewind (listed too: a rewind can be
+    /// undone).
+    BeforeRewind,
+    /// Right after a rewind restored a checkpoint.
+    Restored,
+}
+
+/// One line of a session's index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// The checkpoint's commit in the shadow repository.
+    pub commit: String,
+    /// How many messages the session had stored then.
+    pub seq: u64,
+    /// The prompt's first line (or what the entry is).
+    pub label: String,
+    /// Unix milliseconds.
+    pub at: u64,
+}
+
+impl Entry {
+    /// Whether `rein rewind` lists it (and can go back to it).
+    pub fn listed(&self) -> bool {
+        matches!(self.kind, EntryKind::Prompt | EntryKind::BeforeRewind)
+    }
+}
+
+/// The checkpoints of one workspace, and its sessions' indexes.
+pub struct SessionCheckpoints {
+    store: Checkpoints,
+    sessions_dir: PathBuf,
+}
+
+impl SessionCheckpoints {
+    /// Open the checkpoints of `workspace` (made on first use); `$REIN_HOME`
+    /// is never snapshotted, even when it lies in the workspace.
+    pub fn open(home: &Path, workspace: &Path) -> Result<SessionCheckpoints, CheckpointError> {
+        let root = home.join("checkpoints");
+        let mut options = CheckpointOptions::default();
+        if let (Ok(h), Ok(w)) = (home.canonicalize(), workspace.canonicalize())
+            && let Ok(rel) = h.strip_prefix(&w)
+        {
+            options.exclude.push(rel.to_path_buf());
+        }
+        Ok(SessionCheckpoints {
+            store: Checkpoints::open_with(&root, workspace, options)?,
+            sessions_dir: root.join("sessions"),
+        })
+    }
+
+    pub fn store(&self) -> &Checkpoints {
+        &self.store
+    }
+
+    fn index_path(&self, session: &str) -> PathBuf {
+        // Session ids are hex; anything else cannot name a file here.
+        let safe: String = session
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
+        self.sessions_dir.join(format!("{safe}.jsonl"))
+    }
+
+    /// Every entry of `session`, oldest first (unreadable lines skipped).
+    pub fn entries(&self, session: &str) -> Vec<Entry> {
+        let Ok(text) = std::fs::read_to_string(self.index_path(session)) else {
+            return Vec::new();
+        };
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The entries `rein rewind` lists, numbered from 0.
+    pub fn listed(&self, session: &str) -> Vec<(usize, Entry)> {
+        self.entries(session)
+            .into_iter()
+            .filter(Entry::listed)
+            .enumerate()
+            .collect()
+    }
+
+    /// Snapshot the workspace and add it to `session`'s index.
+    pub fn take(
+        &self,
+        session: &str,
+        kind: EntryKind,
+        seq: u64,
+        label: &str,
+    ) -> Result<Checkpoint, CheckpointError> {
+        let checkpoint = self.store.snapshot(label)?;
+        self.append(session, kind, seq, label, &checkpoint)?;
+        Ok(checkpoint)
+    }
+
+    /// Add `checkpoint` to `session`'s index.
+    pub fn append(
+        &self,
+        session: &str,
+        kind: EntryKind,
+        seq: u64,
+        label: &str,
+        checkpoint: &Checkpoint,
+    ) -> Result<(), CheckpointError> {
+        let io = |source| CheckpointError::Io {
+            path: self.sessions_dir.clone(),
+            source,
+        };
+        rein_core::private_fs::create_private_dir(&self.sessions_dir).map_err(io)?;
+        let entry = Entry {
+            kind,
+            commit: checkpoint.id.clone(),
+            seq,
+            label: rein_core::text::one_line(label, 200),
+            at: checkpoint.at_millis,
+        };
+        let line = serde_json::to_string(&entry).unwrap_or_default();
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.index_path(session))
+            .map_err(io)?;
+        writeln!(file, "{line}").map_err(io)
+    }
+
+    /// Copy `session`'s entries from before its listed checkpoint `k` to
+    /// `into` (a session forked from it at `k`).
+    pub fn copy_index(&self, session: &str, k: usize, into: &str) -> Result<(), CheckpointError> {
+        let mut listed = 0usize;
+        for entry in self.entries(session) {
+            if entry.listed() {
+                if listed == k {
+                    break;
+                }
+                listed += 1;
+            }
+            let checkpoint = self.store.get(&entry.commit)?;
+            self.append(into, entry.kind, entry.seq, &entry.label, &checkpoint)?;
+        }
+        Ok(())
+    }
+
+    /// Forget `session`'s checkpoints, and free what only they used.
+    pub fn forget(&self, session: &str) -> Result<usize, CheckpointError> {
+        let _ = std::fs::remove_file(self.index_path(session));
+        let mut keep = Vec::new();
+        if let Ok(dir) = std::fs::read_dir(&self.sessions_dir) {
+            for file in dir.flatten() {
+                let Some(other) = file
+                    .path()
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .map(String::from)
+                else {
+                    continue;
+                };
+                for e in self.entries(&other) {
+                    if let Ok(c) = self.store.get(&e.commit) {
+                        keep.push(c);
+                    }
+                }
+            }
+        }
+        self.store.prune(&keep)
+    }
+}
+
+/// The engine's checkpointer: takes a session's checkpoints off the
+/// async threads (git runs as a child process).
+pub struct Checkpointer(pub Arc<SessionCheckpoints>);
+
+#[async_trait::async_trait]
+impl rein_core::rewind::Checkpointer for Checkpointer {
+    async fn before_prompt(
+        &self,
+        session_id: &str,
+        seq: u64,
+        prompt: &str,
+    ) -> Result<(), rein_core::rewind::CheckpointFailure> {
+        let (c, session, label) = (self.0.clone(), session_id.to_string(), prompt.to_string());
+        blocking(move || c.take(&session, EntryKind::Prompt, seq, &label)).await
+    }
+
+    async fn after_changes(
+        &self,
+        session_id: &str,
+    ) -> Result<(), rein_core::rewind::CheckpointFailure> {
+        let (c, session) = (self.0.clone(), session_id.to_string());
+        blocking(move || c.take(&session, EntryKind::After, 0, "after a turn")).await
+    }
+}
+
+async fn blocking(
+    f: impl FnOnce() -> Result<Checkpoint, CheckpointError> + Send + 'static,
+) -> Result<(), rein_core::rewind::CheckpointFailure> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(rein_core::rewind::CheckpointFailure(e.to_string())),
+        Err(e) => Err(rein_core::rewind::CheckpointFailure(e.to_string())),
+    }
+}
