@@ -274,31 +274,60 @@ impl AgentEngine {
     }
 }
 
+/// A checkpoint being taken in the background (it runs while the model
+/// thinks); settled before the next calls run and before the run ends.
+pub(super) type PendingCheckpoint =
+    Option<tokio::task::JoinHandle<Result<(), crate::rewind::CheckpointFailure>>>;
+
+/// What a checkpoint is taken for.
+pub(super) enum CheckpointAt {
+    /// Before a prompt stored after message `seq`.
+    Prompt { seq: u64, prompt: String },
+    /// After a round of calls that may have changed files.
+    Changes,
+}
+
 impl AgentEngine {
-    /// Checkpoint the workspace before a prompt is stored (a failure is a
-    /// notice: the run goes on).
-    pub(super) async fn checkpoint_prompt(&self, ctx: &mut RunCtx<'_>, seq: u64, prompt: &str) {
-        let Some(c) = &self.inner.checkpointer else {
+    /// Start taking a checkpoint of the workspace (after the one still
+    /// being taken, if any); a failure is told when it is settled.
+    pub(super) async fn start_checkpoint(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        pending: &mut PendingCheckpoint,
+        at: CheckpointAt,
+    ) {
+        let Some(c) = self.inner.checkpointer.clone() else {
             return;
         };
-        if let Err(e) = c.before_prompt(&ctx.session_id, seq, prompt).await {
-            ctx.emit(Event::Notice {
-                message: format!(
-                    "no checkpoint before this prompt (rewind cannot go back here): {e}"
-                ),
-            });
-        }
+        self.settle_checkpoint(ctx, pending).await;
+        let session = ctx.session_id.clone();
+        *pending = Some(tokio::spawn(async move {
+            match at {
+                CheckpointAt::Prompt { seq, prompt } => {
+                    c.before_prompt(&session, seq, &prompt).await
+                }
+                CheckpointAt::Changes => c.after_changes(&session).await,
+            }
+        }));
     }
 
-    /// Note the workspace after calls that may have changed files.
-    pub(super) async fn checkpoint_changes(&self, ctx: &mut RunCtx<'_>) {
-        let Some(c) = &self.inner.checkpointer else {
-            return;
+    /// Wait for the checkpoint being taken, if any; a failure is a notice
+    /// (the run goes on without it).
+    pub(super) async fn settle_checkpoint(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        pending: &mut PendingCheckpoint,
+    ) {
+        let Some(task) = pending.take() else { return };
+        let failure = match task.await {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
         };
-        if let Err(e) = c.after_changes(&ctx.session_id).await {
-            ctx.emit(Event::Notice {
-                message: format!("could not note the workspace after this turn's changes: {e}"),
-            });
-        }
+        ctx.emit(Event::Notice {
+            message: format!(
+                "a checkpoint of the workspace failed (rewind cannot go back there): {failure}"
+            ),
+        });
     }
 }

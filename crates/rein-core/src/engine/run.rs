@@ -161,6 +161,8 @@ pub(crate) struct Run {
     pub(super) looked: help::Looked,
     /// Answers in a row that Stop hooks did not let end the run.
     pub(super) stop_blocks: u32,
+    /// The checkpoint being taken while the model thinks.
+    pub(super) checkpoint: moments::PendingCheckpoint,
 }
 
 impl AgentEngine {
@@ -180,11 +182,16 @@ impl AgentEngine {
         };
         let mut ctx = RunCtx::new(opened.id.clone(), cancel, sink, self.token_counter());
         let stop = match self.start(request, opened, &mut ctx).await {
-            Ok(mut run) => loop {
-                if let Err(stop) = self.turn(&mut ctx, &mut run).await {
-                    break stop;
-                }
-            },
+            Ok(mut run) => {
+                let stop = loop {
+                    if let Err(stop) = self.turn(&mut ctx, &mut run).await {
+                        break stop;
+                    }
+                };
+                // The last checkpoint is whole before the run says it ended.
+                self.settle_checkpoint(&mut ctx, &mut run.checkpoint).await;
+                stop
+            }
             Err(stop) => stop,
         };
         // No sub-agent outlives the run that started it.
@@ -230,7 +237,12 @@ impl AgentEngine {
             .start_hooks(ctx, opened.resumed, &request.prompt, mode)
             .await?;
         let stored = opened.seqs.iter().flatten().max().copied().unwrap_or(0);
-        self.checkpoint_prompt(ctx, stored, &request.prompt).await;
+        let mut checkpoint = None;
+        let at = moments::CheckpointAt::Prompt {
+            seq: stored,
+            prompt: request.prompt.clone(),
+        };
+        self.start_checkpoint(ctx, &mut checkpoint, at).await;
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
             .await?;
@@ -291,6 +303,7 @@ impl AgentEngine {
             first_call_required,
             looked,
             stop_blocks: 0,
+            checkpoint,
         })
     }
 
@@ -401,7 +414,11 @@ impl AgentEngine {
                 }
             };
             let stored = run.conv.seqs.iter().flatten().max().copied().unwrap_or(0);
-            self.checkpoint_prompt(ctx, stored, &text).await;
+            let at = moments::CheckpointAt::Prompt {
+                seq: stored,
+                prompt: text.clone(),
+            };
+            self.start_checkpoint(ctx, &mut run.checkpoint, at).await;
             self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))
                 .await?;
             self.add_hook_context(ctx, &mut run.conv, context).await?;

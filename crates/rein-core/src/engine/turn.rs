@@ -172,6 +172,8 @@ impl AgentEngine {
             gate: &gate,
             policy: &run.policy,
         };
+        // The workspace is recorded before these calls can change it.
+        self.settle_checkpoint(ctx, &mut run.checkpoint).await;
         let (finished, fault) = self
             .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
             .await;
@@ -184,7 +186,8 @@ impl AgentEngine {
                 Some(crate::tool::ToolAccess::Write | crate::tool::ToolAccess::Execute)
             )
         }) {
-            self.checkpoint_changes(ctx).await;
+            self.start_checkpoint(ctx, &mut run.checkpoint, moments::CheckpointAt::Changes)
+                .await;
         }
         // What sub-agents spent counts against this run's budgets.
         if let Some(task) = &self.inner.task {

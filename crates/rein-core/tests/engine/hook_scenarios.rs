@@ -405,3 +405,91 @@ async fn permission_request_hooks_answer_for_the_user() {
         }
     }
 }
+
+/// Records the checkpoints taken; each takes a while, as a snapshot does.
+#[derive(Default)]
+struct Snapshots(Mutex<Vec<String>>);
+
+#[async_trait]
+impl rein_core::rewind::Checkpointer for Snapshots {
+    async fn before_prompt(
+        &self,
+        _session_id: &str,
+        seq: u64,
+        prompt: &str,
+    ) -> Result<(), rein_core::rewind::CheckpointFailure> {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("prompt {seq} {prompt}"));
+        Ok(())
+    }
+
+    async fn after_changes(
+        &self,
+        _session_id: &str,
+    ) -> Result<(), rein_core::rewind::CheckpointFailure> {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        self.0.lock().unwrap().push("after".into());
+        Ok(())
+    }
+}
+
+/// A write tool that notes how many checkpoints were whole when it ran.
+struct Marker(Arc<Snapshots>, Arc<Mutex<Vec<usize>>>);
+
+#[async_trait]
+impl Tool for Marker {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "mark".into(),
+            description: "marks".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Write
+    }
+    async fn call(&self, _a: serde_json::Value, _c: ToolContext) -> Result<ToolOutput, ToolError> {
+        let done = self.0.0.lock().unwrap().len();
+        self.1.lock().unwrap().push(done);
+        Ok(ToolOutput::ok("marked"))
+    }
+}
+
+#[tokio::test]
+async fn checkpoints_come_before_each_prompt_and_after_each_writing_round_and_are_whole_before_calls_run()
+ {
+    let snaps = Arc::new(Snapshots::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[("m1", "mark", json!({}))])),
+            Ok(calls(&[("s", "sleep", json!({"ms": 1}))])),
+            Ok(calls(&[("m2", "mark", json!({}))])),
+            Ok(text("done")),
+            Ok(text("second")),
+        ]),
+        |b| {
+            b.checkpointer(snaps.clone())
+                .tool(Arc::new(Marker(snaps.clone(), seen.clone())))
+        },
+    );
+    let (first, _) = h.run(RunRequest::new("go")).await;
+    assert_eq!(first.reason, StopReason::Completed);
+    let mut again = RunRequest::new("more");
+    again.resume = first.session_id.clone();
+    h.run(again).await;
+    // The first call ran after the prompt's checkpoint was whole; the
+    // second after the checkpoint of the round before it.
+    assert_eq!(*seen.lock().unwrap(), [1, 2]);
+    // A read-only round (sleep) takes none; the run ends with its last
+    // checkpoint whole; the second prompt has its own.
+    let taken = snaps.0.lock().unwrap().clone();
+    assert_eq!(
+        taken,
+        ["prompt 0 go", "after", "after", "prompt 8 more"],
+        "{taken:?}"
+    );
+}
