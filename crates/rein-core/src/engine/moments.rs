@@ -77,6 +77,10 @@ impl AgentEngine {
         mode: PermissionMode,
     ) -> Result<Vec<String>, Stop> {
         let mut context = Vec::new();
+        // Without session hooks there is nothing to run, nor to remember.
+        if self.inner.session_hook.is_none() {
+            return Ok(context);
+        }
         if self.first_run_of(&ctx.session_id) {
             let model = self.provider().model().to_string();
             let moment = match &self.inner.agent {
@@ -143,6 +147,9 @@ impl AgentEngine {
         mode: PermissionMode,
         blocks: &mut u32,
     ) -> Result<Option<String>, Stop> {
+        if self.inner.session_hook.is_none() {
+            return Ok(None);
+        }
         let active = *blocks > 0;
         if *blocks >= MAX_STOP_BLOCKS {
             ctx.emit(Event::Notice {
