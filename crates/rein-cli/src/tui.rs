@@ -1,9 +1,11 @@
 //! `rein` with no command: the interactive app in this workspace.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
-use rein_core::Approvals;
+use rein_core::{Approvals, SessionStore};
+use rein_tui::{CheckpointRow, RewindFailure, RewindOutcome, RewindRequest, RewindView};
 
 use crate::cli::AppArgs;
 use crate::config::Config;
@@ -118,6 +120,9 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
             }),
         }
     });
+    let rewind = cfg
+        .checkpoints
+        .then(|| rewind_view(&cfg.home, store.clone()));
     // `/model`: only a provider is built; the engine switches to it.
     let providers = move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
         let mut c = cfg.clone();
@@ -145,6 +150,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         commands,
         skills: skill_list,
         attach_skills,
+        rewind,
     };
     let session = rein_tui::run(setup)
         .await
@@ -155,6 +161,120 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         crate::output::err(&format!("session {id} · continue with: rein --resume {id}"));
     }
     Ok(0)
+}
+
+/// The app's rewind (Esc Esc, `/rewind`): a session's checkpoints with
+/// the diff from each to the workspace now, and `rein rewind --to K`.
+fn rewind_view(home: &Path, store: Arc<dyn SessionStore>) -> RewindView {
+    let (list_home, list_store) = (home.to_path_buf(), store.clone());
+    let apply_home = home.to_path_buf();
+    RewindView {
+        list: Box::new(move |session: String| {
+            let (home, store) = (list_home.clone(), list_store.clone());
+            Box::pin(async move {
+                let info = store.get_session(&session).await?;
+                tokio::task::spawn_blocking(move || {
+                    checkpoint_rows(&home, Path::new(&info.workspace), &info.id)
+                })
+                .await
+                .context("the checkpoint listing stopped")?
+            }) as rein_tui::McpFuture<anyhow::Result<Vec<CheckpointRow>>>
+        }),
+        apply: Box::new(move |request: RewindRequest| {
+            let (home, store) = (apply_home.clone(), store.clone());
+            Box::pin(async move { apply_rewind(&home, store.as_ref(), request).await })
+                as rein_tui::McpFuture<Result<RewindOutcome, RewindFailure>>
+        }),
+    }
+}
+
+/// Each listed checkpoint of `session`, with the files changed since and
+/// the start of the diff to the workspace now.
+fn checkpoint_rows(
+    home: &Path,
+    workspace: &Path,
+    session: &str,
+) -> anyhow::Result<Vec<CheckpointRow>> {
+    use crate::rewind::{EntryKind, SessionCheckpoints};
+    let ck = SessionCheckpoints::open(home, workspace).context("cannot open the checkpoints")?;
+    let listed = ck.listed(session);
+    if listed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let store = ck.store();
+    // The workspace now: rein's latest checkpoint when nothing changed
+    // since (the usual case), a new snapshot otherwise.
+    let latest = match ck.entries(session).last() {
+        Some(e) => Some(store.get(&e.commit)?),
+        None => None,
+    };
+    let now = match latest {
+        Some(c) if store.changed_since(&c)?.is_empty() => c,
+        _ => store.snapshot("the workspace as the rewind picker saw it")?,
+    };
+    let mut rows = Vec::with_capacity(listed.len());
+    for (k, e) in listed {
+        let at = store.get(&e.commit)?;
+        let patch = store.patch_text(&at, &now)?;
+        rows.push(CheckpointRow {
+            k,
+            label: match e.kind {
+                EntryKind::BeforeRewind => e.label.clone(),
+                _ => format!("before: {}", e.label),
+            },
+            at: e.at,
+            changed: store.diff(&at, &now)?.len(),
+            preview: patch
+                .lines()
+                .take(rein_tui::rewind::PREVIEW_LINES)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        });
+    }
+    Ok(rows)
+}
+
+/// `rein rewind --to K` for the app: files changed outside rein come back
+/// as their own failure, for the app to offer `f`.
+async fn apply_rewind(
+    home: &Path,
+    store: &dyn SessionStore,
+    request: RewindRequest,
+) -> Result<RewindOutcome, RewindFailure> {
+    use crate::rewind::{RewindError, SessionCheckpoints, What, rewind_to};
+    let other = |e: anyhow::Error| RewindFailure::Other(e);
+    let session = store
+        .get_session(&request.session)
+        .await
+        .map_err(|e| other(e.into()))?;
+    let ck = SessionCheckpoints::open(home, Path::new(&session.workspace))
+        .context("cannot open the checkpoints")
+        .map_err(other)?;
+    let what = What {
+        code: request.mode.code(),
+        conversation: request.mode.conversation(),
+    };
+    match rewind_to(
+        &Arc::new(ck),
+        store,
+        &session,
+        (request.k, what, request.force),
+    )
+    .await
+    {
+        Ok(done) => {
+            let restored = done.restored.map(|r| (r.written, r.deleted, r.left_alone));
+            let (written, deleted, left_alone) = restored.unwrap_or_default();
+            Ok(RewindOutcome {
+                written,
+                deleted,
+                left_alone,
+                forked: done.forked,
+            })
+        }
+        Err(RewindError::ChangedOutside(files)) => Err(RewindFailure::ChangedOutside(files)),
+        Err(e) => Err(other(e.into())),
+    }
 }
 
 #[cfg(test)]

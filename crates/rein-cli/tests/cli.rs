@@ -25,4 +25,5 @@ mod cli {
     pub mod support;
     mod trust;
     mod tui;
+    mod tui_rewind;
 }

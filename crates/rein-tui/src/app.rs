@@ -17,6 +17,9 @@ use crate::theme::Theme;
 mod events;
 mod keys;
 mod popups;
+mod rewind;
+
+pub use rewind::RewindPicker;
 
 /// What the runtime must do for the app.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +54,12 @@ pub enum Action {
         command: String,
         args: String,
     },
+    /// Load this session's checkpoints for the rewind picker.
+    LoadCheckpoints {
+        session: String,
+    },
+    /// Go back to a checkpoint.
+    Rewind(crate::rewind::RewindRequest),
 }
 
 /// What the status line shows.
@@ -131,6 +140,9 @@ pub enum Modal {
     },
     /// A plan-mode run ended with a plan.
     PlanDone,
+    /// The checkpoints of the session, to go back to one (Esc Esc,
+    /// `/rewind`).
+    Rewind(RewindPicker),
 }
 
 /// The completion popup.
@@ -173,6 +185,9 @@ pub struct App {
     files: Option<FileIndex>,
     pub todos: Vec<Todo>,
     ctrl_c_at: Option<Instant>,
+    /// When Esc was last pressed on an empty, idle input (a second press
+    /// soon after opens the rewind picker).
+    esc_at: Option<Instant>,
     /// A transient hint shown above the input (e.g. "press Ctrl+C again").
     pub hint: Option<String>,
     pub tick: usize,
@@ -193,6 +208,8 @@ pub struct App {
 const PRINTED_KEPT: usize = 200;
 const APPROVAL_GUARD: Duration = Duration::from_millis(300);
 const CTRL_C_WINDOW: Duration = Duration::from_secs(2);
+/// Two Esc presses this close make a double press.
+const ESC_WINDOW: Duration = Duration::from_secs(1);
 const FILE_INDEX_LIMIT: usize = 20_000;
 
 fn is_ctrl(k: &KeyEvent, c: char) -> bool {
@@ -222,6 +239,7 @@ impl App {
             files: None,
             todos: Vec::new(),
             ctrl_c_at: None,
+            esc_at: None,
             hint: None,
             tick: 0,
             should_quit: false,
@@ -306,6 +324,14 @@ impl App {
         {
             self.ctrl_c_at = None;
             self.hint = None;
+        }
+        if let Some(at) = self.esc_at
+            && at.elapsed() > ESC_WINDOW
+        {
+            self.esc_at = None;
+            if self.hint.as_deref() == Some(rewind::ESC_AGAIN) {
+                self.hint = None;
+            }
         }
     }
 }

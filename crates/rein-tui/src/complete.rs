@@ -28,6 +28,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
         "/skills",
         "list the skills ($name in a message attaches one)",
     ),
+    (
+        "/rewind",
+        "go back to a checkpoint: files, conversation or both (Esc Esc)",
+    ),
     ("/help", "list commands and keys"),
     ("/quit", "exit rein"),
 ];

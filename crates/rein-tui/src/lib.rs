@@ -12,8 +12,12 @@ pub mod highlight;
 pub mod history;
 pub mod markdown;
 pub mod render;
+pub mod rewind;
 mod run;
 pub mod screen;
 pub mod theme;
 
+pub use rewind::{
+    CheckpointRow, RewindFailure, RewindMode, RewindOutcome, RewindRequest, RewindView,
+};
 pub use run::{AttachSkills, McpFuture, McpView, ProviderFactory, Setup, check_terminal, run};

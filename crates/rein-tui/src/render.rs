@@ -16,8 +16,11 @@ use crate::cells::{Cell, fit, one_line};
 use crate::theme::{Role, Theme};
 
 mod approval;
+mod rewind;
 pub use approval::grants_line;
 use approval::{approval_summary, draw_approval};
+pub use rewind::checkpoint_row;
+use rewind::{draw_rewind, rewind_height};
 
 /// Smallest terminal the app draws in.
 pub const MIN_WIDTH: u16 = 24;
@@ -121,6 +124,7 @@ fn modal_height(app: &App, width: u16) -> u16 {
         }
         Some(Modal::Resume { sessions, .. }) => (sessions.len() as u16).min(10) + 3,
         Some(Modal::PlanDone) => 5,
+        Some(Modal::Rewind(p)) => rewind_height(p, width),
     }
 }
 
@@ -414,6 +418,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
                 .title(" Plan ready ");
             frame.render_widget(Paragraph::new(lines).block(block), area);
         }
+        Some(Modal::Rewind(p)) => draw_rewind(app, p, frame, area),
         None => {}
     }
 }

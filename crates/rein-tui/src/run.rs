@@ -23,11 +23,14 @@ use crate::theme::Theme;
 mod log;
 mod paint;
 mod reports;
+mod rewind;
 mod session_hooks;
+mod sessions;
 
 use log::{LogRedirect, RENDERING, restore_stderr};
 use paint::{paint, redraw_all};
 use reports::{refresh_cost, show_context, show_cost};
+use sessions::{resume, spawn_title};
 
 /// Builds the provider `/model TEXT` names.
 pub type ProviderFactory =
@@ -63,6 +66,9 @@ pub struct Setup {
     pub skills: Vec<(String, String)>,
     /// Attaches the skills a message names as `$name`.
     pub attach_skills: Option<AttachSkills>,
+    /// The session's checkpoints and going back to one (none when
+    /// checkpoints are off).
+    pub rewind: Option<crate::rewind::RewindView>,
 }
 
 /// A message with the skills it names (`$name`) attached.
@@ -102,6 +108,10 @@ enum Side {
     Title,
     /// A server's prompt fetched for `/mcp__...` (the command, the text).
     McpPrompt(String, Result<String, String>),
+    /// A session's checkpoints, for the rewind picker.
+    Checkpoints(String, anyhow::Result<Vec<crate::rewind::CheckpointRow>>),
+    /// What a rewind did.
+    Rewound(crate::rewind::RewindRequest, rewind::RewindResult),
 }
 
 /// The app needs a terminal on stdin and stdout; the error says what to
@@ -163,6 +173,7 @@ struct Loop {
     /// When the `Notification` hooks hear that the app waits for the
     /// user (set when a run ends, cleared by a key).
     idle_at: Option<tokio::time::Instant>,
+    rewind: Option<crate::rewind::RewindView>,
 }
 
 async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
@@ -298,6 +309,7 @@ impl Loop {
             mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
             mcp_status: setup.mcp.map(|m| m.status),
             idle_at: None,
+            rewind: setup.rewind,
         }
     }
 
@@ -395,6 +407,8 @@ impl Loop {
                 self.app.error(format!("{command}: {e}"));
                 Vec::new()
             }
+            Side::Checkpoints(session, rows) => self.checkpoints_loaded(session, rows),
+            Side::Rewound(request, result) => self.rewound(request, result).await,
         }
     }
 
@@ -456,6 +470,8 @@ impl Loop {
                     let _ = side_tx.send(Side::McpPrompt(command, text));
                 });
             }
+            Action::LoadCheckpoints { session } => self.load_checkpoints(session),
+            Action::Rewind(request) => self.start_rewind(request),
             Action::ShowMcp => {
                 let lines = match &self.mcp_status {
                     Some(status) => status(),
@@ -576,42 +592,3 @@ impl Loop {
 
 /// How long quitting waits for a cancelled run to stop.
 const QUIT_WAIT: Duration = Duration::from_secs(5);
-
-async fn resume(app: &mut App, store: &dyn SessionStore, id: &str) {
-    let info = match store.get_session(id).await {
-        Ok(i) => i,
-        Err(e) => {
-            app.error(format!("cannot resume {id}: {e}"));
-            return;
-        }
-    };
-    match store.messages(&info.id).await {
-        Ok(messages) => {
-            app.push_cell(Cell::Info {
-                title: format!("Resumed “{}” ({})", info.title, info.id),
-                lines: Vec::new(),
-            });
-            app.replay(&messages);
-            app.status.session_id = Some(info.id.clone());
-            if let Ok(todos) = store.todos(&info.id).await {
-                app.set_todos(todos);
-            }
-            refresh_cost(app, store).await;
-        }
-        Err(e) => app.error(format!("cannot read session {}: {e}", info.id)),
-    }
-}
-
-/// A short model-written title for a new session, recorded in the ledger.
-/// Only where the provider says titles are worth a call (the first line of
-/// the prompt stays the title otherwise).
-fn spawn_title(engine: &AgentEngine, session_id: String, side: mpsc::UnboundedSender<Side>) {
-    if !engine.provider().capabilities().session_titles {
-        return;
-    }
-    let e = engine.clone();
-    tokio::spawn(async move {
-        let _ = e.title_session(&session_id, CancellationToken::new()).await;
-        let _ = side.send(Side::Title);
-    });
-}

@@ -3,6 +3,8 @@
 
 #[path = "tui/keys.rs"]
 mod keys;
+#[path = "tui/rewind.rs"]
+mod rewind;
 #[path = "tui/screens.rs"]
 mod screens;
 #[path = "tui/support.rs"]

@@ -44,6 +44,8 @@ impl App {
             }
             return self.modal_key(key);
         }
+        // Any other key in between breaks a double Esc.
+        let last_esc = self.esc_at.take();
         if is_ctrl(&key, 'c') {
             return self.ctrl_c();
         }
@@ -61,7 +63,7 @@ impl App {
                     self.hint = Some("cancelling…".into());
                     return vec![Action::Cancel];
                 }
-                Vec::new()
+                self.idle_esc(last_esc)
             }
             KeyCode::BackTab => {
                 let next = cycle_mode(self.status.mode);
@@ -302,6 +304,7 @@ impl App {
             "/context" => vec![Action::ShowContext],
             "/mcp" => vec![Action::ShowMcp],
             "/skills" => self.show_skills(),
+            "/rewind" => self.ask_rewind(),
             prompt if prompt.starts_with("/mcp__") => vec![Action::McpPrompt {
                 command: prompt.to_string(),
                 args: arg.unwrap_or_default(),
@@ -360,6 +363,7 @@ impl App {
                 "Enter      send (queued for the next turn while the model works)",
                 "Shift+Enter, Ctrl+J  new line;  a line ending in \\ also continues",
                 "Esc        cancel the running turn",
+                "Esc Esc    on an empty input: rewind to a checkpoint (as /rewind)",
                 "Ctrl+C     clear the input; twice on an empty input quits",
                 "Shift+Tab  cycle the mode: default → accept-edits → plan → auto",
                 "Tab        complete /commands and @paths",
@@ -471,7 +475,7 @@ impl App {
     }
 
     /// The refusal of a command that needs the run to end first.
-    fn needs_idle(&mut self, what: &str) -> Vec<Action> {
+    pub(super) fn needs_idle(&mut self, what: &str) -> Vec<Action> {
         self.error(format!(
             "{what} needs the run to end first (Esc cancels it)"
         ));

@@ -1,4 +1,5 @@
-//! Completion popups and the modals (approval, resume picker, plan ready).
+//! Completion popups and the modals (approval, resume picker, plan ready;
+//! the rewind picker's keys are in `rewind.rs`).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use rein_core::{ApprovalDecision, ApprovalScope, PermissionMode, SessionInfo};
@@ -134,6 +135,7 @@ impl App {
         };
         match modal {
             Modal::Approval { feedback } => self.approval_key(key, feedback),
+            Modal::Rewind(picker) => self.rewind_key(key, picker),
             Modal::Resume {
                 sessions,
                 mut filter,
