@@ -1,8 +1,8 @@
 //! Checkpoints of the workspace, for rewind: the engine says when to take
-//! them (before each prompt of the user, and after each round of calls
-//! that may have changed files, so edits made through the shell are
-//! covered); how they are kept and restored is the front end's business
-//! (rein keeps them in a private git repository, see `rein rewind`).
+//! them (before each prompt of the user, and when a run whose calls may
+//! have changed files ends, so edits made through the shell are covered);
+//! how they are kept and restored is the front end's business (rein keeps
+//! them in a private git repository, see `rein rewind`).
 
 /// Takes the workspace's checkpoints for a session.
 #[async_trait::async_trait]
@@ -16,7 +16,7 @@ pub trait Checkpointer: Send + Sync {
         prompt: &str,
     ) -> Result<(), CheckpointFailure>;
 
-    /// Note the workspace as rein left it after a round of calls that
+    /// Note the workspace as rein left it at the end of a run whose calls
     /// may have changed files (what rewind compares with to find changes
     /// made outside rein).
     async fn after_changes(&self, session_id: &str) -> Result<(), CheckpointFailure>;

@@ -163,6 +163,8 @@ pub(crate) struct Run {
     pub(super) stop_blocks: u32,
     /// The checkpoint being taken while the model thinks.
     pub(super) checkpoint: moments::PendingCheckpoint,
+    /// Calls that may have changed files ran since the last checkpoint.
+    pub(super) changed_files: bool,
 }
 
 impl AgentEngine {
@@ -188,7 +190,13 @@ impl AgentEngine {
                         break stop;
                     }
                 };
-                // The last checkpoint is whole before the run says it ended.
+                // The workspace as the run left it, whole before the run
+                // says it ended.
+                if run.changed_files {
+                    let at = moments::CheckpointAt::Changes;
+                    self.start_checkpoint(&mut ctx, &mut run.checkpoint, at)
+                        .await;
+                }
                 self.settle_checkpoint(&mut ctx, &mut run.checkpoint).await;
                 stop
             }
@@ -304,6 +312,7 @@ impl AgentEngine {
             looked,
             stop_blocks: 0,
             checkpoint,
+            changed_files: false,
         })
     }
 
@@ -419,6 +428,7 @@ impl AgentEngine {
                 prompt: text.clone(),
             };
             self.start_checkpoint(ctx, &mut run.checkpoint, at).await;
+            run.changed_files = false;
             self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))
                 .await?;
             self.add_hook_context(ctx, &mut run.conv, context).await?;

@@ -178,17 +178,14 @@ impl AgentEngine {
             .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
             .await;
         let halt = finished.iter().find_map(|f| f.effects.halt.clone());
-        // What a round that wrote or ran programs left is noted for
-        // rewind.
-        if finished.iter().any(|f| {
+        // What calls that wrote or ran programs left is noted for rewind
+        // when the run ends (one snapshot a run, not one a turn).
+        run.changed_files |= finished.iter().any(|f| {
             matches!(
                 f.effects.access,
                 Some(crate::tool::ToolAccess::Write | crate::tool::ToolAccess::Execute)
             )
-        }) {
-            self.start_checkpoint(ctx, &mut run.checkpoint, moments::CheckpointAt::Changes)
-                .await;
-        }
+        });
         // What sub-agents spent counts against this run's budgets.
         if let Some(task) = &self.inner.task {
             for f in &finished {

@@ -459,7 +459,7 @@ impl Tool for Marker {
 }
 
 #[tokio::test]
-async fn checkpoints_come_before_each_prompt_and_after_each_writing_round_and_are_whole_before_calls_run()
+async fn checkpoints_come_before_each_prompt_and_after_a_run_that_wrote_and_are_whole_before_calls_run()
  {
     let snaps = Arc::new(Snapshots::default());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -481,15 +481,14 @@ async fn checkpoints_come_before_each_prompt_and_after_each_writing_round_and_ar
     let mut again = RunRequest::new("more");
     again.resume = first.session_id.clone();
     h.run(again).await;
-    // The first call ran after the prompt's checkpoint was whole; the
-    // second after the checkpoint of the round before it.
-    assert_eq!(*seen.lock().unwrap(), [1, 2]);
-    // A read-only round (sleep) takes none; the run ends with its last
-    // checkpoint whole; the second prompt has its own.
+    // The first call ran after the prompt's checkpoint was whole.
+    assert_eq!(*seen.lock().unwrap(), [1, 1]);
+    // One more when the run that wrote ends (whole before it says so);
+    // none after the second run, which wrote nothing.
     let taken = snaps.0.lock().unwrap().clone();
     assert_eq!(
         taken,
-        ["prompt 0 go", "after", "after", "prompt 8 more"],
+        ["prompt 0 go", "after", "prompt 8 more"],
         "{taken:?}"
     );
 }
