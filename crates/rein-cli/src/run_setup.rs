@@ -73,9 +73,24 @@ impl rein_core::rewind::Checkpointer for Unavailable {
 /// folder, the user's own (`$REIN_HOME/agents`), the built-ins.
 pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog {
     // Read in any folder: a definition can only narrow what its agent may
-    // do (its mode, tools and turns are capped by the parent's).
-    let _ = cfg.trusted;
-    rein_core::agents::AgentCatalog::discover(workspace, Some(&cfg.home.join("agents")), true)
+    // do (its mode, tools and turns are capped by the parent's). What
+    // would redirect it, the model, counts only in a trusted folder.
+    let mut catalog =
+        rein_core::agents::AgentCatalog::discover(workspace, Some(&cfg.home.join("agents")), true);
+    if !cfg.trusted {
+        for agent in &mut catalog.agents {
+            let from_project = matches!(&agent.source,
+                rein_core::agents::AgentSource::File(p) if p.starts_with(workspace));
+            if from_project && let Some(model) = agent.model.take() {
+                catalog.warnings.push(format!(
+                    "agent `{}`: its `model: {model}` is not used, because this folder is not \
+                     trusted (`rein trust`); it runs on the parent's model",
+                    agent.name
+                ));
+            }
+        }
+    }
+    catalog
 }
 
 /// Two pieces of the system prompt's end, either possibly empty.
@@ -127,9 +142,13 @@ pub fn engine_builder(
         builder = builder.subagents(rein_core::SubagentConfig {
             catalog: extras.agents.clone(),
             models: Some(Arc::new(ConfigModels(cfg.clone()))),
-            worktrees: Some(Arc::new(rein_tools::worktrees::GitWorktrees::new(
-                cfg.home.join("worktrees"),
-            ))),
+            // Making a worktree runs git's checkout, which a repository's
+            // own config can hook commands into: only in a trusted folder.
+            worktrees: cfg.trusted.then(|| {
+                Arc::new(rein_tools::worktrees::GitWorktrees::new(
+                    cfg.home.join("worktrees"),
+                )) as Arc<dyn rein_core::agents::Worktrees>
+            }),
             ..Default::default()
         });
         // The servers' tools come as each server is ready; a call to one

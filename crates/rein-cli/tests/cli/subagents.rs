@@ -181,7 +181,7 @@ fn a_projects_agent_can_only_narrow_what_its_parent_may_do() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("wild.md"),
-        "---\nname: wild\ndescription: does anything\npermissionMode: bypassPermissions\n---\nDo whatever it takes.\n",
+        "---\nname: wild\ndescription: does anything\npermissionMode: bypassPermissions\nmodel: openai:gpt-9\n---\nDo whatever it takes.\n",
     )
     .unwrap();
     std::fs::write(
@@ -216,6 +216,13 @@ fn a_projects_agent_can_only_narrow_what_its_parent_may_do() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("broken.md"), "{}", stderr(&o));
+    // In a folder not trusted, a project's agent cannot pick the model.
+    assert!(
+        stderr(&o)
+            .contains("its `model: openai:gpt-9` is not used, because this folder is not trusted"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!env.ws.path().join("x.txt").exists());
     assert!(!env.ws.path().join("y.txt").exists());
     let started = json_lines(&o)
@@ -248,6 +255,14 @@ fn an_isolated_child_works_in_a_worktree_kept_only_when_it_left_changes() {
     git(ws, &["init", "-q"]);
     git(ws, &["add", "a.txt"]);
     git(ws, &["commit", "-q", "-m", "base"]);
+    // Worktrees are made only in a folder the user trusts.
+    let canonical = std::fs::canonicalize(ws).unwrap();
+    assert_eq!(
+        env.rein(&["trust", canonical.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
     let task = |id: &str, prompt: &str| json!({"id": id, "name": "task", "arguments": {"agent": "general", "description": prompt, "prompt": prompt, "isolation": "worktree"}});
     let script = env.script(
         "s.json",
@@ -304,6 +319,8 @@ fn an_isolated_child_works_in_a_worktree_kept_only_when_it_left_changes() {
 
     // Outside a git repository, isolation is refused with the reason.
     let plain = Env::new();
+    let canonical = std::fs::canonicalize(plain.ws.path()).unwrap();
+    plain.rein(&["trust", canonical.to_str().unwrap()]);
     let script = plain.script(
         "s.json",
         &json!({"turns": [{"tool_calls": [task("t1", "x")]}, {"text": "ok"}]}),
@@ -370,4 +387,48 @@ fn the_app_asks_for_a_sub_agents_approval_naming_it() {
         std::fs::read_to_string(env.ws.path().join("b.txt")).unwrap(),
         "made\n"
     );
+}
+
+#[test]
+fn a_folder_not_trusted_gets_no_worktree() {
+    let env = Env::new();
+    let ws = env.ws.path();
+    std::fs::write(ws.join("a.txt"), "base\n").unwrap();
+    git(ws, &["init", "-q"]);
+    git(ws, &["add", "a.txt"]);
+    git(ws, &["commit", "-q", "-m", "base"]);
+    // A repository's own config can hook a command into checkout.
+    git(
+        ws,
+        &[
+            "config",
+            "filter.evil.smudge",
+            "touch /tmp/rein-evil-smudge; cat",
+        ],
+    );
+    std::fs::write(ws.join(".gitattributes"), "*.txt filter=evil\n").unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"id": "t1", "name": "task", "arguments": {"agent": "general", "description": "x", "prompt": "x", "isolation": "worktree"}}]},
+            {"text": "ok"}
+        ]}),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "auto",
+        "go",
+    ]);
+    let r = results(&o);
+    assert!(
+        r[0].2 && r[0].1.contains("only in a folder the user trusts"),
+        "{r:?}"
+    );
+    assert!(stdout(&env.rein(&["worktrees"])).contains("no worktrees kept"));
 }

@@ -187,7 +187,8 @@ impl TaskTool {
     ) -> Result<crate::agents::Worktree, ToolError> {
         let Some(worktrees) = self.config.worktrees.clone() else {
             return Err(ToolError::new(
-                "isolation: worktree is not available in this front end",
+                "isolation: worktree is not available here (rein makes worktrees only in a \
+                 folder the user trusts: `rein trust`)",
             ));
         };
         let (workspace, id) = (parent.workspace().to_path_buf(), id.to_string());
