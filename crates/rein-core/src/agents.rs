@@ -133,14 +133,7 @@ fn valid_name(name: &str) -> bool {
 
 /// Read one definition: a regular file (no symlink), bounded.
 fn read(path: &Path) -> Result<AgentDef, String> {
-    let meta = path.symlink_metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(format!("larger than {} KiB", MAX_BYTES / 1024));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text = crate::frontmatter::read_file(path, MAX_BYTES)?;
     let (fields, body) = crate::frontmatter::split(&text)?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let mut agent = AgentDef {

@@ -117,14 +117,7 @@ fn valid_name(name: &str) -> bool {
 
 /// Read one command file: a regular file (no symlink), bounded.
 fn read(path: &Path, name: &str) -> Result<CustomCommand, String> {
-    let meta = path.symlink_metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(format!("larger than {} KiB", MAX_BYTES / 1024));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text = crate::frontmatter::read_file(path, MAX_BYTES)?;
     let (fields, body) = crate::frontmatter::split(&text)?;
     let mut command = CustomCommand {
         name: name.to_string(),

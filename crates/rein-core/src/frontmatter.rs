@@ -47,6 +47,34 @@ impl Value {
     }
 }
 
+/// A Markdown file's text (a command, an agent, a skill): a regular file,
+/// never read through a symlink nor from a FIFO or device, of at most
+/// `max` bytes (a larger one is an error).
+pub fn read_file(path: &std::path::Path, max: u64) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => "not a regular file (a symbolic link)".to_string(),
+            _ => e.to_string(),
+        })?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > max {
+        return Err(format!("larger than {} KiB", max / 1024));
+    }
+    let mut text = String::new();
+    file.take(max)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
 /// The fields and the body after the block; a file without frontmatter is
 /// all body.
 pub fn split(text: &str) -> Result<(Vec<Field>, &str), String> {
@@ -212,6 +240,27 @@ fn scalar(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_a_regular_file_within_the_cap_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.md");
+        std::fs::write(&file, "---\nname: a\n---\nbody\n").unwrap();
+        assert!(read_file(&file, 1024).unwrap().ends_with("body\n"));
+        assert_eq!(read_file(&file, 4).unwrap_err(), "larger than 0 KiB");
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(
+            read_file(&link, 1024)
+                .unwrap_err()
+                .contains("symbolic link")
+        );
+        // A FIFO would block a plain read forever.
+        let fifo = dir.path().join("fifo.md");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_file(&fifo, 1024).unwrap_err(), "not a regular file");
+    }
+
     use super::*;
 
     #[test]

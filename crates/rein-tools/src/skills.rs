@@ -184,14 +184,7 @@ fn valid_name(name: &str) -> bool {
 
 /// Read and check one SKILL.md; the error names the line when it can.
 fn read_skill(folder: &Path, file: &Path, trusted: bool) -> Result<Skill, String> {
-    let meta = file.symlink_metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > MAX_SKILL_BYTES {
-        return Err(format!("larger than {} KiB", MAX_SKILL_BYTES / 1024));
-    }
-    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let text = frontmatter::read_file(file, MAX_SKILL_BYTES)?;
     let (fields, body) = frontmatter::split(&text)?;
     if fields.is_empty() {
         return Err("line 1: no frontmatter (`---`, `name:`, `description:`, `---`)".into());
