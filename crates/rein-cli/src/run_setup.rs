@@ -168,8 +168,8 @@ pub fn engine_builder(
         // first prompt.
         match crate::rewind::SessionCheckpoints::open(&cfg.home, workspace) {
             Ok(c) => {
-                builder =
-                    builder.checkpointer(Arc::new(crate::rewind::index::Checkpointer(Arc::new(c))));
+                let checkpointer = crate::rewind::index::Checkpointer::new(c);
+                builder = builder.checkpointer(Arc::new(checkpointer));
             }
             Err(e) => builder = builder.checkpointer(Arc::new(Unavailable(e.to_string()))),
         }

@@ -59,8 +59,15 @@ impl SessionCheckpoints {
     /// Open the checkpoints of `workspace` (made on first use); `$REIN_HOME`
     /// is never snapshotted, even when it lies in the workspace.
     pub fn open(home: &Path, workspace: &Path) -> Result<SessionCheckpoints, CheckpointError> {
+        SessionCheckpoints::open_with(home, workspace, CheckpointOptions::default())
+    }
+
+    fn open_with(
+        home: &Path,
+        workspace: &Path,
+        mut options: CheckpointOptions,
+    ) -> Result<SessionCheckpoints, CheckpointError> {
         let root = home.join("checkpoints");
-        let mut options = CheckpointOptions::default();
         if let (Ok(h), Ok(w)) = (home.canonicalize(), workspace.canonicalize())
             && let Ok(rel) = h.strip_prefix(&w)
         {
@@ -190,8 +197,43 @@ impl SessionCheckpoints {
 }
 
 /// The engine's checkpointer: takes a session's checkpoints off the
-/// async threads (git runs as a child process).
-pub struct Checkpointer(pub Arc<SessionCheckpoints>);
+/// async threads (git runs as a child process). A workspace too big to
+/// copy is said once, then left alone for the rest of the process.
+pub struct Checkpointer {
+    checkpoints: Arc<SessionCheckpoints>,
+    too_big: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Checkpointer {
+    pub fn new(checkpoints: SessionCheckpoints) -> Checkpointer {
+        Checkpointer {
+            checkpoints: Arc::new(checkpoints),
+            too_big: Arc::default(),
+        }
+    }
+
+    /// Take one, unless the workspace proved too big.
+    async fn take(
+        &self,
+        session_id: &str,
+        (kind, seq, label): (EntryKind, u64, String),
+    ) -> Result<(), rein_core::rewind::CheckpointFailure> {
+        use std::sync::atomic::Ordering;
+        if self.too_big.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let (c, session) = (self.checkpoints.clone(), session_id.to_string());
+        let too_big = self.too_big.clone();
+        blocking(move || {
+            let taken = c.take(&session, kind, seq, &label);
+            if matches!(taken, Err(CheckpointError::TooBig { .. })) {
+                too_big.store(true, Ordering::Relaxed);
+            }
+            taken
+        })
+        .await
+    }
+}
 
 #[async_trait::async_trait]
 impl rein_core::rewind::Checkpointer for Checkpointer {
@@ -201,16 +243,16 @@ impl rein_core::rewind::Checkpointer for Checkpointer {
         seq: u64,
         prompt: &str,
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
-        let (c, session, label) = (self.0.clone(), session_id.to_string(), prompt.to_string());
-        blocking(move || c.take(&session, EntryKind::Prompt, seq, &label)).await
+        self.take(session_id, (EntryKind::Prompt, seq, prompt.to_string()))
+            .await
     }
 
     async fn after_changes(
         &self,
         session_id: &str,
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
-        let (c, session) = (self.0.clone(), session_id.to_string());
-        blocking(move || c.take(&session, EntryKind::After, 0, "after a turn")).await
+        self.take(session_id, (EntryKind::After, 0, "after a run".to_string()))
+            .await
     }
 }
 
@@ -221,5 +263,56 @@ async fn blocking(
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(rein_core::rewind::CheckpointFailure(e.to_string())),
         Err(e) => Err(rein_core::rewind::CheckpointFailure(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rein_core::rewind::Checkpointer as _;
+
+    #[tokio::test]
+    async fn a_workspace_too_big_to_checkpoint_is_said_once_then_left_alone() {
+        let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        for i in 0..30 {
+            std::fs::write(ws.path().join(format!("f{i}")), "x").unwrap();
+        }
+        let options = CheckpointOptions {
+            max_new_files: 10,
+            ..CheckpointOptions::default()
+        };
+        let c = Checkpointer::new(
+            SessionCheckpoints::open_with(home.path(), ws.path(), options).unwrap(),
+        );
+        let first = c.before_prompt("s1", 0, "go").await.unwrap_err();
+        assert!(first.0.contains("too big to checkpoint"), "{first}");
+        // Said once: the next prompts do not walk the folder again.
+        assert!(c.before_prompt("s1", 1, "again").await.is_ok());
+        assert!(c.after_changes("s1").await.is_ok());
+        assert!(c.checkpoints.entries("s1").is_empty());
+    }
+
+    #[tokio::test]
+    async fn each_prompt_and_each_run_end_is_an_entry_of_the_session() {
+        let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(ws.path().join("a"), "x").unwrap();
+        let c = Checkpointer::new(SessionCheckpoints::open(home.path(), ws.path()).unwrap());
+        c.before_prompt("s1", 0, "first\nmore").await.unwrap();
+        c.after_changes("s1").await.unwrap();
+        c.before_prompt("s1", 4, "second").await.unwrap();
+        let listed = c.checkpoints.listed("s1");
+        let labels: Vec<(usize, &str, u64)> = listed
+            .iter()
+            .map(|(k, e)| (*k, e.label.as_str(), e.seq))
+            .collect();
+        assert_eq!(labels, [(0, "first more", 0), (1, "second", 4)]);
+        assert_eq!(c.checkpoints.entries("s1").len(), 3);
+        // An id names a file in the index folder and nothing else: its
+        // characters other than letters and digits are dropped.
+        assert_eq!(
+            c.checkpoints.index_path("../../s1"),
+            c.checkpoints.index_path("s1")
+        );
+        assert!(c.checkpoints.entries("s2").is_empty());
     }
 }

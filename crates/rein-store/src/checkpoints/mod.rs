@@ -43,8 +43,8 @@ use git::{Git, bytes_of, first_line, is_object_name, path_of};
 use shadow::{create_shadow, write_excludes};
 use stage::State;
 pub use types::{
-    ChangeKind, Checkpoint, CheckpointError, CheckpointOptions, DEFAULT_MAX_FILE_BYTES, FileChange,
-    FileMode, Restored,
+    ChangeKind, Checkpoint, CheckpointError, CheckpointOptions, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_NEW_BYTES, DEFAULT_MAX_NEW_FILES, FileChange, FileMode, Restored,
 };
 use types::{RawChange, parse_checkpoint, parse_raw, public_change};
 

@@ -44,6 +44,7 @@ impl Checkpoints {
         let mut untrack: Vec<Vec<u8>> = Vec::new();
         let mut skipped = Vec::new();
         let mut gitignore_changed = false;
+        let mut new_bytes = 0u64;
         for record in records(&out.stdout) {
             let (tag, path) = match record {
                 [tag, b' ', path @ ..] if !path.is_empty() => (*tag, path),
@@ -78,6 +79,7 @@ impl Checkpoints {
                 Ok(meta) if !(meta.is_file() || meta.is_symlink() || meta.is_dir()) => {
                     continue;
                 }
+                Ok(meta) => new_bytes = new_bytes.saturating_add(meta.len()),
                 _ => {}
             }
             if path == b".gitignore" || path.ends_with(b"/.gitignore") {
@@ -87,6 +89,15 @@ impl Checkpoints {
         }
         add.sort_unstable();
         add.dedup();
+        let (max_files, max_bytes) = (self.options.max_new_files, self.options.max_new_bytes);
+        if add.len() > max_files || new_bytes > max_bytes {
+            return Err(CheckpointError::TooBig {
+                files: add.len(),
+                bytes: new_bytes,
+                max_files,
+                max_bytes,
+            });
+        }
         if gitignore_changed || !state.ignored_dropped {
             // Tracked files that the ignore rules now cover leave the index.
             let ignored = self

@@ -21,13 +21,25 @@ pub struct CheckpointOptions {
     /// example); relative ones are taken from the workspace. The
     /// checkpoint root is always excluded when it is inside the workspace.
     pub exclude: Vec<PathBuf>,
+    /// Most files one snapshot may store anew (a home folder is no
+    /// workspace to copy): past it the snapshot fails as too big.
+    pub max_new_files: usize,
+    /// Most bytes one snapshot may store anew.
+    pub max_new_bytes: u64,
 }
+
+/// Files one snapshot stores anew at most, by default.
+pub const DEFAULT_MAX_NEW_FILES: usize = 100_000;
+/// Bytes one snapshot stores anew at most, by default: 1 GiB.
+pub const DEFAULT_MAX_NEW_BYTES: u64 = 1024 * 1024 * 1024;
 
 impl Default for CheckpointOptions {
     fn default() -> Self {
         CheckpointOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             exclude: Vec::new(),
+            max_new_files: DEFAULT_MAX_NEW_FILES,
+            max_new_bytes: DEFAULT_MAX_NEW_BYTES,
         }
     }
 }
@@ -129,6 +141,19 @@ pub struct Restored {
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     /// The `git` program could not be started.
+    #[error(
+        "the workspace is too big to checkpoint: {files} files and {} MiB to store at once \
+         (at most {max_files} files and {} MiB); rewind is off for it (`checkpoints = false` stops \
+         trying)",
+        bytes / (1024 * 1024),
+        max_bytes / (1024 * 1024)
+    )]
+    TooBig {
+        files: usize,
+        bytes: u64,
+        max_files: usize,
+        max_bytes: u64,
+    },
     #[error("checkpoints need the `git` program: {0}")]
     GitMissing(#[source] std::io::Error),
     /// A git command failed.

@@ -789,3 +789,43 @@ fn a_file_replaced_by_a_folder_and_back_is_restored_both_ways() {
     cp.restore(&second, None, false).unwrap();
     assert_eq!(ws.read("README.md/inner.txt"), "now a folder\n");
 }
+
+#[test]
+fn a_workspace_too_big_to_copy_at_once_is_refused_before_anything_is_stored() {
+    let ws = Ws::new(false);
+    for i in 0..30 {
+        ws.write(&format!("f{i}.txt"), "x\n");
+    }
+    let options = CheckpointOptions {
+        max_new_files: 10,
+        ..CheckpointOptions::default()
+    };
+    let cp = Checkpoints::open_with(&ws.root, &ws.work, options).unwrap();
+    let err = cp.snapshot("t").unwrap_err();
+    assert!(
+        matches!(err, CheckpointError::TooBig { files, max_files: 10, .. } if files >= 30),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("too big to checkpoint"), "{err}");
+    assert!(cp.list().unwrap().is_empty());
+    // By bytes too.
+    let options = CheckpointOptions {
+        max_new_bytes: 20,
+        ..CheckpointOptions::default()
+    };
+    let cp = Checkpoints::open_with(&ws.root, &ws.work, options).unwrap();
+    assert!(matches!(
+        cp.snapshot("t").unwrap_err(),
+        CheckpointError::TooBig { bytes, .. } if bytes >= 60
+    ));
+    // Once stored, what changes later is all a snapshot stores anew.
+    let cp = Checkpoints::open(&ws.root, &ws.work).unwrap();
+    cp.snapshot("all").unwrap();
+    let options = CheckpointOptions {
+        max_new_files: 10,
+        ..CheckpointOptions::default()
+    };
+    let cp = Checkpoints::open_with(&ws.root, &ws.work, options).unwrap();
+    ws.write("f1.txt", "changed\n");
+    cp.snapshot("one changed").unwrap();
+}
