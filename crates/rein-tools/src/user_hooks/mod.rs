@@ -481,6 +481,32 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_hook_that_writes_before_it_reads_a_big_input_does_not_deadlock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = handler("head -c 200000 /dev/zero | tr '\\0' y; wc -c >&2");
+        h.timeout = Some(20);
+        // An input bigger than a pipe holds (a big file's tool_input).
+        let input = json!({"tool_input": {"content": "z".repeat(300_000)}});
+        let started = std::time::Instant::now();
+        let ran = run_handler(&h, &input, dir.path()).await;
+        let Ran::Exited {
+            code,
+            stdout,
+            stderr,
+        } = &ran
+        else {
+            panic!("{ran:?}");
+        };
+        assert_eq!(*code, Some(0));
+        assert_eq!(stdout.len(), 64 * 1024);
+        assert!(
+            stderr.trim().parse::<usize>().unwrap() > 300_000,
+            "{stderr}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    #[tokio::test]
     async fn a_hook_flooding_its_output_is_read_to_its_end_without_hanging() {
         let dir = tempfile::tempdir().unwrap();
         let h = handler(

@@ -95,17 +95,26 @@ pub(super) async fn run_handler(handler: &Handler, input: &Value, cwd: &Path) ->
     };
     let body = input.to_string();
     let work = async {
-        if let Some(mut stdin) = child.stdin.take() {
-            // A hook that does not read its input must not hang rein.
-            let _ = stdin.write_all(body.as_bytes()).await;
-        }
+        let stdin = child.stdin.take();
+        let write = async {
+            if let Some(mut stdin) = stdin {
+                // A hook that does not read its input must not hang rein
+                // (the write fails when it exits); dropping stdin closes it.
+                let _ = stdin.write_all(body.as_bytes()).await;
+            }
+        };
         let (mut out, mut err) = (String::new(), String::new());
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        // Both pipes at once: a hook filling stderr while rein waits on
-        // stdout would otherwise block forever.
-        futures_util::future::join(read_capped(stdout, &mut out), read_capped(stderr, &mut err))
-            .await;
+        // All three pipes at once: a hook that writes a lot before it
+        // reads its input, or fills stderr while rein waits on stdout,
+        // would otherwise block with rein until the timeout.
+        futures_util::future::join3(
+            write,
+            read_capped(stdout, &mut out),
+            read_capped(stderr, &mut err),
+        )
+        .await;
         let status = child.wait().await;
         (status, out, err)
     };
