@@ -32,20 +32,17 @@ fn exec_runs_a_command_with_its_arguments_and_only_its_tools() {
             {"text": "first line"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
+    let o = env.replay_json(
         &script,
-        "--mode",
-        "auto",
-        "--command",
-        "first",
-        "notes.txt",
-        "quickly",
-    ]);
+        &[
+            "--mode",
+            "auto",
+            "--command",
+            "first",
+            "notes.txt",
+            "quickly",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("the command `first` runs on its model `fast-model`"),

@@ -53,17 +53,7 @@ fn a_pre_tool_use_hook_blocks_writes_to_a_file_by_every_tool() {
             {"text": "done"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "auto",
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("1 hook(s) for `TeammateIdle` are not run"),
@@ -116,19 +106,7 @@ fn a_hook_rewrites_a_command_and_a_projects_hooks_need_trust() {
             {"text": "done"}
         ]}),
     );
-    let run = |env: &Env| {
-        env.rein(&[
-            "exec",
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &script,
-            "--mode",
-            "auto",
-            "go",
-        ])
-    };
+    let run = |env: &Env| env.replay_json(&script, &["--mode", "auto", "go"]);
     let o = run(&env);
     assert!(
         stderr(&o).contains("its hooks are not run, because this folder is not trusted"),
@@ -168,17 +146,7 @@ fn post_tool_use_hooks_add_to_the_result_the_model_reads() {
             {"text": "done"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "auto",
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let outputs = tool_outputs(&o);
     assert!(
@@ -229,17 +197,7 @@ fn session_hooks_add_context_keep_the_model_working_refuse_prompts_and_see_the_e
         "s.json",
         &json!({"turns": [{"text": "done"}, {"text": "tests pass"}]}),
     );
-    let run = |prompt: &str| {
-        env.rein(&[
-            "exec",
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &script,
-            prompt,
-        ])
-    };
+    let run = |prompt: &str| env.replay_json(&script, &[prompt]);
     let o = run("fix the bug");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let texts: Vec<String> = committed(&o).into_iter().map(|(_, t)| t).collect();
@@ -314,15 +272,7 @@ fn permission_request_hooks_answer_approval_questions_headless() {
         ]}),
     );
     // Default mode, headless: nobody can approve, the hook answers.
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["go"]);
     assert_eq!(o.status.code(), Some(10), "{}", stderr(&o));
     assert!(env.ws.path().join("made.txt").exists());
     assert!(!env.ws.path().join("other.txt").exists());

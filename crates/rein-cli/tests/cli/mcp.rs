@@ -53,15 +53,7 @@ fn a_configured_server_s_tools_run_and_a_broken_one_is_one_note() {
             {"text": "done"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let events = json_lines(&o);
     let finished = events
@@ -232,15 +224,7 @@ fn a_call_to_a_failed_server_says_why() {
             {"text": "done"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let finished = json_lines(&o)
         .into_iter()
@@ -402,15 +386,7 @@ fn tool_search_finds_a_servers_tool_and_the_model_calls_it() {
             {"text": "done"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let outputs = tool_outputs(&o);
     assert!(
@@ -444,15 +420,7 @@ fn a_resource_named_in_the_prompt_is_attached() {
     )
     .unwrap();
     let script = env.script("s.json", &json!({"turns": [{"text": "done"}]}));
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "Summarise @py:note://greeting please",
-    ]);
+    let o = env.replay_json(&script, &["Summarise @py:note://greeting please"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let user = json_lines(&o)
         .into_iter()
@@ -498,17 +466,7 @@ fn a_sub_agent_calls_an_mcp_tool_through_the_same_hooks() {
             }
         }),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "auto",
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let finished: Vec<(String, String, bool)> = json_lines(&o)
         .iter()

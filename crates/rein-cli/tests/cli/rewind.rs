@@ -55,17 +55,7 @@ fn two_prompts(env: &Env) -> String {
             {"text": "changed"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &first,
-        "--mode",
-        "auto",
-        "change things",
-    ]);
+    let o = env.replay_json(&first, &["--mode", "auto", "change things"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let session = json_lines(&o)[0]["session_id"]
         .as_str()

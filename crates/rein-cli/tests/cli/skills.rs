@@ -32,19 +32,7 @@ fn a_projects_skill_is_loaded_and_its_script_asks_until_the_folder_is_trusted() 
             {"text": "done"}
         ]}),
     );
-    let run = |env: &Env| {
-        env.rein(&[
-            "exec",
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &script,
-            "--mode",
-            "auto",
-            "count with $counter",
-        ])
-    };
+    let run = |env: &Env| env.replay_json(&script, &["--mode", "auto", "count with $counter"]);
     let o = run(&env);
     let err = stderr(&o);
     assert!(

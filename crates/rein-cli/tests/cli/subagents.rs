@@ -65,17 +65,7 @@ fn children_work_side_by_side_and_hooks_see_their_agent_id() {
             }
         }),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "auto",
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stderr(&o), stdout(&o));
     let mut r = results(&o);
     r.sort();
@@ -154,17 +144,7 @@ fn children_work_side_by_side_and_hooks_see_their_agent_id() {
 
     // The parent session resumes with its children's results in it.
     let next = env.script("n.json", &json!({"turns": [{"text": "resumed"}]}));
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &next,
-        "--resume",
-        &parent,
-        "what now?",
-    ]);
+    let o = env.replay_json(&next, &["--resume", &parent, "what now?"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let shown = stdout(&env.rein(&["sessions", "show", &parent]));
     assert!(
@@ -203,17 +183,7 @@ fn a_projects_agent_can_only_narrow_what_its_parent_may_do() {
             ]}
         }),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "plan",
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["--mode", "plan", "go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("broken.md"), "{}", stderr(&o));
     // In a folder not trusted, a project's agent cannot pick the model.
@@ -280,17 +250,7 @@ fn an_isolated_child_works_in_a_worktree_kept_only_when_it_left_changes() {
             ]}
         }),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "auto",
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let mut r = results(&o);
     r.sort();
@@ -325,17 +285,7 @@ fn an_isolated_child_works_in_a_worktree_kept_only_when_it_left_changes() {
         "s.json",
         &json!({"turns": [{"tool_calls": [task("t1", "x")]}, {"text": "ok"}]}),
     );
-    let o = plain.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "auto",
-        "go",
-    ]);
+    let o = plain.replay_json(&script, &["--mode", "auto", "go"]);
     let r = results(&o);
     assert!(
         r[0].2 && r[0].1.contains("not in a git repository"),
@@ -414,17 +364,7 @@ fn a_folder_not_trusted_gets_no_worktree() {
             {"text": "ok"}
         ]}),
     );
-    let o = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "--mode",
-        "auto",
-        "go",
-    ]);
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     let r = results(&o);
     assert!(
         r[0].2 && r[0].1.contains("only in a folder the user trusts"),

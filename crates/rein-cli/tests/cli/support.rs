@@ -64,6 +64,14 @@ impl Env {
         self.command().args(args).output().unwrap()
     }
 
+    /// `rein exec --json --provider replay --script SCRIPT` with `rest`
+    /// after it (flags, then the prompt).
+    pub fn replay_json(&self, script: &str, rest: &[&str]) -> Output {
+        let mut args = vec!["exec", "--json", "--provider", "replay", "--script", script];
+        args.extend_from_slice(rest);
+        self.rein(&args)
+    }
+
     /// Write a replay script into the home folder and return its path.
     pub fn script(&self, name: &str, body: &Value) -> String {
         let path = self.home.path().join(name);
