@@ -102,6 +102,11 @@ impl AgentCatalog {
         self.agents.iter().find(|a| a.name == name)
     }
 
+    /// The agents' names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.agents.iter().map(|a| a.name.as_str()).collect()
+    }
+
     fn read_dir(&mut self, dir: &Path) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;

@@ -244,13 +244,7 @@ fn close_worktree(
 #[async_trait::async_trait]
 impl Tool for TaskTool {
     fn spec(&self) -> crate::ToolSpec {
-        let names: Vec<&str> = self
-            .config
-            .catalog
-            .agents
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect();
+        let names = self.config.catalog.names();
         let list: String = self
             .config
             .catalog
@@ -303,13 +297,7 @@ impl Tool for TaskTool {
         let description = args["description"].as_str().unwrap_or("").to_string();
         let prompt = args["prompt"].as_str().unwrap_or("").to_string();
         let Some(agent) = self.config.catalog.get(name).cloned() else {
-            let names: Vec<&str> = self
-                .config
-                .catalog
-                .agents
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect();
+            let names = self.config.catalog.names();
             return Err(ToolError(format!(
                 "there is no agent `{name}`; the agents are: {}",
                 names.join(", ")
