@@ -78,6 +78,10 @@ pub fn follow(
     lazy: LazyTools,
     note: impl Fn(String) + Send + 'static,
 ) {
+    // What is offered now (`tool_search` at once when MCP tools are
+    // lazy) is in the gate before the first turn: the task below may run
+    // only after it.
+    engine.replace_tools(McpHub::names, hub.offered(lazy));
     let (hub, engine) = (Arc::downgrade(hub), engine.clone());
     let Some(mut changes) = hub.upgrade().map(|h| h.changes()) else {
         return;
