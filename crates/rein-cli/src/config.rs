@@ -71,6 +71,9 @@ pub struct TuiSection {
     /// Draw on the alternate screen (the terminal's scrollback keeps
     /// nothing of the session; the screen is given back as it was on exit).
     pub alternate_screen: Option<bool>,
+    /// Seconds the app waits for you after a run before it tells the
+    /// `Notification` hooks (`idle_prompt`); default 60.
+    pub idle_notify_secs: Option<u64>,
 }
 
 /// `[providers.NAME]`: an HTTP model endpoint.
@@ -202,6 +205,8 @@ pub struct Config {
     pub loop_guard: rein_core::engine::LoopGuardConfig,
     /// `[tui] alternate_screen`.
     pub alternate_screen: bool,
+    /// `[tui] idle_notify_secs`.
+    pub idle_notify: Duration,
     /// Whether the workspace's own settings counted in full (the folder is
     /// trusted, or `--trust`).
     pub trusted: bool,
@@ -274,6 +279,7 @@ impl Config {
             compaction: Default::default(),
             loop_guard: Default::default(),
             alternate_screen: false,
+            idle_notify: Duration::from_secs(60),
             trusted: false,
             sandbox: Default::default(),
             mcp_servers: Vec::new(),
@@ -398,6 +404,9 @@ impl Config {
             && let Some(a) = t.alternate_screen
         {
             self.alternate_screen = a;
+        }
+        if let Some(s) = file.tui.as_ref().and_then(|t| t.idle_notify_secs) {
+            self.idle_notify = Duration::from_secs(s.max(1));
         }
         if file.provider.is_some() {
             self.provider = file.provider;

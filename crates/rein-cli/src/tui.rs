@@ -124,6 +124,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         .checkpoints
         .then(|| rewind_view(&cfg.home, store.clone()));
     // `/model`: only a provider is built; the engine switches to it.
+    let idle_notify = cfg.idle_notify;
     let providers = move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
         let mut c = cfg.clone();
         let (p, m) = model_choice(&c, text);
@@ -145,6 +146,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         resume,
         notices,
         alternate_screen,
+        idle_notify,
         prompt: args.prompt,
         mcp,
         commands,

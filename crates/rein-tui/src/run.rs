@@ -55,6 +55,9 @@ pub struct Setup {
     pub notices: Vec<String>,
     /// Draw on the alternate screen instead of inline.
     pub alternate_screen: bool,
+    /// How long after a run the app waits for a key before it tells the
+    /// `Notification` hooks it is idle.
+    pub idle_notify: Duration,
     /// A first message, sent as the app opens (`rein "prompt"`).
     pub prompt: Option<String>,
     /// The MCP servers, when some are configured.
@@ -173,6 +176,8 @@ struct Loop {
     /// When the `Notification` hooks hear that the app waits for the
     /// user (set when a run ends, cleared by a key).
     idle_at: Option<tokio::time::Instant>,
+    /// How long after a run that is.
+    idle_notify: Duration,
     rewind: Option<crate::rewind::RewindView>,
 }
 
@@ -309,6 +314,7 @@ impl Loop {
             mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
             mcp_status: setup.mcp.map(|m| m.status),
             idle_at: None,
+            idle_notify: setup.idle_notify,
             rewind: setup.rewind,
         }
     }
@@ -369,7 +375,7 @@ impl Loop {
             actions.extend(self.app.on_event(ev));
             if stopped {
                 self.running = None;
-                self.idle_at = Some(tokio::time::Instant::now() + session_hooks::IDLE_AFTER);
+                self.idle_at = Some(tokio::time::Instant::now() + self.idle_notify);
                 refresh_cost(&mut self.app, self.store.as_ref()).await;
             }
             batch += 1;

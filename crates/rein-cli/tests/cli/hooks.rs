@@ -343,3 +343,46 @@ fn the_app_runs_the_session_hooks_and_says_what_they_did() {
     assert!(at("first answer") < at("A Stop hook did not let you finish yet"));
     assert!(!text.contains("hunter2"), "{text}");
 }
+
+/// When the app has waited for the user after a run, the Notification
+/// hooks hear it (`idle_prompt`), once.
+#[test]
+fn the_app_tells_notification_hooks_when_it_waits_for_the_user() {
+    let env = Env::new();
+    settings(
+        &env.home.path().join("settings.json"),
+        json!({"Notification": [{"matcher": "idle_prompt", "hooks": [{"type": "command",
+            "command": "cat >> \"$REIN_PROJECT_DIR/idle.jsonl\"; echo >> \"$REIN_PROJECT_DIR/idle.jsonl\""}]}]}),
+    );
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[tui]\nidle_notify_secs = 1\n",
+    )
+    .unwrap();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [{"text": "answered"}]}),
+    );
+    let app = super::tui::Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("ask rein to do something");
+    app.type_text("hello");
+    app.keys(&["Enter"]);
+    app.wait_for("answered");
+    let file = env.ws.path().join("idle.jsonl");
+    let started = std::time::Instant::now();
+    while !file.exists() && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Another second: it is told once per wait, not every second.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(events[0]["hook_event_name"], "Notification");
+    assert_eq!(events[0]["notification_type"], "idle_prompt");
+    assert_eq!(events[0]["message"], "rein is waiting for your input");
+}

@@ -3,15 +3,9 @@
 //! (`idle_prompt`) when a run ended and the user has not come back for a
 //! while.
 
-use std::time::Duration;
-
 use rein_core::{EndReason, Event, FnSink, NotificationKind};
 
 use super::Loop;
-
-/// How long after a run the app waits for a key before it tells the
-/// `Notification` hooks that it is idle.
-pub(super) const IDLE_AFTER: Duration = Duration::from_secs(60);
 
 impl Loop {
     /// The `SessionEnd` hooks of a session the app leaves; what they say
