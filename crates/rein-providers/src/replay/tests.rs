@@ -1,4 +1,6 @@
+use super::plan::{split_arguments, split_chars, split_text, split_words};
 use super::*;
+use rein_core::StreamChunk;
 
 #[test]
 fn word_deltas_rejoin_to_the_exact_text_with_three_words_each() {
