@@ -88,10 +88,10 @@ impl TaskTool {
         }
     }
 
-    /// What the sub-agent of call `call_id` spent, once (None for other
-    /// calls).
-    pub fn take_spent(&self, call_id: &str) -> Option<LedgerEntry> {
-        self.spent_map().remove(call_id)
+    /// What the sub-agent of call `call_id` of `session` spent, once
+    /// (None for other calls).
+    pub fn take_spent(&self, session: &str, call_id: &str) -> Option<LedgerEntry> {
+        self.spent_map().remove(&spent_key(session, call_id))
     }
 
     /// What `session`'s background sub-agents that ended since the last
@@ -372,7 +372,8 @@ impl TaskTool {
     ) {
         let entry = spent_entry(child.provider().as_ref(), outcome, began);
         let _ = ctx.store.add_ledger(&ctx.session_id, &entry).await;
-        self.spent_map().insert(ctx.call_id.clone(), entry);
+        self.spent_map()
+            .insert(spent_key(&ctx.session_id, &ctx.call_id), entry);
     }
 
     /// Start `child` in the background; the result says how to follow it.
@@ -420,6 +421,12 @@ impl TaskTool {
             agent.name
         ))
     }
+}
+
+/// Where a finished call's spending waits for its run: call ids repeat
+/// from one session to another, so the session is part of the key.
+fn spent_key(session: &str, call_id: &str) -> String {
+    format!("{session}\u{0}{call_id}")
 }
 
 /// Two optional notes as one.

@@ -189,7 +189,7 @@ impl AgentEngine {
         // What sub-agents spent counts against this run's budgets.
         if let Some(task) = &self.inner.task {
             for f in &finished {
-                if let Some(entry) = task.take_spent(&f.result.call_id) {
+                if let Some(entry) = task.take_spent(&ctx.session_id, &f.result.call_id) {
                     ctx.st.totals.add(&entry);
                 }
             }
