@@ -108,16 +108,7 @@ impl AgentCatalog {
     }
 
     fn read_dir(&mut self, dir: &Path) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut paths: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .collect();
-        paths.sort();
-        for path in paths {
+        for path in crate::frontmatter::markdown_files(dir) {
             match read(&path) {
                 Ok(agent) if self.get(&agent.name).is_none() => self.agents.push(agent),
                 Ok(_) => {}

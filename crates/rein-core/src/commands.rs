@@ -65,16 +65,7 @@ impl Commands {
     }
 
     fn read_dir(&mut self, dir: &Path, reserved: &[&str]) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut paths: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .collect();
-        paths.sort();
-        for path in paths {
+        for path in crate::frontmatter::markdown_files(dir) {
             let Some(name) = path
                 .file_stem()
                 .and_then(|s| s.to_str())

@@ -47,6 +47,21 @@ impl Value {
     }
 }
 
+/// The `*.md` files of folder `dir`, sorted by name (none when it cannot
+/// be read).
+pub fn markdown_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// A Markdown file's text (a command, an agent, a skill): a regular file,
 /// never read through a symlink nor from a FIFO or device, of at most
 /// `max` bytes (a larger one is an error).
