@@ -244,14 +244,13 @@ impl AgentEngine {
         let context = self
             .start_hooks(ctx, opened.resumed, &request.prompt, mode)
             .await?;
-        let stored = opened.seqs.iter().flatten().max().copied().unwrap_or(0);
+        let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         let mut checkpoint = None;
         let at = moments::CheckpointAt::Prompt {
-            seq: stored,
+            seq: conv.last_seq(),
             prompt: request.prompt.clone(),
         };
         self.start_checkpoint(ctx, &mut checkpoint, at).await;
-        let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
             .await?;
         self.add_hook_context(ctx, &mut conv, context).await?;
@@ -422,9 +421,8 @@ impl AgentEngine {
                     continue;
                 }
             };
-            let stored = run.conv.seqs.iter().flatten().max().copied().unwrap_or(0);
             let at = moments::CheckpointAt::Prompt {
-                seq: stored,
+                seq: run.conv.last_seq(),
                 prompt: text.clone(),
             };
             self.start_checkpoint(ctx, &mut run.checkpoint, at).await;

@@ -57,6 +57,11 @@ pub(crate) struct Conversation {
 }
 
 impl Conversation {
+    /// The store's number of the last stored message (0: none yet).
+    pub fn last_seq(&self) -> u64 {
+        self.seqs.iter().flatten().max().copied().unwrap_or(0)
+    }
+
     pub fn new(messages: Vec<Message>, seqs: Vec<Option<u64>>, counter: &dyn TokenCounter) -> Self {
         let mut c = Conversation {
             messages: Vec::with_capacity(messages.len()),
