@@ -197,7 +197,7 @@ pub async fn run(args: RewindArgs) -> Result<i32, Failure> {
             .map_err(Failure::harness)?,
     );
     let Some(k) = args.to else {
-        list(&ck, &session, args.json);
+        list(&ck, &session, args.json).map_err(Failure::harness)?;
         return Ok(COMPLETED);
     };
     let what = What {
@@ -224,37 +224,38 @@ async fn latest(
 }
 
 /// Each checkpoint of `session`, with the files changed since.
-fn list(ck: &SessionCheckpoints, session: &rein_core::SessionInfo, json: bool) {
-    let listed = ck.listed(&session.id);
+fn list(
+    ck: &SessionCheckpoints,
+    session: &rein_core::SessionInfo,
+    json: bool,
+) -> Result<(), CheckpointError> {
+    let (_, listed) = ck.overview(&session.id)?;
     if listed.is_empty() && !json {
         out("no checkpoints in this session yet");
     }
-    for (k, e) in listed {
-        let changed: Vec<String> = ck
-            .store()
-            .get(&e.commit)
-            .and_then(|c| ck.store().changed_since(&c))
-            .map(|files| files.iter().map(|f| f.path.display().to_string()).collect())
-            .unwrap_or_default();
-        let when = rein_core::time::format_datetime(e.at as i64);
+    for l in listed {
+        let changed: Vec<String> = l
+            .changed
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect();
+        let when = rein_core::time::format_datetime(l.entry.at as i64);
         if json {
             out(&serde_json::json!({
-                "checkpoint": k, "kind": e.kind, "label": e.label, "at": when,
-                "messages": e.seq, "changed_since": changed,
+                "checkpoint": l.k, "kind": l.entry.kind, "label": l.entry.label, "at": when,
+                "messages": l.entry.seq, "changed_since": changed,
             })
             .to_string());
             continue;
         }
-        let what = match e.kind {
-            EntryKind::BeforeRewind => e.label.clone(),
-            _ => format!("before: {}", e.label),
-        };
         out(&rein_tui::cells::sanitize(&format!(
-            "{k:>3}  {when}  {}  ({} file(s) changed since)",
-            rein_core::text::one_line(&what, 60),
+            "{:>3}  {when}  {}  ({} file(s) changed since)",
+            l.k,
+            rein_core::text::one_line(&l.entry.title(), 60),
             changed.len()
         )));
     }
+    Ok(())
 }
 
 fn report(done: &Rewound, session: &str, k: usize, json: bool) {

@@ -197,35 +197,19 @@ fn checkpoint_rows(
     workspace: &Path,
     session: &str,
 ) -> anyhow::Result<Vec<CheckpointRow>> {
-    use crate::rewind::{EntryKind, SessionCheckpoints};
+    use crate::rewind::SessionCheckpoints;
     let ck = SessionCheckpoints::open(home, workspace).context("cannot open the checkpoints")?;
-    let listed = ck.listed(session);
-    if listed.is_empty() {
+    let (Some(now), listed) = ck.overview(session)? else {
         return Ok(Vec::new());
-    }
-    let store = ck.store();
-    // The workspace now: rein's latest checkpoint when nothing changed
-    // since (the usual case), a new snapshot otherwise.
-    let latest = match ck.entries(session).last() {
-        Some(e) => Some(store.get(&e.commit)?),
-        None => None,
-    };
-    let now = match latest {
-        Some(c) if store.changed_since(&c)?.is_empty() => c,
-        _ => store.snapshot("the workspace as the rewind picker saw it")?,
     };
     let mut rows = Vec::with_capacity(listed.len());
-    for (k, e) in listed {
-        let at = store.get(&e.commit)?;
-        let patch = store.patch_text(&at, &now)?;
+    for l in listed {
+        let patch = ck.store().patch_text(&l.checkpoint, &now)?;
         rows.push(CheckpointRow {
-            k,
-            label: match e.kind {
-                EntryKind::BeforeRewind => e.label.clone(),
-                _ => format!("before: {}", e.label),
-            },
-            at: e.at,
-            changed: store.diff(&at, &now)?.len(),
+            k: l.k,
+            label: l.entry.title(),
+            at: l.entry.at,
+            changed: l.changed.len(),
             preview: patch
                 .lines()
                 .take(rein_tui::rewind::PREVIEW_LINES)

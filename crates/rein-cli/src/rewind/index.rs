@@ -9,7 +9,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rein_store::checkpoints::{Checkpoint, CheckpointError, CheckpointOptions, Checkpoints};
+use rein_store::checkpoints::{
+    Checkpoint, CheckpointError, CheckpointOptions, Checkpoints, FileChange,
+};
 use serde::{Deserialize, Serialize};
 
 /// Why an index entry was taken.
@@ -47,6 +49,23 @@ impl Entry {
     pub fn listed(&self) -> bool {
         matches!(self.kind, EntryKind::Prompt | EntryKind::BeforeRewind)
     }
+
+    /// How lists name it: "before: PROMPT", or "before the rewind to K".
+    pub fn title(&self) -> String {
+        match self.kind {
+            EntryKind::BeforeRewind => self.label.clone(),
+            _ => format!("before: {}", self.label),
+        }
+    }
+}
+
+/// A listed checkpoint and the files that differ between it and now.
+#[derive(Debug)]
+pub struct Listed {
+    pub k: usize,
+    pub entry: Entry,
+    pub checkpoint: Checkpoint,
+    pub changed: Vec<FileChange>,
 }
 
 /// The checkpoints of one workspace, and its sessions' indexes.
@@ -109,6 +128,46 @@ impl SessionCheckpoints {
             .filter(Entry::listed)
             .enumerate()
             .collect()
+    }
+
+    /// The workspace now, as a checkpoint: rein's latest one of `session`
+    /// when nothing changed since (the usual case), else a new snapshot
+    /// (in no index: pruning frees it).
+    pub fn now(&self, session: &str) -> Result<Checkpoint, CheckpointError> {
+        if let Some(e) = self.entries(session).last() {
+            let latest = self.store.get(&e.commit)?;
+            if self.store.changed_since(&latest)?.is_empty() {
+                return Ok(latest);
+            }
+        }
+        self.store
+            .snapshot("the workspace when the checkpoints were listed")
+    }
+
+    /// `session`'s listed checkpoints with the files changed since each
+    /// (the workspace is looked at once), and the workspace now; nothing
+    /// (and no look at the workspace) when it has none.
+    pub fn overview(
+        &self,
+        session: &str,
+    ) -> Result<(Option<Checkpoint>, Vec<Listed>), CheckpointError> {
+        let listed = self.listed(session);
+        if listed.is_empty() {
+            return Ok((None, Vec::new()));
+        }
+        let now = self.now(session)?;
+        let mut out = Vec::with_capacity(listed.len());
+        for (k, entry) in listed {
+            let checkpoint = self.store.get(&entry.commit)?;
+            let changed = self.store.diff(&checkpoint, &now)?;
+            out.push(Listed {
+                k,
+                entry,
+                checkpoint,
+                changed,
+            });
+        }
+        Ok((Some(now), out))
     }
 
     /// Snapshot the workspace and add it to `session`'s index.
