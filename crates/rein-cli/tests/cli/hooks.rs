@@ -386,3 +386,39 @@ fn the_app_tells_notification_hooks_when_it_waits_for_the_user() {
     assert_eq!(events[0]["notification_type"], "idle_prompt");
     assert_eq!(events[0]["message"], "rein is waiting for your input");
 }
+
+/// `continue: false` stops the run from a tool hook too: before a call
+/// (which then does not run) and after one (which ran).
+#[test]
+fn continue_false_from_a_tool_hook_stops_the_run() {
+    for (event, ran) in [("PreToolUse", false), ("PostToolUse", true)] {
+        let env = Env::new();
+        settings(
+            &env.home.path().join("settings.json"),
+            json!({event: [{"matcher": "Bash", "hooks": [{"type": "command",
+                "command": "echo '{\"continue\": false, \"stopReason\": \"the build is broken upstream\"}'"}]}]}),
+        );
+        let script = env.script(
+            "s.json",
+            &json!({"turns": [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "touch made.txt"}}]},
+                {"text": "never reached"}
+            ]}),
+        );
+        let o = env.replay_json(&script, &["--mode", "auto", "go"]);
+        assert_eq!(o.status.code(), Some(10), "{event}: {}", stderr(&o));
+        assert_eq!(env.ws.path().join("made.txt").exists(), ran, "{event}");
+        let stopped = json_lines(&o)
+            .into_iter()
+            .find(|e| e["type"] == "stopped")
+            .unwrap();
+        assert_eq!(stopped["reason"], "hook_stopped", "{event}");
+        assert!(
+            stopped["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("the build is broken upstream"),
+            "{event}: {stopped}"
+        );
+    }
+}

@@ -519,4 +519,52 @@ mod tests {
         assert_eq!(*code, Some(2));
         assert_eq!(stderr.len(), 64 * 1024);
     }
+
+    #[tokio::test]
+    async fn a_call_waiting_for_the_user_is_a_notification_but_not_headless() {
+        use rein_core::{CallHook, ToolCall};
+        let dir = tempfile::tempdir().unwrap();
+        let h = hooks(
+            json!({"Notification": [{"matcher": "permission_prompt", "hooks": [
+                {"type": "command", "command": "cat > notified.json"}
+            ]}]}),
+        );
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: "{}".into(),
+        };
+        let args = json!({"command": "make"});
+        let mut run = run_in(dir.path());
+        run.user_can_answer = false;
+        assert_eq!(
+            h.permission_request(&call, &args, "runs make", &run).await,
+            None
+        );
+        run.user_can_answer = true;
+        assert_eq!(
+            h.permission_request(&call, &args, "runs make", &run).await,
+            None
+        );
+        // It runs in the background: wait for it.
+        let file = dir.path().join("notified.json");
+        for _ in 0..100 {
+            if std::fs::read_to_string(&file).is_ok_and(|t| t.ends_with('}')) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let seen: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(seen["notification_type"], "permission_prompt");
+        assert_eq!(
+            seen["message"],
+            "rein needs your permission to use bash (runs make)"
+        );
+        // Only the second call told it: a headless run cannot be answered.
+        std::fs::remove_file(&file).unwrap();
+        run.user_can_answer = false;
+        h.permission_request(&call, &args, "runs make", &run).await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!file.exists());
+    }
 }
