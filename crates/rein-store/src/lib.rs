@@ -7,6 +7,9 @@
 //! [`SqliteMemory`] is the long-term memory
 //! ([`LongTermMemory`](rein_core::LongTermMemory)): its own SQLite file with
 //! a full-text index.
+//! [`PgStore`] and [`PgMemory`] keep the same in PostgreSQL, for several
+//! machines sharing one database; a [`Lease`] makes one server at a time
+//! drive a session.
 //! [`Checkpoints`] snapshots a whole workspace into a private git
 //! repository and restores it, for rewinding a session's turns.
 
@@ -15,6 +18,7 @@ mod conn;
 mod error;
 mod memory;
 mod migrations;
+mod postgres;
 pub mod spill;
 mod sqlite;
 
@@ -24,6 +28,10 @@ pub use checkpoints::{
 };
 pub use memory::{MEMORY_SCHEMA_VERSION, SqliteMemory};
 pub use migrations::SCHEMA_VERSION;
+pub use postgres::{
+    Heartbeat, Lease, LeaseError, OrphanedSession, PG_MEMORY_SCHEMA_VERSION, PG_SCHEMA_VERSION,
+    PgMemory, PgOptions, PgStore,
+};
 pub use rein_core::InMemorySessionStore;
 pub use spill::FileSpill;
 pub use sqlite::{SqliteOptions, SqliteStore};

@@ -1,4 +1,5 @@
-//! Integration tests of `SqliteStore` against real database files.
+//! Integration tests of `SqliteStore` against real database files, and of
+//! `PgStore`/`PgMemory` against a real PostgreSQL (the `postgres` module).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +11,8 @@ mod fixtures;
 mod ledger;
 #[path = "store/memory.rs"]
 mod memory;
+#[path = "store/postgres/mod.rs"]
+mod postgres;
 
 use std::collections::HashSet;
 use std::sync::Arc;

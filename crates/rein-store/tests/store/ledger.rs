@@ -380,7 +380,7 @@ async fn a_version_2_database_migrates_keeping_its_data() {
 }
 
 /// The same calls give the same results on both stores.
-async fn ledger_script(store: &dyn SessionStore) -> Vec<String> {
+pub(crate) async fn ledger_script(store: &dyn SessionStore) -> Vec<String> {
     let s = session(store, "/w", "t").await;
     let mut log = Vec::new();
     for n in 1..=3 {

@@ -1,0 +1,162 @@
+//! A small pool of PostgreSQL connections.
+//!
+//! A transaction needs a connection of its own, so concurrent operations
+//! each borrow one: at most `max` are open at once, idle ones are kept for
+//! the next operation, and a connection the server closed is dropped on
+//! return and replaced by a fresh one later. A connection returned in the
+//! middle of a transaction (its future was cancelled) is safe to reuse:
+//! tokio-postgres queues a `ROLLBACK` when a transaction is dropped, and the
+//! connection answers queries in order.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_postgres::{Client, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::error::PgFail;
+use super::url::{Target, TlsMode};
+use rein_core::StoreError;
+
+/// Connections to one server, shared by clones of a store.
+#[derive(Clone)]
+pub(crate) struct Pool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    target: Target,
+    /// The TLS connector, when the target may use TLS.
+    tls: Option<MakeRustlsConnect>,
+    idle: Mutex<Vec<Client>>,
+    permits: Arc<Semaphore>,
+}
+
+/// A borrowed connection; goes back to the pool when dropped.
+pub(crate) struct Conn {
+    client: Option<Client>,
+    inner: Arc<Inner>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Pool {
+    /// A pool of at most `max` connections to `target` (none opened yet).
+    pub(crate) fn new(target: Target, max: usize) -> Result<Pool, StoreError> {
+        let tls = match target.tls {
+            TlsMode::Disable => None,
+            TlsMode::Prefer | TlsMode::Require => Some(tls_connector()?),
+        };
+        Ok(Pool {
+            inner: Arc::new(Inner {
+                target,
+                tls,
+                idle: Mutex::new(Vec::new()),
+                permits: Arc::new(Semaphore::new(max.max(1))),
+            }),
+        })
+    }
+
+    /// The server this pool connects to.
+    pub(crate) fn target(&self) -> &Target {
+        &self.inner.target
+    }
+
+    /// A connection: an idle one, or a new one when none is idle. Waits
+    /// while `max` are in use.
+    pub(crate) async fn get(&self, context: &'static str) -> Result<Conn, PgFail> {
+        let permit = Arc::clone(&self.inner.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Other("the PostgreSQL pool was shut down".into()))?;
+        let reused = {
+            let mut idle = self
+                .inner
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            idle.retain(|c| !c.is_closed());
+            idle.pop()
+        };
+        let client = match reused {
+            Some(client) => client,
+            None => self.open(context).await?,
+        };
+        Ok(Conn {
+            client: Some(client),
+            inner: Arc::clone(&self.inner),
+            _permit: permit,
+        })
+    }
+
+    /// Open a new connection; its I/O runs on a task of its own until the
+    /// client is dropped or the server closes it.
+    async fn open(&self, context: &'static str) -> Result<Client, PgFail> {
+        let config = &self.inner.target.config;
+        let connect_error = |source| PgFail::Connect { context, source };
+        match &self.inner.tls {
+            None => {
+                let (client, connection) = config.connect(NoTls).await.map_err(connect_error)?;
+                tokio::spawn(async move {
+                    // An error here is a closed connection: the client sees
+                    // it as `is_closed` and the pool drops it.
+                    let _ = connection.await;
+                });
+                Ok(client)
+            }
+            Some(tls) => {
+                let (client, connection) =
+                    config.connect(tls.clone()).await.map_err(connect_error)?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                Ok(client)
+            }
+        }
+    }
+}
+
+/// rustls on ring with the system's trust store, the project's one TLS
+/// setup; built per pool so no process-wide provider has to be installed.
+fn tls_connector() -> Result<MakeRustlsConnect, StoreError> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|builder| builder.with_platform_verifier())
+        .map_err(|e| StoreError::Other(format!("cannot set up TLS for PostgreSQL: {e}")))?
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        // Only `Drop` takes the client out.
+        match &self.client {
+            Some(client) => client,
+            None => unreachable!("a pooled connection is used after it was returned"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Client {
+        match &mut self.client {
+            Some(client) => client,
+            None => unreachable!("a pooled connection is used after it was returned"),
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take().filter(|c| !c.is_closed()) {
+            self.inner
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(client);
+        }
+    }
+}

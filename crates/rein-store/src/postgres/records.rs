@@ -1,0 +1,193 @@
+//! What a session keeps besides its messages, in PostgreSQL: todos,
+//! approval grants, the cost ledger and compaction records, each read and
+//! written in its own transaction, with the SQLite store's rules.
+
+use tokio_postgres::{Client, Transaction};
+
+use rein_core::{CompactionRecord, LedgerEntry, Todo};
+
+use super::error::{PgContext, PgFail};
+use super::sessions::ensure_exists;
+
+/// A read-only transaction on one snapshot, so the session check and the
+/// rows read after it agree.
+pub(super) async fn snapshot<'a>(
+    client: &'a mut Client,
+    context: &'static str,
+) -> Result<Transaction<'a>, PgFail> {
+    client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .ctx(context)
+}
+
+/// Lock the session's row until commit (and fail when there is none):
+/// writers of one session's records take turns, so the next `seq` of a
+/// record list is computed by one of them at a time.
+async fn lock_session(tx: &Transaction<'_>, id: &str) -> Result<(), PgFail> {
+    let found = tx
+        .query_opt("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", &[&id])
+        .await
+        .ctx("looking up a session")?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(rein_core::StoreError::NotFound(id.to_string()).into()),
+    }
+}
+
+pub(super) async fn set_todos(client: &mut Client, id: &str, body: &str) -> Result<(), PgFail> {
+    let tx = client.transaction().await.ctx("saving todos")?;
+    lock_session(&tx, id).await?;
+    tx.execute(
+        "INSERT INTO todos (session_id, body) VALUES ($1, $2)
+         ON CONFLICT (session_id) DO UPDATE SET body = excluded.body",
+        &[&id, &body],
+    )
+    .await
+    .ctx("saving todos")?;
+    tx.commit().await.ctx("committing todos")
+}
+
+pub(super) async fn todos(client: &mut Client, id: &str) -> Result<Vec<Todo>, PgFail> {
+    let tx = snapshot(client, "reading todos").await?;
+    ensure_exists(&tx, id).await?;
+    let row = tx
+        .query_opt("SELECT body FROM todos WHERE session_id = $1", &[&id])
+        .await
+        .ctx("reading todos")?;
+    tx.commit().await.ctx("reading todos")?;
+    let Some(row) = row else {
+        return Ok(Vec::new());
+    };
+    let body: &str = row.try_get(0).ctx("reading todos")?;
+    serde_json::from_str(body)
+        .map_err(|e| PgFail::Corrupt(format!("the todos of session {id} cannot be read: {e}")))
+}
+
+pub(super) async fn add_grant(client: &mut Client, id: &str, rule: &str) -> Result<(), PgFail> {
+    let tx = client.transaction().await.ctx("saving an approval")?;
+    lock_session(&tx, id).await?;
+    // A rule granted twice is kept once, where it was first granted.
+    tx.execute(
+        "INSERT INTO grants (session_id, seq, rule)
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM grants WHERE session_id = $1), $2)
+         ON CONFLICT (session_id, rule) DO NOTHING",
+        &[&id, &rule],
+    )
+    .await
+    .ctx("saving an approval")?;
+    tx.commit().await.ctx("committing an approval")
+}
+
+pub(super) async fn grants(client: &mut Client, id: &str) -> Result<Vec<String>, PgFail> {
+    let tx = snapshot(client, "reading approvals").await?;
+    ensure_exists(&tx, id).await?;
+    let rows = tx
+        .query(
+            "SELECT rule FROM grants WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .await
+        .ctx("reading approvals")?;
+    tx.commit().await.ctx("reading approvals")?;
+    rows.iter()
+        .map(|r| r.try_get::<_, String>(0))
+        .collect::<Result<_, _>>()
+        .ctx("reading approvals")
+}
+
+pub(super) async fn add_ledger(client: &mut Client, id: &str, body: &str) -> Result<(), PgFail> {
+    let tx = client.transaction().await.ctx("recording a model call")?;
+    lock_session(&tx, id).await?;
+    tx.execute(
+        "INSERT INTO ledger (session_id, seq, body)
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger WHERE session_id = $1), $2)",
+        &[&id, &body],
+    )
+    .await
+    .ctx("recording a model call")?;
+    tx.commit().await.ctx("committing a model call")
+}
+
+/// The ledger in call order and how many rows could not be read: a row
+/// that does not parse (a newer rein's shape, a hand edit) is skipped,
+/// since costs are informative and must never make a session unreadable.
+pub(super) async fn ledger(
+    client: &mut Client,
+    id: &str,
+) -> Result<(Vec<LedgerEntry>, usize), PgFail> {
+    let tx = snapshot(client, "reading the ledger").await?;
+    ensure_exists(&tx, id).await?;
+    let rows = tx
+        .query(
+            "SELECT body FROM ledger WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .await
+        .ctx("reading the ledger")?;
+    tx.commit().await.ctx("reading the ledger")?;
+    let mut entries = Vec::with_capacity(rows.len());
+    let mut skipped = 0usize;
+    for row in &rows {
+        let parsed = row
+            .try_get::<_, &str>(0)
+            .ok()
+            .and_then(|body| serde_json::from_str::<LedgerEntry>(body).ok());
+        match parsed {
+            Some(entry) => entries.push(entry),
+            None => skipped += 1,
+        }
+    }
+    Ok((entries, skipped))
+}
+
+pub(super) async fn add_compaction(
+    client: &mut Client,
+    id: &str,
+    upto_seq: i64,
+    body: &str,
+) -> Result<(), PgFail> {
+    let tx = client.transaction().await.ctx("saving a compaction")?;
+    lock_session(&tx, id).await?;
+    tx.execute(
+        "INSERT INTO compactions (session_id, seq, upto_seq, body)
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM compactions WHERE session_id = $1),
+                 $2, $3)",
+        &[&id, &upto_seq, &body],
+    )
+    .await
+    .ctx("saving a compaction")?;
+    tx.commit().await.ctx("committing a compaction")
+}
+
+/// The compactions, oldest first. Unlike the ledger, a damaged row fails
+/// the read: it decides what the model sees, like a message does.
+pub(super) async fn compactions(
+    client: &mut Client,
+    id: &str,
+) -> Result<Vec<CompactionRecord>, PgFail> {
+    let tx = snapshot(client, "reading compactions").await?;
+    ensure_exists(&tx, id).await?;
+    let rows = tx
+        .query(
+            "SELECT seq, body FROM compactions WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .await
+        .ctx("reading compactions")?;
+    tx.commit().await.ctx("reading compactions")?;
+    rows.iter()
+        .map(|row| {
+            let seq: i64 = row.try_get(0).ctx("reading compactions")?;
+            let body: &str = row.try_get(1).ctx("reading compactions")?;
+            serde_json::from_str::<CompactionRecord>(body).map_err(|e| {
+                PgFail::Corrupt(format!(
+                    "compaction {seq} of session {id} cannot be read: {e}"
+                ))
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,408 @@
+//! Sessions and their messages in PostgreSQL, and the [`SessionStore`]
+//! implementation of [`PgStore`]. Each write is one transaction, committed
+//! before the method returns; reads that check a session and then read its
+//! rows do both in one transaction, so they see one state.
+
+use async_trait::async_trait;
+use tokio_postgres::{Client, GenericClient, Row};
+
+use rein_core::in_memory_store::{new_session_id, resolve_prefix};
+use rein_core::time::now_millis;
+use rein_core::{
+    CompactionRecord, LedgerEntry, Message, NewSession, Rule, SessionInfo, SessionStore,
+    StopReason, StoreError, Todo,
+};
+
+use super::PgStore;
+use super::error::{PgContext, PgFail};
+use super::records;
+
+const SESSION_COLUMNS: &str =
+    "id, workspace, title, model, created_at, updated_at, message_count, last_stop, parent_id";
+
+fn session_from_row(row: &Row) -> Result<SessionInfo, tokio_postgres::Error> {
+    Ok(SessionInfo {
+        id: row.try_get(0)?,
+        workspace: row.try_get(1)?,
+        title: row.try_get(2)?,
+        model: row.try_get(3)?,
+        created_at: row.try_get(4)?,
+        updated_at: row.try_get(5)?,
+        message_count: u64::try_from(row.try_get::<_, i64>(6)?).unwrap_or(0),
+        // A name this build does not know (a newer rein wrote it) reads as
+        // none, as in SQLite.
+        last_stop: row
+            .try_get::<_, Option<String>>(7)?
+            .and_then(|s| StopReason::parse(&s)),
+        parent_id: row.try_get(8)?,
+    })
+}
+
+/// The full id for an id or unique id prefix, with [`resolve_prefix`]'s
+/// rules: an exact id wins, two candidates are ambiguous, none is not found.
+pub(super) async fn resolve(db: &impl GenericClient, wanted: &str) -> Result<String, PgFail> {
+    let exact = db
+        .query_opt("SELECT id FROM sessions WHERE id = $1", &[&wanted])
+        .await
+        .ctx("looking up a session")?;
+    if let Some(row) = exact {
+        return row.try_get(0).ctx("looking up a session");
+    }
+    // One more than is listed, to know there are more. `starts_with`
+    // takes the prefix as text: no wildcard in it means anything.
+    let most = rein_core::store::AMBIGUOUS_SHOWN as i64 + 1;
+    let rows = db
+        .query(
+            "SELECT id FROM sessions WHERE $1 <> '' AND starts_with(id, $1)
+             ORDER BY id LIMIT $2",
+            &[&wanted, &most],
+        )
+        .await
+        .ctx("looking up a session")?;
+    let candidates = rows
+        .iter()
+        .map(|r| r.try_get::<_, String>(0))
+        .collect::<Result<Vec<_>, _>>()
+        .ctx("looking up a session")?;
+    Ok(resolve_prefix(candidates.iter(), wanted)?)
+}
+
+/// Fail with `NotFound` unless the session `id` (a full id) exists.
+pub(super) async fn ensure_exists(db: &impl GenericClient, id: &str) -> Result<(), PgFail> {
+    let found = db
+        .query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&id])
+        .await
+        .ctx("looking up a session")?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NotFound(id.to_string()).into()),
+    }
+}
+
+async fn get_session(db: &impl GenericClient, id: &str) -> Result<SessionInfo, PgFail> {
+    let row = db
+        .query_opt(
+            &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
+            &[&id],
+        )
+        .await
+        .ctx("reading a session")?
+        .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    session_from_row(&row).ctx("reading a session")
+}
+
+async fn create_session(client: &mut Client, new: NewSession) -> Result<SessionInfo, PgFail> {
+    let now = now_millis();
+    // Ids are time plus 20 random bits; a clash is unlikely but cheap to
+    // avoid: the insert does nothing on a taken id and a new one is tried.
+    for _ in 0..8 {
+        let id = new_session_id();
+        let inserted = client
+            .execute(
+                "INSERT INTO sessions (id, workspace, title, model, created_at, updated_at,
+                                       message_count, parent_id)
+                 VALUES ($1, $2, $3, $4, $5, $5, 0, $6) ON CONFLICT (id) DO NOTHING",
+                &[
+                    &id,
+                    &new.workspace,
+                    &new.title,
+                    &new.model,
+                    &now,
+                    &new.parent_id,
+                ],
+            )
+            .await
+            .ctx("creating a session")?;
+        if inserted == 1 {
+            return Ok(SessionInfo {
+                id,
+                workspace: new.workspace,
+                title: new.title,
+                model: new.model,
+                created_at: now,
+                updated_at: now,
+                message_count: 0,
+                last_stop: None,
+                parent_id: new.parent_id,
+            });
+        }
+    }
+    Err(StoreError::Other("could not find a free session id after 8 tries".into()).into())
+}
+
+async fn list_sessions(
+    client: &Client,
+    workspace: Option<&str>,
+    limit: usize,
+) -> Result<Vec<SessionInfo>, PgFail> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions
+                 WHERE $1::text IS NULL OR workspace = $1
+                 ORDER BY updated_at DESC, id DESC LIMIT $2"
+            ),
+            &[&workspace, &limit],
+        )
+        .await
+        .ctx("listing sessions")?;
+    rows.iter()
+        .map(session_from_row)
+        .collect::<Result<_, _>>()
+        .ctx("listing sessions")
+}
+
+async fn delete_session(client: &mut Client, wanted: &str) -> Result<(), PgFail> {
+    let tx = client.transaction().await.ctx("deleting a session")?;
+    let id = resolve(&tx, wanted).await?;
+    // Messages, todos, grants, the ledger, compactions and a lease go with
+    // it (ON DELETE CASCADE).
+    tx.execute("DELETE FROM sessions WHERE id = $1", &[&id])
+        .await
+        .ctx("deleting a session")?;
+    tx.commit().await.ctx("committing a deletion")
+}
+
+/// The text columns of a session that can be changed after it is made.
+#[derive(Debug, Clone, Copy)]
+enum SessionField {
+    Title,
+    Model,
+    LastStop,
+}
+
+impl SessionField {
+    /// The whole statement, spelled out: no name is ever formatted into SQL.
+    fn update_sql(self) -> &'static str {
+        match self {
+            SessionField::Title => "UPDATE sessions SET title = $2 WHERE id = $1",
+            SessionField::Model => "UPDATE sessions SET model = $2 WHERE id = $1",
+            SessionField::LastStop => "UPDATE sessions SET last_stop = $2 WHERE id = $1",
+        }
+    }
+}
+
+async fn set_field(
+    client: &Client,
+    id: &str,
+    field: SessionField,
+    value: &str,
+) -> Result<(), PgFail> {
+    let changed = client
+        .execute(field.update_sql(), &[&id, &value])
+        .await
+        .ctx("updating a session")?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(id.to_string()).into());
+    }
+    Ok(())
+}
+
+async fn append_message(
+    client: &mut Client,
+    id: &str,
+    role: &str,
+    body: &str,
+) -> Result<u64, PgFail> {
+    let tx = client.transaction().await.ctx("appending a message")?;
+    let now = now_millis();
+    // Count the message and take its seq in one step. The update locks the
+    // session's row until commit, so concurrent appenders take turns and
+    // each gets the next number; no row means no session.
+    let row = tx
+        .query_opt(
+            "UPDATE sessions SET message_count = message_count + 1,
+                                 updated_at = GREATEST(updated_at, $2)
+             WHERE id = $1 RETURNING message_count",
+            &[&id, &now],
+        )
+        .await
+        .ctx("appending a message")?
+        .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    let seq: i64 = row.try_get(0).ctx("appending a message")?;
+    tx.execute(
+        "INSERT INTO messages (session_id, seq, role, body, created_at)
+         VALUES ($1, $2, $3, $4, $5)",
+        &[&id, &seq, &role, &body, &now],
+    )
+    .await
+    .ctx("appending a message")?;
+    tx.commit().await.ctx("committing a message")?;
+    u64::try_from(seq).map_err(|_| PgFail::Corrupt(format!("session {id} has message seq {seq}")))
+}
+
+async fn messages(client: &mut Client, id: &str) -> Result<Vec<Message>, PgFail> {
+    // One snapshot: the session check and the rows see the same state.
+    let tx = records::snapshot(client, "reading messages").await?;
+    ensure_exists(&tx, id).await?;
+    let rows = tx
+        .query(
+            "SELECT seq, body FROM messages WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .await
+        .ctx("reading messages")?;
+    tx.commit().await.ctx("reading messages")?;
+    rows.iter()
+        .map(|row| {
+            let seq: i64 = row.try_get(0).ctx("reading messages")?;
+            let body: &str = row.try_get(1).ctx("reading messages")?;
+            serde_json::from_str::<Message>(body).map_err(|e| {
+                PgFail::Corrupt(format!("message {seq} of session {id} cannot be read: {e}"))
+            })
+        })
+        .collect()
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Other(format!("encoding {what}: {e}")))
+}
+
+#[async_trait]
+impl SessionStore for PgStore {
+    async fn create_session(&self, new: NewSession) -> Result<SessionInfo, StoreError> {
+        self.run("creating a session", |mut c| async move {
+            create_session(&mut c, new).await
+        })
+        .await
+    }
+
+    async fn get_session(&self, id: &str) -> Result<SessionInfo, StoreError> {
+        self.run("reading a session", |mut c| async move {
+            let tx = c.transaction().await.ctx("reading a session")?;
+            let id = resolve(&tx, id).await?;
+            let info = get_session(&tx, &id).await?;
+            tx.commit().await.ctx("reading a session")?;
+            Ok(info)
+        })
+        .await
+    }
+
+    async fn list_sessions(
+        &self,
+        workspace: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, StoreError> {
+        self.run("listing sessions", |c| async move {
+            list_sessions(&c, workspace, limit).await
+        })
+        .await
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        self.run("deleting a session", |mut c| async move {
+            delete_session(&mut c, id).await
+        })
+        .await
+    }
+
+    async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        self.run("updating a session", |c| async move {
+            set_field(&c, id, SessionField::Title, title).await
+        })
+        .await
+    }
+
+    async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
+        self.run("updating a session", |c| async move {
+            set_field(&c, id, SessionField::Model, model).await
+        })
+        .await
+    }
+
+    async fn set_last_stop(&self, id: &str, reason: StopReason) -> Result<(), StoreError> {
+        self.run("updating a session", |c| async move {
+            set_field(&c, id, SessionField::LastStop, reason.as_str()).await
+        })
+        .await
+    }
+
+    async fn append_message(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
+        let body = to_json(message, "a message")?;
+        let role = message.role().as_str();
+        self.run("appending a message", |mut c| async move {
+            append_message(&mut c, id, role, &body).await
+        })
+        .await
+    }
+
+    async fn messages(&self, id: &str) -> Result<Vec<Message>, StoreError> {
+        self.run("reading messages", |mut c| async move {
+            messages(&mut c, id).await
+        })
+        .await
+    }
+
+    async fn set_todos(&self, id: &str, todos: &[Todo]) -> Result<(), StoreError> {
+        let body = to_json(todos, "todos")?;
+        self.run("saving todos", |mut c| async move {
+            records::set_todos(&mut c, id, &body).await
+        })
+        .await
+    }
+
+    async fn todos(&self, id: &str) -> Result<Vec<Todo>, StoreError> {
+        self.run("reading todos", |mut c| async move {
+            records::todos(&mut c, id).await
+        })
+        .await
+    }
+
+    async fn add_grant(&self, id: &str, rule: &Rule) -> Result<(), StoreError> {
+        // Stored as the rule's own text, read back with its parser.
+        let rule = rule.to_string();
+        self.run("saving an approval", |mut c| async move {
+            records::add_grant(&mut c, id, &rule).await
+        })
+        .await
+    }
+
+    async fn grants(&self, id: &str) -> Result<(Vec<Rule>, usize), StoreError> {
+        let rows = self
+            .run("reading approvals", |mut c| async move {
+                records::grants(&mut c, id).await
+            })
+            .await?;
+        let total = rows.len();
+        let rules: Vec<Rule> = rows.iter().filter_map(|r| r.parse().ok()).collect();
+        let unreadable = total - rules.len();
+        Ok((rules, unreadable))
+    }
+
+    async fn add_ledger(&self, id: &str, entry: &LedgerEntry) -> Result<(), StoreError> {
+        let body = to_json(entry, "a ledger entry")?;
+        self.run("recording a model call", |mut c| async move {
+            records::add_ledger(&mut c, id, &body).await
+        })
+        .await
+    }
+
+    async fn ledger(&self, id: &str) -> Result<(Vec<LedgerEntry>, usize), StoreError> {
+        self.run("reading the ledger", |mut c| async move {
+            records::ledger(&mut c, id).await
+        })
+        .await
+    }
+
+    async fn add_compaction(&self, id: &str, record: &CompactionRecord) -> Result<(), StoreError> {
+        let body = to_json(record, "a compaction")?;
+        let upto_seq = i64::try_from(record.upto_seq).map_err(|_| {
+            StoreError::Other(format!(
+                "compaction up to message {} is out of range",
+                record.upto_seq
+            ))
+        })?;
+        self.run("saving a compaction", |mut c| async move {
+            records::add_compaction(&mut c, id, upto_seq, &body).await
+        })
+        .await
+    }
+
+    async fn compactions(&self, id: &str) -> Result<Vec<CompactionRecord>, StoreError> {
+        self.run("reading compactions", |mut c| async move {
+            records::compactions(&mut c, id).await
+        })
+        .await
+    }
+}

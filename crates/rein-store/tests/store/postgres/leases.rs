@@ -1,0 +1,302 @@
+//! Session leases: one server drives a session; expiry by the database's
+//! clock; heartbeats; orphaned sessions.
+
+use std::time::Duration;
+
+use rein_core::StoreError;
+use rein_store::LeaseError;
+
+use super::{pg_store, server};
+use crate::fixtures::session;
+
+const LONG: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_lease_held_by_one_server_refuses_another_until_released() {
+    let (_url, store) = pg_store!("lease_refuses");
+    let s = session(&store, "/w", "t").await;
+    let a = store.acquire_lease(&s.id, "server-a", LONG).await.unwrap();
+    assert_eq!(
+        (a.session_id(), a.owner(), a.ttl()),
+        (s.id.as_str(), "server-a", LONG)
+    );
+    match store.acquire_lease(&s.id, "server-b", LONG).await {
+        Err(LeaseError::Held {
+            session_id,
+            owner,
+            expires_in,
+        }) => {
+            assert_eq!(session_id, s.id);
+            assert_eq!(owner, "server-a");
+            assert!(
+                expires_in <= LONG && expires_in > LONG - Duration::from_secs(10),
+                "{expires_in:?}"
+            );
+        }
+        other => panic!("expected Held, got {other:?}"),
+    }
+    a.renew().await.unwrap();
+    a.release().await.unwrap();
+    let b = store.acquire_lease(&s.id, "server-b", LONG).await.unwrap();
+    b.renew().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_expired_lease_goes_to_the_next_server_and_the_old_holder_has_lost_it() {
+    let (_url, store) = pg_store!("lease_expiry");
+    let s = session(&store, "/w", "t").await;
+    let a = store
+        .acquire_lease(&s.id, "server-a", Duration::from_millis(300))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let b = store.acquire_lease(&s.id, "server-b", LONG).await.unwrap();
+    match a.renew().await {
+        Err(LeaseError::Lost {
+            session_id,
+            now_held_by,
+        }) => {
+            assert_eq!(session_id, s.id);
+            assert_eq!(now_held_by.as_deref(), Some("server-b"));
+        }
+        other => panic!("expected Lost, got {other:?}"),
+    }
+    let err = a.release().await.unwrap_err();
+    assert!(matches!(err, LeaseError::Lost { .. }), "{err:?}");
+    // A's failed release did not touch B's lease.
+    b.renew().await.unwrap();
+    assert!(matches!(
+        store.acquire_lease(&s.id, "server-a", LONG).await,
+        Err(LeaseError::Held { owner, .. }) if owner == "server-b"
+    ));
+}
+
+#[tokio::test]
+async fn an_expired_lease_nobody_took_is_renewed_by_its_holder() {
+    let (_url, store) = pg_store!("lease_late_renewal");
+    let s = session(&store, "/w", "t").await;
+    let a = store
+        .acquire_lease(&s.id, "server-a", Duration::from_millis(100))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.renew().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_same_owner_acquiring_again_takes_over_and_the_older_lease_is_lost() {
+    let (_url, store) = pg_store!("lease_same_owner");
+    let s = session(&store, "/w", "t").await;
+    let old = store.acquire_lease(&s.id, "server-a", LONG).await.unwrap();
+    let new = store.acquire_lease(&s.id, "server-a", LONG).await.unwrap();
+    assert!(matches!(old.renew().await, Err(LeaseError::Lost { .. })));
+    new.renew().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn servers_racing_for_one_session_get_exactly_one_lease() {
+    let (_url, store) = pg_store!("lease_race");
+    let s = session(&store, "/w", "t").await;
+    let handles: Vec<_> = (0..10)
+        .map(|n| {
+            let (store, id) = (store.clone(), s.id.clone());
+            tokio::spawn(
+                async move { store.acquire_lease(&id, &format!("server-{n}"), LONG).await },
+            )
+        })
+        .collect();
+    let mut won = Vec::new();
+    for h in handles {
+        match h.await.unwrap() {
+            Ok(lease) => won.push(lease.owner().to_string()),
+            Err(LeaseError::Held { .. }) => {}
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert_eq!(won.len(), 1, "winners: {won:?}");
+}
+
+#[tokio::test]
+async fn a_heartbeat_keeps_a_lease_alive_well_past_its_ttl() {
+    let (_url, store) = pg_store!("heartbeat_alive");
+    let s = session(&store, "/w", "t").await;
+    let ttl = Duration::from_millis(300);
+    let beat = store
+        .acquire_lease(&s.id, "server-a", ttl)
+        .await
+        .unwrap()
+        .keep_alive();
+    assert_eq!(beat.session_id(), s.id);
+    tokio::time::sleep(ttl * 4).await;
+    assert!(!beat.is_lost());
+    assert!(
+        matches!(
+            store.acquire_lease(&s.id, "server-b", LONG).await,
+            Err(LeaseError::Held { ref owner, .. }) if owner == "server-a"
+        ),
+        "the lease expired despite the heartbeat"
+    );
+    assert!(
+        store
+            .list_orphaned(Duration::ZERO)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    beat.release().await.unwrap();
+    store.acquire_lease(&s.id, "server-b", LONG).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_heartbeat_signals_loss_when_another_server_takes_the_lease() {
+    let (url, store) = pg_store!("heartbeat_loss");
+    let s = session(&store, "/w", "t").await;
+    let ttl = Duration::from_millis(300);
+    let beat = store
+        .acquire_lease(&s.id, "server-a", ttl)
+        .await
+        .unwrap()
+        .keep_alive();
+    let lost = beat.lost();
+    // Another server takes it over as if A's lease had expired.
+    server::raw(&url)
+        .await
+        .execute(
+            "UPDATE session_leases SET owner = 'server-b', token = -1 WHERE session_id = $1",
+            &[&s.id],
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(ttl * 3, lost.cancelled())
+        .await
+        .expect("the heartbeat did not report the loss");
+    assert!(beat.is_lost());
+    match beat.stop().await {
+        Err(LeaseError::Lost { now_held_by, .. }) => {
+            assert_eq!(now_held_by.as_deref(), Some("server-b"));
+        }
+        other => panic!("expected Lost, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_heartbeat_gives_the_lease_back_still_held() {
+    let (_url, store) = pg_store!("heartbeat_stop");
+    let s = session(&store, "/w", "t").await;
+    let beat = store
+        .acquire_lease(&s.id, "server-a", Duration::from_millis(300))
+        .await
+        .unwrap()
+        .keep_alive();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let lease = beat.stop().await.unwrap();
+    lease.renew().await.unwrap();
+    lease.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn expired_leases_are_listed_as_orphans_and_held_or_released_ones_are_not() {
+    let (_url, store) = pg_store!("orphans");
+    let abandoned = session(&store, "/w", "abandoned").await;
+    let held = session(&store, "/w", "held").await;
+    let finished = session(&store, "/w", "finished").await;
+    let short = Duration::from_millis(100);
+    let _a = store
+        .acquire_lease(&abandoned.id, "server-a", short)
+        .await
+        .unwrap();
+    let _h = store
+        .acquire_lease(&held.id, "server-h", LONG)
+        .await
+        .unwrap();
+    let f = store
+        .acquire_lease(&finished.id, "server-f", short)
+        .await
+        .unwrap();
+    f.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let orphans = store.list_orphaned(Duration::ZERO).await.unwrap();
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(orphans[0].session_id, abandoned.id);
+    assert_eq!(orphans[0].owner, "server-a");
+    assert!(
+        orphans[0].expired_for >= Duration::from_millis(100)
+            && orphans[0].expired_for < Duration::from_secs(30),
+        "{orphans:?}"
+    );
+    // Within the grace period it is not an orphan yet.
+    assert!(
+        store
+            .list_orphaned(Duration::from_secs(3600))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Another server adopts it.
+    store
+        .acquire_lease(&abandoned.id, "server-b", LONG)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .list_orphaned(Duration::ZERO)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn leases_on_unknown_sessions_and_odd_ttls_are_refused_clearly() {
+    let (_url, store) = pg_store!("lease_refusals");
+    let s = session(&store, "/w", "t").await;
+    assert!(matches!(
+        store.acquire_lease("nope", "server-a", LONG).await,
+        Err(LeaseError::Store(StoreError::NotFound(_)))
+    ));
+    for ttl in [Duration::ZERO, Duration::from_secs(2 * 24 * 3600)] {
+        let err = store
+            .acquire_lease(&s.id, "server-a", ttl)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LeaseError::InvalidTtl(_)), "{err:?}");
+        assert_eq!(err.to_string().lines().count(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_that_cannot_renew_reports_loss_before_the_lease_can_expire() {
+    let (url, store) = pg_store!("heartbeat_blocked");
+    let s = session(&store, "/w", "t").await;
+    let ttl = Duration::from_millis(600);
+    let beat = store
+        .acquire_lease(&s.id, "server-a", ttl)
+        .await
+        .unwrap()
+        .keep_alive();
+    let lost = beat.lost();
+    // Another client holds the lease row locked: every renewal now hangs,
+    // as it would with the database unreachable.
+    let mut blocker = server::raw(&url).await;
+    let tx = blocker.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE",
+        &[&s.id],
+    )
+    .await
+    .unwrap();
+    let blocked_at = std::time::Instant::now();
+    tokio::time::timeout(ttl * 2, lost.cancelled())
+        .await
+        .expect("the heartbeat never gave up");
+    // The last good renewal was sent at most a period before the block, so
+    // the lease holds until at least blocked_at + ttl - ttl/3.
+    assert!(
+        blocked_at.elapsed() <= ttl,
+        "loss reported after {:?}, the lease may have expired already",
+        blocked_at.elapsed()
+    );
+    tx.rollback().await.unwrap();
+    let err = beat.stop().await.unwrap_err();
+    assert!(matches!(err, LeaseError::Store(_)), "{err:?}");
+}
