@@ -158,6 +158,9 @@ pub enum Command {
     /// Take a session back to a checkpoint: its files, its conversation
     /// or both (`--list` shows them).
     Rewind(crate::rewind::RewindArgs),
+    /// Serve an editor over the Agent Client Protocol on stdin and stdout
+    /// (Zed, JetBrains, Neovim: see the README).
+    Acp(crate::acp::AcpArgs),
 }
 
 /// `rein hooks ...`.

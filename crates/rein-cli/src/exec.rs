@@ -202,32 +202,13 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
 
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
 
-    let memory = crate::memory::for_run(&cfg, &workspace).await;
-    let (mcp, notes) = mcp_servers(&cfg, &workspace, provider.as_ref());
-    for note in notes {
+    let loaded = crate::run_setup::LoadedExtras::load(&cfg, &workspace, provider.as_ref()).await;
+    for note in &loaded.notes {
         output::err(&format!("note: {note}"));
     }
-    let skills = crate::skills::for_run(&cfg, &workspace);
-    let budget_note =
-        crate::skills::prompt_section(&skills, provider.capabilities().context_window).1;
-    for warning in skills.warnings.iter().chain(&budget_note) {
-        output::err(&format!("note: {warning}"));
-    }
-    let hooks = crate::hooks::load(&cfg, &workspace);
-    for note in &hooks.notes {
-        output::err(&format!("note: {note}"));
-    }
-    let agents = crate::run_setup::agents(&cfg, &workspace);
-    for warning in &agents.warnings {
-        output::err(&format!("note: {warning}"));
-    }
-    let extras = RunExtras {
-        memory: &memory,
-        mcp: mcp.as_ref(),
-        skills: &skills,
-        hooks: &hooks,
-        agents: &agents,
-    };
+    let mcp = loaded.mcp.clone();
+    let skills = loaded.skills.clone();
+    let extras = loaded.extras();
     let builder = engine_builder(&cfg, &workspace, mode, provider, store, &extras);
     let engine = builder
         .build()

@@ -1,5 +1,6 @@
 //! The `rein` command.
 
+mod acp;
 mod agents;
 mod cli;
 mod commands;
@@ -63,6 +64,7 @@ fn main() {
             Some(cli::Command::Agents(args)) => agents::list_agents(args),
             Some(cli::Command::Worktrees(args)) => agents::list_worktrees(args),
             Some(cli::Command::Rewind(args)) => rewind::run(args).await,
+            Some(cli::Command::Acp(args)) => acp::run(args).await,
         }
     });
     let code = match result {

@@ -24,6 +24,60 @@ pub struct RunExtras<'a> {
     pub agents: &'a rein_core::agents::AgentCatalog,
 }
 
+/// What a run adds to the built-in tools, loaded for one workspace, and
+/// the notes the user should see about it (servers not started, skills
+/// over budget, hooks or agents skipped). `rein exec` and `rein acp` load
+/// it the same way.
+pub struct LoadedExtras {
+    pub memory: crate::memory::RunMemory,
+    pub mcp: Option<Arc<rein_mcp::McpHub>>,
+    pub skills: Arc<rein_tools::skills::Skills>,
+    pub hooks: rein_tools::user_hooks::HookSet,
+    pub agents: rein_core::agents::AgentCatalog,
+    /// One line each, without a `note:` prefix.
+    pub notes: Vec<String>,
+}
+
+impl LoadedExtras {
+    /// Memory, MCP servers (started in the background), skills, hooks and
+    /// sub-agents of `workspace` under `cfg`.
+    pub async fn load(
+        cfg: &Config,
+        workspace: &Path,
+        provider: &dyn rein_core::Provider,
+    ) -> LoadedExtras {
+        let memory = crate::memory::for_run(cfg, workspace).await;
+        let (mcp, mut notes) = mcp_servers(cfg, workspace, provider);
+        let skills = crate::skills::for_run(cfg, workspace);
+        let budget_note =
+            crate::skills::prompt_section(&skills, provider.capabilities().context_window).1;
+        notes.extend(skills.warnings.iter().cloned().chain(budget_note));
+        let hooks = crate::hooks::load(cfg, workspace);
+        notes.extend(hooks.notes.iter().cloned());
+        let agents = agents(cfg, workspace);
+        notes.extend(agents.warnings.iter().cloned());
+        LoadedExtras {
+            memory,
+            mcp,
+            skills,
+            hooks,
+            agents,
+            notes,
+        }
+    }
+
+    /// The borrowed view [`engine_builder`] takes.
+    pub fn extras(&self) -> RunExtras<'_> {
+        RunExtras {
+            memory: &self.memory,
+            mcp: self.mcp.as_ref(),
+            skills: &self.skills,
+            hooks: &self.hooks,
+            agents: &self.agents,
+        }
+    }
+}
+
 /// The models agent definitions name, made from the user's providers
 /// (the same way `--model` and `/model` read a name).
 struct ConfigModels(Config);

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli {
+    mod acp;
     mod bad_input;
     mod cancel;
     mod commands;

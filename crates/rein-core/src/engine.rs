@@ -292,8 +292,9 @@ impl AgentEngine {
     }
 }
 
-/// A session title from the first line of the prompt.
-fn title_of(prompt: &str) -> String {
+/// A session's title from its first prompt: the prompt's first non-blank
+/// line, cut to 80 characters.
+pub fn title_of(prompt: &str) -> String {
     let line = prompt
         .lines()
         .find(|l| !l.trim().is_empty())

@@ -40,6 +40,7 @@ pub use assemble::AssistantAssembler;
 pub use engine::{
     AgentEngine, AgentEngineBuilder, AgentTag, ChildPolicy, EngineConfig, EngineError, FixedTokens,
     RunControl, RunOutcome, RunRequest, RunStream, SubagentConfig, TitleError,
+    title_of as prompt_title,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{

@@ -1,0 +1,202 @@
+//! `rein acp`: rein as an Agent Client Protocol agent on stdin and
+//! stdout, for editors (Zed, JetBrains, Neovim) that drive agents.
+//!
+//! Each request is served here and by the modules below:
+//! - `initialize`: rein's capabilities (sessions can be loaded, prompts
+//!   may embed files, MCP servers over stdio and HTTP).
+//! - `session/new` and `session/load` ([`agent`]): a stored rein session
+//!   in the client's folder with an engine of its own; a load first
+//!   replays the stored conversation ([`transcript`]).
+//! - `session/prompt` ([`session`]): one run, its events streamed as
+//!   `session/update`s ([`updates`]), approvals asked with
+//!   `session/request_permission` ([`permission`]).
+//! - `session/cancel` stops the running prompt; `session/set_mode`
+//!   switches rein's permission mode.
+//!
+//! stdout carries the protocol only: notes go to stderr.
+
+mod agent;
+mod mcp;
+mod permission;
+mod session;
+mod transcript;
+mod updates;
+
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionNotification,
+    SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{Agent, Client, Responder, Stdio, V1};
+use anyhow::anyhow;
+use clap::Args;
+use rein_core::PermissionMode;
+
+use crate::cli::ModelArgs;
+use crate::exit::{self, Failure};
+use agent::{AcpAgent, Target};
+
+/// `rein acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub models: ModelArgs,
+    /// The permission mode sessions start in (default: each workspace's
+    /// configured mode). The client's mode menu offers default,
+    /// accept-edits, plan and auto; bypass only when started in it.
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+}
+
+/// Serve one client on stdin and stdout until it closes them.
+pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
+    let mode = match args.mode.as_deref() {
+        Some(m) => Some(
+            m.parse::<PermissionMode>()
+                .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
+        ),
+        None => None,
+    };
+    let agent = Arc::new(AcpAgent::new(args.models, mode));
+    serve(agent)
+        .await
+        .map_err(|e| Failure::harness(anyhow!("the ACP connection failed: {e}")))?;
+    Ok(exit::COMPLETED)
+}
+
+/// The connection: one handler per method.
+async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error> {
+    let (on_new, on_load, on_prompt, on_mode, on_cancel) = (
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent,
+    );
+    Agent
+        .v1()
+        .name("rein")
+        .on_receive_request(
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse, V1>,
+                        _client: ConnectionTo<Client>| {
+                responder.respond(initialize(&request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse, V1>,
+                        client: ConnectionTo<Client>| {
+                let opened = on_new
+                    .open(&request.cwd, &request.mcp_servers, Target::New)
+                    .await;
+                match opened {
+                    Ok(session) => {
+                        let response =
+                            NewSessionResponse::new(session.id.clone()).modes(session.modes());
+                        responder.respond(response)?;
+                        client.send_notification(SessionNotification::new(
+                            session.id.clone(),
+                            session.commands_update(),
+                        ))
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse, V1>,
+                        client: ConnectionTo<Client>| {
+                let id = request.session_id.0.to_string();
+                let opened = on_load
+                    .open(&request.cwd, &request.mcp_servers, Target::Load(&id))
+                    .await;
+                let session = match opened {
+                    Ok(s) => s,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                // The conversation is replayed before the answer, as the
+                // protocol asks.
+                let updates = match session.replay().await {
+                    Ok(u) => u,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                for update in updates {
+                    client.send_notification(SessionNotification::new(id.clone(), update))?;
+                }
+                responder.respond(LoadSessionResponse::new().modes(session.modes()))?;
+                client.send_notification(SessionNotification::new(
+                    id.clone(),
+                    session.commands_update(),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse, V1>,
+                        client: ConnectionTo<Client>| {
+                let session = match on_prompt.session(&request.session_id.0) {
+                    Ok(s) => s,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                // The run goes on beside the connection, which keeps
+                // reading (cancels, permission answers, other sessions).
+                tokio::spawn(async move {
+                    let result = match session.prompt(&request.prompt, &client).await {
+                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                        Err(e) => responder.respond_with_error(e),
+                    };
+                    if let Err(e) = result {
+                        crate::output::err(&format!("rein acp: cannot answer a prompt: {e}"));
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest,
+                        responder: Responder<SetSessionModeResponse, V1>,
+                        _client: ConnectionTo<Client>| {
+                let set = on_mode
+                    .session(&request.session_id.0)
+                    .and_then(|s| s.set_mode(&request.mode_id.0));
+                match set {
+                    Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notice: CancelNotification, _client: ConnectionTo<Client>| {
+                if let Ok(session) = on_cancel.session(&notice.session_id.0) {
+                    session.cancel();
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+}
+
+/// rein's side of the handshake.
+fn initialize(_request: &InitializeRequest) -> InitializeResponse {
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .mcp_capabilities(McpCapabilities::new().http(true));
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(capabilities)
+        .agent_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")).title("rein"))
+}

@@ -1,0 +1,346 @@
+//! One ACP session: a stored rein session, the engine that runs its
+//! prompts in its workspace, its permission mode, and the prompt running
+//! now (one at a time), which `session/cancel` stops.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandsUpdate, ContentBlock, EmbeddedResourceResource,
+    RequestPermissionRequest, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    StopReason as AcpStop,
+};
+use agent_client_protocol::{Client, Error as AcpError, ErrorCode};
+use rein_core::{
+    AgentEngine, ApprovalReply, ApprovalRequest, CancellationToken, Event, FnSink, PermissionMode,
+    RunControl, RunRequest, StopReason,
+};
+
+use super::updates::Updates;
+use super::{permission, transcript};
+use crate::config::Config;
+use crate::run_setup::LoadedExtras;
+
+/// The modes a client may switch a session to (bypass only when `rein
+/// acp` itself was started in it: an editor's mode menu never turns the
+/// sandbox off).
+const MODES: [PermissionMode; 4] = [
+    PermissionMode::Default,
+    PermissionMode::AcceptEdits,
+    PermissionMode::Plan,
+    PermissionMode::Auto,
+];
+
+/// A session a client opened with `session/new` or `session/load`.
+pub struct AcpSession {
+    /// The stored session's id, which is also the ACP session id.
+    pub id: String,
+    pub workspace: PathBuf,
+    engine: AgentEngine,
+    cfg: Config,
+    /// Kept for the engine's MCP servers and tools.
+    _extras: LoadedExtras,
+    /// The mode of the next prompt (and of the running one, at its next
+    /// turn).
+    mode: Mutex<PermissionMode>,
+    /// Whether `rein acp` was started in bypass mode.
+    bypass_allowed: bool,
+    running: Mutex<Option<Running>>,
+}
+
+/// The prompt running now.
+struct Running {
+    cancel: CancellationToken,
+    control: RunControl,
+}
+
+/// What opening a session needs.
+pub struct Opening {
+    pub id: String,
+    pub workspace: PathBuf,
+    pub engine: AgentEngine,
+    pub cfg: Config,
+    pub extras: LoadedExtras,
+    pub mode: PermissionMode,
+}
+
+impl AcpSession {
+    pub fn new(o: Opening) -> AcpSession {
+        AcpSession {
+            id: o.id,
+            workspace: o.workspace,
+            engine: o.engine,
+            cfg: o.cfg,
+            _extras: o.extras,
+            bypass_allowed: o.mode == PermissionMode::Bypass,
+            mode: Mutex::new(o.mode),
+            running: Mutex::new(None),
+        }
+    }
+
+    /// The modes offered, and the current one.
+    pub fn modes(&self) -> SessionModeState {
+        let mut modes: Vec<PermissionMode> = MODES.to_vec();
+        if self.bypass_allowed {
+            modes.push(PermissionMode::Bypass);
+        }
+        let available = modes
+            .into_iter()
+            .map(|m| SessionMode::new(m.as_str(), mode_name(m)).description(mode_help(m)))
+            .collect();
+        SessionModeState::new(self.mode().as_str(), available)
+    }
+
+    fn mode(&self) -> PermissionMode {
+        *lock(&self.mode)
+    }
+
+    /// `session/set_mode`: the next prompt runs in `id`'s mode, and a
+    /// running one switches at its next turn.
+    pub fn set_mode(&self, id: &str) -> Result<(), AcpError> {
+        let mode = id
+            .parse::<PermissionMode>()
+            .ok()
+            .filter(|m| MODES.contains(m) || (self.bypass_allowed && *m == PermissionMode::Bypass))
+            .ok_or_else(|| invalid(format!("`{id}` is not a mode of this session")))?;
+        *lock(&self.mode) = mode;
+        if let Some(running) = lock(&self.running).as_ref() {
+            running.control.set_mode(mode);
+        }
+        Ok(())
+    }
+
+    /// `session/cancel`: stop the running prompt, if any.
+    pub fn cancel(&self) {
+        if let Some(running) = lock(&self.running).as_ref() {
+            running.cancel.cancel();
+        }
+    }
+
+    /// The project's custom commands, as the client's `/` menu.
+    pub fn commands_update(&self) -> SessionUpdate {
+        let found = crate::commands::discover(&self.cfg, &self.workspace);
+        let commands = found
+            .commands
+            .iter()
+            .map(|c| {
+                let mut help = c.description.clone().unwrap_or_default();
+                if let Some(hint) = &c.argument_hint {
+                    help = format!("{help} {hint}").trim().to_string();
+                }
+                AvailableCommand::new(c.name.clone(), help)
+            })
+            .collect();
+        SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
+    }
+
+    /// The stored conversation as updates (`session/load`).
+    pub async fn replay(&self) -> Result<Vec<SessionUpdate>, AcpError> {
+        let store = self.engine.store();
+        let messages = store.messages(&self.id).await.map_err(internal)?;
+        let todos = store.todos(&self.id).await.map_err(internal)?;
+        Ok(transcript::replay(&self.workspace, &messages, &todos))
+    }
+
+    /// `session/prompt`: run the prompt to its end, streaming its updates
+    /// to the client and asking it for approvals.
+    pub async fn prompt(
+        self: &Arc<Self>,
+        blocks: &[ContentBlock],
+        client: &ConnectionTo<Client>,
+    ) -> Result<AcpStop, AcpError> {
+        let prompt = self.prompt_text(blocks)?;
+        let cancel = CancellationToken::new();
+        let control = RunControl::new();
+        {
+            let mut running = lock(&self.running);
+            if running.is_some() {
+                return Err(invalid_request(
+                    "a prompt is already running in this session; cancel it first",
+                ));
+            }
+            *running = Some(Running {
+                cancel: cancel.clone(),
+                control: control.clone(),
+            });
+        }
+        let _done = ClearRunning(self);
+        self.title_if_new(&prompt).await;
+        let request = RunRequest {
+            prompt,
+            resume: Some(self.id.clone()),
+            mode: Some(self.mode()),
+            control: Some(control),
+        };
+        let mut updates = Updates::new(&self.workspace);
+        let mut sink = FnSink(|event: Event| self.forward(&mut updates, event, client));
+        let outcome = self.engine.run(request, cancel, &mut sink).await;
+        stop_reason(&outcome)
+    }
+
+    /// One event to the client: its updates, and a permission request for
+    /// an approval.
+    fn forward(&self, updates: &mut Updates, event: Event, client: &ConnectionTo<Client>) {
+        if let Event::ModeChanged { mode } = &event {
+            *lock(&self.mode) = *mode;
+        }
+        for update in updates.of(&event) {
+            let note = SessionNotification::new(self.id.clone(), update);
+            // A client gone away: the run ends when its stdin closes.
+            let _ = client.send_notification(note);
+        }
+        if let Event::ApprovalRequired { request, reply } = event {
+            ask(self.id.clone(), request, reply, client.clone());
+        }
+    }
+
+    /// The prompt's text: its text blocks, with embedded files and links
+    /// after it. A custom command (`/name args`) is expanded.
+    fn prompt_text(&self, blocks: &[ContentBlock]) -> Result<String, AcpError> {
+        let mut text = String::new();
+        let mut context = String::new();
+        for block in blocks {
+            match block {
+                ContentBlock::Text(t) => text.push_str(&t.text),
+                ContentBlock::ResourceLink(link) => {
+                    context.push_str(&format!("\n\nAttached: {}", link.uri));
+                }
+                ContentBlock::Resource(r) => match &r.resource {
+                    EmbeddedResourceResource::TextResourceContents(file) => {
+                        context.push_str(&format!(
+                            "\n\nAttached {}:\n{}",
+                            file.uri,
+                            super::updates::fenced("", &file.text)
+                        ));
+                    }
+                    _ => return Err(unsupported("binary resources")),
+                },
+                ContentBlock::Image(_) => return Err(unsupported("images")),
+                ContentBlock::Audio(_) => return Err(unsupported("audio")),
+                _ => return Err(unsupported("this kind of content")),
+            }
+        }
+        if text.trim().is_empty() && context.is_empty() {
+            return Err(invalid("the prompt is empty"));
+        }
+        if let Some(command) = text.trim_start().strip_prefix('/') {
+            let (name, args) = command
+                .split_once(char::is_whitespace)
+                .unwrap_or((command, ""));
+            let (_, message) = crate::commands::expand(&self.cfg, &self.workspace, name, args)
+                .map_err(|f| invalid(format!("{:#}", f.error)))?;
+            text = message;
+        }
+        Ok(format!("{text}{context}"))
+    }
+
+    /// A session made by `session/new` has no title until its first prompt.
+    async fn title_if_new(&self, prompt: &str) {
+        let store = self.engine.store();
+        if let Ok(info) = store.get_session(&self.id).await
+            && info.message_count == 0
+        {
+            let _ = store
+                .set_title(&self.id, &rein_core::prompt_title(prompt))
+                .await;
+        }
+    }
+}
+
+/// Clears the running prompt when `prompt` returns, however it returns.
+struct ClearRunning<'a>(&'a AcpSession);
+
+impl Drop for ClearRunning<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.running) = None;
+    }
+}
+
+/// Ask the client about one call, in the background (the run waits on
+/// the reply, never the connection). No answer, an error or a dropped
+/// connection denies.
+fn ask(
+    session: String,
+    request: ApprovalRequest,
+    reply: ApprovalReply,
+    client: ConnectionTo<Client>,
+) {
+    tokio::spawn(async move {
+        let question = RequestPermissionRequest::new(
+            session,
+            permission::tool_call(&request),
+            permission::options(&request),
+        );
+        let decision = match client.send_request(question).block_task().await {
+            Ok(answer) => permission::decision(&request, &answer.outcome),
+            Err(_) => rein_core::ApprovalDecision::deny(),
+        };
+        reply.send(decision);
+    });
+}
+
+/// The ACP stop reason of a run; failures are JSON-RPC errors with the
+/// message.
+fn stop_reason(outcome: &rein_core::RunOutcome) -> Result<AcpStop, AcpError> {
+    Ok(match outcome.reason {
+        StopReason::Completed
+        | StopReason::MaxCost
+        | StopReason::MaxWallTime
+        | StopReason::Repetition
+        | StopReason::HookStopped => AcpStop::EndTurn,
+        StopReason::MaxTurns => AcpStop::MaxTurnRequests,
+        StopReason::MaxTokens => AcpStop::MaxTokens,
+        StopReason::Cancelled => AcpStop::Cancelled,
+        _ => {
+            let why = outcome
+                .error
+                .clone()
+                .unwrap_or_else(|| "the run failed".into());
+            return Err(AcpError::new(ErrorCode::INTERNAL_ERROR, why));
+        }
+    })
+}
+
+fn mode_name(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Default => "Ask",
+        PermissionMode::AcceptEdits => "Accept edits",
+        PermissionMode::Plan => "Plan",
+        PermissionMode::Auto => "Auto",
+        PermissionMode::Bypass => "Bypass",
+    }
+}
+
+fn mode_help(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Default => "Reads run; edits and commands ask first",
+        PermissionMode::AcceptEdits => "Edits run too; commands ask first",
+        PermissionMode::Plan => "Read-only: the answer is a plan",
+        PermissionMode::Auto => "Everything runs, commands inside the sandbox",
+        PermissionMode::Bypass => "No sandbox and no checks",
+    }
+}
+
+fn unsupported(what: &str) -> AcpError {
+    invalid(format!("rein does not take {what} in a prompt"))
+}
+
+/// A store failure, as the client sees it.
+pub fn internal(e: impl std::fmt::Display) -> AcpError {
+    AcpError::new(ErrorCode::INTERNAL_ERROR, e.to_string())
+}
+
+/// A request with bad parameters, with the one line that says why.
+pub fn invalid(why: impl Into<String>) -> AcpError {
+    AcpError::new(ErrorCode::INVALID_PARAMS, why.into())
+}
+
+/// A request that cannot be served now.
+pub fn invalid_request(why: impl Into<String>) -> AcpError {
+    AcpError::new(ErrorCode::INVALID_REQUEST, why.into())
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
