@@ -161,6 +161,9 @@ pub enum Command {
     /// Serve an editor over the Agent Client Protocol on stdin and stdout
     /// (Zed, JetBrains, Neovim: see the README).
     Acp(crate::acp::AcpArgs),
+    /// Serve sessions over HTTP (OpenAPI at /openapi.json, events as
+    /// Server-Sent Events), with a token, on loopback by default.
+    Serve(crate::serve::ServeArgs),
 }
 
 /// `rein hooks ...`.

@@ -11,6 +11,7 @@ mod exec;
 mod exit;
 mod home;
 mod hooks;
+mod hosting;
 mod mcp;
 mod memory;
 mod model;
@@ -20,6 +21,7 @@ mod providers;
 mod rewind;
 mod run_setup;
 mod sandbox_config;
+mod serve;
 mod sessions;
 mod settings_file;
 mod skills;
@@ -65,6 +67,7 @@ fn main() {
             Some(cli::Command::Worktrees(args)) => agents::list_worktrees(args),
             Some(cli::Command::Rewind(args)) => rewind::run(args).await,
             Some(cli::Command::Acp(args)) => acp::run(args).await,
+            Some(cli::Command::Serve(args)) => serve::run(args).await,
         }
     });
     let code = match result {

@@ -20,6 +20,7 @@ mod cli {
     mod permissions;
     mod rewind;
     mod sandbox;
+    pub mod serve;
     mod sessions;
     mod skills;
     mod subagents;

@@ -64,6 +64,9 @@ pub enum EngineError {
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
+    /// The user's message. Empty with `resume` set: the session's run was
+    /// interrupted (its process died) and goes on from the last stored
+    /// message, with nothing new stored (see [`RunRequest::continuing`]).
     pub prompt: String,
     /// Continue this session (id or unique prefix) instead of starting one.
     pub resume: Option<String>,
@@ -79,6 +82,21 @@ impl RunRequest {
             prompt: prompt.into(),
             ..Default::default()
         }
+    }
+
+    /// Go on with `session`'s interrupted run: no prompt is stored, the
+    /// model answers from the last stored message (a prompt, or the
+    /// results of its last calls).
+    pub fn continuing(session: impl Into<String>) -> Self {
+        RunRequest {
+            resume: Some(session.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Whether this request goes on with an interrupted run.
+    pub fn continues(&self) -> bool {
+        self.prompt.is_empty() && self.resume.is_some()
     }
 }
 

@@ -239,24 +239,32 @@ impl AgentEngine {
             without: inner.config.without.clone(),
         });
         let policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
-        // The user's hooks see the prompt before it is stored (and may
-        // refuse it); what they add follows it.
-        let context = self
-            .start_hooks(ctx, opened.resumed, &request.prompt, mode)
-            .await?;
+        let continuing = request.continues() && opened.resumed;
+        let latest_instruction = if continuing {
+            last_user_text(&opened.messages)
+        } else {
+            request.prompt.clone()
+        };
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         let mut checkpoint = None;
-        let at = moments::CheckpointAt::Prompt {
-            seq: conv.last_seq(),
-            prompt: request.prompt.clone(),
-        };
-        self.start_checkpoint(ctx, &mut checkpoint, at).await;
-        self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
-            .await?;
-        self.add_hook_context(ctx, &mut conv, context).await?;
+        if !continuing {
+            // The user's hooks see the prompt before it is stored (and may
+            // refuse it); what they add follows it.
+            let context = self
+                .start_hooks(ctx, opened.resumed, &request.prompt, mode)
+                .await?;
+            let at = moments::CheckpointAt::Prompt {
+                seq: conv.last_seq(),
+                prompt: request.prompt.clone(),
+            };
+            self.start_checkpoint(ctx, &mut checkpoint, at).await;
+            self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
+                .await?;
+            self.add_hook_context(ctx, &mut conv, context).await?;
+        }
         let track = Tracker {
             ledger: TaskLedger {
-                latest_instruction: request.prompt.clone(),
+                latest_instruction,
                 earlier_requests: opened.earlier_requests,
                 todos: inner.store.todos(&ctx.session_id).await.unwrap_or_default(),
                 ..Default::default()
@@ -578,4 +586,17 @@ fn narrow_to_edits(tools: &mut Vec<crate::ToolSpec>) -> Option<Vec<crate::ToolSp
     let all = tools.clone();
     tools.retain(|t| help::EDIT_TOOLS.contains(&t.name.as_str()));
     Some(all)
+}
+
+/// The text of the last user message stored (the instruction an
+/// interrupted run was following).
+fn last_user_text(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { content } if !content.starts_with("[rein]") => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }

@@ -1,0 +1,282 @@
+//! `rein serve`: one process serving many sessions over HTTP, with the
+//! same engine and the same events as `rein exec --json`.
+//!
+//! - [`auth`]: the bearer token (made at first start, 0600) and the
+//!   Origin and Host checks that keep web pages out.
+//! - [`routes`]: the routes ([`openapi`] documents them), over [`http`]'s
+//!   bodies and errors.
+//! - [`state`]: the sessions served, each a [`served::Served`] with its
+//!   numbered [`events`] for Server-Sent Events.
+//! - [`leases`]: one server at a time per session when several share a
+//!   PostgreSQL store, and taking over the sessions of a server that died.
+//!
+//! It listens on loopback unless told otherwise; another address needs
+//! TLS (`--tls-cert`, `--tls-key`) or `--allow-insecure-remote`.
+
+mod auth;
+mod events;
+mod http;
+mod leases;
+mod openapi;
+mod routes;
+mod served;
+mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use clap::Args;
+use rein_core::{PermissionMode, SessionStore};
+
+use crate::cli::ModelArgs;
+use crate::exit::{self, Failure};
+use crate::hosting::Host;
+use state::Server;
+
+/// `rein serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub models: ModelArgs,
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
+    pub listen: SocketAddr,
+    /// The folder whose subfolders are the sessions' workspaces (default:
+    /// the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The mode sessions start in (default: each workspace's configured
+    /// mode). Clients may switch to bypass only when this is bypass.
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+    /// Where sessions are stored: `postgres://…` to share them between
+    /// servers (default: the SQLite file under the rein home; also
+    /// `REIN_STORE`).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Web pages of this origin may call (exactly as the browser sends
+    /// it, e.g. `https://app.example`); repeatable. Others are refused.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Serve HTTPS with this certificate chain (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Listen on a non-loopback address without TLS (the token then
+    /// crosses the network in the clear).
+    #[arg(long)]
+    pub allow_insecure_remote: bool,
+    /// How long a session's lease lasts without a heartbeat (PostgreSQL
+    /// store): a server that dies loses its sessions after this.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub lease_secs: u64,
+}
+
+/// Serve until Ctrl-C or SIGTERM, then cancel the runs and stop.
+pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
+    let tls = listen_policy(&args)?;
+    let root = crate::exec::resolve_workspace(args.root.as_deref())?;
+    let mode = match args.mode.as_deref() {
+        Some(m) => Some(
+            m.parse::<PermissionMode>()
+                .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
+        ),
+        None => None,
+    };
+    let (cfg, _) = crate::exec::load_config(&root, args.models.clone(), false)?;
+    let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
+    let (store, leases) = open_store(&args, &cfg).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| Failure::usage(anyhow!("cannot listen on {}: {e}", args.listen)))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::harness(anyhow!("{e}")))?;
+    let guard = auth::Guard::new(token, args.allow_origin.clone(), host_names(bound));
+    let host = Host::new(args.models, mode, store);
+    let server = Arc::new(Server::new(
+        host,
+        root.clone(),
+        guard,
+        mode == Some(PermissionMode::Bypass),
+        leases,
+    ));
+    leases::watch_orphans(server.clone());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    // The one line a script waits for before it connects.
+    crate::output::err(&format!(
+        "rein serve: listening on {scheme}://{bound} for workspaces under {} (token in {})",
+        root.display(),
+        if std::env::var(auth::TOKEN_ENV).is_ok() {
+            auth::TOKEN_ENV.to_string()
+        } else {
+            auth::token_file(&cfg.home).display().to_string()
+        }
+    ));
+    accept(listener, server.clone(), tls).await;
+    shut_down(&server).await;
+    Ok(exit::COMPLETED)
+}
+
+/// Refuse a non-loopback address without TLS unless told to; the TLS
+/// acceptor when asked for.
+fn listen_policy(args: &ServeArgs) -> Result<Option<tokio_rustls::TlsAcceptor>, Failure> {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(cert, key).map_err(Failure::usage)?),
+        _ => None,
+    };
+    if !args.listen.ip().is_loopback() && tls.is_none() && !args.allow_insecure_remote {
+        return Err(Failure::usage(anyhow!(
+            "--listen {} is reachable from other machines: give --tls-cert and --tls-key, \
+             or --allow-insecure-remote to send the token in the clear",
+            args.listen
+        )));
+    }
+    Ok(tls)
+}
+
+fn tls_acceptor(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("--tls-cert {}", cert.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("--tls-cert {}", cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("--tls-key {}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS")?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("--tls-cert and --tls-key do not make a usable pair")?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The Host values a loopback server answers to (none checked when it
+/// listens elsewhere: names are the operator's).
+fn host_names(bound: SocketAddr) -> Vec<String> {
+    if !bound.ip().is_loopback() {
+        return Vec::new();
+    }
+    let port = bound.port();
+    vec![
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+    ]
+}
+
+/// SQLite under the home, or PostgreSQL with leases.
+async fn open_store(
+    args: &ServeArgs,
+    cfg: &crate::config::Config,
+) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
+    let url = args
+        .store
+        .clone()
+        .or_else(|| std::env::var("REIN_STORE").ok());
+    match url.as_deref().filter(|u| !u.is_empty()) {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let store = rein_store::PgStore::connect(url)
+                .await
+                .map_err(|e| Failure::usage(anyhow!("--store: {e}")))?;
+            if args.lease_secs == 0 {
+                return Err(Failure::usage(anyhow!("--lease-secs must be at least 1")));
+            }
+            let ttl = Duration::from_secs(args.lease_secs);
+            Ok((
+                Arc::new(store.clone()),
+                Some(leases::Leases::new(store, ttl)),
+            ))
+        }
+        Some(other) => Err(Failure::usage(anyhow!(
+            "--store `{other}` is not a postgres:// URL (leave it out for the SQLite file)"
+        ))),
+        None => Ok((crate::exec::open_store(cfg)?, None)),
+    }
+}
+
+/// Accept connections until Ctrl-C or SIGTERM.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    server: Arc<Server>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    loop {
+        let term_fut = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let (stream, _) = tokio::select! {
+            _ = tokio::signal::ctrl_c() => return,
+            _ = term_fut => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    crate::output::err(&format!("rein serve: accept: {e}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let (server, tls) = (server.clone(), tls.clone());
+        tokio::spawn(async move {
+            match tls {
+                // A client that cannot speak TLS is dropped.
+                Some(acceptor) => {
+                    if let Ok(s) = acceptor.accept(stream).await {
+                        connection(server, s).await
+                    }
+                }
+                None => connection(server, stream).await,
+            }
+        });
+    }
+}
+
+/// Serve one connection's requests.
+async fn connection<S>(server: Arc<Server>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| {
+        let server = server.clone();
+        async move { Ok::<_, std::convert::Infallible>(routes::handle(server, request).await) }
+    });
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await;
+}
+
+/// Cancel every run, wait for them (at most 10 s), end the event streams.
+async fn shut_down(server: &Arc<Server>) {
+    crate::output::err("rein serve: shutting down: cancelling the running prompts");
+    let served = server.all_served();
+    for s in &served {
+        s.cancel();
+    }
+    let all_idle = futures_util::future::join_all(served.iter().map(|s| s.idle()));
+    if tokio::time::timeout(Duration::from_secs(10), all_idle)
+        .await
+        .is_err()
+    {
+        crate::output::err("rein serve: some runs did not stop within 10 s");
+    }
+    server.closing.cancel();
+}

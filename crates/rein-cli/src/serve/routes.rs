@@ -1,0 +1,285 @@
+//! `rein serve`'s routes: each request is checked by the guard, then
+//! matched by method and path and served by one handler below. The
+//! OpenAPI document (`/openapi.json`) describes the same routes.
+
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode, header};
+use rein_core::{ApprovalDecision, ApprovalScope};
+use serde::{Deserialize, Serialize};
+
+use super::auth::Verdict;
+use super::http::{Body, Failure, empty, json, read_json};
+use super::served::Served;
+use super::state::{CreateSession, Server};
+
+/// Answer one request.
+pub async fn handle(server: Arc<Server>, request: Request<Incoming>) -> Response<Body> {
+    let origin = header_text(&request, header::ORIGIN);
+    let mut response = match guarded(&server, request).await {
+        Ok(r) => r,
+        Err(f) => f.into_response(),
+    };
+    // Only the pages the user allowed learn they may read the answer.
+    if let Some(origin) = origin.filter(|o| server.guard.origin_allowed(o))
+        && let Ok(value) = header::HeaderValue::from_str(&origin)
+    {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+        headers.insert(header::VARY, header::HeaderValue::from_static("Origin"));
+    }
+    response
+}
+
+fn header_text(request: &Request<Incoming>, name: header::HeaderName) -> Option<String> {
+    request
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// The guard, then the route.
+async fn guarded(
+    server: &Arc<Server>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let path = request.uri().path().to_string();
+    if request.method() == Method::GET && path == "/health" {
+        return Ok(json(StatusCode::OK, &serde_json::json!({"status": "ok"})));
+    }
+    let verdict = server.guard.check(
+        header_text(&request, header::AUTHORIZATION).as_deref(),
+        header_text(&request, header::ORIGIN).as_deref(),
+        header_text(&request, header::HOST).as_deref(),
+    );
+    // A preflight carries no token; an allowed page's gets its answer.
+    if request.method() == Method::OPTIONS && !matches!(verdict, Verdict::Forbidden(_)) {
+        return Ok(preflight());
+    }
+    match verdict {
+        Verdict::Allowed => {}
+        Verdict::Unauthenticated => {
+            let mut r = Failure::new(
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong token: send `Authorization: Bearer TOKEN`",
+            )
+            .into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            return Ok(r);
+        }
+        Verdict::Forbidden(why) => return Err(Failure::new(StatusCode::FORBIDDEN, why)),
+    }
+    route(server, request, &path).await
+}
+
+fn preflight() -> Response<Body> {
+    let mut r = empty(StatusCode::NO_CONTENT);
+    let h = r.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        header::HeaderValue::from_static("GET, POST, DELETE"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        header::HeaderValue::from_static("authorization, content-type, last-event-id"),
+    );
+    r
+}
+
+/// Match the method and path.
+async fn route(
+    server: &Arc<Server>,
+    request: Request<Incoming>,
+    path: &str,
+) -> Result<Response<Body>, Failure> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let method = request.method().clone();
+    match (&method, parts.as_slice()) {
+        (&Method::GET, ["openapi.json"]) => Ok(json(StatusCode::OK, &super::openapi::document())),
+        (&Method::GET, ["sessions"]) => list(server).await,
+        (&Method::POST, ["sessions"]) => create(server, request).await,
+        (&Method::GET, ["sessions", id]) => get(server, id).await,
+        (&Method::DELETE, ["sessions", id]) => {
+            server.delete(id).await?;
+            Ok(empty(StatusCode::NO_CONTENT))
+        }
+        (&Method::POST, ["sessions", id, "prompt"]) => prompt(server, id, request).await,
+        (&Method::POST, ["sessions", id, "cancel"]) => {
+            server.session(id).await?.cancel();
+            Ok(empty(StatusCode::ACCEPTED))
+        }
+        (&Method::POST, ["sessions", id, "mode"]) => mode(server, id, request).await,
+        (&Method::POST, ["sessions", id, "approvals", call]) => {
+            approve(server, id, call, request).await
+        }
+        (&Method::GET, ["sessions", id, "events"]) => events(server, id, &request).await,
+        (_, ["sessions", ..] | ["openapi.json"]) => Err(Failure::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not served on {path}"),
+        )),
+        _ => Err(Failure::not_found(format!(
+            "no route {path} (see /openapi.json)"
+        ))),
+    }
+}
+
+/// A session as the routes show it.
+#[derive(Serialize)]
+struct SessionView {
+    #[serde(flatten)]
+    info: rein_core::SessionInfo,
+    #[serde(flatten)]
+    status: Option<super::served::Status>,
+}
+
+async fn list(server: &Arc<Server>) -> Result<Response<Body>, Failure> {
+    let sessions = server.list(1000).await?;
+    Ok(json(
+        StatusCode::OK,
+        &serde_json::json!({ "sessions": sessions }),
+    ))
+}
+
+async fn create(
+    server: &Arc<Server>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let body: CreateSession = read_json(request.into_body()).await?;
+    let served = server.create(body).await?;
+    let info = server.host.store().get_session(&served.id).await?;
+    let view = SessionView {
+        info,
+        status: Some(served.status()),
+    };
+    Ok(json(StatusCode::CREATED, &view))
+}
+
+async fn get(server: &Arc<Server>, id: &str) -> Result<Response<Body>, Failure> {
+    let info = server.stored(id).await?;
+    let status = server
+        .all_served()
+        .into_iter()
+        .find(|s| s.id == id)
+        .map(|s| s.status());
+    Ok(json(StatusCode::OK, &SessionView { info, status }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptBody {
+    text: String,
+}
+
+async fn prompt(
+    server: &Arc<Server>,
+    id: &str,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let body: PromptBody = read_json(request.into_body()).await?;
+    if body.text.trim().is_empty() {
+        return Err(Failure::bad_request("the prompt is empty"));
+    }
+    let served = server.session(id).await?;
+    super::leases::start_run(server, &served, body.text).await?;
+    Ok(json(
+        StatusCode::ACCEPTED,
+        &serde_json::json!({"session_id": id}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModeBody {
+    mode: String,
+}
+
+async fn mode(
+    server: &Arc<Server>,
+    id: &str,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let body: ModeBody = read_json(request.into_body()).await?;
+    let mode = server.mode(Some(&body.mode))?.unwrap_or_default();
+    server.session(id).await?.set_mode(mode);
+    Ok(json(StatusCode::OK, &serde_json::json!({"mode": mode})))
+}
+
+/// `POST /sessions/{id}/approvals/{call_id}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+struct ApprovalBody {
+    decision: Decision,
+    #[serde(default)]
+    scope: Option<ApprovalScope>,
+    #[serde(default)]
+    feedback: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Decision {
+    Approve,
+    Deny,
+}
+
+async fn approve(
+    server: &Arc<Server>,
+    id: &str,
+    call: &str,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let body: ApprovalBody = read_json(request.into_body()).await?;
+    let decision = match body.decision {
+        Decision::Approve => ApprovalDecision::Approve {
+            scope: body.scope.unwrap_or(ApprovalScope::Once),
+        },
+        Decision::Deny => ApprovalDecision::Deny {
+            feedback: body.feedback,
+        },
+    };
+    let served: Arc<Served> = server.session(id).await?;
+    served
+        .answer(call, decision)
+        .map_err(|e| Failure::conflict(e.to_string()))?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// `GET /sessions/{id}/events`: Server-Sent Events, from the event after
+/// `Last-Event-ID` (or `?after=N`) on.
+async fn events(
+    server: &Arc<Server>,
+    id: &str,
+    request: &Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let served = server.session(id).await?;
+    let from_query = request.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("after="))
+            .map(str::to_string)
+    });
+    let after =
+        match header_text(request, header::HeaderName::from_static("last-event-id")).or(from_query)
+        {
+            Some(text) => text.trim().parse::<u64>().map_err(|_| {
+                Failure::bad_request(format!("Last-Event-ID `{text}` is not a number"))
+            })?,
+            None => 0,
+        };
+    let stream = served.events.stream(after, server.closing.clone());
+    let mut response = Response::new(http_body_util::BodyExt::boxed_unsync(stream));
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    Ok(response)
+}
