@@ -186,7 +186,7 @@ async fn open_store(
         .clone()
         .or_else(|| std::env::var("REIN_STORE").ok());
     match url.as_deref().filter(|u| !u.is_empty()) {
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+        Some(url) if is_postgres(url) => {
             let store = rein_store::PgStore::connect(url)
                 .await
                 .map_err(|e| Failure::usage(anyhow!("--store: {e}")))?;
@@ -199,11 +199,22 @@ async fn open_store(
                 Some(leases::Leases::new(store, ttl)),
             ))
         }
-        Some(other) => Err(Failure::usage(anyhow!(
-            "--store `{other}` is not a postgres:// URL (leave it out for the SQLite file)"
+        Some(_) => Err(Failure::usage(anyhow!(
+            "--store is not a PostgreSQL connection string (postgres://… or host=… dbname=…); \
+             leave it out for the SQLite file"
         ))),
         None => Ok((crate::exec::open_store(cfg)?, None)),
     }
+}
+
+/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
+/// libpq's `key=value` form.
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://")
+        || url.starts_with("postgresql://")
+        || url
+            .split_whitespace()
+            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
 }
 
 /// Accept connections until Ctrl-C or SIGTERM.

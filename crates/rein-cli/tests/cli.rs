@@ -21,6 +21,7 @@ mod cli {
     mod rewind;
     mod sandbox;
     pub mod serve;
+    mod serve_takeover;
     mod sessions;
     mod skills;
     mod subagents;

@@ -1,0 +1,119 @@
+//! Two `rein serve` processes on one PostgreSQL: a session is driven by
+//! one at a time, and when that one dies mid-run the other takes the
+//! session over and finishes it, nothing lost and nothing done twice.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::serve::Served;
+use super::support::*;
+
+#[allow(dead_code)]
+#[path = "../../../rein-store/tests/store/postgres/server.rs"]
+mod pg;
+
+/// A fresh database on the tests' PostgreSQL, or a printed reason to skip.
+fn database(name: &str) -> Option<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(pg::db_or_skip(name))
+}
+
+fn stored_messages(url: &str, id: &str) -> Vec<Value> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use rein_core::SessionStore;
+        let store = rein_store::PgStore::connect(url).await.unwrap();
+        let messages = store.messages(id).await.unwrap();
+        messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap())
+            .collect()
+    })
+}
+
+#[test]
+fn a_second_server_finishes_the_session_of_one_killed_mid_run() {
+    let Some(url) = database("takeover") else {
+        return;
+    };
+    let env = Env::new();
+    let first = env.script(
+        "first.json",
+        &json!({"turns": [
+            {"tool_calls": [{"id": "w1", "name": "write_file",
+                             "arguments": {"path": "step.txt", "content": "done once\n"}}]},
+            {"text": "this answer never ends", "delay_ms": 30000, "chunk_chars": 1}
+        ]}),
+    );
+    let second = env.script(
+        "second.json",
+        &json!({"turns": [{"text": "Finished after the takeover."}]}),
+    );
+    let common = [
+        "--store",
+        url.as_str(),
+        "--lease-secs",
+        "2",
+        "--mode",
+        "accept-edits",
+    ];
+    let mut a = Served::start(&env, &[&common[..], &["--script", &first]].concat());
+    let (status, session) = a.call("POST", "/sessions", Some(json!({"workspace": "shared"})));
+    assert_eq!(status, 201, "{session}");
+    let id = session["id"].as_str().unwrap().to_string();
+    a.call(
+        "POST",
+        &format!("/sessions/{id}/prompt"),
+        Some(json!({"text": "make step.txt"})),
+    );
+    // The call ran and its result is committed; the next answer is under way.
+    let events = a.events_until(&id, None, "turn_started");
+    let events = a.events_until(&id, Some(events.last().unwrap().0), "turn_started");
+    assert!(
+        events.iter().any(|(_, e)| e["type"] == "tool_finished"),
+        "{events:?}"
+    );
+
+    let b = Served::start(&env, &[&common[..], &["--script", &second]].concat());
+    // While the first server holds the session, the second refuses it.
+    let (status, body) = b.call(
+        "POST",
+        &format!("/sessions/{id}/prompt"),
+        Some(json!({"text": "mine"})),
+    );
+    assert_eq!(status, 409, "{body}");
+
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let started = Instant::now();
+    let events = b.events_until(&id, None, "stopped");
+    let stopped = &events.last().unwrap().1;
+    assert_eq!(stopped["reason"], "completed", "{events:?}");
+    assert_eq!(stopped["final_text"], "Finished after the takeover.");
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    let messages = stored_messages(&url, &id);
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{messages:#?}"
+    );
+    assert_eq!(messages[0]["content"], "make step.txt");
+    assert_eq!(messages[2]["call_id"], "w1");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("shared/step.txt")).unwrap(),
+        "done once\n"
+    );
+    b.wait_idle(&id);
+}
