@@ -3,7 +3,10 @@
 //!
 //! Each request is served here and by the modules below:
 //! - `initialize`: rein's capabilities (sessions can be loaded, prompts
-//!   may embed files, MCP servers over stdio and HTTP).
+//!   may embed files, MCP servers over stdio and HTTP); the client's are
+//!   kept: when it offers its file system, the file tools read and write
+//!   the editor's buffers ([`client_fs`]). Its terminal is not used (see
+//!   [`initialize`] for why).
 //! - `session/new` and `session/load` ([`agent`]): a stored rein session
 //!   in the client's folder with an engine of its own; a load first
 //!   replays the stored conversation ([`transcript`]).
@@ -16,6 +19,7 @@
 //! stdout carries the protocol only: notes go to stderr.
 
 mod agent;
+mod client_fs;
 mod mcp;
 mod permission;
 mod session;
@@ -71,7 +75,8 @@ pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
 
 /// The connection: one handler per method.
 async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error> {
-    let (on_new, on_load, on_prompt, on_mode, on_cancel) = (
+    let (on_init, on_new, on_load, on_prompt, on_mode, on_cancel) = (
+        agent.clone(),
         agent.clone(),
         agent.clone(),
         agent.clone(),
@@ -85,6 +90,7 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
             async move |request: InitializeRequest,
                         responder: Responder<InitializeResponse, V1>,
                         _client: ConnectionTo<Client>| {
+                on_init.set_client(request.client_capabilities.clone());
                 responder.respond(initialize(&request))
             },
             agent_client_protocol::on_receive_request!(),
@@ -94,7 +100,7 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
                         responder: Responder<NewSessionResponse, V1>,
                         client: ConnectionTo<Client>| {
                 let opened = on_new
-                    .open(&request.cwd, &request.mcp_servers, Target::New)
+                    .open(&request.cwd, &request.mcp_servers, Target::New, &client)
                     .await;
                 match opened {
                     Ok(session) => {
@@ -117,7 +123,12 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
                         client: ConnectionTo<Client>| {
                 let id = request.session_id.0.to_string();
                 let opened = on_load
-                    .open(&request.cwd, &request.mcp_servers, Target::Load(&id))
+                    .open(
+                        &request.cwd,
+                        &request.mcp_servers,
+                        Target::Load(&id),
+                        &client,
+                    )
                     .await;
                 let session = match opened {
                     Ok(s) => s,
@@ -191,6 +202,14 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
 }
 
 /// rein's side of the handshake.
+///
+/// A client's `terminal` is never used for bash, on purpose: rein's
+/// sandbox is not only an argv. Landlock, the rlimits and the cgroup are
+/// applied inside the child before `exec`, and the environment is cleared
+/// to an allowlist; `terminal/create` can only add variables to the
+/// editor's own environment (its API keys included) and spawns the
+/// process itself, so none of that would hold. Commands run as rein runs
+/// them, and their output reaches the editor in the call's updates.
 fn initialize(_request: &InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)

@@ -85,18 +85,7 @@ impl Tool for EditFile {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::parse_args("edit_file", args)?;
-        if args.old_string.is_empty() {
-            return Err(ToolError::new(
-                "old_string is empty; to create a file or replace its whole content, use write_file",
-            ));
-        }
-        if args.old_string == args.new_string {
-            return Err(ToolError::new(
-                "old_string and new_string are identical, so there is nothing to change",
-            ));
-        }
-        fileio::check_size("old_string", args.old_string.len())?;
-        fileio::check_size("new_string", args.new_string.len())?;
+        check_strings(&args.old_string, &args.new_string)?;
         let path = workspace::resolve(&ctx.workspace, &args.path)?;
         fileio::check_protected(&ctx, &args.path, &path)?;
         let shown = workspace::display(&ctx.workspace, &path);
@@ -154,28 +143,87 @@ fn edit(ctx: &ToolContext, path: &Path, shown: &str, args: &Args) -> Result<Stri
         ))
     })?;
     let replace_all = args.replace_all.unwrap_or(false);
-    let plan = edit_match::apply(&text, &args.old_string, &args.new_string, replace_all)
-        .map_err(|e| match_error(&shown, e))?;
-    if plan.text == text {
+    let edited = plan(
+        &shown,
+        &text,
+        &args.old_string,
+        &args.new_string,
+        replace_all,
+    )?;
+    target.replace(edited.text.as_bytes())?;
+    Ok(edited.observation)
+}
+
+/// Refuse an edit that cannot change anything, or strings over the size
+/// limit, before any file is looked at.
+pub fn check_strings(old_string: &str, new_string: &str) -> Result<(), ToolError> {
+    if old_string.is_empty() {
+        return Err(ToolError::new(
+            "old_string is empty; to create a file or replace its whole content, use write_file",
+        ));
+    }
+    if old_string == new_string {
+        return Err(ToolError::new(
+            "old_string and new_string are identical, so there is nothing to change",
+        ));
+    }
+    fileio::check_size("old_string", old_string.len())?;
+    fileio::check_size("new_string", new_string.len())?;
+    Ok(())
+}
+
+/// An edit worked out on a file's text, not yet written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edited {
+    /// The file's whole new text.
+    pub text: String,
+    /// What the model is told: the replacements made and the diff.
+    pub observation: String,
+}
+
+/// The edit of `text` (the file `shown`, as read by whoever reads it):
+/// the same size cap, matching, refusals and observation as the tool.
+pub fn plan(
+    shown: &str,
+    text: &str,
+    old_string: &str,
+    new_string: &str,
+    replace_all: bool,
+) -> Result<Edited, ToolError> {
+    if text.len() > fileio::MAX_WRITE_BYTES {
+        return Err(too_big(shown, text.len() as u64));
+    }
+    if text.contains('\0') {
+        return Err(ToolError(format!(
+            "`{shown}` looks like a binary file; edit_file edits text only"
+        )));
+    }
+    let planned = edit_match::apply(text, old_string, new_string, replace_all)
+        .map_err(|e| match_error(shown, e))?;
+    if planned.text == text {
         return Err(ToolError(format!(
             "the replacement leaves `{shown}` unchanged (old_string matched {} only after \
              ignoring whitespace that new_string also lacks)",
-            plan.level.describe()
+            planned.level.describe()
         )));
     }
-    target.replace(plan.text.as_bytes())?;
-
     let mut out = format!(
         "Edited `{shown}`: {} replacement{}",
-        plan.replacements,
-        if plan.replacements == 1 { "" } else { "s" }
+        planned.replacements,
+        if planned.replacements == 1 { "" } else { "s" }
     );
-    if plan.level != Level::Exact {
-        out.push_str(&format!(" (old_string matched {})", plan.level.describe()));
+    if planned.level != Level::Exact {
+        out.push_str(&format!(
+            " (old_string matched {})",
+            planned.level.describe()
+        ));
     }
     out.push_str(".\n");
-    out.push_str(&diff(&shown, &text, &plan.text));
-    Ok(out)
+    out.push_str(&diff(shown, text, &planned.text));
+    Ok(Edited {
+        text: planned.text,
+        observation: out,
+    })
 }
 
 fn too_big(shown: &str, size: u64) -> ToolError {

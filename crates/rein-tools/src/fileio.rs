@@ -18,7 +18,7 @@ use crate::workspace;
 pub const MAX_WRITE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Refuse an argument bigger than [`MAX_WRITE_BYTES`].
-pub(crate) fn check_size(what: &str, len: usize) -> Result<(), ToolError> {
+pub fn check_size(what: &str, len: usize) -> Result<(), ToolError> {
     if len > MAX_WRITE_BYTES {
         return Err(ToolError(format!(
             "{what} is {len} bytes, more than the {} MiB a file tool writes in one call; \
@@ -110,7 +110,7 @@ pub(crate) fn open_read(
 }
 
 /// A file about to be replaced: the handle of its folder and its name.
-pub(crate) struct Target {
+pub struct Target {
     pub dir: Dir,
     pub name: OsString,
     /// What is there now, if anything.
@@ -222,11 +222,7 @@ impl Target {
 /// not what the model named (a symlink led there, perhaps one swapped in
 /// after the gate checked the path), refuse. What the model named itself
 /// was checked by the gate, which may allow it by a precise rule.
-pub(crate) fn check_protected(
-    ctx: &ToolContext,
-    user_path: &str,
-    path: &Path,
-) -> Result<(), ToolError> {
+pub fn check_protected(ctx: &ToolContext, user_path: &str, path: &Path) -> Result<(), ToolError> {
     let ws = workspace::canonical_workspace(&ctx.workspace);
     if workspace::lexical(&ws, user_path).as_deref() == Some(path) {
         return Ok(());

@@ -129,7 +129,7 @@ fn read_window(
     }
     let size = meta.size;
     if size == 0 {
-        return Ok(format!("`{shown}` is empty (0 bytes)."));
+        return Ok(empty_note(shown));
     }
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
@@ -137,13 +137,45 @@ fn read_window(
         .read_to_end(&mut head)
         .map_err(|e| read_error(shown, &e))?;
     if head.contains(&0) {
-        return Err(ToolError(format!(
-            "`{shown}` looks like a binary file ({size} bytes); read_file shows text only. \
-             Use bash (e.g. `file`, `xxd | head`) to inspect it."
-        )));
+        return Err(binary_error(shown, size));
     }
     let reader = BufReader::with_capacity(64 * 1024, head.as_slice().chain(file));
     render(reader, shown, window, &ctx.cancel)
+}
+
+/// A text read by other means (an editor's buffer) shown as `read_file`
+/// shows a file: the same window, numbering, cuts and notes. `offset` and
+/// `limit` default as the tool's arguments do.
+pub fn render_text(
+    text: &str,
+    shown: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
+    if text.is_empty() {
+        return Ok(empty_note(shown));
+    }
+    let head = &text.as_bytes()[..text.len().min(BINARY_SNIFF_BYTES)];
+    if head.contains(&0) {
+        return Err(binary_error(shown, text.len() as u64));
+    }
+    let window = Window {
+        offset: offset.unwrap_or(1).max(1),
+        limit: limit.unwrap_or(DEFAULT_LIMIT).max(1),
+    };
+    render(text.as_bytes(), shown, window, cancel)
+}
+
+fn empty_note(shown: &str) -> String {
+    format!("`{shown}` is empty (0 bytes).")
+}
+
+fn binary_error(shown: &str, size: u64) -> ToolError {
+    ToolError(format!(
+        "`{shown}` looks like a binary file ({size} bytes); read_file shows text only. \
+         Use bash (e.g. `file`, `xxd | head`) to inspect it."
+    ))
 }
 
 /// One line as read: at most [`MAX_LINE_BYTES`] of it kept.

@@ -73,23 +73,27 @@ impl Tool for WriteFile {
         fileio::check_protected(&ctx, &args.path, &path)?;
         let shown = workspace::display(&ctx.workspace, &path);
         let content = args.content;
-        let bytes = content.len();
-        let lines = count_lines(&content);
         let task_shown = shown.clone();
-        let previous =
-            tokio::task::spawn_blocking(move || write(&ctx, &path, &task_shown, &content))
-                .await
-                .map_err(|e| ToolError(format!("writing the file failed: {e}")))??;
-        let lines = match lines {
-            1 => "1 line".to_string(),
-            n => format!("{n} lines"),
-        };
-        Ok(ToolOutput::ok(match previous {
-            None => format!("Created `{shown}` ({bytes} bytes, {lines})."),
-            Some(old) => {
-                format!("Overwrote `{shown}` ({bytes} bytes, {lines}; it had {old} bytes).")
-            }
-        }))
+        let (previous, content) = tokio::task::spawn_blocking(move || {
+            write(&ctx, &path, &task_shown, &content).map(|p| (p, content))
+        })
+        .await
+        .map_err(|e| ToolError(format!("writing the file failed: {e}")))??;
+        Ok(ToolOutput::ok(written(&shown, &content, previous)))
+    }
+}
+
+/// The observation of a write of `content` to `shown`, which held
+/// `previous` bytes before (None: it was created).
+pub fn written(shown: &str, content: &str, previous: Option<u64>) -> String {
+    let bytes = content.len();
+    let lines = match count_lines(content) {
+        1 => "1 line".to_string(),
+        n => format!("{n} lines"),
+    };
+    match previous {
+        None => format!("Created `{shown}` ({bytes} bytes, {lines})."),
+        Some(old) => format!("Overwrote `{shown}` ({bytes} bytes, {lines}; it had {old} bytes)."),
     }
 }
 

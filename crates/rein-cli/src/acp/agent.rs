@@ -1,15 +1,18 @@
 //! What `rein acp` keeps between requests: the client's capabilities, the
 //! open sessions, the model providers built so far; and how a session is
-//! opened for `session/new` and `session/load`.
+//! opened for `session/new` and `session/load` (with the file tools going
+//! through the editor when it offers its file system).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol::Error as AcpError;
-use agent_client_protocol::v1::schema::McpServer;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer};
+use agent_client_protocol::{Client, Error as AcpError};
 use rein_core::{Approvals, NewSession, PermissionMode, Provider, SessionStore};
 
+use super::client_fs::{self, Through};
 use super::session::{AcpSession, Opening, internal, invalid};
 use crate::cli::ModelArgs;
 use crate::config::Config;
@@ -20,6 +23,8 @@ pub struct AcpAgent {
     models: ModelArgs,
     /// `--mode`, over each workspace's configured mode.
     mode: Option<PermissionMode>,
+    /// What the client offered in `initialize` (nothing until it did).
+    client: Mutex<ClientCapabilities>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
     /// Providers by what chose them: sessions on the same model share one
     /// (an embedded model is loaded once).
@@ -37,9 +42,21 @@ impl AcpAgent {
         AcpAgent {
             models,
             mode,
+            client: Mutex::new(ClientCapabilities::default()),
             sessions: Mutex::new(HashMap::new()),
             providers: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Keep what the client offered in `initialize`, for the sessions it
+    /// opens after.
+    pub fn set_client(&self, capabilities: ClientCapabilities) {
+        *self.client.lock().unwrap_or_else(|p| p.into_inner()) = capabilities;
+    }
+
+    /// Which file operations go through the client.
+    fn through(&self) -> Through {
+        Through::offered(&self.client.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// An open session by its id.
@@ -53,12 +70,14 @@ impl AcpAgent {
 
     /// Open a session in `cwd`: a new stored one, or the stored `id` (which
     /// must have run in the same folder). The client's MCP servers are
-    /// added to the workspace's own.
+    /// added to the workspace's own; `client` serves the file tools when
+    /// it offered its file system.
     pub async fn open(
         &self,
         cwd: &Path,
         mcp: &[McpServer],
         target: Target<'_>,
+        client: &ConnectionTo<Client>,
     ) -> Result<Arc<AcpSession>, AcpError> {
         if !cwd.is_absolute() {
             return Err(invalid(format!(
@@ -97,6 +116,7 @@ impl AcpAgent {
                 crate::output::err(&format!("note: {line}"));
             });
         }
+        let client_writes = client_fs::install(&engine, self.through(), &id, client);
         let session = Arc::new(AcpSession::new(Opening {
             id: id.clone(),
             workspace,
@@ -104,6 +124,7 @@ impl AcpAgent {
             cfg,
             extras,
             mode,
+            client_writes,
         }));
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.insert(id, session.clone());

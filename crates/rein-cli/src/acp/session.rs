@@ -46,6 +46,8 @@ pub struct AcpSession {
     mode: Mutex<PermissionMode>,
     /// Whether `rein acp` was started in bypass mode.
     bypass_allowed: bool,
+    /// Whether file writes go through the editor ([`super::client_fs`]).
+    client_writes: bool,
     running: Mutex<Option<Running>>,
 }
 
@@ -63,6 +65,7 @@ pub struct Opening {
     pub cfg: Config,
     pub extras: LoadedExtras,
     pub mode: PermissionMode,
+    pub client_writes: bool,
 }
 
 impl AcpSession {
@@ -74,6 +77,7 @@ impl AcpSession {
             cfg: o.cfg,
             _extras: o.extras,
             bypass_allowed: o.mode == PermissionMode::Bypass,
+            client_writes: o.client_writes,
             mode: Mutex::new(o.mode),
             running: Mutex::new(None),
         }
@@ -173,7 +177,7 @@ impl AcpSession {
             mode: Some(self.mode()),
             control: Some(control),
         };
-        let mut updates = Updates::new(&self.workspace);
+        let mut updates = Updates::new(&self.workspace).writes_through_client(self.client_writes);
         let mut sink = FnSink(|event: Event| self.forward(&mut updates, event, client));
         let outcome = self.engine.run(request, cancel, &mut sink).await;
         stop_reason(&outcome)

@@ -6,7 +6,7 @@
 //! [`Updates`] keeps what a call's later updates need from its start: the
 //! file it changes and that file's text before the change.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
@@ -32,6 +32,13 @@ pub struct Updates {
     live: bool,
     /// The file-changing calls under way: their file and its text before.
     edits: HashMap<String, FileChange>,
+    /// Ended calls whose last content is their diff: the full output that
+    /// follows does not replace it.
+    diffed: HashSet<String>,
+    /// Writes go through the editor ([`super::client_fs`]): the disk does
+    /// not show the change, so it is not read after the call (the tool
+    /// shows the diff it made itself).
+    client_writes: bool,
 }
 
 /// A call that changes a file.
@@ -49,7 +56,15 @@ impl Updates {
             workspace: workspace.to_path_buf(),
             live: true,
             edits: HashMap::new(),
+            diffed: HashSet::new(),
+            client_writes: false,
         }
+    }
+
+    /// Whether the session's writes go through the editor.
+    pub fn writes_through_client(mut self, yes: bool) -> Updates {
+        self.client_writes = yes;
+        self
     }
 
     /// For a stored transcript: the files are not read (they have changed
@@ -84,8 +99,12 @@ impl Updates {
             Event::MessageCommitted {
                 message: Message::Tool(result),
                 ..
-            } if !self.edits.contains_key(&result.call_id) => {
-                vec![output_update(&result.call_id, &result.output)]
+            } => {
+                if self.diffed.remove(&result.call_id) || self.edits.contains_key(&result.call_id) {
+                    Vec::new()
+                } else {
+                    vec![output_update(&result.call_id, &result.output)]
+                }
             }
             Event::PermissionDenied { call_id, why, .. } => {
                 vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
@@ -187,10 +206,16 @@ impl Updates {
         };
         let mut fields = ToolCallUpdateFields::new().status(status);
         match self.edits.remove(call_id) {
+            // The diff shown stays: the tool showed the one it made, or
+            // the one it was asked for at the start does.
+            Some(_) if !is_error && self.client_writes => {
+                self.diffed.insert(call_id.to_string());
+            }
             Some(change) if !is_error => {
                 if let Some(after) = read_text(&change.path) {
                     fields = fields.content(vec![diff(&change.path, change.before, after)]);
                 }
+                self.diffed.insert(call_id.to_string());
             }
             Some(_) => fields = fields.content(vec![text_content(preview)]),
             None => {}

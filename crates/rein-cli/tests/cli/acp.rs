@@ -2,6 +2,7 @@
 //! Protocol as JSON-RPC lines on the binary's stdin and stdout, against
 //! the replay provider.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -10,6 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::support::*;
+
+mod editor_fs;
 
 /// How long one message may take to arrive.
 const WAIT: Duration = Duration::from_secs(60);
@@ -27,10 +30,22 @@ struct Client {
     answer: Option<String>,
     /// The permission requests received.
     asked: Vec<Value>,
+    /// The editor's buffers by absolute path, for `fs/read_text_file`
+    /// (a path without one is an error) and `fs/write_text_file`.
+    buffers: HashMap<String, String>,
+    /// Answer every `fs/*` request with this error instead.
+    fs_error: Option<String>,
+    /// The `fs/*` requests received.
+    fs_asked: Vec<Value>,
 }
 
 impl Client {
     fn start(env: &Env, script: &str, extra: &[&str]) -> Client {
+        Client::start_offering(env, script, extra, json!({}))
+    }
+
+    /// A client whose `initialize` offers `capabilities`.
+    fn start_offering(env: &Env, script: &str, extra: &[&str], capabilities: Value) -> Client {
         let mut cmd = env.command();
         cmd.args(["acp", "--provider", "replay", "--script", script])
             .args(extra)
@@ -57,10 +72,13 @@ impl Client {
             seen: Vec::new(),
             answer: Some("allow_once".into()),
             asked: Vec::new(),
+            buffers: HashMap::new(),
+            fs_error: None,
+            fs_asked: Vec::new(),
         };
         let init = client.request(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
         );
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
         client
@@ -102,7 +120,39 @@ impl Client {
                 json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}}),
             );
         }
+        if let Some(method) = message["method"].as_str()
+            && method.starts_with("fs/")
+        {
+            self.fs_asked.push(message.clone());
+            let answer = self.answer_fs(method, &message["params"]);
+            let mut reply = json!({"jsonrpc": "2.0", "id": message["id"]});
+            match answer {
+                Ok(result) => reply["result"] = result,
+                Err(why) => reply["error"] = json!({"code": -32603, "message": why}),
+            }
+            self.send(reply);
+        }
         message
+    }
+
+    /// What the editor answers an `fs/*` request.
+    fn answer_fs(&mut self, method: &str, params: &Value) -> Result<Value, String> {
+        if let Some(why) = &self.fs_error {
+            return Err(why.clone());
+        }
+        let path = params["path"].as_str().unwrap_or("").to_string();
+        match method {
+            "fs/read_text_file" => match self.buffers.get(&path) {
+                Some(text) => Ok(json!({"content": text})),
+                None => Err(format!("no buffer for {path}")),
+            },
+            "fs/write_text_file" => {
+                let text = params["content"].as_str().unwrap_or("").to_string();
+                self.buffers.insert(path, text);
+                Ok(json!({}))
+            }
+            _ => Err(format!("{method} is not offered")),
+        }
     }
 
     /// Send a request and read until its response (notifications on the

@@ -168,3 +168,38 @@ fn a_subagents_calls_are_shown_with_ids_of_their_own() {
     assert_eq!(call["toolCallId"], "a1/c1");
     assert_eq!(call["title"], "[explore] Search for fn main");
 }
+
+#[test]
+fn an_edit_keeps_its_diff_and_writes_through_the_editor_are_not_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    let committed = Event::MessageCommitted {
+        seq: 1,
+        message: Message::Tool(rein_core::ToolResult {
+            call_id: "c1".into(),
+            name: "write_file".into(),
+            output: "Overwrote `a.txt`".into(),
+            is_error: false,
+            images: Vec::new(),
+        }),
+    };
+    for through_editor in [false, true] {
+        let mut u = Updates::new(&ws).writes_through_client(through_editor);
+        started(
+            &mut u,
+            "write_file",
+            serde_json::json!({"path": "a.txt", "content": "two\n"}),
+        );
+        let done = finished(&mut u, false);
+        assert_eq!(done["status"], "completed");
+        if through_editor {
+            // The disk still says "one": it is not shown as the result.
+            assert!(done.get("content").is_none(), "{done}");
+        } else {
+            assert_eq!(done["content"][0]["newText"], "one\n", "{done}");
+        }
+        // The output that follows does not replace the diff.
+        assert!(u.of(&committed).is_empty());
+    }
+}
