@@ -75,6 +75,9 @@ pub struct ServeArgs {
     /// store): a server that dies loses its sessions after this.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub lease_secs: u64,
+    /// Most connections to the PostgreSQL store at once.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub store_connections: usize,
 }
 
 /// Serve until Ctrl-C or SIGTERM, then cancel the runs and stop.
@@ -187,7 +190,15 @@ async fn open_store(
         .or_else(|| std::env::var("REIN_STORE").ok());
     match url.as_deref().filter(|u| !u.is_empty()) {
         Some(url) if is_postgres(url) => {
-            let store = rein_store::PgStore::connect(url)
+            if args.store_connections == 0 {
+                return Err(Failure::usage(anyhow!(
+                    "--store-connections must be at least 1"
+                )));
+            }
+            let options = rein_store::PgOptions {
+                max_connections: args.store_connections,
+            };
+            let store = rein_store::PgStore::connect_with(url, options)
                 .await
                 .map_err(|e| Failure::usage(anyhow!("--store: {e}")))?;
             if args.lease_secs == 0 {

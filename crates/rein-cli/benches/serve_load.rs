@@ -1,0 +1,329 @@
+//! Many concurrent sessions through `rein serve`: each a scripted 10-turn
+//! task (nine tool calls, then the answer) against a local mock service
+//! speaking OpenAI's chat-completions stream.
+//!
+//! ```sh
+//! cargo bench -p rein-cli --no-default-features --bench serve_load -- \
+//!     [--sessions 1000] [--turns 10] [--store sqlite|postgres]
+//! ```
+//!
+//! Reports sessions completed, the harness's latency per turn (from the
+//! mock answering one turn to the next request of that session arriving:
+//! the tool, the store, the events, building the next request), the
+//! server's peak memory and its CPU seconds per session.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use rein_providers::mock_server::{MockResponse, MockServer, RecordedRequest};
+use serde_json::{Value, json};
+
+#[allow(dead_code)]
+#[path = "../../rein-store/tests/store/postgres/server.rs"]
+mod pg;
+
+/// What one run is asked for.
+struct Options {
+    sessions: usize,
+    turns: usize,
+    postgres: bool,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        sessions: 1000,
+        turns: 10,
+        postgres: false,
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < args.len() {
+        let value = args.get(i + 1).cloned().unwrap_or_default();
+        match args[i].as_str() {
+            "--sessions" => o.sessions = value.parse().expect("--sessions N"),
+            "--turns" => o.turns = value.parse().expect("--turns N"),
+            "--store" => o.postgres = value == "postgres",
+            _ => {
+                i += 1; // cargo's own flags (--bench)
+                continue;
+            }
+        }
+        i += 2;
+    }
+    o
+}
+
+/// When each session's requests arrived at the mock.
+type Arrivals = Arc<Mutex<HashMap<String, Vec<Instant>>>>;
+
+/// Answer like a model doing a `turns`-turn task: a `glob` call until the
+/// conversation holds `turns - 1` results, then the answer.
+fn responder(turns: usize, arrivals: Arrivals) -> rein_providers::mock_server::Responder {
+    Arc::new(move |request: &RecordedRequest| {
+        let now = Instant::now();
+        let body = request.json();
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let tag = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string();
+        let results = messages.iter().filter(|m| m["role"] == "tool").count();
+        if body
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+        {
+            return MockResponse::sse(chunks(&[text_delta("A title")], "stop"));
+        }
+        arrivals.lock().unwrap().entry(tag).or_default().push(now);
+        if results + 1 < turns {
+            let call = json!({"index": 0, "id": format!("call_{results}"), "type": "function",
+                              "function": {"name": "glob",
+                                           "arguments": format!("{{\"pattern\":\"*{results}*\"}}")}});
+            MockResponse::sse(chunks(
+                &[json!({"role": "assistant", "tool_calls": [call]})],
+                "tool_calls",
+            ))
+        } else {
+            MockResponse::sse(chunks(&[text_delta("Done: the task is finished.")], "stop"))
+        }
+    })
+}
+
+fn text_delta(text: &str) -> Value {
+    json!({"role": "assistant", "content": text})
+}
+
+/// An OpenAI chat-completions stream of `deltas`, then the finish and usage.
+fn chunks(deltas: &[Value], finish: &str) -> Vec<u8> {
+    let mut out = String::new();
+    for d in deltas {
+        let chunk = json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                           "choices": [{"index": 0, "delta": d, "finish_reason": null}]});
+        out.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let end = json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                     "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                     "usage": {"prompt_tokens": 200, "completion_tokens": 12, "total_tokens": 212}});
+    out.push_str(&format!("data: {end}\n\ndata: [DONE]\n\n"));
+    out.into_bytes()
+}
+
+/// `rein serve` started against the mock; its pid, address and token.
+struct Server {
+    child: std::process::Child,
+    addr: String,
+    token: String,
+}
+
+fn start_server(
+    home: &std::path::Path,
+    root: &std::path::Path,
+    mock: &str,
+    store: Option<&str>,
+) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env("REIN_HOME", home)
+        .env("OPENAI_BASE_URL", format!("{mock}/v1"))
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env_remove("REIN_SERVE_TOKEN")
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+        ])
+        .arg("--root")
+        .arg(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some(url) = store {
+        cmd.args(["--store", url]);
+    }
+    let mut child = cmd.spawn().expect("start rein serve");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "rein serve ended: {line}"
+        );
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if !line.starts_with("note:") {
+                eprintln!("[serve] {line}");
+            }
+        }
+    });
+    let token = std::fs::read_to_string(home.join("serve/token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    Server { child, addr, token }
+}
+
+/// One session: create it, prompt it, follow its events to `stopped`.
+async fn session(
+    client: reqwest::Client,
+    base: String,
+    token: String,
+    i: usize,
+) -> Result<String, String> {
+    let auth = format!("Bearer {token}");
+    let created: Value = client
+        .post(format!("{base}/sessions"))
+        .header("Authorization", &auth)
+        .header("Content-Type", "application/json")
+        .body(json!({"workspace": format!("s{i}")}).to_string())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .bytes()
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))?;
+    let id = created["id"]
+        .as_str()
+        .ok_or(format!("create: {created}"))?
+        .to_string();
+    let events = client
+        .get(format!("{base}/sessions/{id}/events"))
+        .header("Authorization", &auth)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    client
+        .post(format!("{base}/sessions/{id}/prompt"))
+        .header("Authorization", &auth)
+        .header("Content-Type", "application/json")
+        .body(json!({"text": format!("task #{i}: list the files")}).to_string())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut stream = events.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(chunk) = stream.next().await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.map_err(|e| e.to_string())?));
+        if let Some(at) = buffer.find("\"type\":\"stopped\"") {
+            let reason = buffer[at..].split("\"reason\":\"").nth(1).unwrap_or("");
+            return Ok(reason.split('"').next().unwrap_or("").to_string());
+        }
+    }
+    Err("the event stream ended".into())
+}
+
+/// The process's CPU seconds and peak resident memory (MiB).
+fn usage(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let cpu = (ticks(11) + ticks(12)) / hz;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    (cpu, hwm / 1024.0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let o = options();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let arrivals: Arrivals = Arc::default();
+    let mock = rt.block_on(MockServer::start()).unwrap();
+    mock.respond_with(responder(o.turns, arrivals.clone()));
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let url = o
+        .postgres
+        .then(|| rt.block_on(pg::fresh_db("serve_load")).expect("PostgreSQL"));
+    let server = start_server(home.path(), root.path(), &mock.url(), url.as_deref());
+    let base = format!("http://{}", server.addr);
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(2000)
+        .build()
+        .unwrap();
+    let began = Instant::now();
+    let results: Vec<Result<String, String>> =
+        rt.block_on(futures_util::future::join_all((0..o.sessions).map(|i| {
+            session(client.clone(), base.clone(), server.token.clone(), i)
+        })));
+    let wall = began.elapsed();
+    let (cpu, peak) = usage(server.child.id());
+    let completed = results
+        .iter()
+        .filter(|r| matches!(r, Ok(s) if s == "completed"))
+        .count();
+    let mut failures: HashMap<String, usize> = HashMap::new();
+    for r in results
+        .iter()
+        .filter(|r| !matches!(r, Ok(s) if s == "completed"))
+    {
+        let key = match r {
+            Ok(reason) => format!("stopped: {reason}"),
+            Err(e) => e.chars().take(80).collect(),
+        };
+        *failures.entry(key).or_default() += 1;
+    }
+    let mut gaps: Vec<Duration> = arrivals
+        .lock()
+        .unwrap()
+        .values()
+        .flat_map(|times| times.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>())
+        .collect();
+    gaps.sort();
+    let mut child = server.child;
+    let _ = child.kill();
+    let _ = child.wait();
+    println!(
+        "| {} | {} | {completed}/{} | {:.1} ms | {:.1} ms | {peak:.0} MiB | {:.4} s | {:.1} s |",
+        if o.postgres { "PostgreSQL" } else { "SQLite" },
+        o.turns,
+        o.sessions,
+        percentile(&gaps, 0.5).as_secs_f64() * 1000.0,
+        percentile(&gaps, 0.99).as_secs_f64() * 1000.0,
+        cpu / o.sessions as f64,
+        wall.as_secs_f64(),
+    );
+    if !failures.is_empty() {
+        println!("not completed: {failures:?}");
+    }
+}
