@@ -428,6 +428,8 @@ pub struct ExecArgs {
     /// `.rein/` settings count like your own. `rein trust` records it.
     #[arg(long)]
     pub trust: bool,
+    #[command(flatten)]
+    pub otel: crate::otel::OtelArgs,
 }
 
 #[derive(Debug, Subcommand)]

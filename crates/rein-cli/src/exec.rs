@@ -171,6 +171,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         );
     }
     cfg.validate().map_err(Failure::usage)?;
+    let telemetry = crate::otel::start(args.otel)?;
     let mode = start_mode(&cfg, &args.session)?;
     let words = args.prompt.join(" ");
     let command = match &args.command {
@@ -238,6 +239,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         });
     }
 
+    let mut observer = telemetry.as_ref().map(|t| t.observer());
     let cancel = CancellationToken::new();
     watch_signals(cancel.clone(), args.json);
     let request = RunRequest {
@@ -249,6 +251,9 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let outcome = if args.json {
         let mut refusals = Refusals::default();
         let mut sink = FnSink(|event: Event| {
+            if let Some(o) = observer.as_mut() {
+                o.observe(&event);
+            }
             refusals.note(&event);
             match serde_json::to_string(&event) {
                 Ok(line) => output::out(&line),
@@ -261,11 +266,18 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         outcome
     } else {
         let mut human = HumanOutput::default();
-        let mut sink = FnSink(|event: Event| human.show(&event));
+        let mut sink = FnSink(|event: Event| {
+            if let Some(o) = observer.as_mut() {
+                o.observe(&event);
+            }
+            human.show(&event)
+        });
         let outcome = engine.run(request, cancel, &mut sink).await;
         end_session(&engine, &outcome, &mut sink).await;
         outcome
     };
+    drop(observer);
+    crate::otel::finish(telemetry).await;
     Ok(exit::for_outcome(&outcome))
 }
 

@@ -15,6 +15,7 @@ mod hosting;
 mod mcp;
 mod memory;
 mod model;
+mod otel;
 mod output;
 mod permissions;
 mod providers;

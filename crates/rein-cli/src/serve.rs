@@ -78,6 +78,8 @@ pub struct ServeArgs {
     /// Most connections to the PostgreSQL store at once.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub store_connections: usize,
+    #[command(flatten)]
+    pub otel: crate::otel::OtelArgs,
 }
 
 /// Serve until Ctrl-C or SIGTERM, then cancel the runs and stop.
@@ -94,6 +96,7 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     let (cfg, _) = crate::exec::load_config(&root, args.models.clone(), false)?;
     let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
     let (store, leases) = open_store(&args, &cfg).await?;
+    let telemetry = crate::otel::start(args.otel)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failure::usage(anyhow!("cannot listen on {}: {e}", args.listen)))?;
@@ -108,6 +111,7 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
         guard,
         mode == Some(PermissionMode::Bypass),
         leases,
+        telemetry,
     ));
     leases::watch_orphans(server.clone());
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -301,4 +305,10 @@ async fn shut_down(server: &Arc<Server>) {
         crate::output::err("rein serve: some runs did not stop within 10 s");
     }
     server.closing.cancel();
+    let telemetry = server
+        .telemetry
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    crate::otel::finish(telemetry).await;
 }

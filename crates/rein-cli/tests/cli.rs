@@ -17,6 +17,7 @@ mod cli {
     mod mcp_http;
     mod memory;
     mod model;
+    mod otel;
     mod permissions;
     mod rewind;
     mod sandbox;

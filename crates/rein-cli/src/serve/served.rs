@@ -200,11 +200,13 @@ pub struct Reservation {
 
 impl Reservation {
     /// Run `work` in the background. `lost` (a lease taken over) cancels
-    /// it; `done` runs when it has ended.
+    /// it; `observer` (telemetry) sees its events; `done` runs when it has
+    /// ended.
     pub fn launch(
         mut self,
         work: Work,
         lost: Option<CancellationToken>,
+        mut observer: Option<rein_telemetry::RunObserver>,
         done: impl FnOnce() + Send + 'static,
     ) {
         let Some(served) = self.served.take() else {
@@ -229,7 +231,12 @@ impl Reservation {
                     }
                 });
             }
-            let mut sink = FnSink(|event: Event| served.on_event(event));
+            let mut sink = FnSink(|event: Event| {
+                if let Some(o) = observer.as_mut() {
+                    o.observe(&event);
+                }
+                served.on_event(event)
+            });
             served.hosted.engine.run(request, cancel, &mut sink).await;
             ended.cancel();
             done();

@@ -1,0 +1,76 @@
+//! `FailureReporter`: where export failures are told, once per kind.
+//!
+//! A collector that is down fails every few seconds for as long as rein
+//! runs; one line per kind of failure is enough to notice it and never
+//! floods a terminal. Lines name the URL and the failure, never a header
+//! (they can hold API keys).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// Says each kind of export failure once. Clones share what was said.
+#[derive(Clone)]
+pub struct FailureReporter {
+    write: Arc<dyn Fn(&str) + Send + Sync>,
+    said: Arc<Mutex<HashSet<String>>>,
+}
+
+impl fmt::Debug for FailureReporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FailureReporter").finish_non_exhaustive()
+    }
+}
+
+impl Default for FailureReporter {
+    fn default() -> Self {
+        FailureReporter::stderr()
+    }
+}
+
+impl FailureReporter {
+    /// One line on stderr per kind (what `rein exec` and `rein serve` want).
+    pub fn stderr() -> Self {
+        FailureReporter::new(|line| eprintln!("{line}"))
+    }
+
+    /// Lines go to `write` instead: a terminal app that owns the screen
+    /// shows them its own way (or a test collects them).
+    pub fn new(write: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        FailureReporter {
+            write: Arc::new(write),
+            said: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    /// Say `line` unless a failure of `kind` was said before.
+    pub(crate) fn report(&self, kind: &str, line: &str) {
+        let first = match self.said.lock() {
+            Ok(mut said) => said.insert(kind.to_string()),
+            Err(poisoned) => poisoned.into_inner().insert(kind.to_string()),
+        };
+        if first {
+            (self.write)(&format!(
+                "rein: telemetry: {line} (further failures like this are not reported)"
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_failure_is_said_once() {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let r = FailureReporter::new(move |l| sink.lock().unwrap().push(l.to_string()));
+        r.report("traces:connect", "cannot reach x");
+        r.clone().report("traces:connect", "cannot reach x again");
+        r.report("metrics:http-500", "HTTP 500");
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("rein: telemetry: cannot reach x ("));
+    }
+}
