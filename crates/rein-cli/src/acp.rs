@@ -66,7 +66,13 @@ pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
         ),
         None => None,
     };
-    let agent = Arc::new(AcpAgent::new(args.models, mode));
+    // The store is the rein home's (or REIN_STORE's): one for every
+    // workspace a client opens.
+    let here = crate::exec::resolve_workspace(None)?;
+    let (cfg, _) = crate::exec::load_config(&here, args.models.clone(), false)?;
+    let (store, _) = crate::hosting::open_store(&cfg, None, 4).await?;
+    let host = crate::hosting::Host::new(args.models, mode, store);
+    let agent = Arc::new(AcpAgent::new(host));
     serve(agent)
         .await
         .map_err(|e| Failure::harness(anyhow!("the ACP connection failed: {e}")))?;
@@ -155,14 +161,17 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
             async move |request: PromptRequest,
                         responder: Responder<PromptResponse, V1>,
                         client: ConnectionTo<Client>| {
-                let session = match on_prompt.session(&request.session_id.0) {
-                    Ok(s) => s,
+                let turn = on_prompt
+                    .session(&request.session_id.0)
+                    .and_then(|s| s.begin(&request.prompt));
+                let turn = match turn {
+                    Ok(t) => t,
                     Err(e) => return responder.respond_with_error(e),
                 };
                 // The run goes on beside the connection, which keeps
                 // reading (cancels, permission answers, other sessions).
                 tokio::spawn(async move {
-                    let result = match session.prompt(&request.prompt, &client).await {
+                    let result = match turn.run(&client).await {
                         Ok(stop) => responder.respond(PromptResponse::new(stop)),
                         Err(e) => responder.respond_with_error(e),
                     };

@@ -199,7 +199,8 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     // Building a tokenizer's tables takes a moment: off the async threads.
     let model = provider.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
-    let store = open_store(&cfg)?;
+    // The SQLite file, or the PostgreSQL database REIN_STORE names.
+    let (store, _) = crate::hosting::open_store(&cfg, None, 2).await?;
 
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
 

@@ -69,6 +69,8 @@ impl Budget {
 /// A session's engine and what it was built from.
 pub struct Hosted {
     pub engine: AgentEngine,
+    /// The config the engine was built from (custom commands, limits).
+    pub cfg: Config,
     pub mode: PermissionMode,
     /// Kept alive for the engine's MCP servers and tools.
     _extras: LoadedExtras,
@@ -142,6 +144,7 @@ impl Host {
         }
         Ok(Hosted {
             engine,
+            cfg,
             mode,
             _extras: extras,
         })
@@ -161,4 +164,48 @@ impl Host {
         providers.insert(key, built.clone());
         Ok(built)
     }
+}
+
+/// Where sessions are kept: a PostgreSQL database (`url`, from `--store`
+/// or `REIN_STORE`) shared by several processes, else the SQLite file
+/// under the rein home. The PostgreSQL store is returned again for what
+/// only it can do (leases).
+pub async fn open_store(
+    cfg: &Config,
+    url: Option<&str>,
+    connections: usize,
+) -> Result<(Arc<dyn SessionStore>, Option<rein_store::PgStore>), crate::exit::Failure> {
+    use anyhow::anyhow;
+    let env = std::env::var("REIN_STORE").ok();
+    match url.or(env.as_deref()).filter(|u| !u.trim().is_empty()) {
+        Some(url) if is_postgres(url) => {
+            if connections == 0 {
+                return Err(crate::exit::Failure::usage(anyhow!(
+                    "--store-connections must be at least 1"
+                )));
+            }
+            let options = rein_store::PgOptions {
+                max_connections: connections,
+            };
+            let store = rein_store::PgStore::connect_with(url, options)
+                .await
+                .map_err(|e| crate::exit::Failure::usage(anyhow!("--store: {e}")))?;
+            Ok((Arc::new(store.clone()), Some(store)))
+        }
+        Some(_) => Err(crate::exit::Failure::usage(anyhow!(
+            "--store (or REIN_STORE) is not a PostgreSQL connection string \
+             (postgres://… or host=… dbname=…); leave it out for the SQLite file"
+        ))),
+        None => Ok((crate::exec::open_store(cfg)?, None)),
+    }
+}
+
+/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
+/// libpq's `key=value` form.
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://")
+        || url.starts_with("postgresql://")
+        || url
+            .split_whitespace()
+            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
 }

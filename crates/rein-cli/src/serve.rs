@@ -188,48 +188,16 @@ async fn open_store(
     args: &ServeArgs,
     cfg: &crate::config::Config,
 ) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
-    let url = args
-        .store
-        .clone()
-        .or_else(|| std::env::var("REIN_STORE").ok());
-    match url.as_deref().filter(|u| !u.is_empty()) {
-        Some(url) if is_postgres(url) => {
-            if args.store_connections == 0 {
-                return Err(Failure::usage(anyhow!(
-                    "--store-connections must be at least 1"
-                )));
-            }
-            let options = rein_store::PgOptions {
-                max_connections: args.store_connections,
-            };
-            let store = rein_store::PgStore::connect_with(url, options)
-                .await
-                .map_err(|e| Failure::usage(anyhow!("--store: {e}")))?;
-            if args.lease_secs == 0 {
-                return Err(Failure::usage(anyhow!("--lease-secs must be at least 1")));
-            }
-            let ttl = Duration::from_secs(args.lease_secs);
-            Ok((
-                Arc::new(store.clone()),
-                Some(leases::Leases::new(store, ttl)),
-            ))
-        }
-        Some(_) => Err(Failure::usage(anyhow!(
-            "--store is not a PostgreSQL connection string (postgres://… or host=… dbname=…); \
-             leave it out for the SQLite file"
-        ))),
-        None => Ok((crate::exec::open_store(cfg)?, None)),
+    let (store, pg) =
+        crate::hosting::open_store(cfg, args.store.as_deref(), args.store_connections).await?;
+    let Some(pg) = pg else {
+        return Ok((store, None));
+    };
+    if args.lease_secs == 0 {
+        return Err(Failure::usage(anyhow!("--lease-secs must be at least 1")));
     }
-}
-
-/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
-/// libpq's `key=value` form.
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://")
-        || url.starts_with("postgresql://")
-        || url
-            .split_whitespace()
-            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
+    let ttl = Duration::from_secs(args.lease_secs);
+    Ok((store, Some(leases::Leases::new(pg, ttl))))
 }
 
 /// Accept connections until Ctrl-C or SIGTERM.

@@ -10,25 +10,19 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer};
 use agent_client_protocol::{Client, Error as AcpError};
-use rein_core::{Approvals, NewSession, PermissionMode, Provider, SessionStore};
+use rein_core::{NewSession, SessionStore};
 
 use super::client_fs::{self, Through};
 use super::session::{AcpSession, Opening, internal, invalid};
-use crate::cli::ModelArgs;
-use crate::config::Config;
-use crate::run_setup::LoadedExtras;
+use crate::hosting::{Host, HostError};
 
 /// The state shared by every handler of one connection.
 pub struct AcpAgent {
-    models: ModelArgs,
-    /// `--mode`, over each workspace's configured mode.
-    mode: Option<PermissionMode>,
+    /// Engines, configs and the shared providers and store.
+    host: Host,
     /// What the client offered in `initialize` (nothing until it did).
     client: Mutex<ClientCapabilities>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
-    /// Providers by what chose them: sessions on the same model share one
-    /// (an embedded model is loaded once).
-    providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
 }
 
 /// Which stored session a client opens.
@@ -38,13 +32,11 @@ pub enum Target<'a> {
 }
 
 impl AcpAgent {
-    pub fn new(models: ModelArgs, mode: Option<PermissionMode>) -> AcpAgent {
+    pub fn new(host: Host) -> AcpAgent {
         AcpAgent {
-            models,
-            mode,
+            host,
             client: Mutex::new(ClientCapabilities::default()),
             sessions: Mutex::new(HashMap::new()),
-            providers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -86,64 +78,30 @@ impl AcpAgent {
             )));
         }
         let workspace = crate::exec::resolve_workspace(Some(cwd)).map_err(failure)?;
-        let trusted = crate::trust::command::trusted_for_run(&workspace, false).map_err(failure)?;
-        let (mut cfg, _) =
-            crate::exec::load_config(&workspace, self.models.clone(), trusted).map_err(failure)?;
+        let mut cfg = self.host.config(&workspace).map_err(host_error)?;
         cfg.mcp_servers.extend(super::mcp::servers(mcp)?);
-        cfg.validate().map_err(|e| invalid(format!("{e:#}")))?;
-        let mode = self.mode.or(cfg.permissions.mode).unwrap_or_default();
-        let provider = self.provider(&cfg)?;
-        let store = crate::exec::open_store(&cfg).map_err(failure)?;
-        let id = stored_session(store.as_ref(), &workspace, provider.model(), target).await?;
-        let extras = LoadedExtras::load(&cfg, &workspace, provider.as_ref()).await;
-        for note in &extras.notes {
-            crate::output::err(&format!("note: {note}"));
-        }
-        let engine = crate::run_setup::engine_builder(
-            &cfg,
-            &workspace,
-            mode,
-            provider,
-            store,
-            &extras.extras(),
-        )
-        .approvals(Approvals::Events)
-        .build()
-        .map_err(|e| internal(format!("cannot start the engine: {e}")))?;
-        if let Some(hub) = &extras.mcp {
-            let lazy = crate::mcp::lazy_tools(&cfg, &engine);
-            crate::mcp::follow(hub, &engine, lazy, |line| {
-                crate::output::err(&format!("note: {line}"));
-            });
-        }
-        let client_writes = client_fs::install(&engine, self.through(), &id, client);
+        let model = self
+            .host
+            .provider(&cfg)
+            .map_err(host_error)?
+            .model()
+            .to_string();
+        let id = stored_session(self.host.store().as_ref(), &workspace, &model, target).await?;
+        let hosted = self
+            .host
+            .engine(&workspace, cfg)
+            .await
+            .map_err(host_error)?;
+        let client_writes = client_fs::install(&hosted.engine, self.through(), &id, client);
         let session = Arc::new(AcpSession::new(Opening {
             id: id.clone(),
             workspace,
-            engine,
-            cfg,
-            extras,
-            mode,
+            hosted,
             client_writes,
         }));
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.insert(id, session.clone());
         Ok(session)
-    }
-
-    /// The provider `cfg` chooses, built once per choice.
-    fn provider(&self, cfg: &Config) -> Result<Arc<dyn Provider>, AcpError> {
-        let key = format!(
-            "{:?}|{:?}|{:?}|{:?}",
-            cfg.provider, cfg.model, cfg.local.model_path, cfg.replay_script
-        );
-        let mut providers = self.providers.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = providers.get(&key) {
-            return Ok(p.clone());
-        }
-        let built = crate::providers::build(cfg).map_err(|e| invalid(format!("{e:#}")))?;
-        providers.insert(key, built.clone());
-        Ok(built)
     }
 }
 
@@ -188,6 +146,14 @@ async fn stored_session(
             }
             Ok(info.id)
         }
+    }
+}
+
+/// An engine that could not be made, as a JSON-RPC error.
+fn host_error(e: HostError) -> AcpError {
+    match e {
+        HostError::Usage(m) => invalid(m),
+        HostError::Internal(m) => internal(m),
     }
 }
 

@@ -13,14 +13,12 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Client, Error as AcpError, ErrorCode};
 use rein_core::{
-    AgentEngine, ApprovalReply, ApprovalRequest, CancellationToken, Event, FnSink, PermissionMode,
-    RunControl, RunRequest, StopReason,
+    ApprovalReply, ApprovalRequest, CancellationToken, Event, FnSink, PermissionMode, RunControl,
+    RunRequest, StopReason,
 };
 
 use super::updates::Updates;
 use super::{permission, transcript};
-use crate::config::Config;
-use crate::run_setup::LoadedExtras;
 
 /// The modes a client may switch a session to (bypass only when `rein
 /// acp` itself was started in it: an editor's mode menu never turns the
@@ -37,10 +35,8 @@ pub struct AcpSession {
     /// The stored session's id, which is also the ACP session id.
     pub id: String,
     pub workspace: PathBuf,
-    engine: AgentEngine,
-    cfg: Config,
-    /// Kept for the engine's MCP servers and tools.
-    _extras: LoadedExtras,
+    /// The engine, its config and what keeps its tools alive.
+    hosted: crate::hosting::Hosted,
     /// The mode of the next prompt (and of the running one, at its next
     /// turn).
     mode: Mutex<PermissionMode>,
@@ -61,10 +57,7 @@ struct Running {
 pub struct Opening {
     pub id: String,
     pub workspace: PathBuf,
-    pub engine: AgentEngine,
-    pub cfg: Config,
-    pub extras: LoadedExtras,
-    pub mode: PermissionMode,
+    pub hosted: crate::hosting::Hosted,
     pub client_writes: bool,
 }
 
@@ -73,12 +66,10 @@ impl AcpSession {
         AcpSession {
             id: o.id,
             workspace: o.workspace,
-            engine: o.engine,
-            cfg: o.cfg,
-            _extras: o.extras,
-            bypass_allowed: o.mode == PermissionMode::Bypass,
+            bypass_allowed: o.hosted.mode == PermissionMode::Bypass,
+            mode: Mutex::new(o.hosted.mode),
+            hosted: o.hosted,
             client_writes: o.client_writes,
-            mode: Mutex::new(o.mode),
             running: Mutex::new(None),
         }
     }
@@ -124,7 +115,7 @@ impl AcpSession {
 
     /// The project's custom commands, as the client's `/` menu.
     pub fn commands_update(&self) -> SessionUpdate {
-        let found = crate::commands::discover(&self.cfg, &self.workspace);
+        let found = crate::commands::discover(&self.hosted.cfg, &self.workspace);
         let commands = found
             .commands
             .iter()
@@ -141,46 +132,35 @@ impl AcpSession {
 
     /// The stored conversation as updates (`session/load`).
     pub async fn replay(&self) -> Result<Vec<SessionUpdate>, AcpError> {
-        let store = self.engine.store();
+        let store = self.hosted.engine.store();
         let messages = store.messages(&self.id).await.map_err(internal)?;
         let todos = store.todos(&self.id).await.map_err(internal)?;
         Ok(transcript::replay(&self.workspace, &messages, &todos))
     }
 
-    /// `session/prompt`: run the prompt to its end, streaming its updates
-    /// to the client and asking it for approvals.
-    pub async fn prompt(
-        self: &Arc<Self>,
-        blocks: &[ContentBlock],
-        client: &ConnectionTo<Client>,
-    ) -> Result<AcpStop, AcpError> {
+    /// `session/prompt`, first half: the prompt's text and the session's
+    /// one run slot, taken at once (in the order requests arrive, so a
+    /// second prompt is refused, never the first).
+    pub fn begin(self: &Arc<Self>, blocks: &[ContentBlock]) -> Result<Turn, AcpError> {
         let prompt = self.prompt_text(blocks)?;
         let cancel = CancellationToken::new();
         let control = RunControl::new();
-        {
-            let mut running = lock(&self.running);
-            if running.is_some() {
-                return Err(invalid_request(
-                    "a prompt is already running in this session; cancel it first",
-                ));
-            }
-            *running = Some(Running {
-                cancel: cancel.clone(),
-                control: control.clone(),
-            });
+        let mut running = lock(&self.running);
+        if running.is_some() {
+            return Err(invalid_request(
+                "a prompt is already running in this session; cancel it first",
+            ));
         }
-        let _done = ClearRunning(self);
-        self.title_if_new(&prompt).await;
-        let request = RunRequest {
+        *running = Some(Running {
+            cancel: cancel.clone(),
+            control: control.clone(),
+        });
+        Ok(Turn {
+            session: self.clone(),
             prompt,
-            resume: Some(self.id.clone()),
-            mode: Some(self.mode()),
-            control: Some(control),
-        };
-        let mut updates = Updates::new(&self.workspace).writes_through_client(self.client_writes);
-        let mut sink = FnSink(|event: Event| self.forward(&mut updates, event, client));
-        let outcome = self.engine.run(request, cancel, &mut sink).await;
-        stop_reason(&outcome)
+            cancel,
+            control,
+        })
     }
 
     /// One event to the client: its updates, and a permission request for
@@ -232,8 +212,9 @@ impl AcpSession {
             let (name, args) = command
                 .split_once(char::is_whitespace)
                 .unwrap_or((command, ""));
-            let (_, message) = crate::commands::expand(&self.cfg, &self.workspace, name, args)
-                .map_err(|f| invalid(format!("{:#}", f.error)))?;
+            let (_, message) =
+                crate::commands::expand(&self.hosted.cfg, &self.workspace, name, args)
+                    .map_err(|f| invalid(format!("{:#}", f.error)))?;
             text = message;
         }
         Ok(format!("{text}{context}"))
@@ -241,7 +222,7 @@ impl AcpSession {
 
     /// A session made by `session/new` has no title until its first prompt.
     async fn title_if_new(&self, prompt: &str) {
-        let store = self.engine.store();
+        let store = self.hosted.engine.store();
         if let Ok(info) = store.get_session(&self.id).await
             && info.message_count == 0
         {
@@ -252,12 +233,41 @@ impl AcpSession {
     }
 }
 
-/// Clears the running prompt when `prompt` returns, however it returns.
-struct ClearRunning<'a>(&'a AcpSession);
+/// A prompt holding its session's run slot; the slot is given back when
+/// it is dropped, however the run ends.
+pub struct Turn {
+    session: Arc<AcpSession>,
+    prompt: String,
+    cancel: CancellationToken,
+    control: RunControl,
+}
 
-impl Drop for ClearRunning<'_> {
+impl Turn {
+    /// `session/prompt`, second half: run to the end, streaming the
+    /// updates to the client and asking it for approvals.
+    pub async fn run(self, client: &ConnectionTo<Client>) -> Result<AcpStop, AcpError> {
+        let s = &self.session;
+        s.title_if_new(&self.prompt).await;
+        let request = RunRequest {
+            prompt: self.prompt.clone(),
+            resume: Some(s.id.clone()),
+            mode: Some(s.mode()),
+            control: Some(self.control.clone()),
+        };
+        let mut updates = Updates::new(&s.workspace).writes_through_client(s.client_writes);
+        let mut sink = FnSink(|event: Event| s.forward(&mut updates, event, client));
+        let outcome = s
+            .hosted
+            .engine
+            .run(request, self.cancel.clone(), &mut sink)
+            .await;
+        stop_reason(&outcome)
+    }
+}
+
+impl Drop for Turn {
     fn drop(&mut self) {
-        *lock(&self.0.running) = None;
+        *lock(&self.session.running) = None;
     }
 }
 

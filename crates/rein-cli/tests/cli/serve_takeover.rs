@@ -117,3 +117,54 @@ fn a_second_server_finishes_the_session_of_one_killed_mid_run() {
     );
     b.wait_idle(&id);
 }
+
+#[test]
+fn exec_keeps_its_session_in_the_postgresql_database_rein_store_names() {
+    let Some(url) = database("exec_store") else {
+        return;
+    };
+    let env = Env::new();
+    let script = env.script("s.json", &json!({"turns": [{"text": "Stored far away."}]}));
+    let out = env
+        .command()
+        .args([
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "hello",
+        ])
+        .env("REIN_STORE", &url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = session_id(&json_lines(&out));
+    let messages = stored_messages(&url, &id);
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"], "{messages:#?}");
+    // Nothing went to the SQLite file under the home.
+    let local = env.rein(&["sessions", "list"]);
+    assert!(!stdout(&local).contains(&id[..8]), "{}", stdout(&local));
+}
+
+#[test]
+fn a_store_that_is_not_postgresql_or_unreachable_is_a_one_line_error() {
+    let env = Env::new();
+    let script = env.script("s.json", &json!({"turns": [{"text": "x"}]}));
+    let run = |store: &str| {
+        env.command()
+            .args(["exec", "--provider", "replay", "--script", &script, "hello"])
+            .env("REIN_STORE", store)
+            .output()
+            .unwrap()
+    };
+    assert_clean_failure(&run("mysql://x"), 2, "not a PostgreSQL connection string");
+    let out = run("postgres://rein:hunter2@127.0.0.1:1/nothing");
+    assert_clean_failure(&out, 2, "127.0.0.1");
+    assert!(!stderr(&out).contains("hunter2"), "{}", stderr(&out));
+}
