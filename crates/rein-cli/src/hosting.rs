@@ -200,9 +200,14 @@ pub async fn open_store(
     }
 }
 
+/// The PostgreSQL database `REIN_STORE` names, if it names one.
+pub fn postgres_from_env() -> Option<String> {
+    std::env::var("REIN_STORE").ok().filter(|u| is_postgres(u))
+}
+
 /// Whether `url` names a PostgreSQL database: a `postgres://` URL or
 /// libpq's `key=value` form.
-fn is_postgres(url: &str) -> bool {
+pub fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://")
         || url.starts_with("postgresql://")
         || url

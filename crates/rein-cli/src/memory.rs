@@ -46,12 +46,8 @@ pub struct RunMemory {
 /// Open the memory for a run in `workspace`. A memory that cannot be opened
 /// costs one `note:` line on stderr, never the run.
 pub async fn for_run(cfg: &Config, workspace: &Path) -> RunMemory {
-    let path = memory_db(cfg);
-    let options = SqliteOptions {
-        busy_timeout: RUN_BUSY_TIMEOUT,
-    };
-    let memory: Arc<dyn LongTermMemory> = match SqliteMemory::open_with(&path, options) {
-        Ok(m) => Arc::new(m),
+    let memory = match open(cfg, RUN_BUSY_TIMEOUT).await {
+        Ok(m) => m,
         Err(e) => {
             output::err(&format!(
                 "note: running without long-term memory: {}",
@@ -77,6 +73,19 @@ pub async fn for_run(cfg: &Config, workspace: &Path) -> RunMemory {
     }
 }
 
+/// The memory: in the PostgreSQL database `REIN_STORE` names (shared
+/// with the sessions there), else the SQLite file under the home.
+async fn open(
+    cfg: &Config,
+    busy_timeout: Duration,
+) -> Result<Arc<dyn LongTermMemory>, MemoryError> {
+    if let Some(url) = crate::hosting::postgres_from_env() {
+        return Ok(Arc::new(rein_store::PgMemory::connect(&url).await?));
+    }
+    let options = SqliteOptions { busy_timeout };
+    Ok(Arc::new(SqliteMemory::open_with(&memory_db(cfg), options)?))
+}
+
 fn memory_failure(e: MemoryError) -> Failure {
     match e {
         MemoryError::NotFound(_) | MemoryError::Invalid(_) | MemoryError::Denied { .. } => {
@@ -90,7 +99,9 @@ pub async fn run(cmd: MemoryCommand) -> Result<i32, Failure> {
     let cwd = resolve_workspace(None)?;
     // Only the home matters here: the project's settings are not used.
     let (cfg, _) = Config::load(&cwd, false).map_err(Failure::usage)?;
-    let memory = SqliteMemory::open(&memory_db(&cfg)).map_err(memory_failure)?;
+    let memory = open(&cfg, SqliteOptions::default().busy_timeout)
+        .await
+        .map_err(memory_failure)?;
     match cmd {
         MemoryCommand::List {
             all,

@@ -19,10 +19,10 @@ mod cli {
     mod model;
     mod otel;
     mod permissions;
+    mod postgres;
     mod rewind;
     mod sandbox;
     pub mod serve;
-    mod serve_takeover;
     mod sessions;
     mod skills;
     mod subagents;

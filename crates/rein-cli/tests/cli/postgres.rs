@@ -1,4 +1,4 @@
-//! Two `rein serve` processes on one PostgreSQL: a session is driven by
+//! rein on a real PostgreSQL. Two `rein serve` processes on one database: a session is driven by
 //! one at a time, and when that one dies mid-run the other takes the
 //! session over and finishes it, nothing lost and nothing done twice.
 
@@ -167,4 +167,48 @@ fn a_store_that_is_not_postgresql_or_unreachable_is_a_one_line_error() {
     let out = run("postgres://rein:hunter2@127.0.0.1:1/nothing");
     assert_clean_failure(&out, 2, "127.0.0.1");
     assert!(!stderr(&out).contains("hunter2"), "{}", stderr(&out));
+}
+
+#[test]
+fn memories_live_in_the_postgresql_database_rein_store_names() {
+    let Some(url) = database("memory_store") else {
+        return;
+    };
+    let env = Env::new();
+    let rein = |args: &[&str]| {
+        env.command()
+            .args(args)
+            .env("REIN_STORE", &url)
+            .output()
+            .unwrap()
+    };
+    let added = rein(&["memory", "add", "Tests", "run make check before a commit"]);
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let listed = rein(&["memory", "list"]);
+    assert!(
+        stdout(&listed).contains("make check"),
+        "{}",
+        stdout(&listed)
+    );
+    assert!(
+        !env.home.path().join("memory.db").exists(),
+        "the SQLite memory was used"
+    );
+    // A run opens the memory there too.
+    let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
+    let run = env
+        .command()
+        .args([
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "hello",
+        ])
+        .env("REIN_STORE", &url)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
 }
