@@ -1,6 +1,8 @@
-//! rein on a real PostgreSQL. Two `rein serve` processes on one database: a session is driven by
-//! one at a time, and when that one dies mid-run the other takes the
-//! session over and finishes it, nothing lost and nothing done twice.
+//! rein on a real PostgreSQL: sessions and memories kept there when
+//! `REIN_STORE` names it, and two `rein serve` processes on one database:
+//! a session is driven by one at a time, and when that one dies mid-run
+//! the other takes the session over and finishes it, nothing lost and
+//! nothing done twice.
 
 use std::time::{Duration, Instant};
 
