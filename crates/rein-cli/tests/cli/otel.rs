@@ -122,3 +122,44 @@ fn a_malformed_otel_variable_is_a_one_line_usage_error() {
         .unwrap();
     assert_clean_failure(&out, 2, "OTEL_EXPORTER_OTLP_PROTOCOL");
 }
+
+#[test]
+fn serve_with_otel_traces_each_run_and_flushes_at_shutdown() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let receiver = rt.block_on(receiver::Receiver::start(200));
+    let env = Env::new();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [{"text": "Served and traced."}]}),
+    );
+    let endpoint = receiver.endpoint();
+    let mut s = super::serve::Served::start_with(
+        &env,
+        &["--otel", "--script", &script],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
+    );
+    let (status, session) = s.call("POST", "/sessions", Some(json!({})));
+    assert_eq!(status, 201, "{session}");
+    let id = session["id"].as_str().unwrap().to_string();
+    s.call(
+        "POST",
+        &format!("/sessions/{id}/prompt"),
+        Some(json!({"text": "hi"})),
+    );
+    s.events_until(&id, None, "stopped");
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(s.child.wait().unwrap().code(), Some(0));
+    let spans = receiver.spans();
+    let root = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent rein")
+        .unwrap_or_else(|| panic!("no run span: {spans:?}"));
+    assert_eq!(
+        attr(root, "gen_ai.conversation.id").as_deref(),
+        Some(id.as_str())
+    );
+}
