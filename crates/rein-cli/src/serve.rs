@@ -36,6 +36,9 @@ use crate::exit::{self, Failure};
 use crate::hosting::Host;
 use state::Server;
 
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// `rein serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -253,7 +256,10 @@ where
         async move { Ok::<_, std::convert::Infallible>(routes::handle(server, request).await) }
     });
     let io = hyper_util::rt::TokioIo::new(stream);
+    // A client that never finishes its headers is dropped (slowloris).
     let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
         .serve_connection(io, service)
         .await;
 }

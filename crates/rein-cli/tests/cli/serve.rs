@@ -485,3 +485,25 @@ fn serve_shuts_down_on_sigterm_cancelling_runs() {
     let list = env.rein(&["sessions", "list", "--json"]);
     assert!(stdout(&list).contains("cancelled"), "{}", stdout(&list));
 }
+
+#[test]
+fn serve_drops_a_client_that_never_finishes_its_headers() {
+    let env = Env::new();
+    let script = write_script(&env);
+    let s = Served::start(&env, &["--script", &script]);
+    let mut slow = TcpStream::connect(&s.addr).unwrap();
+    slow.write_all(b"GET /sessions HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the connection was kept open"
+    );
+    // Others are served meanwhile and after.
+    let (status, _) = s.call("GET", "/sessions", None);
+    assert_eq!(status, 200);
+}
