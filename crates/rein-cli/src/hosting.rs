@@ -25,6 +25,9 @@ pub enum HostError {
     Internal(String),
 }
 
+/// The longest wall-time budget a session may ask for: a year.
+const MAX_WALL_TIME_SECS: u64 = 31_536_000;
+
 /// Limits one session's runs may not pass (`None`: the config's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
@@ -45,8 +48,19 @@ impl Budget {
                 (None, s) => s,
             }
         }
-        if self.max_turns == Some(0) || self.max_tokens == Some(0) {
+        if self.max_turns == Some(0)
+            || self.max_tokens == Some(0)
+            || self.max_wall_time_secs == Some(0)
+        {
             return Err(HostError::Usage("budget limits must be at least 1".into()));
+        }
+        if self
+            .max_wall_time_secs
+            .is_some_and(|s| s > MAX_WALL_TIME_SECS)
+        {
+            return Err(HostError::Usage(format!(
+                "max_wall_time_secs must be at most {MAX_WALL_TIME_SECS} (a year)"
+            )));
         }
         if let Some(c) = self.max_cost_usd
             && !(c > 0.0 && c.is_finite())

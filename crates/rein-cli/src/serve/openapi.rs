@@ -16,12 +16,32 @@ pub fn document() -> Value {
                             `rein exec --json` format, numbered for Last-Event-ID."
         },
         "security": [{"bearer": []}],
-        "paths": paths(),
+        "paths": guarded(paths()),
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": schemas()
         }
     })
+}
+
+/// Every operation but `/health` can be refused by the guard: 401
+/// without the token, 403 for a web page's request.
+fn guarded(mut paths: Value) -> Value {
+    for (path, item) in paths.as_object_mut().into_iter().flatten() {
+        if path == "/health" {
+            continue;
+        }
+        for (method, op) in item.as_object_mut().into_iter().flatten() {
+            if method == "parameters" {
+                continue;
+            }
+            if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) {
+                responses.insert("401".into(), error());
+                responses.insert("403".into(), error());
+            }
+        }
+    }
+    paths
 }
 
 fn paths() -> Value {
@@ -44,7 +64,7 @@ fn paths() -> Value {
             },
             "post": {
                 "operationId": "createSession", "summary": "A new session in a workspace under the root",
-                "requestBody": body("CreateSession"),
+                "requestBody": {"required": false, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreateSession"}}}},
                 "responses": {"201": ok("Session"), "400": error(), "401": error()}
             }
         },
@@ -89,19 +109,21 @@ fn paths() -> Value {
             "post": {
                 "operationId": "answerApproval", "summary": "Answer a call waiting for approval",
                 "requestBody": body("Approval"),
-                "responses": {"204": {"description": "Answered"}, "404": error(), "409": error()}
+                "responses": {"204": {"description": "Answered"}, "400": error(), "404": error(), "409": error()}
             }
         },
         "/sessions/{id}/events": {
             "parameters": [session_id,
-                {"name": "Last-Event-ID", "in": "header", "required": false, "schema": {"type": "string"}},
-                {"name": "after", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 0}}],
+                {"name": "Last-Event-ID", "in": "header", "required": false,
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,19}$"}},
+                {"name": "after", "in": "query", "required": false,
+                 "schema": {"type": "integer", "minimum": 0}}],
             "get": {
                 "operationId": "events",
                 "summary": "The session's events as Server-Sent Events, after Last-Event-ID",
                 "responses": {"200": {"description": "An event stream; each `data:` is one event",
                                       "content": {"text/event-stream": {}}},
-                              "404": error()}
+                              "400": error(), "404": error()}
             }
         }
     })
@@ -114,17 +136,18 @@ fn schemas() -> Value {
         "Status": {"type": "object", "properties": {"status": {"type": "string"}}},
         "Accepted": {"type": "object", "properties": {"session_id": {"type": "string"}}},
         "Budget": {"type": "object", "additionalProperties": false, "properties": {
-            "max_turns": {"type": "integer", "minimum": 1},
-            "max_tokens": {"type": "integer", "minimum": 1},
-            "max_cost_usd": {"type": "number", "exclusiveMinimum": 0},
-            "max_wall_time_secs": {"type": "integer", "minimum": 1}}},
+            "max_turns": {"type": ["integer", "null"], "minimum": 1, "maximum": u32::MAX},
+            "max_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": u64::MAX},
+            "max_cost_usd": {"type": ["number", "null"], "exclusiveMinimum": 0},
+            "max_wall_time_secs": {"type": ["integer", "null"], "minimum": 1, "maximum": 31_536_000}}},
         "CreateSession": {"type": "object", "additionalProperties": false, "properties": {
             "workspace": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$",
                           "description": "A folder right under the server's root (made when missing)"},
             "title": {"type": "string"},
             "mode": {"$ref": "#/components/schemas/ModeName"},
             "budget": {"$ref": "#/components/schemas/Budget"}}},
-        "ModeName": {"type": "string", "enum": ["default", "accept-edits", "plan", "auto", "bypass"]},
+        "ModeName": {"type": "string", "enum": ["default", "accept-edits", "plan", "auto"],
+                     "description": "Also `bypass`, on a server started with `--mode bypass` only"},
         "Mode": {"type": "object", "required": ["mode"], "additionalProperties": false,
                  "properties": {"mode": {"$ref": "#/components/schemas/ModeName"}}},
         "Prompt": {"type": "object", "required": ["text"], "additionalProperties": false,
@@ -142,7 +165,7 @@ fn schemas() -> Value {
             "last_stop": {"type": ["string", "null"]},
             "parent_id": {"type": ["string", "null"]},
             "running": {"type": "boolean"},
-            "mode": {"$ref": "#/components/schemas/ModeName"},
+            "mode": {"type": "string"},
             "pending_approvals": {"type": "array", "items": {"type": "object"}}}},
         "SessionList": {"type": "object", "properties": {"sessions": {
             "type": "array", "items": {"$ref": "#/components/schemas/Session"}}}}

@@ -46,7 +46,10 @@ async fn guarded(
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
     let path = request.uri().path().to_string();
-    if request.method() == Method::GET && path == "/health" {
+    if path == "/health" {
+        if request.method() != Method::GET {
+            return Ok(not_allowed(request.method(), &path, "GET"));
+        }
         return Ok(json(StatusCode::OK, &serde_json::json!({"status": "ok"})));
     }
     let verdict = server.guard.check(
@@ -118,14 +121,38 @@ async fn route(
             approve(server, id, call, request).await
         }
         (&Method::GET, ["sessions", id, "events"]) => events(server, id, &request).await,
-        (_, ["sessions", ..] | ["openapi.json"]) => Err(Failure::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("{method} is not served on {path}"),
-        )),
-        _ => Err(Failure::not_found(format!(
-            "no route {path} (see /openapi.json)"
-        ))),
+        (_, parts) => match allowed(parts) {
+            Some(allow) => Ok(not_allowed(&method, path, allow)),
+            None => Err(Failure::not_found(format!(
+                "no route {path} (see /openapi.json)"
+            ))),
+        },
     }
+}
+
+/// The methods a route's path is served with (for a 405's `Allow`).
+fn allowed(parts: &[&str]) -> Option<&'static str> {
+    Some(match parts {
+        ["openapi.json"] => "GET",
+        ["sessions"] => "GET, POST",
+        ["sessions", _] => "GET, DELETE",
+        ["sessions", _, "prompt" | "cancel" | "mode"] => "POST",
+        ["sessions", _, "events"] => "GET",
+        ["sessions", _, "approvals", _] => "POST",
+        _ => return None,
+    })
+}
+
+/// 405, saying which methods the path takes.
+fn not_allowed(method: &Method, path: &str, allow: &'static str) -> Response<Body> {
+    let mut r = Failure::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not served on {path} (only {allow})"),
+    )
+    .into_response();
+    r.headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    r
 }
 
 /// A session as the routes show it.
@@ -262,14 +289,14 @@ async fn events(
             .find_map(|kv| kv.strip_prefix("after="))
             .map(str::to_string)
     });
-    let after =
-        match header_text(request, header::HeaderName::from_static("last-event-id")).or(from_query)
-        {
-            Some(text) => text.trim().parse::<u64>().map_err(|_| {
-                Failure::bad_request(format!("Last-Event-ID `{text}` is not a number"))
-            })?,
-            None => 0,
-        };
+    let from_header = header_text(request, header::HeaderName::from_static("last-event-id"));
+    let mut after = 0;
+    // Both are checked; the header (what a browser sends on reconnect) wins.
+    for given in [from_query, from_header].into_iter().flatten() {
+        after = given.trim().parse::<u64>().map_err(|_| {
+            Failure::bad_request(format!("Last-Event-ID or after `{given}` is not a number"))
+        })?;
+    }
     let stream = served.events.stream(after, server.closing.clone());
     let mut response = Response::new(http_body_util::BodyExt::boxed_unsync(stream));
     let h = response.headers_mut();
