@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::support::*;
 
-fn everything() -> Option<PathBuf> {
+pub fn everything() -> Option<PathBuf> {
     let path = match std::env::var_os("REIN_MCP_EVERYTHING") {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(std::env::var_os("HOME")?)
