@@ -25,6 +25,11 @@ use super::{PgStore, seconds};
 /// its sessions from everyone else.
 const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// Extend a lease still held with the given token.
+const RENEW: &str = "UPDATE session_leases
+    SET renewed_at = now(), expires_at = now() + make_interval(secs => $3)
+    WHERE session_id = $1 AND token = $2";
+
 /// Why a lease could not be had or kept.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
@@ -243,14 +248,12 @@ impl Lease {
         let (id, token, ttl) = (self.session_id.as_str(), self.token, seconds(self.ttl));
         let still_ours = self
             .store
-            .run("renewing a session lease", |c| async move {
+            .run("renewing a session lease", |mut c| async move {
+                // Every held lease renews every third of its time to live,
+                // so the statement is kept prepared.
+                let statement = c.prepared(RENEW).await.ctx("renewing a session lease")?;
                 let renewed = c
-                    .execute(
-                        "UPDATE session_leases
-                         SET renewed_at = now(), expires_at = now() + make_interval(secs => $3)
-                         WHERE session_id = $1 AND token = $2",
-                        &[&id, &token, &ttl],
-                    )
+                    .execute(&statement, &[&id, &token, &ttl])
                     .await
                     .ctx("renewing a session lease")?;
                 if renewed == 1 {

@@ -7,11 +7,16 @@
 //! middle of a transaction (its future was cancelled) is safe to reuse:
 //! tokio-postgres queues a `ROLLBACK` when a transaction is dropped, and the
 //! connection answers queries in order.
+//!
+//! Each connection keeps the statements prepared on it: tokio-postgres
+//! prepares a `&str` query anew on every call (a round trip of its own and
+//! a parse on the server), which under load cost as much as the work.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{Client, NoTls, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::error::PgFail;
@@ -28,13 +33,26 @@ struct Inner {
     target: Target,
     /// The TLS connector, when the target may use TLS.
     tls: Option<MakeRustlsConnect>,
-    idle: Mutex<Vec<Client>>,
+    /// Last returned is first reused (LIFO): the busiest connections stay
+    /// warm and their statements prepared.
+    idle: Mutex<Vec<Idle>>,
     permits: Arc<Semaphore>,
+}
+
+/// The statements prepared on one connection, by their SQL text. Only
+/// `'static` text is cached, so the set is bounded by the program's SQL.
+type Prepared = HashMap<&'static str, Statement>;
+
+/// A connection waiting in the pool, with what was prepared on it.
+struct Idle {
+    client: Client,
+    prepared: Prepared,
 }
 
 /// A borrowed connection; goes back to the pool when dropped.
 pub(crate) struct Conn {
     client: Option<Client>,
+    prepared: Prepared,
     inner: Arc<Inner>,
     _permit: OwnedSemaphorePermit,
 }
@@ -74,15 +92,16 @@ impl Pool {
                 .idle
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            idle.retain(|c| !c.is_closed());
+            idle.retain(|c| !c.client.is_closed());
             idle.pop()
         };
-        let client = match reused {
-            Some(client) => client,
-            None => self.open(context).await?,
+        let (client, prepared) = match reused {
+            Some(Idle { client, prepared }) => (client, prepared),
+            None => (self.open(context).await?, Prepared::new()),
         };
         Ok(Conn {
             client: Some(client),
+            prepared,
             inner: Arc::clone(&self.inner),
             _permit: permit,
         })
@@ -128,6 +147,23 @@ fn tls_connector() -> Result<MakeRustlsConnect, StoreError> {
     Ok(MakeRustlsConnect::new(config))
 }
 
+impl Conn {
+    /// `sql` prepared on this connection: the first use prepares it, later
+    /// ones only bind and execute. A statement prepared here may be run in
+    /// a transaction on the same connection.
+    pub(crate) async fn prepared(
+        &mut self,
+        sql: &'static str,
+    ) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.prepare(sql).await?;
+        self.prepared.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
 impl std::ops::Deref for Conn {
     type Target = Client;
 
@@ -156,7 +192,10 @@ impl Drop for Conn {
                 .idle
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(client);
+                .push(Idle {
+                    client,
+                    prepared: std::mem::take(&mut self.prepared),
+                });
         }
     }
 }

@@ -2,11 +2,13 @@
 //! approval grants, the cost ledger and compaction records, each read and
 //! written in its own transaction, with the SQLite store's rules.
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Transaction};
 
-use rein_core::{CompactionRecord, LedgerEntry, Todo};
+use rein_core::{CompactionRecord, LedgerEntry, StoreError, Todo};
 
 use super::error::{PgContext, PgFail};
+use super::pool::Conn;
 use super::sessions::ensure_exists;
 
 /// A read-only transaction on one snapshot, so the session check and the
@@ -51,18 +53,21 @@ pub(super) async fn set_todos(client: &mut Client, id: &str, body: &str) -> Resu
     tx.commit().await.ctx("committing todos")
 }
 
-pub(super) async fn todos(client: &mut Client, id: &str) -> Result<Vec<Todo>, PgFail> {
-    let tx = snapshot(client, "reading todos").await?;
-    ensure_exists(&tx, id).await?;
-    let row = tx
-        .query_opt("SELECT body FROM todos WHERE session_id = $1", &[&id])
+/// The session's todos (NULL when none were saved), or no row when there is
+/// no session: one statement, so both are read from one snapshot.
+const TODOS: &str =
+    "SELECT (SELECT body FROM todos WHERE session_id = $1) FROM sessions WHERE id = $1";
+
+pub(super) async fn todos(conn: &mut Conn, id: &str) -> Result<Vec<Todo>, PgFail> {
+    let statement = conn.prepared(TODOS).await.ctx("reading todos")?;
+    let row = conn
+        .query_opt(&statement, &[&id])
         .await
-        .ctx("reading todos")?;
-    tx.commit().await.ctx("reading todos")?;
-    let Some(row) = row else {
+        .ctx("reading todos")?
+        .ok_or_else(|| rein_core::StoreError::NotFound(id.to_string()))?;
+    let Some(body) = row.try_get::<_, Option<&str>>(0).ctx("reading todos")? else {
         return Ok(Vec::new());
     };
-    let body: &str = row.try_get(0).ctx("reading todos")?;
     serde_json::from_str(body)
         .map_err(|e| PgFail::Corrupt(format!("the todos of session {id} cannot be read: {e}")))
 }
@@ -99,17 +104,55 @@ pub(super) async fn grants(client: &mut Client, id: &str) -> Result<Vec<String>,
         .ctx("reading approvals")
 }
 
-pub(super) async fn add_ledger(client: &mut Client, id: &str, body: &str) -> Result<(), PgFail> {
-    let tx = client.transaction().await.ctx("recording a model call")?;
-    lock_session(&tx, id).await?;
-    tx.execute(
-        "INSERT INTO ledger (session_id, seq, body)
-         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger WHERE session_id = $1), $2)",
-        &[&id, &body],
-    )
-    .await
-    .ctx("recording a model call")?;
-    tx.commit().await.ctx("committing a model call")
+/// Append to the ledger in one statement, without locking the session's
+/// row: the next seq is taken from the statement's snapshot, and should a
+/// concurrent call have committed that seq meanwhile, the insert does
+/// nothing (after waiting for that call to finish) and says so. The
+/// columns: whether the session exists, whether the entry went in.
+const ADD_LEDGER: &str = "WITH s AS (SELECT id FROM sessions WHERE id = $1),
+    added AS (
+        INSERT INTO ledger (session_id, seq, body)
+        SELECT id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger WHERE session_id = $1),
+               $2::text
+        FROM s
+        ON CONFLICT (session_id, seq) DO NOTHING RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM added)";
+
+/// How often [`add_ledger`] tries again after a clash. Each clash means
+/// another call's entry went in, so this bounds only a flood of writers on
+/// one session, where the server runs one model call at a time.
+const LEDGER_TRIES: usize = 256;
+
+pub(super) async fn add_ledger(conn: &mut Conn, id: &str, body: &str) -> Result<(), PgFail> {
+    let statement = conn
+        .prepared(ADD_LEDGER)
+        .await
+        .ctx("recording a model call")?;
+    for _ in 0..LEDGER_TRIES {
+        // Not a lock-then-insert transaction: that was four round trips,
+        // and mixing a row lock with the insert's foreign-key lock can
+        // deadlock. A retry is a new statement, so a new snapshot.
+        let row = match conn.query_one(&statement, &[&id, &body]).await {
+            Ok(row) => row,
+            // The session was deleted after the statement's snapshot.
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
+                return Err(StoreError::NotFound(id.to_string()).into());
+            }
+            Err(e) => return Err(e).ctx("recording a model call"),
+        };
+        let exists: bool = row.try_get(0).ctx("recording a model call")?;
+        let added: bool = row.try_get(1).ctx("recording a model call")?;
+        if !exists {
+            return Err(StoreError::NotFound(id.to_string()).into());
+        }
+        if added {
+            return Ok(());
+        }
+    }
+    Err(StoreError::Locked(format!(
+        "recording a model call of session {id} clashed with others {LEDGER_TRIES} times"
+    ))
+    .into())
 }
 
 /// The ledger in call order and how many rows could not be read: a row

@@ -15,6 +15,7 @@ use rein_core::{
 
 use super::PgStore;
 use super::error::{PgContext, PgFail};
+use super::pool::Conn;
 use super::records;
 
 const SESSION_COLUMNS: &str =
@@ -79,6 +80,11 @@ pub(super) async fn ensure_exists(db: &impl GenericClient, id: &str) -> Result<(
     }
 }
 
+/// One session by its exact id, the common case of [`get_session`]'s
+/// lookup, in one statement.
+const SESSION_BY_ID: &str = "SELECT id, workspace, title, model, created_at, updated_at,
+    message_count, last_stop, parent_id FROM sessions WHERE id = $1";
+
 async fn get_session(db: &impl GenericClient, id: &str) -> Result<SessionInfo, PgFail> {
     let row = db
         .query_opt(
@@ -91,17 +97,23 @@ async fn get_session(db: &impl GenericClient, id: &str) -> Result<SessionInfo, P
     session_from_row(&row).ctx("reading a session")
 }
 
-async fn create_session(client: &mut Client, new: NewSession) -> Result<SessionInfo, PgFail> {
+const INSERT_SESSION: &str = "INSERT INTO sessions (id, workspace, title, model, created_at,
+        updated_at, message_count, parent_id)
+    VALUES ($1, $2, $3, $4, $5, $5, 0, $6) ON CONFLICT (id) DO NOTHING";
+
+async fn create_session(conn: &mut Conn, new: NewSession) -> Result<SessionInfo, PgFail> {
     let now = now_millis();
     // Ids are time plus 20 random bits; a clash is unlikely but cheap to
     // avoid: the insert does nothing on a taken id and a new one is tried.
     for _ in 0..8 {
         let id = new_session_id();
-        let inserted = client
+        let statement = conn
+            .prepared(INSERT_SESSION)
+            .await
+            .ctx("creating a session")?;
+        let inserted = conn
             .execute(
-                "INSERT INTO sessions (id, workspace, title, model, created_at, updated_at,
-                                       message_count, parent_id)
-                 VALUES ($1, $2, $3, $4, $5, $5, 0, $6) ON CONFLICT (id) DO NOTHING",
+                &statement,
                 &[
                     &id,
                     &new.workspace,
@@ -184,13 +196,17 @@ impl SessionField {
 }
 
 async fn set_field(
-    client: &Client,
+    conn: &mut Conn,
     id: &str,
     field: SessionField,
     value: &str,
 ) -> Result<(), PgFail> {
-    let changed = client
-        .execute(field.update_sql(), &[&id, &value])
+    let statement = conn
+        .prepared(field.update_sql())
+        .await
+        .ctx("updating a session")?;
+    let changed = conn
+        .execute(&statement, &[&id, &value])
         .await
         .ctx("updating a session")?;
     if changed == 0 {
@@ -199,60 +215,60 @@ async fn set_field(
     Ok(())
 }
 
-async fn append_message(
-    client: &mut Client,
-    id: &str,
-    role: &str,
-    body: &str,
-) -> Result<u64, PgFail> {
-    let tx = client.transaction().await.ctx("appending a message")?;
+/// Count the message and insert it under the new count, in one statement
+/// (so one round trip, committed when it returns). The update locks the
+/// session's row until then, so concurrent appenders take turns and each
+/// gets the next number; no row means no session.
+const APPEND_MESSAGE: &str = "WITH counted AS (
+        UPDATE sessions SET message_count = message_count + 1,
+                            updated_at = GREATEST(updated_at, $2)
+        WHERE id = $1 RETURNING message_count)
+    INSERT INTO messages (session_id, seq, role, body, created_at)
+    SELECT $1, message_count, $3::text, $4::text, $2 FROM counted
+    RETURNING seq";
+
+async fn append_message(conn: &mut Conn, id: &str, role: &str, body: &str) -> Result<u64, PgFail> {
     let now = now_millis();
-    // Count the message and take its seq in one step. The update locks the
-    // session's row until commit, so concurrent appenders take turns and
-    // each gets the next number; no row means no session.
-    let row = tx
-        .query_opt(
-            "UPDATE sessions SET message_count = message_count + 1,
-                                 updated_at = GREATEST(updated_at, $2)
-             WHERE id = $1 RETURNING message_count",
-            &[&id, &now],
-        )
+    let statement = conn
+        .prepared(APPEND_MESSAGE)
+        .await
+        .ctx("appending a message")?;
+    let row = conn
+        .query_opt(&statement, &[&id, &now, &role, &body])
         .await
         .ctx("appending a message")?
         .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
     let seq: i64 = row.try_get(0).ctx("appending a message")?;
-    tx.execute(
-        "INSERT INTO messages (session_id, seq, role, body, created_at)
-         VALUES ($1, $2, $3, $4, $5)",
-        &[&id, &seq, &role, &body, &now],
-    )
-    .await
-    .ctx("appending a message")?;
-    tx.commit().await.ctx("committing a message")?;
     u64::try_from(seq).map_err(|_| PgFail::Corrupt(format!("session {id} has message seq {seq}")))
 }
 
-async fn messages(client: &mut Client, id: &str) -> Result<Vec<Message>, PgFail> {
-    // One snapshot: the session check and the rows see the same state.
-    let tx = records::snapshot(client, "reading messages").await?;
-    ensure_exists(&tx, id).await?;
-    let rows = tx
-        .query(
-            "SELECT seq, body FROM messages WHERE session_id = $1 ORDER BY seq",
-            &[&id],
-        )
+/// The session's messages, or no row when there is no session: one
+/// statement, so the check and the rows see one snapshot.
+const MESSAGES: &str = "SELECT m.seq, m.body FROM sessions s
+    LEFT JOIN messages m ON m.session_id = s.id
+    WHERE s.id = $1 ORDER BY m.seq";
+
+async fn messages(conn: &mut Conn, id: &str) -> Result<Vec<Message>, PgFail> {
+    let statement = conn.prepared(MESSAGES).await.ctx("reading messages")?;
+    let rows = conn
+        .query(&statement, &[&id])
         .await
         .ctx("reading messages")?;
-    tx.commit().await.ctx("reading messages")?;
-    rows.iter()
-        .map(|row| {
-            let seq: i64 = row.try_get(0).ctx("reading messages")?;
-            let body: &str = row.try_get(1).ctx("reading messages")?;
-            serde_json::from_str::<Message>(body).map_err(|e| {
-                PgFail::Corrupt(format!("message {seq} of session {id} cannot be read: {e}"))
-            })
-        })
-        .collect()
+    if rows.is_empty() {
+        return Err(StoreError::NotFound(id.to_string()).into());
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        // The one row of a session without messages has no message in it.
+        let Some(seq) = row.try_get::<_, Option<i64>>(0).ctx("reading messages")? else {
+            continue;
+        };
+        let body: &str = row.try_get(1).ctx("reading messages")?;
+        out.push(serde_json::from_str::<Message>(body).map_err(|e| {
+            PgFail::Corrupt(format!("message {seq} of session {id} cannot be read: {e}"))
+        })?);
+    }
+    Ok(out)
 }
 
 fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Result<String, StoreError> {
@@ -270,6 +286,15 @@ impl SessionStore for PgStore {
 
     async fn get_session(&self, id: &str) -> Result<SessionInfo, StoreError> {
         self.run("reading a session", |mut c| async move {
+            // An exact id needs no prefix search, so no transaction either.
+            let statement = c.prepared(SESSION_BY_ID).await.ctx("reading a session")?;
+            if let Some(row) = c
+                .query_opt(&statement, &[&id])
+                .await
+                .ctx("reading a session")?
+            {
+                return session_from_row(&row).ctx("reading a session");
+            }
             let tx = c.transaction().await.ctx("reading a session")?;
             let id = resolve(&tx, id).await?;
             let info = get_session(&tx, &id).await?;
@@ -298,22 +323,22 @@ impl SessionStore for PgStore {
     }
 
     async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
-        self.run("updating a session", |c| async move {
-            set_field(&c, id, SessionField::Title, title).await
+        self.run("updating a session", |mut c| async move {
+            set_field(&mut c, id, SessionField::Title, title).await
         })
         .await
     }
 
     async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
-        self.run("updating a session", |c| async move {
-            set_field(&c, id, SessionField::Model, model).await
+        self.run("updating a session", |mut c| async move {
+            set_field(&mut c, id, SessionField::Model, model).await
         })
         .await
     }
 
     async fn set_last_stop(&self, id: &str, reason: StopReason) -> Result<(), StoreError> {
-        self.run("updating a session", |c| async move {
-            set_field(&c, id, SessionField::LastStop, reason.as_str()).await
+        self.run("updating a session", |mut c| async move {
+            set_field(&mut c, id, SessionField::LastStop, reason.as_str()).await
         })
         .await
     }

@@ -8,7 +8,7 @@ use rein_store::{InMemorySessionStore, SCHEMA_VERSION};
 
 use crate::fixtures::{open, raw, session, temp_db};
 
-fn entry(n: u64, kind: CallKind, cost: Option<f64>) -> LedgerEntry {
+pub(crate) fn entry(n: u64, kind: CallKind, cost: Option<f64>) -> LedgerEntry {
     LedgerEntry {
         kind,
         provider: "openai".into(),

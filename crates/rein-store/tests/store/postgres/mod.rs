@@ -63,6 +63,41 @@ async fn concurrent_appends_through_one_pool_get_distinct_seqs_and_lose_nothing(
     contract::concurrent_appends_all_land_with_distinct_seqs(Arc::new(store)).await;
 }
 
+/// Ledger rows are added without a lock and retried under one on a clash:
+/// many writers on one session still lose nothing and number 1..=n.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_ledger_writes_to_one_session_all_land() {
+    let (url, store) = pg_store!("concurrent_ledger");
+    let s = session(&store, "/w", "t").await;
+    let mut handles = Vec::new();
+    for t in 0..16u64 {
+        let (store, id) = (store.clone(), s.id.clone());
+        handles.push(tokio::spawn(async move {
+            for i in 0..10u64 {
+                let e = crate::ledger::entry(t * 10 + i + 1, rein_core::CallKind::Turn, None);
+                store.add_ledger(&id, &e).await.unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let (entries, skipped) = store.ledger(&s.id).await.unwrap();
+    assert_eq!((entries.len(), skipped), (160, 0));
+    let mut durations: Vec<u64> = entries.iter().map(|e| e.duration_ms).collect();
+    durations.sort_unstable();
+    assert_eq!(durations, (1..=160).map(|n| 250 * n).collect::<Vec<_>>());
+    let seqs: Vec<i64> = raw(&url)
+        .await
+        .query("SELECT seq FROM ledger ORDER BY seq", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(seqs, (1..=160).collect::<Vec<i64>>());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn appenders_on_separate_connections_interleave_without_clashing() {
     let (url, first) = pg_store!("separate_stores");
