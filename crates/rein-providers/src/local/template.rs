@@ -114,7 +114,8 @@ struct TplTool<'a> {
 struct TplFunction<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a serde_json::Value,
+    /// The schema with its keys sorted (see [`sorted_keys`]).
+    parameters: serde_json::Value,
 }
 
 impl ChatTemplate {
@@ -158,7 +159,7 @@ impl ChatTemplate {
                 function: TplFunction {
                     name: &t.name,
                     description: &t.description,
-                    parameters: &t.parameters,
+                    parameters: sorted_keys(&t.parameters),
                 },
             })
             .collect();
@@ -309,6 +310,28 @@ fn fence_for(text: &str) -> String {
         }
     }
     "`".repeat((longest + 1).max(3))
+}
+
+/// `value` with every object's keys in sorted order, as the templates
+/// have always shown tool schemas. serde_json keeps insertion order when
+/// any crate of the build turns on its `preserve_order` feature (one
+/// does), so the order is set here rather than left to the map type.
+fn sorted_keys(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let sorted = keys
+                .into_iter()
+                .map(|k| (k.clone(), sorted_keys(&map[k])))
+                .collect();
+            serde_json::Value::Object(sorted)
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(sorted_keys).collect())
+        }
+        other => other.clone(),
+    }
 }
 
 /// A call's arguments as the object templates expect, keys in the order
