@@ -352,6 +352,24 @@ impl NewMemory {
 }
 
 impl MemoryChange {
+    /// Put the change into `entry` (a store checks the new content is not
+    /// another entry's first), stamped `now` (never earlier than it was).
+    pub fn apply_to(self, entry: &mut MemoryEntry, now: i64) {
+        if let Some(content) = self.content {
+            entry.content = content;
+        }
+        if let Some(title) = self.title {
+            entry.title = title;
+        }
+        if let Some(tags) = self.tags {
+            entry.tags = tags;
+        }
+        if let Some(origin) = self.origin {
+            entry.origin = origin;
+        }
+        entry.updated_at = now.max(entry.updated_at);
+    }
+
     /// The change as it will be applied, or why it cannot be; a change of
     /// nothing is refused.
     pub fn cleaned(self) -> Result<MemoryChange, MemoryError> {

@@ -8,10 +8,12 @@
 //! ranks entries that match more of them, and more often, first.
 
 /// Most words taken from one query.
-const MAX_TERMS: usize = 32;
+pub(crate) const MAX_TERMS: usize = 32;
 
-/// The FTS5 query for the words of `text`, or `None` when it has no words.
-pub(crate) fn fts_query(text: &str) -> Option<String> {
+/// The distinct words of `text` (runs of letters and digits, lowercased),
+/// at most [`MAX_TERMS`], in order: what both stores' search syntaxes
+/// are built from.
+pub(crate) fn search_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         if word.is_empty() {
@@ -25,6 +27,12 @@ pub(crate) fn fts_query(text: &str) -> Option<String> {
             break;
         }
     }
+    words
+}
+
+/// The FTS5 query for the words of `text`, or `None` when it has no words.
+pub(crate) fn fts_query(text: &str) -> Option<String> {
+    let words = search_words(text);
     if words.is_empty() {
         return None;
     }

@@ -280,8 +280,8 @@ async fn update(
     let n = number(id)?;
     let tx = client.transaction().await.ctx("updating a memory")?;
     let mut entry = find_editable(&tx, id, n, scope).await?;
-    if let Some(content) = change.content {
-        let hash = content_hash(&content);
+    if let Some(content) = &change.content {
+        let hash = content_hash(content);
         let project = project_key(entry.project.as_deref());
         if let Some(other) = same_content(&tx, &hash, project, n).await? {
             return Err(MemoryError::Invalid(format!(
@@ -290,18 +290,8 @@ async fn update(
             ))
             .into());
         }
-        entry.content = content;
     }
-    if let Some(title) = change.title {
-        entry.title = title;
-    }
-    if let Some(tags) = change.tags {
-        entry.tags = tags;
-    }
-    if let Some(origin) = change.origin {
-        entry.origin = origin;
-    }
-    entry.updated_at = now_millis().max(entry.updated_at);
+    change.apply_to(&mut entry, now_millis());
     tx.execute(
         "UPDATE memories SET title = $2, content = $3, tags = $4, content_hash = $5,
                              updated_at = $6, origin = $7

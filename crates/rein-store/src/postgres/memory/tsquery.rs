@@ -6,25 +6,10 @@
 //! prefix, and they are joined with `|`: `ts_rank` then ranks entries that
 //! match more of them, and more often, first.
 
-/// Most words taken from one query.
-const MAX_TERMS: usize = 32;
-
 /// The tsquery text for the words of `text`: `'word':* | 'other':*`, or
 /// `None` when it has no words.
 pub(crate) fn ts_query(text: &str) -> Option<String> {
-    let mut words: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        let word = word.to_lowercase();
-        if !words.contains(&word) {
-            words.push(word);
-        }
-        if words.len() == MAX_TERMS {
-            break;
-        }
-    }
+    let words = crate::memory::fts::search_words(text);
     if words.is_empty() {
         return None;
     }
@@ -66,6 +51,6 @@ mod tests {
         assert_eq!(ts_query("a A a").unwrap(), "'a':*");
         let long: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
         let q = ts_query(&long.join(" ")).unwrap();
-        assert_eq!(q.matches(" | ").count(), MAX_TERMS - 1);
+        assert_eq!(q.matches(" | ").count(), crate::memory::fts::MAX_TERMS - 1);
     }
 }
