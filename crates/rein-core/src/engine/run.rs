@@ -240,10 +240,11 @@ impl AgentEngine {
         });
         let policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
         let continuing = request.continues() && opened.resumed;
-        let latest_instruction = if continuing {
-            last_user_text(&opened.messages)
-        } else {
-            request.prompt.clone()
+        let mut earlier_requests = opened.earlier_requests;
+        // An interrupted run goes on following the last request it had.
+        let latest_instruction = match continuing {
+            true => earlier_requests.pop().unwrap_or_default(),
+            false => request.prompt.clone(),
         };
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         let mut checkpoint = None;
@@ -265,7 +266,7 @@ impl AgentEngine {
         let track = Tracker {
             ledger: TaskLedger {
                 latest_instruction,
-                earlier_requests: opened.earlier_requests,
+                earlier_requests,
                 todos: inner.store.todos(&ctx.session_id).await.unwrap_or_default(),
                 ..Default::default()
             },
@@ -586,17 +587,4 @@ fn narrow_to_edits(tools: &mut Vec<crate::ToolSpec>) -> Option<Vec<crate::ToolSp
     let all = tools.clone();
     tools.retain(|t| help::EDIT_TOOLS.contains(&t.name.as_str()));
     Some(all)
-}
-
-/// The text of the last user message stored (the instruction an
-/// interrupted run was following).
-fn last_user_text(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            Message::User { content } if !content.starts_with("[rein]") => Some(content.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
