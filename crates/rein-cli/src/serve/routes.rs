@@ -188,11 +188,7 @@ async fn create(
 
 async fn get(server: &Arc<Server>, id: &str) -> Result<Response<Body>, Failure> {
     let info = server.stored(id).await?;
-    let status = server
-        .all_served()
-        .into_iter()
-        .find(|s| s.id == id)
-        .map(|s| s.status());
+    let status = server.served_now(id).map(|s| s.status());
     Ok(json(StatusCode::OK, &SessionView { info, status }))
 }
 

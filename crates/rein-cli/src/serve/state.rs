@@ -76,7 +76,8 @@ impl Server {
         telemetry.as_ref().map(|t| t.observer())
     }
 
-    fn served_now(&self, id: &str) -> Option<Arc<Served>> {
+    /// The session `id` if this server serves it now.
+    pub fn served_now(&self, id: &str) -> Option<Arc<Served>> {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.get(id).cloned()
     }

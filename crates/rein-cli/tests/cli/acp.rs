@@ -318,7 +318,12 @@ fn acp_prompt_asks_permission_runs_the_edit_and_streams_its_diff() {
 #[test]
 fn acp_a_denied_permission_refuses_the_call_and_the_turn_goes_on() {
     let env = Env::new();
-    let script = write_then_answer(&env);
+    let write = json!({"tool_calls": [{"name": "write_file",
+                       "arguments": {"path": "hello.txt", "content": "hi\n"}}]});
+    let script = env.script(
+        "twice.json",
+        &json!({"turns": [write, {"text": "Refused."}, write, {"text": "Refused again."}]}),
+    );
     let mut c = Client::start(&env, &script, &[]);
     c.answer = Some("deny".into());
     let session = c.new_session(env.ws.path());
@@ -333,7 +338,13 @@ fn acp_a_denied_permission_refuses_the_call_and_the_turn_goes_on() {
     assert!(!failed.is_empty(), "{:#?}", c.seen);
     // A client that answers `cancelled` denies too.
     c.answer = None;
-    drop(c);
+    let done = c.prompt(&session, "write hello.txt again");
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{:#?}", c.seen);
+    assert_eq!(c.asked.len(), 2, "{:#?}", c.seen);
+    assert!(
+        !env.path("hello.txt").exists(),
+        "a cancelled answer allowed the write"
+    );
 }
 
 #[test]

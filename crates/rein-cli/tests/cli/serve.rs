@@ -507,3 +507,33 @@ fn serve_drops_a_client_that_never_finishes_its_headers() {
     let (status, _) = s.call("GET", "/sessions", None);
     assert_eq!(status, 200);
 }
+
+#[test]
+fn serve_mode_change_applies_to_the_next_prompt() {
+    let env = Env::new();
+    let script = write_script(&env);
+    let s = Served::start(&env, &["--script", &script]);
+    let id = create(&s, json!({"workspace": "m"}));
+    let (status, body) = s.call(
+        "POST",
+        &format!("/sessions/{id}/mode"),
+        Some(json!({"mode": "plan"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, session) = s.call("GET", &format!("/sessions/{id}"), None);
+    assert_eq!(session["mode"], "plan");
+    s.call(
+        "POST",
+        &format!("/sessions/{id}/prompt"),
+        Some(json!({"text": "write out.txt"})),
+    );
+    let events = s.events_until(&id, None, "stopped");
+    // Plan mode: the write is refused without an approval being asked.
+    assert_eq!(events[0].1["mode"], "plan", "{events:?}");
+    assert!(
+        events.iter().any(|(_, e)| e["type"] == "permission_denied"),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|(_, e)| e["type"] == "approval_required"));
+    assert!(!env.ws.path().join("m/out.txt").exists());
+}
