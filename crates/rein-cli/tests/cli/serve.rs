@@ -530,10 +530,13 @@ fn serve_mode_change_applies_to_the_next_prompt() {
     let events = s.events_until(&id, None, "stopped");
     // Plan mode: the write is refused without an approval being asked.
     assert_eq!(events[0].1["mode"], "plan", "{events:?}");
-    assert!(
-        events.iter().any(|(_, e)| e["type"] == "permission_denied"),
-        "{events:?}"
-    );
+    let refused = events
+        .iter()
+        .find(|(_, e)| e["type"] == "tool_finished")
+        .unwrap();
+    assert_eq!(refused.1["is_error"], true, "{events:?}");
+    let why = refused.1["output_preview"].as_str().unwrap();
+    assert!(why.contains("plan mode"), "{why}");
     assert!(!events.iter().any(|(_, e)| e["type"] == "approval_required"));
     assert!(!env.ws.path().join("m/out.txt").exists());
 }
