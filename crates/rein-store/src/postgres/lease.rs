@@ -121,8 +121,11 @@ impl PgStore {
         ttl: Duration,
     ) -> Result<Lease, LeaseError> {
         check_ttl(ttl)?;
+        let (session_id, owner) = (session_id.to_string(), owner.to_string());
+        let (id, who) = (session_id.clone(), owner.clone());
         let outcome = self
-            .run("taking a session lease", |mut c| async move {
+            .run("taking a session lease", move |mut c| async move {
+                let (session_id, owner) = (id.as_str(), who.as_str());
                 let tx = c.transaction().await.ctx("taking a session lease")?;
                 ensure_exists(&tx, session_id).await?;
                 // On a conflict the existing row is locked even when the
@@ -156,13 +159,13 @@ impl PgStore {
         match outcome {
             Acquired::Ours(token) => Ok(Lease {
                 store: self.clone(),
-                session_id: session_id.to_string(),
-                owner: owner.to_string(),
+                session_id,
+                owner,
                 token,
                 ttl,
             }),
             Acquired::Held { owner, expires_in } => Err(LeaseError::Held {
-                session_id: session_id.to_string(),
+                session_id,
                 owner,
                 expires_in: from_seconds(expires_in),
             }),
@@ -173,7 +176,7 @@ impl PgStore {
     /// expired one), longest expired first. A lease released at the end
     /// of a run is gone, so these are the runs a server abandoned.
     pub async fn list_orphaned(&self, grace: Duration) -> Result<Vec<OrphanedSession>, StoreError> {
-        self.run("listing orphaned sessions", |c| async move {
+        self.run("listing orphaned sessions", move |c| async move {
             let rows = c
                 .query(
                     "SELECT session_id, owner,
@@ -245,10 +248,10 @@ impl Lease {
     /// clock). Fails with [`LeaseError::Lost`] when another owner took it
     /// over, or it was released or its session deleted.
     pub async fn renew(&self) -> Result<(), LeaseError> {
-        let (id, token, ttl) = (self.session_id.as_str(), self.token, seconds(self.ttl));
+        let (id, token, ttl) = (self.session_id.clone(), self.token, seconds(self.ttl));
         let still_ours = self
             .store
-            .run("renewing a session lease", |mut c| async move {
+            .run("renewing a session lease", move |mut c| async move {
                 // Every held lease renews every third of its time to live,
                 // so the statement is kept prepared.
                 let statement = c.prepared(RENEW).await.ctx("renewing a session lease")?;
@@ -281,10 +284,10 @@ impl Lease {
     /// Give the lease up now, so another server may take the session at
     /// once. Fails with [`LeaseError::Lost`] when it was no longer ours.
     pub async fn release(self) -> Result<(), LeaseError> {
-        let (id, token) = (self.session_id.as_str(), self.token);
+        let (id, token) = (self.session_id.clone(), self.token);
         let released = self
             .store
-            .run("releasing a session lease", |c| async move {
+            .run("releasing a session lease", move |c| async move {
                 c.execute(
                     "DELETE FROM session_leases WHERE session_id = $1 AND token = $2",
                     &[&id, &token],

@@ -100,16 +100,14 @@ impl PgMemory {
         Ok(memory)
     }
 
+    /// Run `f` with a pooled connection on the PostgreSQL thread.
     async fn run<T, F, Fut>(&self, context: &'static str, f: F) -> Result<T, MemoryError>
     where
-        F: FnOnce(super::pool::Conn) -> Fut,
-        Fut: std::future::Future<Output = Result<T, Oops>>,
+        F: FnOnce(super::pool::Conn) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, Oops>> + Send + 'static,
+        T: Send + 'static,
     {
-        let result = match self.pool.get(context).await {
-            Ok(conn) => f(conn).await,
-            Err(e) => Err(Oops::Db(e)),
-        };
-        result.map_err(|o| match o {
+        self.pool.run(context, f).await.map_err(|o| match o {
             Oops::Memory(e) => e,
             Oops::Db(f) => memory_error(f.into_store(self.pool.target())),
         })
@@ -341,23 +339,26 @@ impl LongTermMemory for PgMemory {
         scope: &EditScope,
     ) -> Result<MemoryEntry, MemoryError> {
         let change = change.cleaned()?;
-        self.run("updating a memory", |mut c| async move {
-            update(&mut c, id, change, scope).await
+        let (id, scope) = (id.to_string(), scope.clone());
+        self.run("updating a memory", move |mut c| async move {
+            update(&mut c, &id, change, &scope).await
         })
         .await
     }
 
     async fn remove(&self, id: &str, scope: &EditScope) -> Result<MemoryEntry, MemoryError> {
-        self.run("removing a memory", |mut c| async move {
-            remove(&mut c, id, scope).await
+        let (id, scope) = (id.to_string(), scope.clone());
+        self.run("removing a memory", move |mut c| async move {
+            remove(&mut c, &id, &scope).await
         })
         .await
     }
 
     async fn get(&self, id: &str) -> Result<MemoryEntry, MemoryError> {
         let n = number(id)?;
-        self.run("reading a memory", |c| async move {
-            let entry = find(&*c, n).await?.ok_or_else(|| not_found(id))?;
+        let id = id.to_string();
+        self.run("reading a memory", move |c| async move {
+            let entry = find(&*c, n).await?.ok_or_else(|| not_found(&id))?;
             let mut one = [entry];
             count_uses(&c, &mut one).await?;
             let [entry] = one;
@@ -372,8 +373,9 @@ impl LongTermMemory for PgMemory {
         scope: Option<&str>,
         limit: usize,
     ) -> Result<Vec<MemoryEntry>, MemoryError> {
-        self.run("searching memories", |c| async move {
-            search(&c, query, scope, limit).await
+        let (query, scope) = (query.to_string(), scope.map(str::to_string));
+        self.run("searching memories", move |c| async move {
+            search(&c, &query, scope.as_deref(), limit).await
         })
         .await
     }
@@ -383,8 +385,9 @@ impl LongTermMemory for PgMemory {
         scope: Option<&str>,
         limit: usize,
     ) -> Result<Vec<MemoryEntry>, MemoryError> {
-        self.run("listing memories", |c| async move {
-            list(&c, scope, limit).await
+        let scope = scope.map(str::to_string);
+        self.run("listing memories", move |c| async move {
+            list(&c, scope.as_deref(), limit).await
         })
         .await
     }
@@ -394,8 +397,9 @@ impl LongTermMemory for PgMemory {
         scope: Option<&str>,
         byte_budget: usize,
     ) -> Result<Vec<MemoryEntry>, MemoryError> {
-        self.run("choosing memories for the prompt", |c| async move {
-            top_for_prompt(&c, scope, byte_budget).await
+        let scope = scope.map(str::to_string);
+        self.run("choosing memories for the prompt", move |c| async move {
+            top_for_prompt(&c, scope.as_deref(), byte_budget).await
         })
         .await
     }

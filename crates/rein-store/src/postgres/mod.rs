@@ -18,6 +18,7 @@ mod lease;
 mod memory;
 mod pool;
 mod records;
+mod runtime;
 mod schema;
 mod sessions;
 mod url;
@@ -93,18 +94,18 @@ impl PgStore {
         &self.pool.target().shown
     }
 
-    /// Run `f` with a pooled connection; its failure becomes a
-    /// [`StoreError`] naming the server.
+    /// Run `f` with a pooled connection on the PostgreSQL thread; its
+    /// failure becomes a [`StoreError`] naming the server.
     async fn run<T, F, Fut>(&self, context: &'static str, f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(Conn) -> Fut,
-        Fut: std::future::Future<Output = Result<T, PgFail>>,
+        F: FnOnce(Conn) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, PgFail>> + Send + 'static,
+        T: Send + 'static,
     {
-        let result = match self.pool.get(context).await {
-            Ok(conn) => f(conn).await,
-            Err(e) => Err(e),
-        };
-        result.map_err(|e| e.into_store(self.pool.target()))
+        self.pool
+            .run(context, f)
+            .await
+            .map_err(|e| e.into_store(self.pool.target()))
     }
 }
 

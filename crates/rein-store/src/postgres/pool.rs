@@ -3,16 +3,19 @@
 //! A transaction needs a connection of its own, so concurrent operations
 //! each borrow one: at most `max` are open at once, idle ones are kept for
 //! the next operation, and a connection the server closed is dropped on
-//! return and replaced by a fresh one later. A connection returned in the
-//! middle of a transaction (its future was cancelled) is safe to reuse:
-//! tokio-postgres queues a `ROLLBACK` when a transaction is dropped, and the
-//! connection answers queries in order.
+//! return and replaced by a fresh one later. Operations run on the
+//! PostgreSQL thread ([`runtime`](super::runtime)), where the connections'
+//! own tasks run too. A connection returned in the middle of a transaction
+//! (its operation failed or panicked) is safe to reuse: tokio-postgres
+//! queues a `ROLLBACK` when a transaction is dropped, and the connection
+//! answers queries in order.
 //!
 //! Each connection keeps the statements prepared on it: tokio-postgres
 //! prepares a `&str` query anew on every call (a round trip of its own and
 //! a parse on the server), which under load cost as much as the work.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -79,9 +82,26 @@ impl Pool {
         &self.inner.target
     }
 
+    /// Run `f` with a connection of this pool, on the PostgreSQL thread
+    /// (see [`runtime`](super::runtime) for why), and give back its result.
+    pub(crate) async fn run<T, E, F, Fut>(&self, context: &'static str, f: F) -> Result<T, E>
+    where
+        F: FnOnce(Conn) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: From<PgFail> + Send + 'static,
+    {
+        let pool = self.clone();
+        super::runtime::run(async move {
+            let conn = pool.get(context).await.map_err(E::from)?;
+            f(conn).await
+        })
+        .await
+    }
+
     /// A connection: an idle one, or a new one when none is idle. Waits
     /// while `max` are in use.
-    pub(crate) async fn get(&self, context: &'static str) -> Result<Conn, PgFail> {
+    async fn get(&self, context: &'static str) -> Result<Conn, PgFail> {
         let permit = Arc::clone(&self.inner.permits)
             .acquire_owned()
             .await

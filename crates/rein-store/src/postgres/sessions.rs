@@ -278,14 +278,15 @@ fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Result<String
 #[async_trait]
 impl SessionStore for PgStore {
     async fn create_session(&self, new: NewSession) -> Result<SessionInfo, StoreError> {
-        self.run("creating a session", |mut c| async move {
+        self.run("creating a session", move |mut c| async move {
             create_session(&mut c, new).await
         })
         .await
     }
 
     async fn get_session(&self, id: &str) -> Result<SessionInfo, StoreError> {
-        self.run("reading a session", |mut c| async move {
+        let id = id.to_string();
+        self.run("reading a session", move |mut c| async move {
             // An exact id needs no prefix search, so no transaction either.
             let statement = c.prepared(SESSION_BY_ID).await.ctx("reading a session")?;
             if let Some(row) = c
@@ -296,7 +297,7 @@ impl SessionStore for PgStore {
                 return session_from_row(&row).ctx("reading a session");
             }
             let tx = c.transaction().await.ctx("reading a session")?;
-            let id = resolve(&tx, id).await?;
+            let id = resolve(&tx, &id).await?;
             let info = get_session(&tx, &id).await?;
             tx.commit().await.ctx("reading a session")?;
             Ok(info)
@@ -309,84 +310,95 @@ impl SessionStore for PgStore {
         workspace: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SessionInfo>, StoreError> {
-        self.run("listing sessions", |c| async move {
-            list_sessions(&c, workspace, limit).await
+        let workspace = workspace.map(str::to_string);
+        self.run("listing sessions", move |c| async move {
+            list_sessions(&c, workspace.as_deref(), limit).await
         })
         .await
     }
 
     async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-        self.run("deleting a session", |mut c| async move {
-            delete_session(&mut c, id).await
+        let id = id.to_string();
+        self.run("deleting a session", move |mut c| async move {
+            delete_session(&mut c, &id).await
         })
         .await
     }
 
     async fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
-        self.run("updating a session", |mut c| async move {
-            set_field(&mut c, id, SessionField::Title, title).await
+        let (id, title) = (id.to_string(), title.to_string());
+        self.run("updating a session", move |mut c| async move {
+            set_field(&mut c, &id, SessionField::Title, &title).await
         })
         .await
     }
 
     async fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
-        self.run("updating a session", |mut c| async move {
-            set_field(&mut c, id, SessionField::Model, model).await
+        let (id, model) = (id.to_string(), model.to_string());
+        self.run("updating a session", move |mut c| async move {
+            set_field(&mut c, &id, SessionField::Model, &model).await
         })
         .await
     }
 
     async fn set_last_stop(&self, id: &str, reason: StopReason) -> Result<(), StoreError> {
-        self.run("updating a session", |mut c| async move {
-            set_field(&mut c, id, SessionField::LastStop, reason.as_str()).await
+        let id = id.to_string();
+        self.run("updating a session", move |mut c| async move {
+            set_field(&mut c, &id, SessionField::LastStop, reason.as_str()).await
         })
         .await
     }
 
     async fn append_message(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
+        let id = id.to_string();
         let body = to_json(message, "a message")?;
         let role = message.role().as_str();
-        self.run("appending a message", |mut c| async move {
-            append_message(&mut c, id, role, &body).await
+        self.run("appending a message", move |mut c| async move {
+            append_message(&mut c, &id, role, &body).await
         })
         .await
     }
 
     async fn messages(&self, id: &str) -> Result<Vec<Message>, StoreError> {
-        self.run("reading messages", |mut c| async move {
-            messages(&mut c, id).await
+        let id = id.to_string();
+        self.run("reading messages", move |mut c| async move {
+            messages(&mut c, &id).await
         })
         .await
     }
 
     async fn set_todos(&self, id: &str, todos: &[Todo]) -> Result<(), StoreError> {
+        let id = id.to_string();
         let body = to_json(todos, "todos")?;
-        self.run("saving todos", |mut c| async move {
-            records::set_todos(&mut c, id, &body).await
+        self.run("saving todos", move |mut c| async move {
+            records::set_todos(&mut c, &id, &body).await
         })
         .await
     }
 
     async fn todos(&self, id: &str) -> Result<Vec<Todo>, StoreError> {
-        self.run("reading todos", |mut c| async move {
-            records::todos(&mut c, id).await
+        let id = id.to_string();
+        self.run("reading todos", move |mut c| async move {
+            records::todos(&mut c, &id).await
         })
         .await
     }
 
     async fn add_grant(&self, id: &str, rule: &Rule) -> Result<(), StoreError> {
+        let id = id.to_string();
         // Stored as the rule's own text, read back with its parser.
         let rule = rule.to_string();
-        self.run("saving an approval", |mut c| async move {
-            records::add_grant(&mut c, id, &rule).await
+        self.run("saving an approval", move |mut c| async move {
+            records::add_grant(&mut c, &id, &rule).await
         })
         .await
     }
 
     async fn grants(&self, id: &str) -> Result<(Vec<Rule>, usize), StoreError> {
+        let id = id.to_string();
         let rows = self
-            .run("reading approvals", |mut c| async move {
-                records::grants(&mut c, id).await
+            .run("reading approvals", move |mut c| async move {
+                records::grants(&mut c, &id).await
             })
             .await?;
         let total = rows.len();
@@ -396,21 +408,24 @@ impl SessionStore for PgStore {
     }
 
     async fn add_ledger(&self, id: &str, entry: &LedgerEntry) -> Result<(), StoreError> {
+        let id = id.to_string();
         let body = to_json(entry, "a ledger entry")?;
-        self.run("recording a model call", |mut c| async move {
-            records::add_ledger(&mut c, id, &body).await
+        self.run("recording a model call", move |mut c| async move {
+            records::add_ledger(&mut c, &id, &body).await
         })
         .await
     }
 
     async fn ledger(&self, id: &str) -> Result<(Vec<LedgerEntry>, usize), StoreError> {
-        self.run("reading the ledger", |mut c| async move {
-            records::ledger(&mut c, id).await
+        let id = id.to_string();
+        self.run("reading the ledger", move |mut c| async move {
+            records::ledger(&mut c, &id).await
         })
         .await
     }
 
     async fn add_compaction(&self, id: &str, record: &CompactionRecord) -> Result<(), StoreError> {
+        let id = id.to_string();
         let body = to_json(record, "a compaction")?;
         let upto_seq = i64::try_from(record.upto_seq).map_err(|_| {
             StoreError::Other(format!(
@@ -418,15 +433,16 @@ impl SessionStore for PgStore {
                 record.upto_seq
             ))
         })?;
-        self.run("saving a compaction", |mut c| async move {
-            records::add_compaction(&mut c, id, upto_seq, &body).await
+        self.run("saving a compaction", move |mut c| async move {
+            records::add_compaction(&mut c, &id, upto_seq, &body).await
         })
         .await
     }
 
     async fn compactions(&self, id: &str) -> Result<Vec<CompactionRecord>, StoreError> {
-        self.run("reading compactions", |mut c| async move {
-            records::compactions(&mut c, id).await
+        let id = id.to_string();
+        self.run("reading compactions", move |mut c| async move {
+            records::compactions(&mut c, &id).await
         })
         .await
     }
