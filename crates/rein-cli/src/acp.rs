@@ -70,8 +70,8 @@ pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
     // workspace a client opens.
     let here = crate::exec::resolve_workspace(None)?;
     let (cfg, _) = crate::exec::load_config(&here, args.models.clone(), false)?;
-    let (store, _) = crate::hosting::open_store(&cfg, None, 4).await?;
-    let host = crate::hosting::Host::new(args.models, mode, store);
+    let (store, _) = crate::hosting::open_store(&cfg, 4).await?;
+    let host = crate::hosting::Host::new(args.models, mode, store, &cfg);
     let agent = Arc::new(AcpAgent::new(host));
     serve(agent)
         .await

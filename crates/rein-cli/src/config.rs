@@ -21,6 +21,9 @@ use crate::trust::{self, ProjectReport};
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     pub provider: Option<String>,
+    /// Where sessions (and memories) are kept: a PostgreSQL connection
+    /// string, or `sqlite` for the file under the home (the default).
+    pub store: Option<String>,
     pub model: Option<String>,
     pub max_turns: Option<u32>,
     pub tool_timeout_secs: Option<u64>,
@@ -176,6 +179,9 @@ impl LocalSection {
 pub struct Config {
     pub home: PathBuf,
     pub provider: Option<String>,
+    /// `store`, then `REIN_STORE`, then `--store`: see
+    /// [`crate::hosting::StoreChoice`].
+    pub store: Option<String>,
     pub model: Option<String>,
     pub max_turns: u32,
     /// Checkpoint the workspace for rewind.
@@ -259,6 +265,7 @@ impl Config {
         Config {
             home,
             provider: None,
+            store: None,
             model: None,
             max_turns: 50,
             checkpoints: true,
@@ -360,8 +367,12 @@ impl Config {
         Ok(())
     }
 
-    /// `REIN_PROVIDER`, `REIN_MODEL`, `REIN_MODEL_PATH`, `REIN_MAX_TURNS`.
+    /// `REIN_PROVIDER`, `REIN_MODEL`, `REIN_MODEL_PATH`, `REIN_MAX_TURNS`,
+    /// `REIN_STORE`.
     fn apply_env(&mut self) -> Result<()> {
+        if let Some(s) = env_string("REIN_STORE") {
+            self.store = Some(s);
+        }
         if let Some(p) = env_string("REIN_PROVIDER") {
             self.provider = Some(p);
         }
@@ -410,6 +421,9 @@ impl Config {
         }
         if file.provider.is_some() {
             self.provider = file.provider;
+        }
+        if file.store.is_some() {
+            self.store = file.store;
         }
         if file.model.is_some() {
             self.model = file.model;

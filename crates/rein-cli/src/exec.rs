@@ -39,8 +39,9 @@ pub fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
     }
 }
 
-/// Open the session database under the configured home.
-pub fn open_store(cfg: &Config) -> Result<Arc<SqliteStore>, Failure> {
+/// Open the SQLite session database under the configured home (see
+/// [`crate::hosting::open_store`] for the store the user chose).
+pub fn open_sqlite(cfg: &Config) -> Result<Arc<SqliteStore>, Failure> {
     let path = cfg.sessions_db();
     SqliteStore::open(&path)
         .map(Arc::new)
@@ -200,7 +201,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let model = provider.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     // The SQLite file, or the PostgreSQL database REIN_STORE names.
-    let (store, _) = crate::hosting::open_store(&cfg, None, 2).await?;
+    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
 
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
 
@@ -301,7 +302,7 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
     let cfg = load_config_noting(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
-    let store = open_store(&cfg)?;
+    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
     let id = match args.session {
         Some(id) => find_session(store.as_ref(), &id, "").await?,
         None => latest_session(store.as_ref(), &workspace, "no session to compact").await?,

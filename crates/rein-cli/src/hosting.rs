@@ -96,20 +96,26 @@ pub struct Host {
     /// The mode sessions start in, over each workspace's config.
     mode: Option<PermissionMode>,
     store: Arc<dyn SessionStore>,
+    /// The process's `store` setting, over each workspace's: memories go
+    /// where the sessions went.
+    store_setting: Option<String>,
     /// Providers by what chose them.
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
 }
 
 impl Host {
+    /// `store` is the store `root` (the process's config) chose.
     pub fn new(
         models: ModelArgs,
         mode: Option<PermissionMode>,
         store: Arc<dyn SessionStore>,
+        root: &Config,
     ) -> Host {
         Host {
             models,
             mode,
             store,
+            store_setting: root.store.clone(),
             providers: Mutex::new(HashMap::new()),
         }
     }
@@ -123,8 +129,9 @@ impl Host {
     pub fn config(&self, workspace: &Path) -> Result<Config, HostError> {
         let trusted = crate::trust::command::trusted_for_run(workspace, false)
             .map_err(|f| HostError::Internal(format!("{:#}", f.error)))?;
-        let (cfg, _) = crate::exec::load_config(workspace, self.models.clone(), trusted)
+        let (mut cfg, _) = crate::exec::load_config(workspace, self.models.clone(), trusted)
             .map_err(|f| HostError::Usage(format!("{:#}", f.error)))?;
+        cfg.store = self.store_setting.clone();
         Ok(cfg)
     }
 
@@ -180,43 +187,59 @@ impl Host {
     }
 }
 
-/// Where sessions are kept: a PostgreSQL database (`url`, from `--store`
-/// or `REIN_STORE`) shared by several processes, else the SQLite file
-/// under the rein home. The PostgreSQL store is returned again for what
-/// only it can do (leases).
+/// Where sessions and memories are kept, as the user said it: `store` in
+/// their config.toml, then `REIN_STORE`, then `--store` (a project's
+/// `store` counts only in a trusted folder, like its `provider`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The SQLite files under the rein home: the default, or `sqlite`.
+    Sqlite,
+    /// A PostgreSQL database shared by several processes, by its
+    /// connection string.
+    Postgres(String),
+}
+
+impl StoreChoice {
+    /// The choice `cfg` holds. Anything but `sqlite` or a PostgreSQL
+    /// connection string is refused (never echoed: it may hold a password).
+    pub fn of(cfg: &Config) -> anyhow::Result<StoreChoice> {
+        match cfg.store.as_deref().map(str::trim) {
+            None | Some("" | "sqlite") => Ok(StoreChoice::Sqlite),
+            Some(url) if is_postgres(url) => Ok(StoreChoice::Postgres(url.to_string())),
+            Some(_) => Err(anyhow::anyhow!(
+                "the store (--store, REIN_STORE or `store` in config.toml) is neither `sqlite` \
+                 nor a PostgreSQL connection string (postgres://… or host=… dbname=…)"
+            )),
+        }
+    }
+}
+
+/// The session store `cfg` chooses ([`StoreChoice`]), with at most
+/// `connections` to PostgreSQL. The PostgreSQL store is returned again for
+/// what only it can do (leases).
 pub async fn open_store(
     cfg: &Config,
-    url: Option<&str>,
     connections: usize,
 ) -> Result<(Arc<dyn SessionStore>, Option<rein_store::PgStore>), crate::exit::Failure> {
+    use crate::exit::Failure;
     use anyhow::anyhow;
-    let env = std::env::var("REIN_STORE").ok();
-    match url.or(env.as_deref()).filter(|u| !u.trim().is_empty()) {
-        Some(url) if is_postgres(url) => {
+    match StoreChoice::of(cfg).map_err(Failure::usage)? {
+        StoreChoice::Postgres(url) => {
             if connections == 0 {
-                return Err(crate::exit::Failure::usage(anyhow!(
+                return Err(Failure::usage(anyhow!(
                     "--store-connections must be at least 1"
                 )));
             }
             let options = rein_store::PgOptions {
                 max_connections: connections,
             };
-            let store = rein_store::PgStore::connect_with(url, options)
+            let store = rein_store::PgStore::connect_with(&url, options)
                 .await
-                .map_err(|e| crate::exit::Failure::usage(anyhow!("--store: {e}")))?;
+                .map_err(|e| Failure::usage(anyhow!("store: {e}")))?;
             Ok((Arc::new(store.clone()), Some(store)))
         }
-        Some(_) => Err(crate::exit::Failure::usage(anyhow!(
-            "--store (or REIN_STORE) is not a PostgreSQL connection string \
-             (postgres://… or host=… dbname=…); leave it out for the SQLite file"
-        ))),
-        None => Ok((crate::exec::open_store(cfg)?, None)),
+        StoreChoice::Sqlite => Ok((crate::exec::open_sqlite(cfg)?, None)),
     }
-}
-
-/// The PostgreSQL database `REIN_STORE` names, if it names one.
-pub fn postgres_from_env() -> Option<String> {
-    std::env::var("REIN_STORE").ok().filter(|u| is_postgres(u))
 }
 
 /// Whether `url` names a PostgreSQL database: a `postgres://` URL or

@@ -17,6 +17,7 @@ use rein_store::{SqliteMemory, SqliteOptions};
 
 use crate::cli::MemoryCommand;
 use crate::config::Config;
+use crate::hosting::StoreChoice;
 use crate::exec::resolve_workspace;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::{self, one_line, out};
@@ -73,13 +74,14 @@ pub async fn for_run(cfg: &Config, workspace: &Path) -> RunMemory {
     }
 }
 
-/// The memory: in the PostgreSQL database `REIN_STORE` names (shared
-/// with the sessions there), else the SQLite file under the home.
+/// The memory: beside the sessions ([`StoreChoice`]): in the PostgreSQL
+/// database the store names, else the SQLite file under the home.
 async fn open(
     cfg: &Config,
     busy_timeout: Duration,
 ) -> Result<Arc<dyn LongTermMemory>, MemoryError> {
-    if let Some(url) = crate::hosting::postgres_from_env() {
+    let choice = StoreChoice::of(cfg).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    if let StoreChoice::Postgres(url) = choice {
         return Ok(Arc::new(rein_store::PgMemory::connect(&url).await?));
     }
     let options = SqliteOptions { busy_timeout };

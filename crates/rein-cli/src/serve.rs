@@ -56,8 +56,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
     /// Where sessions are stored: `postgres://…` to share them between
-    /// servers (default: the SQLite file under the rein home; also
-    /// `REIN_STORE`).
+    /// servers, or `sqlite` for the file under the rein home (default:
+    /// `REIN_STORE`, else `store` in config.toml, else `sqlite`).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// Web pages of this origin may call (exactly as the browser sends
@@ -96,7 +96,10 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
         ),
         None => None,
     };
-    let (cfg, _) = crate::exec::load_config(&root, args.models.clone(), false)?;
+    let (mut cfg, _) = crate::exec::load_config(&root, args.models.clone(), false)?;
+    if let Some(store) = &args.store {
+        cfg.store = Some(store.clone());
+    }
     let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
     let (store, leases) = open_store(&args, &cfg).await?;
     let telemetry = crate::otel::start(args.otel)?;
@@ -107,7 +110,7 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
         .local_addr()
         .map_err(|e| Failure::harness(anyhow!("{e}")))?;
     let guard = auth::Guard::new(token, args.allow_origin.clone(), host_names(bound));
-    let host = Host::new(args.models, mode, store);
+    let host = Host::new(args.models, mode, store, &cfg);
     let server = Arc::new(Server::new(
         host,
         root.clone(),
@@ -192,7 +195,7 @@ async fn open_store(
     cfg: &crate::config::Config,
 ) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
     let (store, pg) =
-        crate::hosting::open_store(cfg, args.store.as_deref(), args.store_connections).await?;
+        crate::hosting::open_store(cfg, args.store_connections).await?;
     let Some(pg) = pg else {
         return Ok((store, None));
     };

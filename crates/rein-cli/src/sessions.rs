@@ -7,7 +7,7 @@ use rein_core::{ContentPart, Message, SessionStore, StoreError};
 
 use crate::cli::SessionsCommand;
 use crate::config::Config;
-use crate::exec::{open_store, resolve_workspace};
+use crate::exec::resolve_workspace;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::{one_line, out};
 
@@ -22,7 +22,7 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
     let cwd = resolve_workspace(None)?;
     // Only the home matters here: the project's settings are not used.
     let (cfg, _) = Config::load(&cwd, false).map_err(Failure::usage)?;
-    let store = open_store(&cfg)?;
+    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
     match cmd {
         SessionsCommand::List {
             workspace,

@@ -51,6 +51,9 @@ pub enum Ignored {
     Looser { key: &'static str, value: String },
     /// An `[mcp_servers.NAME]` section: a command rein would start.
     McpServer(String),
+    /// `store`: where the conversation would be written (the value is
+    /// not shown: it may hold a password).
+    Store,
 }
 
 impl fmt::Display for Ignored {
@@ -67,6 +70,7 @@ impl fmt::Display for Ignored {
             Ignored::EnvAllow(n) => write!(f, "env_allow ({n})"),
             Ignored::Looser { key, value } => write!(f, "{key} = {value}"),
             Ignored::McpServer(name) => write!(f, "[mcp_servers.{}]", shown(name)),
+            Ignored::Store => f.write_str("store"),
         }
     }
 }
@@ -196,6 +200,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
     // Every field by name: a new one must be classified here.
     let ConfigFile {
         provider,
+        store,
         model,
         max_turns,
         tool_timeout_secs,
@@ -224,6 +229,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
     // Redirects: who the model is and where requests and keys go.
     s.ignore(provider, Ignored::Provider);
     s.ignore(model, Ignored::Model);
+    s.ignore(store, |_| Ignored::Store);
     for name in providers.into_keys() {
         s.ignore(Some(name), Ignored::ProviderSection);
     }

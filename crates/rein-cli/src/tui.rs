@@ -10,7 +10,7 @@ use rein_tui::{CheckpointRow, RewindFailure, RewindOutcome, RewindRequest, Rewin
 use crate::cli::AppArgs;
 use crate::config::Config;
 use crate::exec::{
-    engine_builder, load_config, mcp_servers, open_store, resolve_workspace, resume_target,
+    engine_builder, load_config, mcp_servers, resolve_workspace, resume_target,
     safety_warning, start_mode,
 };
 use crate::exit::Failure;
@@ -48,7 +48,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     )
     .map_err(Failure::usage)?;
     let mode = start_mode(&cfg, &args.session)?;
-    let store = open_store(&cfg)?;
+    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
     let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
     // Fail before the screen changes when there is no model to talk to.
     let first = providers::build_or_offer(&cfg).map_err(Failure::usage)?;

@@ -1,5 +1,7 @@
 //! rein on a real PostgreSQL: sessions and memories kept there when
-//! `REIN_STORE` names it, and two `rein serve` processes on one database:
+//! `REIN_STORE` or the user's `store` names it (and every command that
+//! reads sessions reads them there), and two `rein serve` processes on one
+//! database:
 //! a session is driven by one at a time, and when that one dies mid-run
 //! the other takes the session over and finishes it, nothing lost and
 //! nothing done twice.
@@ -165,7 +167,9 @@ fn a_store_that_is_not_postgresql_or_unreachable_is_a_one_line_error() {
             .output()
             .unwrap()
     };
-    assert_clean_failure(&run("mysql://x"), 2, "not a PostgreSQL connection string");
+    let wrong = run("mysql://root:hunter2@x");
+    assert_clean_failure(&wrong, 2, "nor a PostgreSQL connection string");
+    assert!(!stderr(&wrong).contains("hunter2"), "{}", stderr(&wrong));
     let out = run("postgres://rein:hunter2@127.0.0.1:1/nothing");
     assert_clean_failure(&out, 2, "127.0.0.1");
     assert!(!stderr(&out).contains("hunter2"), "{}", stderr(&out));
@@ -213,4 +217,82 @@ fn memories_live_in_the_postgresql_database_rein_store_names() {
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+}
+
+#[test]
+fn the_users_config_store_keeps_sessions_in_postgresql_and_every_command_reads_them_there() {
+    let Some(url) = database("config_store") else {
+        return;
+    };
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!("store = \"{url}\"\n"),
+    )
+    .unwrap();
+    let script = env.script("s.json", &json!({"turns": [{"text": "Kept in the database."}]}));
+    let out = env.rein(&[
+        "exec", "--json", "--provider", "replay", "--script", &script, "hello",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = session_id(&json_lines(&out));
+    assert_eq!(stored_messages(&url, &id).len(), 2);
+    assert!(
+        !env.home.path().join("sessions.db").exists(),
+        "the SQLite file was used"
+    );
+    // `rein sessions` and `rein rewind` read the same store.
+    let listed = env.rein(&["sessions", "list"]);
+    assert!(stdout(&listed).contains(&id[..8]), "{}", stdout(&listed));
+    let shown = env.rein(&["sessions", "show", &id]);
+    assert!(
+        stdout(&shown).contains("Kept in the database."),
+        "{}",
+        stdout(&shown)
+    );
+    // REIN_STORE=sqlite overrides the config for one command.
+    let local = env
+        .command()
+        .args(["sessions", "list"])
+        .env("REIN_STORE", "sqlite")
+        .output()
+        .unwrap();
+    assert_eq!(local.status.code(), Some(0), "{}", stderr(&local));
+    assert!(!stdout(&local).contains(&id[..8]), "{}", stdout(&local));
+}
+
+#[test]
+fn a_projects_store_does_not_redirect_the_sessions_of_an_untrusted_folder() {
+    let Some(url) = database("project_store") else {
+        return;
+    };
+    let env = Env::new();
+    std::fs::create_dir_all(env.ws.path().join(".rein")).unwrap();
+    std::fs::write(
+        env.ws.path().join(".rein/config.toml"),
+        format!("store = \"{url}\"\n"),
+    )
+    .unwrap();
+    let script = env.script("s.json", &json!({"turns": [{"text": "Stays home."}]}));
+    let out = env.rein(&[
+        "exec", "--json", "--provider", "replay", "--script", &script, "hello",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = session_id(&json_lines(&out));
+    // The session is in the home's SQLite file, not the project's database.
+    let listed = env.rein(&["sessions", "list"]);
+    assert!(stdout(&listed).contains(&id[..8]), "{}", stdout(&listed));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let in_pg = rt.block_on(async {
+        use rein_core::SessionStore;
+        let store = rein_store::PgStore::connect(&url).await.unwrap();
+        store.list_sessions(None, 100).await.unwrap()
+    });
+    assert!(in_pg.is_empty(), "{in_pg:?}");
+    // The user is told the project asked for it (the value is not shown).
+    assert!(stderr(&out).contains("store"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(&url), "{}", stderr(&out));
 }

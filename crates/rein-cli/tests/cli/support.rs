@@ -47,6 +47,7 @@ impl Env {
             .env_remove("REIN_PROVIDER")
             .env_remove("REIN_MODEL")
             .env_remove("REIN_MAX_TURNS")
+            .env_remove("REIN_STORE")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("ANTHROPIC_API_KEY")
