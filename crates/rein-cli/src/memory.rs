@@ -17,9 +17,9 @@ use rein_store::{SqliteMemory, SqliteOptions};
 
 use crate::cli::MemoryCommand;
 use crate::config::Config;
-use crate::hosting::StoreChoice;
 use crate::exec::resolve_workspace;
 use crate::exit::{COMPLETED, Failure};
+use crate::hosting::StoreChoice;
 use crate::output::{self, one_line, out};
 
 /// Bytes of the system prompt the most used memories may take (the

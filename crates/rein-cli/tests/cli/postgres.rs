@@ -230,9 +230,18 @@ fn the_users_config_store_keeps_sessions_in_postgresql_and_every_command_reads_t
         format!("store = \"{url}\"\n"),
     )
     .unwrap();
-    let script = env.script("s.json", &json!({"turns": [{"text": "Kept in the database."}]}));
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [{"text": "Kept in the database."}]}),
+    );
     let out = env.rein(&[
-        "exec", "--json", "--provider", "replay", "--script", &script, "hello",
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "hello",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let id = session_id(&json_lines(&out));
@@ -275,7 +284,13 @@ fn a_projects_store_does_not_redirect_the_sessions_of_an_untrusted_folder() {
     .unwrap();
     let script = env.script("s.json", &json!({"turns": [{"text": "Stays home."}]}));
     let out = env.rein(&[
-        "exec", "--json", "--provider", "replay", "--script", &script, "hello",
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "hello",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let id = session_id(&json_lines(&out));
