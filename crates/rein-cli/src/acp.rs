@@ -55,6 +55,8 @@ pub struct AcpArgs {
     /// accept-edits, plan and auto; bypass only when started in it.
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
+    #[command(flatten)]
+    pub otel: crate::otel::OtelArgs,
 }
 
 /// Serve one client on stdin and stdout until it closes them.
@@ -71,11 +73,15 @@ pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
     let here = crate::exec::resolve_workspace(None)?;
     let (cfg, _) = crate::exec::load_config(&here, args.models.clone(), false)?;
     let (store, _) = crate::hosting::open_store(&cfg, 4).await?;
-    let host = crate::hosting::Host::new(args.models, mode, store, &cfg);
+    // Each prompt's run is a trace (export failures on stderr, which
+    // editors log); the rest is sent when the client goes.
+    let telemetry = crate::otel::start(args.otel)?;
+    let host = crate::hosting::Host::new(args.models, mode, store, &cfg)
+        .observed(telemetry.as_ref().map(|t| t.observers()));
     let agent = Arc::new(AcpAgent::new(host));
-    serve(agent)
-        .await
-        .map_err(|e| Failure::harness(anyhow!("the ACP connection failed: {e}")))?;
+    let served = serve(agent).await;
+    crate::otel::finish(telemetry).await;
+    served.map_err(|e| Failure::harness(anyhow!("the ACP connection failed: {e}")))?;
     Ok(exit::COMPLETED)
 }
 

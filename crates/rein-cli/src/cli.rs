@@ -47,6 +47,8 @@ pub struct AppArgs {
     /// `.rein/` settings count like your own. `rein trust` records it.
     #[arg(long)]
     pub trust: bool,
+    #[command(flatten)]
+    pub otel: crate::otel::OtelArgs,
 }
 
 impl Cli {

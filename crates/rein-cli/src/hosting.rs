@@ -86,8 +86,17 @@ pub struct Hosted {
     /// The config the engine was built from (custom commands, limits).
     pub cfg: Config,
     pub mode: PermissionMode,
+    /// Makes each run's telemetry observer, when telemetry is on.
+    observers: Option<rein_telemetry::Observers>,
     /// Kept alive for the engine's MCP servers and tools.
     _extras: LoadedExtras,
+}
+
+impl Hosted {
+    /// A telemetry observer for one run, when telemetry is on.
+    pub fn observer(&self) -> Option<rein_telemetry::RunObserver> {
+        self.observers.as_ref().map(|o| o.observer())
+    }
 }
 
 /// Makes engines for the sessions of one process.
@@ -101,6 +110,8 @@ pub struct Host {
     store_setting: Option<String>,
     /// Providers by what chose them.
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
+    /// Given to each session's engine, for its runs' telemetry.
+    observers: Option<rein_telemetry::Observers>,
 }
 
 impl Host {
@@ -117,7 +128,14 @@ impl Host {
             store,
             store_setting: root.store.clone(),
             providers: Mutex::new(HashMap::new()),
+            observers: None,
         }
+    }
+
+    /// Sessions whose runs are observed by telemetry (`rein acp --otel`).
+    pub fn observed(mut self, observers: Option<rein_telemetry::Observers>) -> Host {
+        self.observers = observers;
+        self
     }
 
     pub fn store(&self) -> &Arc<dyn SessionStore> {
@@ -167,6 +185,7 @@ impl Host {
             engine,
             cfg,
             mode,
+            observers: self.observers.clone(),
             _extras: extras,
         })
     }

@@ -1,14 +1,19 @@
-//! OpenTelemetry for `rein exec` and `rein serve`: off unless `--otel`
-//! or `REIN_OTEL=1`; where to send it comes from the standard `OTEL_*`
-//! variables (see [`rein_telemetry`]). Contents (prompts, answers, tool
-//! arguments and results) only with `--otel-content` or
+//! OpenTelemetry for `rein exec`, `rein serve`, `rein acp` and the
+//! interactive app: off unless `--otel` or `REIN_OTEL=1`; where to send it
+//! comes from the standard `OTEL_*` variables (see [`rein_telemetry`]).
+//! Contents (prompts, answers, tool arguments and results) only with
+//! `--otel-content` or
 //! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::Args;
-use rein_telemetry::{Telemetry, TelemetryConfig};
+use rein_core::Event;
+use rein_telemetry::{FailureReporter, Observers, RunObserver, Telemetry, TelemetryConfig};
+use tokio::sync::mpsc;
 
 use crate::exit::Failure;
 
@@ -27,15 +32,24 @@ pub struct OtelArgs {
     pub otel_content: bool,
 }
 
-/// Telemetry started when asked for; a malformed `OTEL_*` variable is a
-/// usage error (one line, never a header's value).
+/// Telemetry started when asked for, export failures told on stderr; a
+/// malformed `OTEL_*` variable is a usage error (one line, never a
+/// header's value).
 pub fn start(args: OtelArgs) -> Result<Option<Telemetry>, Failure> {
+    start_reporting(args, FailureReporter::stderr())
+}
+
+/// As [`start`], export failures told to `reporter`.
+pub fn start_reporting(
+    args: OtelArgs,
+    reporter: FailureReporter,
+) -> Result<Option<Telemetry>, Failure> {
     let enabled =
         args.otel || std::env::var("REIN_OTEL").is_ok_and(|v| matches!(v.as_str(), "1" | "true"));
     let config = TelemetryConfig::from_env(enabled, args.otel_content)
         .map_err(|e| Failure::usage(anyhow!("telemetry: {e}")))?;
     config
-        .map(Telemetry::start)
+        .map(|c| Telemetry::start(c.with_reporter(reporter)))
         .transpose()
         .map_err(|e| Failure::harness(anyhow!("telemetry: {e}")))
 }
@@ -44,5 +58,86 @@ pub fn start(args: OtelArgs) -> Result<Option<Telemetry>, Failure> {
 pub async fn finish(telemetry: Option<Telemetry>) {
     if let Some(t) = telemetry {
         t.shutdown(FLUSH).await;
+    }
+}
+
+/// Show `event` to the run's observer, when there is one.
+pub fn observe(observer: &mut Option<RunObserver>, event: &Event) {
+    if let Some(o) = observer.as_mut() {
+        o.observe(event);
+    }
+}
+
+/// Export failures for the interactive app, which owns the terminal: the
+/// first becomes one notice in the app (the lines come out of the
+/// receiver); later ones go to stderr, which the app points at its log
+/// file while it runs. Once the app has closed (the receiver dropped),
+/// they go to stderr as `rein exec`'s do.
+pub fn app_reporter() -> (FailureReporter, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (FailureReporter::new(first_as_notice(tx)), rx)
+}
+
+/// Writes a reporter's lines: the first into `notices`, the rest (and the
+/// first, when nobody reads `notices` any more) to stderr.
+fn first_as_notice(notices: mpsc::UnboundedSender<String>) -> impl Fn(&str) + Send + Sync {
+    let noticed = AtomicBool::new(false);
+    move |line| {
+        // Only the first failure of any kind is a notice.
+        let first = !noticed.swap(true, Ordering::SeqCst);
+        if !(first && notices.send(app_notice(line)).is_ok()) {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// The reporter's line as the app's notice: it says export failed, and
+/// that no more will be shown.
+fn app_notice(line: &str) -> String {
+    let reason = line.strip_prefix("rein: telemetry: ").unwrap_or(line);
+    let reason = reason
+        .split_once(" (further failures")
+        .map_or(reason, |(r, _)| r);
+    format!("telemetry export failed: {reason} (further export failures are not shown)")
+}
+
+/// The app's watcher of each run: a telemetry observer of its own, which
+/// sees sub-agents' events nested in the run's.
+pub fn app_watch(observers: Observers) -> rein_tui::WatchRuns {
+    Arc::new(move || {
+        let mut observer = observers.observer();
+        Box::new(move |event: &Event| observer.observe(event)) as rein_tui::RunWatcher
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_apps_notice_says_export_failed_and_that_no_more_are_shown() {
+        let line = "rein: telemetry: cannot export traces to http://127.0.0.1:9/v1/traces: \
+                    connection refused (further failures like this are not reported)";
+        assert_eq!(
+            app_notice(line),
+            "telemetry export failed: cannot export traces to http://127.0.0.1:9/v1/traces: \
+             connection refused (further export failures are not shown)"
+        );
+    }
+
+    #[test]
+    fn the_app_hears_of_the_first_failure_only() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let write = first_as_notice(tx);
+        let more = "(further failures like this are not reported)";
+        write(&format!(
+            "rein: telemetry: cannot export traces to X: refused {more}"
+        ));
+        write(&format!(
+            "rein: telemetry: cannot export metrics to Y: refused {more}"
+        ));
+        let notice = rx.try_recv().unwrap();
+        assert!(notice.starts_with("telemetry export failed: cannot export traces to X"));
+        assert!(rx.try_recv().is_err(), "a second notice");
     }
 }

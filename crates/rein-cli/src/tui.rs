@@ -10,8 +10,8 @@ use rein_tui::{CheckpointRow, RewindFailure, RewindOutcome, RewindRequest, Rewin
 use crate::cli::AppArgs;
 use crate::config::Config;
 use crate::exec::{
-    engine_builder, load_config, mcp_servers, resolve_workspace, resume_target,
-    safety_warning, start_mode,
+    engine_builder, load_config, mcp_servers, resolve_workspace, resume_target, safety_warning,
+    start_mode,
 };
 use crate::exit::Failure;
 use crate::providers;
@@ -33,6 +33,11 @@ pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>
 
 pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     rein_tui::check_terminal().map_err(|e| Failure::usage(anyhow!(e)))?;
+    // Telemetry first: a malformed `OTEL_*` variable is a usage error
+    // before any question is asked or the screen changes. Its export
+    // failures become a notice in the app, never lines over the screen.
+    let (reporter, telemetry_notes) = crate::otel::app_reporter();
+    let telemetry = crate::otel::start_reporting(args.otel, reporter)?;
     let workspace = resolve_workspace(args.workspace.as_deref())?;
     // Asked before the app takes the terminal, on the terminal.
     let trusted = crate::trust::command::trusted_for_app(&workspace, args.trust)?;
@@ -153,15 +158,23 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         skills: skill_list,
         attach_skills,
         rewind,
+        // Each run the app starts is observed; the conversation id is the
+        // session's.
+        watch_runs: telemetry
+            .as_ref()
+            .map(|t| crate::otel::app_watch(t.observers())),
+        notes: telemetry.is_some().then_some(telemetry_notes),
     };
-    let session = rein_tui::run(setup)
-        .await
-        .map_err(|e| Failure::harness(anyhow!("{e:#}")))?;
+    let session = rein_tui::run(setup).await;
     // However the app ended (/quit, Ctrl+C twice, a signal), say how to
     // come back.
-    if let Some(id) = session {
+    if let Ok(Some(id)) = &session {
         crate::output::err(&format!("session {id} · continue with: rein --resume {id}"));
     }
+    // The terminal is the shell's again: the last spans leave (3 s at
+    // most), and a failure now is a line on stderr.
+    crate::otel::finish(telemetry).await;
+    session.map_err(|e| Failure::harness(anyhow!("{e:#}")))?;
     Ok(0)
 }
 

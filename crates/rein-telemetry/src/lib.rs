@@ -78,6 +78,6 @@ mod telemetry;
 
 pub use config::{Protocol, Signal, SignalConfig, TelemetryConfig};
 pub use error::TelemetryError;
-pub use observer::{ObservedSink, RunObserver};
+pub use observer::{ObservedSink, Observers, RunObserver};
 pub use report::FailureReporter;
 pub use telemetry::{Telemetry, TelemetryStats};

@@ -85,6 +85,26 @@ impl Drop for RunObserver {
     }
 }
 
+/// Makes a `RunObserver` for each run: cheap to clone, for a front end
+/// that starts runs from many places (the terminal app's prompts, an
+/// editor's sessions) while `Telemetry` itself waits for the shutdown.
+#[derive(Debug, Clone)]
+pub struct Observers {
+    queue: Queue,
+    capture: bool,
+}
+
+impl Observers {
+    pub(crate) fn new(queue: Queue, capture: bool) -> Self {
+        Observers { queue, capture }
+    }
+
+    /// An observer for one run at a time (see `RunObserver`).
+    pub fn observer(&self) -> RunObserver {
+        RunObserver::new(self.queue.clone(), self.capture)
+    }
+}
+
 /// An `EventSink` that shows each event to a `RunObserver`, then passes it
 /// on unchanged.
 #[derive(Debug)]
@@ -111,5 +131,6 @@ impl<S: EventSink> EventSink for ObservedSink<S> {
 const _: fn() = || {
     fn send<T: Send>() {}
     send::<RunObserver>();
+    send::<Observers>();
     send::<ObservedSink<rein_core::NullSink>>();
 };

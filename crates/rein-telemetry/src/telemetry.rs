@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use crate::batch::Worker;
 use crate::export::Exporter;
 use crate::queue::{Counters, Queue};
-use crate::{FailureReporter, RunObserver, TelemetryConfig, TelemetryError};
+use crate::{FailureReporter, Observers, RunObserver, TelemetryConfig, TelemetryError};
 
 /// Telemetry that is on: a background task exporting what observers queue.
 #[derive(Debug)]
@@ -61,6 +61,12 @@ impl Telemetry {
     /// An observer for one run at a time (see `RunObserver`).
     pub fn observer(&self) -> RunObserver {
         RunObserver::new(self.queue.clone(), self.capture)
+    }
+
+    /// A cloneable maker of observers, for runs started away from here.
+    /// (What its observers see after `shutdown` is not exported.)
+    pub fn observers(&self) -> Observers {
+        Observers::new(self.queue.clone(), self.capture)
     }
 
     /// The counts so far.

@@ -20,4 +20,7 @@ pub mod theme;
 pub use rewind::{
     CheckpointRow, RewindFailure, RewindMode, RewindOutcome, RewindRequest, RewindView,
 };
-pub use run::{AttachSkills, McpFuture, McpView, ProviderFactory, Setup, check_terminal, run};
+pub use run::{
+    AttachSkills, McpFuture, McpView, ProviderFactory, RunWatcher, Setup, WatchRuns,
+    check_terminal, run,
+};

@@ -1,7 +1,6 @@
 //! The event loop: terminal keys, engine events and a spinner tick in; runs
 //! started, cancelled and steered out.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use anyhow::{Context, anyhow};
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt;
 use rein_core::{
-    AgentEngine, CancellationToken, Event, PermissionMode, RunControl, RunRequest, SessionStore,
+    AgentEngine, CancellationToken, Event, EventSink, RunControl, RunRequest, SessionStore,
 };
 use tokio::sync::mpsc;
 
@@ -26,79 +25,18 @@ mod reports;
 mod rewind;
 mod session_hooks;
 mod sessions;
+mod setup;
+mod watch;
 
 use log::{LogRedirect, RENDERING, restore_stderr};
 use paint::{paint, redraw_all};
 use reports::{refresh_cost, show_context, show_cost};
 use sessions::{resume, spawn_title};
-
-/// Builds the provider `/model TEXT` names.
-pub type ProviderFactory =
-    Box<dyn Fn(&str) -> anyhow::Result<Arc<dyn rein_core::Provider>> + Send + Sync>;
-
-/// What the `rein` command hands the app.
-pub struct Setup {
-    /// `$REIN_HOME`: input history and logs live here.
-    pub home: PathBuf,
-    /// The engine every run of the app uses (built with
-    /// `Approvals::Events`, so approvals reach the modal); its workspace
-    /// and session store are the app's.
-    pub engine: AgentEngine,
-    pub providers: ProviderFactory,
-    /// What `/model` with no name lists besides the current model: the
-    /// known local models and whether each is here.
-    pub model_choices: Vec<String>,
-    pub mode: PermissionMode,
-    /// Continue this session at start.
-    pub resume: Option<String>,
-    /// Lines to show first (sandbox notes and the like).
-    pub notices: Vec<String>,
-    /// Draw on the alternate screen instead of inline.
-    pub alternate_screen: bool,
-    /// How long after a run the app waits for a key before it tells the
-    /// `Notification` hooks it is idle.
-    pub idle_notify: Duration,
-    /// A first message, sent as the app opens (`rein "prompt"`).
-    pub prompt: Option<String>,
-    /// The MCP servers, when some are configured.
-    pub mcp: Option<McpView>,
-    /// The custom commands (`.rein/commands/`, `.claude/commands/`,
-    /// `$REIN_HOME/commands/`), offered as `/NAME`.
-    pub commands: Vec<rein_core::commands::CustomCommand>,
-    /// The skills (name, description) `/skills` lists.
-    pub skills: Vec<(String, String)>,
-    /// Attaches the skills a message names as `$name`.
-    pub attach_skills: Option<AttachSkills>,
-    /// The session's checkpoints and going back to one (none when
-    /// checkpoints are off).
-    pub rewind: Option<crate::rewind::RewindView>,
-}
-
-/// A message with the skills it names (`$name`) attached.
-pub type AttachSkills = Arc<dyn Fn(String) -> String + Send + Sync>;
-
-/// A future the MCP closures return.
-pub type McpFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-/// Attaches the resources a message names: the message and notes.
-pub type McpAttach = Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>;
-/// The text of a prompt command (`/mcp__...`, its arguments).
-pub type McpPrompt = Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>;
-
-/// The MCP servers as the app sees them: the command starts and follows
-/// them; the app shows their status (`/mcp`) and what it says of them
-/// later (a server that failed after the app opened), attaches the
-/// resources a message names (`@server:uri`) and sends servers' prompts
-/// (`/mcp__server__prompt`).
-pub struct McpView {
-    /// A line per server: its status, tools, last error.
-    pub status: Box<dyn Fn() -> Vec<String> + Send + Sync>,
-    /// Notes that come while the app runs.
-    pub notes: mpsc::UnboundedReceiver<String>,
-    /// A message with its mentioned resources attached, and notes.
-    pub attach: McpAttach,
-    /// The text of a prompt command with its arguments.
-    pub prompt: McpPrompt,
-}
+pub use setup::{
+    AttachSkills, McpAttach, McpFuture, McpPrompt, McpView, ProviderFactory, RunWatcher, Setup,
+    WatchRuns,
+};
+use watch::WatchedSink;
 
 struct Running {
     cancel: CancellationToken,
@@ -179,6 +117,8 @@ struct Loop {
     /// How long after a run that is.
     idle_notify: Duration,
     rewind: Option<crate::rewind::RewindView>,
+    /// Makes the watcher of each run (telemetry), when one is set.
+    watch_runs: Option<WatchRuns>,
 }
 
 async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
@@ -190,6 +130,7 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
         let (_, empty) = mpsc::unbounded_channel();
         std::mem::replace(&mut m.notes, empty)
     });
+    let mut notes = setup.notes.take();
     let mut lp = Loop::start(setup, events_tx, side_tx).await;
     let mut screen = Screen::start(render::MIN_HEIGHT, alternate_screen)?;
     let mut keys = EventStream::new();
@@ -220,6 +161,10 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
                 lp.app.notice(note);
                 Vec::new()
             }
+            Some(note) = next_note(&mut notes) => {
+                lp.app.notice(note);
+                Vec::new()
+            }
             _ = tick.tick(), if lp.app.animating() || lp.app.hint.is_some() => {
                 lp.app.on_tick();
                 Vec::new()
@@ -245,7 +190,8 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
     Ok(lp.app.status.session_id.clone())
 }
 
-/// The next MCP note, or never when there are no servers.
+/// The next note (an MCP server's, telemetry's), or never when nothing
+/// says any.
 async fn next_note(notes: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
     match notes {
         Some(rx) => rx.recv().await,
@@ -316,6 +262,7 @@ impl Loop {
             idle_at: None,
             idle_notify: setup.idle_notify,
             rewind: setup.rewind,
+            watch_runs: setup.watch_runs,
         }
     }
 
@@ -505,7 +452,8 @@ impl Loop {
             control: Some(control.clone()),
         };
         let engine = self.engine.clone();
-        let mut sink = self.events_tx.clone();
+        // The run's events go to the app, seen first by its watcher.
+        let mut sink = WatchedSink::new(self.events_tx.clone(), self.watch_runs.as_ref());
         let run_cancel = cancel.clone();
         let attach = self.mcp_attach.clone();
         let skills = self.attach_skills.clone();
@@ -520,7 +468,7 @@ impl Loop {
                 let (prompt, notes) = attach(std::mem::take(&mut request.prompt)).await;
                 request.prompt = prompt;
                 for message in notes {
-                    let _ = sink.send(Event::Notice { message });
+                    sink.emit(Event::Notice { message });
                 }
             }
             engine.run(request, run_cancel, &mut sink).await;

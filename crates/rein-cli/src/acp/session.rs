@@ -255,7 +255,11 @@ impl Turn {
             control: Some(self.control.clone()),
         };
         let mut updates = Updates::new(&s.workspace).writes_through_client(s.client_writes);
-        let mut sink = FnSink(|event: Event| s.forward(&mut updates, event, client));
+        let mut observer = s.hosted.observer();
+        let mut sink = FnSink(|event: Event| {
+            crate::otel::observe(&mut observer, &event);
+            s.forward(&mut updates, event, client)
+        });
         let outcome = s
             .hosted
             .engine

@@ -1,0 +1,85 @@
+//! What the `rein` command hands the app: the engine, the ways to build
+//! providers, the MCP servers, skills, rewind, and the watchers of runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_core::{AgentEngine, PermissionMode};
+use tokio::sync::mpsc;
+
+pub use super::watch::{RunWatcher, WatchRuns};
+
+/// Builds the provider `/model TEXT` names.
+pub type ProviderFactory =
+    Box<dyn Fn(&str) -> anyhow::Result<Arc<dyn rein_core::Provider>> + Send + Sync>;
+
+/// What the `rein` command hands the app.
+pub struct Setup {
+    /// `$REIN_HOME`: input history and logs live here.
+    pub home: PathBuf,
+    /// The engine every run of the app uses (built with
+    /// `Approvals::Events`, so approvals reach the modal); its workspace
+    /// and session store are the app's.
+    pub engine: AgentEngine,
+    pub providers: ProviderFactory,
+    /// What `/model` with no name lists besides the current model: the
+    /// known local models and whether each is here.
+    pub model_choices: Vec<String>,
+    pub mode: PermissionMode,
+    /// Continue this session at start.
+    pub resume: Option<String>,
+    /// Lines to show first (sandbox notes and the like).
+    pub notices: Vec<String>,
+    /// Draw on the alternate screen instead of inline.
+    pub alternate_screen: bool,
+    /// How long after a run the app waits for a key before it tells the
+    /// `Notification` hooks it is idle.
+    pub idle_notify: Duration,
+    /// A first message, sent as the app opens (`rein "prompt"`).
+    pub prompt: Option<String>,
+    /// The MCP servers, when some are configured.
+    pub mcp: Option<McpView>,
+    /// The custom commands (`.rein/commands/`, `.claude/commands/`,
+    /// `$REIN_HOME/commands/`), offered as `/NAME`.
+    pub commands: Vec<rein_core::commands::CustomCommand>,
+    /// The skills (name, description) `/skills` lists.
+    pub skills: Vec<(String, String)>,
+    /// Attaches the skills a message names as `$name`.
+    pub attach_skills: Option<AttachSkills>,
+    /// The session's checkpoints and going back to one (none when
+    /// checkpoints are off).
+    pub rewind: Option<crate::rewind::RewindView>,
+    /// Makes a watcher for each run the app starts (telemetry), when
+    /// something watches runs.
+    pub watch_runs: Option<WatchRuns>,
+    /// Lines said while the app runs (telemetry's export failure),
+    /// shown as notices as they come.
+    pub notes: Option<mpsc::UnboundedReceiver<String>>,
+}
+
+/// A message with the skills it names (`$name`) attached.
+pub type AttachSkills = Arc<dyn Fn(String) -> String + Send + Sync>;
+
+/// A future the MCP closures return.
+pub type McpFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+/// Attaches the resources a message names: the message and notes.
+pub type McpAttach = Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>;
+/// The text of a prompt command (`/mcp__...`, its arguments).
+pub type McpPrompt = Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>;
+
+/// The MCP servers as the app sees them: the command starts and follows
+/// them; the app shows their status (`/mcp`) and what it says of them
+/// later (a server that failed after the app opened), attaches the
+/// resources a message names (`@server:uri`) and sends servers' prompts
+/// (`/mcp__server__prompt`).
+pub struct McpView {
+    /// A line per server: its status, tools, last error.
+    pub status: Box<dyn Fn() -> Vec<String> + Send + Sync>,
+    /// Notes that come while the app runs.
+    pub notes: mpsc::UnboundedReceiver<String>,
+    /// A message with its mentioned resources attached, and notes.
+    pub attach: McpAttach,
+    /// The text of a prompt command with its arguments.
+    pub prompt: McpPrompt,
+}
