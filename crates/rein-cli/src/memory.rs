@@ -47,7 +47,7 @@ pub struct RunMemory {
 /// Open the memory for a run in `workspace`. A memory that cannot be opened
 /// costs one `note:` line on stderr, never the run.
 pub async fn for_run(cfg: &Config, workspace: &Path) -> RunMemory {
-    let memory = match open(cfg, RUN_BUSY_TIMEOUT).await {
+    let memory = match shared(cfg).await {
         Ok(m) => m,
         Err(e) => {
             output::err(&format!(
@@ -72,6 +72,29 @@ pub async fn for_run(cfg: &Config, workspace: &Path) -> RunMemory {
         tools: rein_tools::memory_tools(memory, project),
         note,
     }
+}
+
+/// The memories this process opened for runs, by where they are: the
+/// sessions of one server share one connection (or pool) instead of each
+/// opening, checking and migrating its own.
+static OPENED: tokio::sync::Mutex<Vec<(String, Arc<dyn LongTermMemory>)>> =
+    tokio::sync::Mutex::const_new(Vec::new());
+
+/// The memory for a run, opened once per place per process. A failure is
+/// not remembered: the next run tries again.
+async fn shared(cfg: &Config) -> Result<Arc<dyn LongTermMemory>, MemoryError> {
+    let place = match StoreChoice::of(cfg) {
+        Ok(StoreChoice::Postgres(url)) => url,
+        _ => memory_db(cfg).display().to_string(),
+    };
+    // Held while opening, so concurrent first runs open it once.
+    let mut opened = OPENED.lock().await;
+    if let Some((_, memory)) = opened.iter().find(|(p, _)| *p == place) {
+        return Ok(memory.clone());
+    }
+    let memory = open(cfg, RUN_BUSY_TIMEOUT).await?;
+    opened.push((place, memory.clone()));
+    Ok(memory)
 }
 
 /// The memory: beside the sessions ([`StoreChoice`]): in the PostgreSQL

@@ -194,8 +194,7 @@ async fn open_store(
     args: &ServeArgs,
     cfg: &crate::config::Config,
 ) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
-    let (store, pg) =
-        crate::hosting::open_store(cfg, args.store_connections).await?;
+    let (store, pg) = crate::hosting::open_store(cfg, args.store_connections).await?;
     let Some(pg) = pg else {
         return Ok((store, None));
     };

@@ -1,6 +1,7 @@
 //! What both rein databases (sessions and memory) do with their one
-//! connection: switch to WAL mode safely, and run work on the blocking pool
-//! without ever reusing a connection left mid-transaction by a panic.
+//! connection: switch to WAL mode safely, and run work on the connection's
+//! own thread without ever reusing a connection left mid-transaction by a
+//! panic.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -56,29 +57,121 @@ pub(crate) fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result
     }
 }
 
-/// Run `f` with the connection on the blocking pool. A panic mid-operation
-/// rolled its transaction back as it unwound; make sure before reusing the
-/// connection. `Err` is a task that did not finish (panicked or cancelled).
-pub(crate) async fn run_blocking<T, E, F>(
-    conn: &Arc<Mutex<Connection>>,
-    f: F,
-) -> Result<Result<T, E>, tokio::task::JoinError>
-where
-    T: Send + 'static,
-    E: Send + 'static,
-    F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
-{
-    let conn = Arc::clone(conn);
-    tokio::task::spawn_blocking(move || {
-        let mut guard = conn.lock().unwrap_or_else(|poisoned| {
-            let guard = poisoned.into_inner();
-            if !guard.is_autocommit() {
-                let _ = guard.execute_batch("ROLLBACK");
-            }
-            conn.clear_poison();
-            guard
+/// One connection and the thread that uses it.
+///
+/// Every operation is sent to the connection's own thread and run there in
+/// the order it was sent; the caller awaits the answer. One thread per
+/// connection, not the runtime's blocking pool: the connection serves one
+/// operation at a time anyway, and with a thousand sessions writing at
+/// once the pool started a thread for each waiting operation (hundreds,
+/// each with its stack, all woken one by one through the lock), where a
+/// queue costs nothing per waiting operation.
+///
+/// The thread ends when the last clone is dropped.
+#[derive(Clone)]
+pub(crate) struct ConnThread {
+    /// The thread's too; kept here only for tests to reach.
+    #[cfg_attr(not(test), allow(dead_code))]
+    conn: Arc<Mutex<Connection>>,
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+/// An operation for the connection's thread.
+type Job = Box<dyn FnOnce(&Arc<Mutex<Connection>>) + Send>;
+
+/// An operation that did not finish: it panicked.
+#[derive(Debug, thiserror::Error)]
+#[error("it panicked")]
+pub(crate) struct Unfinished;
+
+impl ConnThread {
+    /// Start the thread that runs operations on `conn`; `name` names the
+    /// thread (seen in a debugger or `top -H`).
+    pub(crate) fn start(conn: Connection, name: &str) -> std::io::Result<ConnThread> {
+        let conn = Arc::new(Mutex::new(conn));
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let shared = Arc::clone(&conn);
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                // Ends when every sender (every clone) is gone.
+                for job in queue {
+                    job(&shared);
+                }
+            })?;
+        Ok(ConnThread { conn, jobs })
+    }
+
+    /// The connection itself (for tests that poison its lock).
+    #[cfg(test)]
+    pub(crate) fn conn(&self) -> &Arc<Mutex<Connection>> {
+        &self.conn
+    }
+
+    /// Run `f` with the connection on its thread. A panic mid-operation
+    /// rolled its transaction back as it unwound; the next operation makes
+    /// sure before using the connection.
+    pub(crate) async fn run<T, E, F>(&self, f: F) -> Result<Result<T, E>, Unfinished>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+    {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut guard = lock(conn);
+                f(&mut guard)
+            }));
+            // The caller may have stopped waiting; the work is done anyway.
+            let _ = answer.send(result.map_err(|_| Unfinished));
         });
-        f(&mut guard)
+        // The thread lives as long as a clone of `self`, so it is there; a
+        // job that cannot be sent, or is never answered, did not finish.
+        self.jobs.send(job).map_err(|_| Unfinished)?;
+        answered.await.map_err(|_| Unfinished)?
+    }
+}
+
+/// The connection's lock, after a panic too: a transaction the panic left
+/// open is rolled back first.
+fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(|poisoned| {
+        let guard = poisoned.into_inner();
+        if !guard.is_autocommit() {
+            let _ = guard.execute_batch("ROLLBACK");
+        }
+        conn.clear_poison();
+        guard
     })
-    .await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn an_operation_that_panics_mid_transaction_is_unfinished_and_rolled_back() {
+        let thread = ConnThread::start(Connection::open_in_memory().unwrap(), "t").unwrap();
+        thread
+            .run(|c| c.execute_batch("CREATE TABLE t (x INTEGER)"))
+            .await
+            .unwrap()
+            .unwrap();
+        let panicked = thread
+            .run(|c| -> Result<(), rusqlite::Error> {
+                c.execute_batch("BEGIN; INSERT INTO t VALUES (1)").unwrap();
+                panic!("mid-transaction");
+            })
+            .await;
+        assert!(matches!(panicked, Err(Unfinished)));
+        // The thread lives on, and the half-done insert is gone.
+        let rows: i64 = thread
+            .run(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(rows, 0);
+    }
 }

@@ -9,7 +9,7 @@
 //! locked database reported as [`MemoryError::Locked`] naming the file.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -24,6 +24,7 @@ use rein_core::memory::{
 use rein_core::time::now_millis;
 
 use crate::SqliteOptions;
+use crate::conn::ConnThread;
 use crate::error::{Context, Fail};
 
 pub(crate) mod fts;
@@ -43,9 +44,12 @@ const MAX_LIMIT: usize = 200;
 
 /// Long-term memory in one SQLite database. Cloning is cheap and shares the
 /// connection.
+/// The name of the connection's thread.
+const THREAD: &str = "rein-memory-db";
+
 #[derive(Clone)]
 pub struct SqliteMemory {
-    conn: Arc<Mutex<Connection>>,
+    conn: ConnThread,
     path: Arc<PathBuf>,
     busy_timeout: Duration,
 }
@@ -112,7 +116,9 @@ impl SqliteMemory {
             .and_then(|mut conn| prepare(&mut conn, &shown, &options).map(|()| conn))
             .map_err(|o| o.into_memory(&shown, options.busy_timeout))?;
         Ok(SqliteMemory {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: ConnThread::start(conn, THREAD).map_err(|e| {
+                MemoryError::Other(format!("cannot start the thread of {shown}: {e}"))
+            })?,
             path: Arc::new(path.to_path_buf()),
             busy_timeout: options.busy_timeout,
         })
@@ -123,13 +129,13 @@ impl SqliteMemory {
         &self.path
     }
 
-    /// Run `f` with the connection on the blocking pool.
+    /// Run `f` with the connection on its thread.
     async fn run<T, F>(&self, f: F) -> Result<T, MemoryError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, Oops> + Send + 'static,
     {
-        let joined = crate::conn::run_blocking(&self.conn, f).await;
+        let joined = self.conn.run(f).await;
         let shown = self.path.display().to_string();
         match joined {
             Ok(result) => result.map_err(|o| o.into_memory(&shown, self.busy_timeout)),

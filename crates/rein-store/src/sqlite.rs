@@ -5,7 +5,7 @@
 //! committed before the method returns.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,6 +18,7 @@ use rein_core::{
     StopReason, StoreError, Todo,
 };
 
+use crate::conn::ConnThread;
 use crate::error::{Context, Fail};
 use crate::migrations::{MIGRATIONS, check_known, migrate, user_version};
 
@@ -44,9 +45,12 @@ impl Default for SqliteOptions {
 
 /// The durable session store: one SQLite database in WAL mode. Cloning is
 /// cheap and shares the connection.
+/// The name of the connection's thread.
+const THREAD: &str = "rein-sessions-db";
+
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    conn: ConnThread,
     path: Arc<PathBuf>,
     busy_timeout: Duration,
 }
@@ -77,7 +81,9 @@ impl SqliteStore {
             .and_then(|mut conn| prepare(&mut conn, &options).map(|()| conn))
             .map_err(|f| f.into_store(&shown, options.busy_timeout))?;
         Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: ConnThread::start(conn, THREAD).map_err(|e| {
+                StoreError::Other(format!("cannot start the thread of {shown}: {e}"))
+            })?,
             path: Arc::new(path.to_path_buf()),
             busy_timeout: options.busy_timeout,
         })
@@ -88,13 +94,13 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Run `f` with the connection on the blocking pool.
+    /// Run `f` with the connection on its thread.
     async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
     {
-        let joined = crate::conn::run_blocking(&self.conn, f).await;
+        let joined = self.conn.run(f).await;
         match joined {
             Ok(result) => result
                 .map_err(|f| f.into_store(&self.path.display().to_string(), self.busy_timeout)),

@@ -63,7 +63,7 @@ fn an_empty_prefix_finds_nothing() {
 async fn a_poisoned_connection_lock_is_recovered_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
-    let conn = Arc::clone(&store.conn);
+    let conn = Arc::clone(store.conn.conn());
     let panicked = std::thread::spawn(move || {
         let guard = conn.lock().unwrap();
         guard.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -71,10 +71,10 @@ async fn a_poisoned_connection_lock_is_recovered_not_fatal() {
     })
     .join();
     assert!(panicked.is_err());
-    assert!(store.conn.is_poisoned());
+    assert!(store.conn.conn().is_poisoned());
     let s = store.create_session(NewSession::default()).await.unwrap();
     assert_eq!(store.get_session(&s.id).await.unwrap(), s);
-    assert!(!store.conn.is_poisoned());
+    assert!(!store.conn.conn().is_poisoned());
 }
 
 #[test]
