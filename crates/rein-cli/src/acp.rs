@@ -5,8 +5,9 @@
 //! - `initialize`: rein's capabilities (sessions can be loaded, prompts
 //!   may embed files, MCP servers over stdio and HTTP); the client's are
 //!   kept: when it offers its file system, the file tools read and write
-//!   the editor's buffers ([`client_fs`]). Its terminal is not used (see
-//!   [`initialize`] for why).
+//!   the editor's buffers ([`client_fs`]); when it offers its terminal,
+//!   bash commands run in one, still in rein's sandbox
+//!   ([`client_terminal`], and [`initialize`] for how).
 //! - `session/new` and `session/load` ([`agent`]): a stored rein session
 //!   in the client's folder with an engine of its own; a load first
 //!   replays the stored conversation ([`transcript`]).
@@ -20,6 +21,7 @@
 
 mod agent;
 mod client_fs;
+mod client_terminal;
 mod mcp;
 mod permission;
 mod session;
@@ -218,12 +220,17 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
 
 /// rein's side of the handshake.
 ///
-/// A client's `terminal` is never used for bash, on purpose: rein's
-/// sandbox is not only an argv. Landlock, the rlimits and the cgroup are
-/// applied inside the child before `exec`, and the environment is cleared
-/// to an allowlist; `terminal/create` can only add variables to the
-/// editor's own environment (its API keys included) and spawns the
-/// process itself, so none of that would hold. Commands run as rein runs
+/// A client's `terminal` is used for bash without giving up the sandbox,
+/// which is not only an argv: Landlock, the rlimits and the cgroup are
+/// applied inside the child before `exec`, and the environment is an
+/// allowlist, while `terminal/create` spawns the process in the editor,
+/// with the editor's environment (its API keys included). So the editor
+/// is asked to run `rein sandbox-run` (this executable, the request's
+/// `env` empty) with a private spec rein wrote: the sandbox, the policy
+/// and the command's environment as rein computed them. The wrapper drops
+/// the editor's environment first and sets the sandbox up inside, as the
+/// bash tool does ([`client_terminal`], [`crate::sandbox_run`]). Without
+/// a terminal (or when creating one fails), commands run as rein runs
 /// them, and their output reaches the editor in the call's updates.
 fn initialize(_request: &InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()

@@ -166,6 +166,10 @@ pub enum Command {
     /// Serve sessions over HTTP (OpenAPI at /openapi.json, events as
     /// Server-Sent Events), with a token, on loopback by default.
     Serve(crate::serve::ServeArgs),
+    /// Run one command in rein's sandbox from a spec `rein acp` wrote (the
+    /// editor's terminal starts it); not for people.
+    #[command(hide = true)]
+    SandboxRun(crate::sandbox_run::SandboxRunArgs),
 }
 
 /// `rein hooks ...`.

@@ -22,6 +22,7 @@ mod providers;
 mod rewind;
 mod run_setup;
 mod sandbox_config;
+mod sandbox_run;
 mod serve;
 mod sessions;
 mod settings_file;
@@ -39,6 +40,11 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // `rein sandbox-run` replaces its whole environment first: before any
+    // thread exists, so before the runtime.
+    if let Some(cli::Command::SandboxRun(args)) = &cli.command {
+        std::process::exit(sandbox_run::main(args));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -69,6 +75,8 @@ fn main() {
             Some(cli::Command::Rewind(args)) => rewind::run(args).await,
             Some(cli::Command::Acp(args)) => acp::run(args).await,
             Some(cli::Command::Serve(args)) => serve::run(args).await,
+            // Run above, before the runtime.
+            Some(cli::Command::SandboxRun(_)) => Ok(sandbox_run::NOT_RUN),
         }
     });
     let code = match result {

@@ -10,7 +10,7 @@ pub const GIB: u64 = 1024 * 1024 * 1024;
 
 /// Limits for every shell command. A zero means "no limit" for that item
 /// (except `max_concurrent`, where zero is read as one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommandLimits {
     /// Virtual address space of each process, in bytes (`RLIMIT_AS`).
     /// Generous by default: node and the JVM reserve far more than they use.

@@ -131,7 +131,7 @@ impl FromStr for PermissionMode {
 }
 
 /// What a shell command may touch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// No sandbox at all (bypass mode).
@@ -143,8 +143,10 @@ pub enum SandboxMode {
     ReadOnly,
 }
 
-/// The sandbox a tool that runs programs must apply.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The sandbox a tool that runs programs must apply. Serialisable: `rein
+/// acp` hands it to the process that runs a command in the editor's
+/// terminal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxPolicy {
     pub mode: SandboxMode,
     /// Whether commands may use the network.

@@ -1,9 +1,10 @@
 //! `bash`: run a shell command in the workspace, in its own process group,
 //! with bounded output and a timeout that kills every process it started.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,13 +17,18 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStderr, ChildStdout};
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::sandbox::{self, SandboxKind};
 
+mod admission;
+mod attached;
 mod captured;
+mod observe;
+pub use admission::{Admission, Admitted, admit};
+pub use attached::{Attached, AttachedError, run_attached};
 use captured::Captured;
+pub use observe::{Ending, bounded, observation};
 
 /// Timeout when none is asked for, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -38,7 +44,14 @@ const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// How long the last output is collected after the group was killed.
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(300);
 /// Extra time the gate gives the call beyond the command's own timeout.
-const GATE_MARGIN: Duration = Duration::from_secs(5);
+pub const GATE_MARGIN: Duration = Duration::from_secs(5);
+/// Variables every command gets besides the allowlist: nothing is paged,
+/// and git never waits for a password.
+pub const QUIET_ENV: [(&str, &str); 3] = [
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+];
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -211,46 +224,42 @@ async fn call_bash(
     ctx: ToolContext,
     kind: SandboxKind,
 ) -> Result<ToolOutput, ToolError> {
-    let args: Args = crate::parse_args("bash", args)?;
-    if args.command.trim().is_empty() {
-        return Err(ToolError::new("the command is empty"));
+    match admit(args, &ctx).await? {
+        Admission::Admitted(admitted) => run_admitted(admitted, &ctx, kind).await,
+        Admission::Stopped(output) => Ok(output),
     }
-    let limit = command_timeout(args.timeout_secs);
-    // The timeout counts from here, waiting for a slot included.
-    let deadline = Instant::now() + limit;
-    let slots = slots(ctx.sandbox.limits.max_concurrent);
-    let _slot = tokio::select! {
-        permit = slots.acquire_owned() => permit
-            .map_err(|_| ToolError::new("the command slots were closed"))?,
-        _ = ctx.cancel.cancelled() => {
-            return Ok(ToolOutput::error(
-                "[cancelled while waiting for one of the running commands to finish]",
-            ));
-        }
-        _ = tokio::time::sleep_until(deadline) => {
-            return Ok(ToolOutput::error(format!(
-                "[timed out after {} s waiting for a command slot: {} commands were already \
-                 running]",
-                limit.as_secs(),
-                ctx.sandbox.limits.max_concurrent.max(1)
-            )));
-        }
-    };
-    let prepared = shell_command(args.command, &ctx, kind, limit).await?;
-    run(prepared, deadline, limit, ctx.cancel.clone()).await
 }
 
-/// The process-wide semaphore of commands running at once, one per cap
-/// (one configuration gives one cap; zero is read as one).
-fn slots(cap: usize) -> Arc<Semaphore> {
-    static SLOTS: Mutex<BTreeMap<usize, Arc<Semaphore>>> = Mutex::new(BTreeMap::new());
-    let cap = cap.max(1);
-    SLOTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry(cap)
-        .or_insert_with(|| Arc::new(Semaphore::new(cap)))
-        .clone()
+/// Run an admitted command here, in the `kind` of sandbox the context's
+/// policy asks for, its output captured: what the bash tool does once a
+/// call holds its slot (`rein acp` falls back to it when the editor's
+/// terminal cannot be used).
+pub async fn run_admitted(
+    admitted: Admitted,
+    ctx: &ToolContext,
+    kind: SandboxKind,
+) -> Result<ToolOutput, ToolError> {
+    let prepared = shell_command(admitted.command.clone(), ctx, kind, admitted.limit).await?;
+    run(
+        prepared,
+        admitted.deadline,
+        admitted.limit,
+        ctx.cancel.clone(),
+    )
+    .await
+}
+
+/// The whole environment a command gets from this process under `policy`
+/// when run in `kind` of sandbox: exactly what the bash tool hands it.
+pub fn command_env(kind: SandboxKind, policy: &SandboxPolicy) -> Vec<(OsString, OsString)> {
+    let sandboxed = sandbox::effective(kind, policy) != SandboxKind::None;
+    let homes = sandbox::scope::homes(policy);
+    let mut vars = sandbox::env::vars(&policy.env_allow, &homes, sandboxed);
+    for (name, value) in QUIET_ENV {
+        vars.retain(|(n, _)| n != name);
+        vars.push((name.into(), value.into()));
+    }
+    vars
 }
 
 /// Whether the sandbox `policy` asks for can be applied to shell commands
@@ -294,11 +303,7 @@ async fn shell_command(
     .await
     .map_err(|e| ToolError(format!("could not prepare the command: {e}")))?
     .map_err(|e| ToolError(e.to_string()))?;
-    prepared
-        .cmd
-        .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0");
+    prepared.cmd.envs(QUIET_ENV);
     Ok(prepared)
 }
 
@@ -436,47 +441,38 @@ async fn run(
         }
     };
 
-    let failed = matches!(stop, Some(Stop::TimedOut | Stop::Cancelled));
-    let note = match stop {
+    let (ending, stop_note) = match stop {
         None => {
             guard.disarm();
-            None
+            (Ending::Exited(status), None)
         }
         Some(Stop::Lingering) => {
             guard.kill();
             guard.disarm();
             pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            Some("[background processes still holding the output were stopped]".to_string())
+            let note = "[background processes still holding the output were stopped]";
+            (Ending::Exited(status), Some(note.to_string()))
         }
         Some(why) => {
             guard.kill();
             reap(&mut child).await;
             guard.disarm();
             pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            Some(match why {
-                Stop::Cancelled => {
-                    "[cancelled; the command and its child processes were killed]".to_string()
-                }
-                _ => format!(
-                    "[timed out after {} s; the command and its child processes were killed]",
-                    limit.as_secs()
-                ),
-            })
+            let ending = match why {
+                Stop::Cancelled => Ending::Cancelled,
+                _ => Ending::TimedOut(limit),
+            };
+            let note = ending.note();
+            (ending, note)
         }
     };
-    let mut text = body(pipes.captured);
+    let text = observe::body(pipes.captured);
     let notes = after_notes(after, status, text.clone()).await;
-    for line in note.into_iter().chain(notes) {
-        text.push('\n');
-        text.push_str(&line);
-    }
-    if failed {
-        Ok(ToolOutput::error(text))
-    } else {
-        text.push('\n');
-        text.push_str(&describe_status(status));
-        Ok(ToolOutput::ok(text))
-    }
+    Ok(observation(
+        text,
+        stop_note.into_iter().chain(notes),
+        &ending,
+    ))
 }
 
 /// Wait briefly for a killed child, so it does not linger as a zombie.
@@ -529,28 +525,6 @@ impl Pipes {
                 _ = tokio::time::sleep_until(until) => break,
             }
         }
-    }
-}
-
-fn body(captured: Captured) -> String {
-    let text = captured.render();
-    let trimmed = text.strip_suffix('\n').unwrap_or(&text);
-    if trimmed.is_empty() {
-        "(no output)".to_string()
-    } else {
-        trimmed.to_string()
-    }
-}
-
-fn describe_status(status: Option<ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Some(s) => match (s.code(), s.signal()) {
-            (Some(code), _) => format!("[exit code: {code}]"),
-            (None, Some(sig)) => format!("[killed by signal {sig}]"),
-            (None, None) => "[exit status unknown]".to_string(),
-        },
-        None => "[exit status unknown]".to_string(),
     }
 }
 

@@ -71,7 +71,8 @@ pub use cgroup::available as cgroup_available;
 pub const FORCE_ENV: &str = "REIN_SANDBOX";
 
 /// Which sandbox mechanism wraps shell commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SandboxKind {
     Bubblewrap,
     Landlock,
@@ -304,11 +305,7 @@ pub fn prepare(
     script: &str,
     timeout: std::time::Duration,
 ) -> Result<Prepared, PrepareError> {
-    let kind = if policy.mode == SandboxMode::Off {
-        SandboxKind::None
-    } else {
-        kind
-    };
+    let kind = effective(kind, policy);
     let mut cmd = match kind {
         SandboxKind::Bubblewrap => {
             if policy.mode != SandboxMode::ReadOnly {
@@ -378,6 +375,16 @@ pub fn prepare(
                 && policy.limits.tmp_size > 0,
         },
     })
+}
+
+/// The sandbox a command gets from `kind` under `policy`: none when the
+/// policy's mode is [`SandboxMode::Off`], else `kind`.
+pub fn effective(kind: SandboxKind, policy: &SandboxPolicy) -> SandboxKind {
+    if policy.mode == SandboxMode::Off {
+        SandboxKind::None
+    } else {
+        kind
+    }
 }
 
 fn plain(script: &str) -> Command {

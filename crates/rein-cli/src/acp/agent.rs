@@ -1,7 +1,8 @@
 //! What `rein acp` keeps between requests: the client's capabilities, the
 //! open sessions, the model providers built so far; and how a session is
 //! opened for `session/new` and `session/load` (with the file tools going
-//! through the editor when it offers its file system).
+//! through the editor when it offers its file system, and bash through its
+//! terminal when it offers one).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,6 +14,7 @@ use agent_client_protocol::{Client, Error as AcpError};
 use rein_core::{NewSession, SessionStore};
 
 use super::client_fs::{self, Through};
+use super::client_terminal;
 use super::session::{AcpSession, Opening, internal, invalid};
 use crate::hosting::{Host, HostError};
 
@@ -51,6 +53,14 @@ impl AcpAgent {
         Through::offered(&self.client.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Whether the client offered its terminal.
+    fn offers_terminal(&self) -> bool {
+        self.client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .terminal
+    }
+
     /// An open session by its id.
     pub fn session(&self, id: &str) -> Result<Arc<AcpSession>, AcpError> {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
@@ -63,7 +73,8 @@ impl AcpAgent {
     /// Open a session in `cwd`: a new stored one, or the stored `id` (which
     /// must have run in the same folder). The client's MCP servers are
     /// added to the workspace's own; `client` serves the file tools when
-    /// it offered its file system.
+    /// it offered its file system, and runs bash when it offered its
+    /// terminal.
     pub async fn open(
         &self,
         cwd: &Path,
@@ -93,11 +104,14 @@ impl AcpAgent {
             .await
             .map_err(host_error)?;
         let client_writes = client_fs::install(&hosted.engine, self.through(), &id, client);
+        let terminal_calls =
+            client_terminal::install(&hosted.engine, self.offers_terminal(), &id, client);
         let session = Arc::new(AcpSession::new(Opening {
             id: id.clone(),
             workspace,
             hosted,
             client_writes,
+            terminal_calls,
         }));
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.insert(id, session.clone());

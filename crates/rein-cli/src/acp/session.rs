@@ -17,6 +17,7 @@ use rein_core::{
     RunRequest, StopReason,
 };
 
+use super::client_terminal::TerminalCalls;
 use super::updates::Updates;
 use super::{permission, transcript};
 
@@ -44,6 +45,9 @@ pub struct AcpSession {
     bypass_allowed: bool,
     /// Whether file writes go through the editor ([`super::client_fs`]).
     client_writes: bool,
+    /// The calls shown in the editor's terminal, when bash runs there
+    /// ([`super::client_terminal`]).
+    terminal_calls: Option<Arc<TerminalCalls>>,
     running: Mutex<Option<Running>>,
 }
 
@@ -59,6 +63,7 @@ pub struct Opening {
     pub workspace: PathBuf,
     pub hosted: crate::hosting::Hosted,
     pub client_writes: bool,
+    pub terminal_calls: Option<Arc<TerminalCalls>>,
 }
 
 impl AcpSession {
@@ -70,6 +75,7 @@ impl AcpSession {
             mode: Mutex::new(o.hosted.mode),
             hosted: o.hosted,
             client_writes: o.client_writes,
+            terminal_calls: o.terminal_calls,
             running: Mutex::new(None),
         }
     }
@@ -254,7 +260,9 @@ impl Turn {
             mode: Some(s.mode()),
             control: Some(self.control.clone()),
         };
-        let mut updates = Updates::new(&s.workspace).writes_through_client(s.client_writes);
+        let mut updates = Updates::new(&s.workspace)
+            .writes_through_client(s.client_writes)
+            .terminals(s.terminal_calls.clone());
         let mut observer = s.hosted.observer();
         let mut sink = FnSink(|event: Event| {
             crate::otel::observe(&mut observer, &event);

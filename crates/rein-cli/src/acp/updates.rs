@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, CurrentModeUpdate, Diff, Plan, PlanEntry, PlanEntryPriority,
@@ -15,6 +16,8 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use rein_core::{Event, Message, Todo, TodoStatus};
+
+use super::client_terminal::TerminalCalls;
 use serde_json::Value;
 
 /// Largest file whose text goes into a diff (a bigger one is named, not
@@ -39,6 +42,9 @@ pub struct Updates {
     /// not show the change, so it is not read after the call (the tool
     /// shows the diff it made itself).
     client_writes: bool,
+    /// The calls an editor terminal shows ([`super::client_terminal`]):
+    /// their output is not sent again as text, so the terminal stays.
+    terminals: Option<Arc<TerminalCalls>>,
 }
 
 /// A call that changes a file.
@@ -58,12 +64,19 @@ impl Updates {
             edits: HashMap::new(),
             diffed: HashSet::new(),
             client_writes: false,
+            terminals: None,
         }
     }
 
     /// Whether the session's writes go through the editor.
     pub fn writes_through_client(mut self, yes: bool) -> Updates {
         self.client_writes = yes;
+        self
+    }
+
+    /// The calls shown in the editor's terminal, when bash runs there.
+    pub fn terminals(mut self, calls: Option<Arc<TerminalCalls>>) -> Updates {
+        self.terminals = calls;
         self
     }
 
@@ -100,7 +113,10 @@ impl Updates {
                 message: Message::Tool(result),
                 ..
             } => {
-                if self.diffed.remove(&result.call_id) || self.edits.contains_key(&result.call_id) {
+                if self.diffed.remove(&result.call_id)
+                    || self.edits.contains_key(&result.call_id)
+                    || self.in_terminal(&result.call_id)
+                {
                     Vec::new()
                 } else {
                     vec![output_update(&result.call_id, &result.output)]
@@ -221,6 +237,11 @@ impl Updates {
             None => {}
         }
         SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.to_string(), fields))
+    }
+
+    /// Whether an editor terminal showed `call_id`'s output.
+    fn in_terminal(&self, call_id: &str) -> bool {
+        self.terminals.as_ref().is_some_and(|t| t.take(call_id))
     }
 
     /// A sub-agent's tool calls, shown as calls of their own (ids made

@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::support::*;
 
 mod editor_fs;
+mod terminal;
 
 /// How long one message may take to arrive.
 const WAIT: Duration = Duration::from_secs(60);
@@ -37,6 +38,10 @@ struct Client {
     fs_error: Option<String>,
     /// The `fs/*` requests received.
     fs_asked: Vec<Value>,
+    /// The editor's terminals, for `terminal/*` requests.
+    terminals: terminal::Terminals,
+    /// The `terminal/*` requests received.
+    terminal_asked: Vec<Value>,
 }
 
 impl Client {
@@ -75,6 +80,8 @@ impl Client {
             buffers: HashMap::new(),
             fs_error: None,
             fs_asked: Vec::new(),
+            terminals: terminal::Terminals::default(),
+            terminal_asked: Vec::new(),
         };
         let init = client.request(
             "initialize",
@@ -96,17 +103,30 @@ impl Client {
         stdin.flush().unwrap();
     }
 
+    /// The next line from rein; meanwhile, the terminals whose command
+    /// ended answer the waits for them.
+    fn next_line(&mut self) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            for reply in self.terminals.ready() {
+                self.send(reply);
+            }
+            match self.lines.recv_timeout(Duration::from_millis(20)) {
+                Ok(line) => return line,
+                Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no message in {WAIT:?}; seen: {:#?}", self.seen)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("rein acp closed stdout; seen: {:#?}", self.seen)
+                }
+            }
+        }
+    }
+
     /// The next message; requests from the agent are answered on the way.
     fn read(&mut self) -> Value {
-        let line = match self.lines.recv_timeout(WAIT) {
-            Ok(line) => line,
-            Err(RecvTimeoutError::Timeout) => {
-                panic!("no message in {WAIT:?}; seen: {:#?}", self.seen)
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("rein acp closed stdout; seen: {:#?}", self.seen)
-            }
-        };
+        let line = self.next_line();
         let message: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"));
         self.seen.push(message.clone());
@@ -131,6 +151,17 @@ impl Client {
                 Err(why) => reply["error"] = json!({"code": -32603, "message": why}),
             }
             self.send(reply);
+        }
+        if let Some(method) = message["method"].as_str()
+            && method.starts_with("terminal/")
+        {
+            self.terminal_asked.push(message.clone());
+            let answer = self
+                .terminals
+                .answer(&message["id"], method, &message["params"]);
+            if let Some(reply) = answer {
+                self.send(reply);
+            }
         }
         message
     }

@@ -93,26 +93,34 @@ pub fn passes(name: &OsStr, allow: &[String]) -> bool {
         || allow.iter().any(|a| a == name)
 }
 
-/// Clear `cmd`'s environment, then give it the variables that pass and the
-/// git identity of `homes` (the first home with one). `sandboxed`: the
-/// home is hidden, so git is told there is no global config
-/// (`GIT_CONFIG_GLOBAL=/dev/null`) rather than finding one it may not read
-/// (under Landlock that is an error that stops every git command), and
-/// `TMPDIR` is `/tmp` (a `TMPDIR` of the user's may be hidden or read-only
-/// there) unless `env_allow` names it.
+/// Clear `cmd`'s environment, then give it [`vars`].
 pub fn apply(cmd: &mut Command, allow: &[String], homes: &[PathBuf], sandboxed: bool) {
     cmd.env_clear();
-    for (name, value) in std::env::vars_os() {
-        if passes(&name, allow) {
-            cmd.env(&name, &value);
-        }
-    }
+    cmd.envs(vars(allow, homes, sandboxed));
+}
+
+/// The whole environment of a command, computed from rein's own: the
+/// variables that pass and the git identity of `homes` (the first home
+/// with one). `sandboxed`: the home is hidden, so git is told there is no
+/// global config (`GIT_CONFIG_GLOBAL=/dev/null`) rather than finding one
+/// it may not read (under Landlock that is an error that stops every git
+/// command), and `TMPDIR` is `/tmp` (a `TMPDIR` of the user's may be
+/// hidden or read-only there) unless `env_allow` names it. Later entries
+/// of the same name win.
+pub fn vars(allow: &[String], homes: &[PathBuf], sandboxed: bool) -> Vec<(OsString, OsString)> {
+    let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, _)| passes(name, allow))
+        .collect();
+    let mut set = |name: &str, value: &OsStr| {
+        vars.retain(|(n, _)| n != name);
+        vars.push((name.into(), value.to_owned()));
+    };
     if sandboxed && !passes(OsStr::new("GIT_CONFIG_GLOBAL"), allow) {
-        cmd.env("GIT_CONFIG_GLOBAL", "/dev/null");
+        set("GIT_CONFIG_GLOBAL", OsStr::new("/dev/null"));
     }
     if sandboxed && !allow.iter().any(|a| a == "TMPDIR") {
         // The one temporary folder commands can write to in a sandbox.
-        cmd.env("TMPDIR", "/tmp");
+        set("TMPDIR", OsStr::new("/tmp"));
     }
     if let Some((name, email)) = homes.iter().find_map(|h| git_identity(h)) {
         for (var, value) in [
@@ -123,10 +131,11 @@ pub fn apply(cmd: &mut Command, allow: &[String], homes: &[PathBuf], sandboxed: 
         ] {
             // The user's own settings win.
             if std::env::var_os(var).is_none() || !passes(OsStr::new(var), allow) {
-                cmd.env(var, value);
+                set(var, value);
             }
         }
     }
+    vars
 }
 
 /// The `user.name` and `user.email` of the git config files of `home`, read
