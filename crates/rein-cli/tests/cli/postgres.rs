@@ -19,19 +19,20 @@ mod pg;
 
 /// A fresh database on the tests' PostgreSQL, or a printed reason to skip.
 fn database(name: &str) -> Option<String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+    block_on(pg::db_or_skip(name))
+}
+
+/// Run `f` to its end on a runtime of its own.
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    rt.block_on(pg::db_or_skip(name))
+        .unwrap()
+        .block_on(f)
 }
 
 fn stored_messages(url: &str, id: &str) -> Vec<Value> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    block_on(async {
         use rein_core::SessionStore;
         let store = rein_store::PgStore::connect(url).await.unwrap();
         let messages = store.messages(id).await.unwrap();
@@ -234,15 +235,7 @@ fn the_users_config_store_keeps_sessions_in_postgresql_and_every_command_reads_t
         "s.json",
         &json!({"turns": [{"text": "Kept in the database."}]}),
     );
-    let out = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "hello",
-    ]);
+    let out = env.replay_json(&script, &["hello"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let id = session_id(&json_lines(&out));
     assert_eq!(stored_messages(&url, &id).len(), 2);
@@ -283,25 +276,13 @@ fn a_projects_store_does_not_redirect_the_sessions_of_an_untrusted_folder() {
     )
     .unwrap();
     let script = env.script("s.json", &json!({"turns": [{"text": "Stays home."}]}));
-    let out = env.rein(&[
-        "exec",
-        "--json",
-        "--provider",
-        "replay",
-        "--script",
-        &script,
-        "hello",
-    ]);
+    let out = env.replay_json(&script, &["hello"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let id = session_id(&json_lines(&out));
     // The session is in the home's SQLite file, not the project's database.
     let listed = env.rein(&["sessions", "list"]);
     assert!(stdout(&listed).contains(&id[..8]), "{}", stdout(&listed));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let in_pg = rt.block_on(async {
+    let in_pg = block_on(async {
         use rein_core::SessionStore;
         let store = rein_store::PgStore::connect(&url).await.unwrap();
         store.list_sessions(None, 100).await.unwrap()
