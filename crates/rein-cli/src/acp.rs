@@ -78,7 +78,7 @@ pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
     // Each prompt's run is a trace (export failures on stderr, which
     // editors log); the rest is sent when the client goes.
     let telemetry = crate::otel::start(args.otel)?;
-    let host = crate::hosting::Host::new(args.models, mode, store, &cfg)
+    let host = crate::hosting::Host::new(args.models, mode, store, cfg.store.clone())
         .observed(telemetry.as_ref().map(|t| t.observers()));
     let agent = Arc::new(AcpAgent::new(host));
     let served = serve(agent).await;

@@ -253,9 +253,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let outcome = if args.json {
         let mut refusals = Refusals::default();
         let mut sink = FnSink(|event: Event| {
-            if let Some(o) = observer.as_mut() {
-                o.observe(&event);
-            }
+            crate::otel::observe(&mut observer, &event);
             refusals.note(&event);
             match serde_json::to_string(&event) {
                 Ok(line) => output::out(&line),
@@ -269,9 +267,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     } else {
         let mut human = HumanOutput::default();
         let mut sink = FnSink(|event: Event| {
-            if let Some(o) = observer.as_mut() {
-                o.observe(&event);
-            }
+            crate::otel::observe(&mut observer, &event);
             human.show(&event)
         });
         let outcome = engine.run(request, cancel, &mut sink).await;

@@ -27,8 +27,9 @@ pub struct OtelArgs {
     /// default localhost:4318); also `REIN_OTEL=1`.
     #[arg(long)]
     pub otel: bool,
-    /// Put prompts, answers, tool arguments and results in the spans.
-    #[arg(long, requires = "otel")]
+    /// Put prompts, answers, tool arguments and results in the spans
+    /// (turns telemetry on).
+    #[arg(long)]
     pub otel_content: bool,
 }
 
@@ -44,8 +45,12 @@ pub fn start_reporting(
     args: OtelArgs,
     reporter: FailureReporter,
 ) -> Result<Option<Telemetry>, Failure> {
-    let enabled =
-        args.otel || std::env::var("REIN_OTEL").is_ok_and(|v| matches!(v.as_str(), "1" | "true"));
+    // `--otel-content` asks for telemetry too: contents without spans
+    // would be nothing.
+    let enabled = args.otel
+        || args.otel_content
+        || std::env::var("REIN_OTEL")
+            .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"));
     let config = TelemetryConfig::from_env(enabled, args.otel_content)
         .map_err(|e| Failure::usage(anyhow!("telemetry: {e}")))?;
     config

@@ -76,11 +76,12 @@ pub struct ServeArgs {
     pub allow_insecure_remote: bool,
     /// How long a session's lease lasts without a heartbeat (PostgreSQL
     /// store): a server that dies loses its sessions after this.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    #[arg(long, value_name = "SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_secs: u64,
     /// Most connections to the PostgreSQL store at once.
-    #[arg(long, value_name = "N", default_value_t = 16)]
-    pub store_connections: usize,
+    #[arg(long, value_name = "N", default_value = "16")]
+    pub store_connections: std::num::NonZeroUsize,
     #[command(flatten)]
     pub otel: crate::otel::OtelArgs,
 }
@@ -100,9 +101,10 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     if let Some(store) = &args.store {
         cfg.store = Some(store.clone());
     }
+    // A malformed OTEL variable fails before anything is made or opened.
+    let telemetry = crate::otel::start(args.otel)?;
     let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
     let (store, leases) = open_store(&args, &cfg).await?;
-    let telemetry = crate::otel::start(args.otel)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failure::usage(anyhow!("cannot listen on {}: {e}", args.listen)))?;
@@ -110,14 +112,15 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
         .local_addr()
         .map_err(|e| Failure::harness(anyhow!("{e}")))?;
     let guard = auth::Guard::new(token, args.allow_origin.clone(), host_names(bound));
-    let host = Host::new(args.models, mode, store, &cfg);
+    // Every run a hosted engine makes is observed (see `Hosted::observer`).
+    let host = Host::new(args.models, mode, store, cfg.store.clone())
+        .observed(telemetry.as_ref().map(|t| t.observers()));
     let server = Arc::new(Server::new(
         host,
         root.clone(),
         guard,
         mode == Some(PermissionMode::Bypass),
         leases,
-        telemetry,
     ));
     leases::watch_orphans(server.clone());
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -133,6 +136,8 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     ));
     accept(listener, server.clone(), tls).await;
     shut_down(&server).await;
+    // What the runs left to send.
+    crate::otel::finish(telemetry).await;
     Ok(exit::COMPLETED)
 }
 
@@ -194,13 +199,10 @@ async fn open_store(
     args: &ServeArgs,
     cfg: &crate::config::Config,
 ) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
-    let (store, pg) = crate::hosting::open_store(cfg, args.store_connections).await?;
+    let (store, pg) = crate::hosting::open_store(cfg, args.store_connections.get()).await?;
     let Some(pg) = pg else {
         return Ok((store, None));
     };
-    if args.lease_secs == 0 {
-        return Err(Failure::usage(anyhow!("--lease-secs must be at least 1")));
-    }
     let ttl = Duration::from_secs(args.lease_secs);
     Ok((store, Some(leases::Leases::new(pg, ttl))))
 }
@@ -281,10 +283,4 @@ async fn shut_down(server: &Arc<Server>) {
         crate::output::err("rein serve: some runs did not stop within 10 s");
     }
     server.closing.cancel();
-    let telemetry = server
-        .telemetry
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
-    crate::otel::finish(telemetry).await;
 }

@@ -63,11 +63,19 @@ impl Queue {
         match self.tx.try_send(item) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
-                Counters::add(&self.counters.dropped, 1);
-                self.reporter.report(
+                // Said once, at the first drop: nothing more on the run's
+                // own thread while the collector stays down.
+                if self
+                    .counters
+                    .dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    == 0
+                {
+                    self.reporter.report(
                     "queue-full",
-                    "the export queue is full (the collector is slow or down); dropping spans and metrics",
-                );
+                        "the export queue is full (the collector is slow or down); dropping spans and metrics",
+                    );
+                }
             }
             Err(mpsc::error::TrySendError::Closed(_)) => {}
         }

@@ -45,9 +45,9 @@ impl FailureReporter {
 
     /// Say `line` unless a failure of `kind` was said before.
     pub(crate) fn report(&self, kind: &str, line: &str) {
-        let first = match self.said.lock() {
-            Ok(mut said) => said.insert(kind.to_string()),
-            Err(poisoned) => poisoned.into_inner().insert(kind.to_string()),
+        let first = {
+            let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
+            !said.contains(kind) && said.insert(kind.to_string())
         };
         if first {
             (self.write)(&format!(

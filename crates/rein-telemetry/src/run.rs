@@ -8,7 +8,7 @@
 //! `RunState` of its own whose `invoke_agent` span sits under the parent's
 //! `execute_tool task` span.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rein_core::schema::{AssistantMessage, Message};
 use rein_core::{Event, StopReason};
@@ -65,7 +65,6 @@ pub(crate) struct RunState {
     tools: HashMap<String, ToolSpan>,
     /// Calls whose span a `PermissionDenied` ended; their `ToolFinished`
     /// is not counted twice.
-    refused: HashSet<String>,
     children: HashMap<String, RunState>,
     /// The user's messages, kept only when capture is on.
     prompts: Vec<String>,
@@ -127,7 +126,6 @@ impl RunState {
             model: model.to_string(),
             chat: None,
             tools: HashMap::new(),
-            refused: HashSet::new(),
             children: HashMap::new(),
             prompts: Vec::new(),
         }
@@ -212,9 +210,6 @@ impl RunState {
                 output_preview,
                 ..
             } => {
-                if self.refused.remove(call_id) {
-                    return;
-                }
                 let Some(mut tool) = self.tools.remove(call_id) else {
                     return;
                 };
@@ -248,7 +243,6 @@ impl RunState {
                     (false, false) => "refused by a rule or a protection".to_string(),
                 };
                 tool.span.fail("permission_denied", message);
-                self.refused.insert(call_id.clone());
                 self.end_tool(tool, None, ctx);
             }
             Event::Subagent {
@@ -386,7 +380,10 @@ impl RunState {
             reason,
             StopReason::ProviderError | StopReason::HarnessError | StopReason::UsageError
         );
-        let message = error.as_deref().map(|e| cut(e, 500)).unwrap_or_default();
+        let message = error
+            .as_deref()
+            .map(|e| rein_core::text::one_line(e, 500))
+            .unwrap_or_default();
         if let Some((mut chat, retries)) = self.chat.take() {
             if failure || *reason == StopReason::Cancelled {
                 chat.fail(reason.as_str(), message.clone());
@@ -467,13 +464,5 @@ impl RunState {
                 .fail(error_type, "the run ended before the call did");
             self.end_tool(tool, None, ctx);
         }
-    }
-}
-
-/// At most `max` characters of `text` (a status message stays short).
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }

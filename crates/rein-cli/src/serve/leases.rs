@@ -44,7 +44,7 @@ pub async fn start_run(
         .reserve()
         .map_err(|e| Failure::conflict(e.to_string()))?;
     let Some(leases) = &server.leases else {
-        slot.launch(Work::Prompt(prompt), None, server.observer(), || {});
+        slot.launch(Work::Prompt(prompt), None, || {});
         return Ok(());
     };
     let lease = leases
@@ -57,18 +57,13 @@ pub async fn start_run(
         })?;
     let heartbeat = lease.keep_alive();
     let lost = heartbeat.lost();
-    slot.launch(
-        Work::Prompt(prompt),
-        Some(lost),
-        server.observer(),
-        move || {
-            tokio::spawn(async move {
-                if let Err(e) = heartbeat.release().await {
-                    crate::output::err(&format!("rein serve: {e}"));
-                }
-            });
-        },
-    );
+    slot.launch(Work::Prompt(prompt), Some(lost), move || {
+        tokio::spawn(async move {
+            if let Err(e) = heartbeat.release().await {
+                crate::output::err(&format!("rein serve: {e}"));
+            }
+        });
+    });
     Ok(())
 }
 
@@ -134,7 +129,7 @@ async fn adopt_orphans(server: &Arc<Server>) -> Result<(), rein_core::StoreError
             orphan.session_id, orphan.owner
         ));
         let lost = heartbeat.lost();
-        slot.launch(Work::Continue, Some(lost), server.observer(), move || {
+        slot.launch(Work::Continue, Some(lost), move || {
             tokio::spawn(async move {
                 let _ = heartbeat.release().await;
             });

@@ -115,7 +115,7 @@ fn paths() -> Value {
         "/sessions/{id}/events": {
             "parameters": [session_id,
                 {"name": "Last-Event-ID", "in": "header", "required": false,
-                 "schema": {"type": "string", "pattern": "^[0-9]{1,19}$"}},
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,20}$"}},
                 {"name": "after", "in": "query", "required": false,
                  "schema": {"type": "integer", "minimum": 0}}],
             "get": {
@@ -139,7 +139,7 @@ fn schemas() -> Value {
             "max_turns": {"type": ["integer", "null"], "minimum": 1, "maximum": u32::MAX},
             "max_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": u64::MAX},
             "max_cost_usd": {"type": ["number", "null"], "exclusiveMinimum": 0},
-            "max_wall_time_secs": {"type": ["integer", "null"], "minimum": 1, "maximum": 31_536_000}}},
+            "max_wall_time_secs": {"type": ["integer", "null"], "minimum": 1, "maximum": crate::hosting::MAX_WALL_TIME_SECS}}},
         "CreateSession": {"type": "object", "additionalProperties": false, "properties": {
             "workspace": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$",
                           "description": "A folder right under the server's root (made when missing)"},

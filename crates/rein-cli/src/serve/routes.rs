@@ -279,7 +279,7 @@ async fn events(
     id: &str,
     request: &Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let served = server.session(id).await?;
+    // The position first: a bad one opens no session.
     let from_query = request.uri().query().and_then(|q| {
         q.split('&')
             .find_map(|kv| kv.strip_prefix("after="))
@@ -293,6 +293,7 @@ async fn events(
             Failure::bad_request(format!("Last-Event-ID or after `{given}` is not a number"))
         })?;
     }
+    let served = server.session(id).await?;
     let stream = served.events.stream(after, server.closing.clone());
     let mut response = Response::new(http_body_util::BodyExt::boxed_unsync(stream));
     let h = response.headers_mut();

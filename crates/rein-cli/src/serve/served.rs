@@ -200,13 +200,12 @@ pub struct Reservation {
 
 impl Reservation {
     /// Run `work` in the background. `lost` (a lease taken over) cancels
-    /// it; `observer` (telemetry) sees its events; `done` runs when it has
+    /// it; telemetry, when on, sees its events; `done` runs when it has
     /// ended.
     pub fn launch(
         mut self,
         work: Work,
         lost: Option<CancellationToken>,
-        mut observer: Option<rein_telemetry::RunObserver>,
         done: impl FnOnce() + Send + 'static,
     ) {
         let Some(served) = self.served.take() else {
@@ -231,10 +230,9 @@ impl Reservation {
                     }
                 });
             }
+            let mut observer = served.hosted.observer();
             let mut sink = FnSink(|event: Event| {
-                if let Some(o) = observer.as_mut() {
-                    o.observe(&event);
-                }
+                crate::otel::observe(&mut observer, &event);
                 served.on_event(event)
             });
             served.hosted.engine.run(request, cancel, &mut sink).await;

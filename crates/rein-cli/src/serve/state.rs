@@ -24,9 +24,6 @@ pub struct Server {
     /// bypass` only).
     pub bypass_allowed: bool,
     pub leases: Option<Leases>,
-    /// Traces and metrics of the runs, when `--otel` asked for them
-    /// (taken at shutdown to send what is left).
-    pub telemetry: Mutex<Option<rein_telemetry::Telemetry>>,
     /// Fires when the server shuts down (event streams end).
     pub closing: tokio_util::sync::CancellationToken,
     sessions: Mutex<HashMap<String, Arc<Served>>>,
@@ -55,7 +52,6 @@ impl Server {
         guard: Guard,
         bypass_allowed: bool,
         leases: Option<Leases>,
-        telemetry: Option<rein_telemetry::Telemetry>,
     ) -> Server {
         Server {
             host,
@@ -63,17 +59,10 @@ impl Server {
             guard,
             bypass_allowed,
             leases,
-            telemetry: Mutex::new(telemetry),
             closing: tokio_util::sync::CancellationToken::new(),
             sessions: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
         }
-    }
-
-    /// A telemetry observer for one run, when telemetry is on.
-    pub fn observer(&self) -> Option<rein_telemetry::RunObserver> {
-        let telemetry = self.telemetry.lock().unwrap_or_else(|p| p.into_inner());
-        telemetry.as_ref().map(|t| t.observer())
     }
 
     /// The session `id` if this server serves it now.
