@@ -22,7 +22,8 @@ use crate::trust::{self, ProjectReport};
 pub struct ConfigFile {
     pub provider: Option<String>,
     /// Where sessions (and memories) are kept: a PostgreSQL connection
-    /// string, or `sqlite` for the file under the home (the default).
+    /// string, or `sqlite` for the file under the home (the default). The
+    /// user's files only: a project's is ignored.
     pub store: Option<String>,
     pub model: Option<String>,
     pub max_turns: Option<u32>,
@@ -329,6 +330,10 @@ impl Config {
         let dir = workspace.join(".rein");
         let path = dir.join("config.toml");
         if let Some((mut file, text)) = read_file(&path)? {
+            // Where sessions are stored is never the project's to say,
+            // trusted or not (`rein sessions` and `rein memory` read the
+            // user's store; a project's would hide its runs from them).
+            file.store = None;
             // A trusted project's servers are its own list: each starts
             // once approved (see `mcp::project`).
             if trusted {

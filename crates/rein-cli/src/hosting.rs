@@ -26,7 +26,7 @@ pub enum HostError {
 }
 
 /// The longest wall-time budget a session may ask for: a year.
-const MAX_WALL_TIME_SECS: u64 = 31_536_000;
+pub(crate) const MAX_WALL_TIME_SECS: u64 = 31_536_000;
 
 /// Limits one session's runs may not pass (`None`: the config's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
@@ -115,18 +115,18 @@ pub struct Host {
 }
 
 impl Host {
-    /// `store` is the store `root` (the process's config) chose.
+    /// `store` is the store the process's `store` setting chose.
     pub fn new(
         models: ModelArgs,
         mode: Option<PermissionMode>,
         store: Arc<dyn SessionStore>,
-        root: &Config,
+        store_setting: Option<String>,
     ) -> Host {
         Host {
             models,
             mode,
             store,
-            store_setting: root.store.clone(),
+            store_setting,
             providers: Mutex::new(HashMap::new()),
             observers: None,
         }
@@ -208,7 +208,7 @@ impl Host {
 
 /// Where sessions and memories are kept, as the user said it: `store` in
 /// their config.toml, then `REIN_STORE`, then `--store` (a project's
-/// `store` counts only in a trusted folder, like its `provider`).
+/// `store` never counts, trusted or not).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreChoice {
     /// The SQLite files under the rein home: the default, or `sqlite`.
@@ -234,7 +234,7 @@ impl StoreChoice {
 }
 
 /// The session store `cfg` chooses ([`StoreChoice`]), with at most
-/// `connections` to PostgreSQL. The PostgreSQL store is returned again for
+/// `connections` to PostgreSQL (0 is read as 1). The PostgreSQL store is returned again for
 /// what only it can do (leases).
 pub async fn open_store(
     cfg: &Config,
@@ -244,11 +244,6 @@ pub async fn open_store(
     use anyhow::anyhow;
     match StoreChoice::of(cfg).map_err(Failure::usage)? {
         StoreChoice::Postgres(url) => {
-            if connections == 0 {
-                return Err(Failure::usage(anyhow!(
-                    "--store-connections must be at least 1"
-                )));
-            }
             let options = rein_store::PgOptions {
                 max_connections: connections,
             };
@@ -263,10 +258,84 @@ pub async fn open_store(
 
 /// Whether `url` names a PostgreSQL database: a `postgres://` URL or
 /// libpq's `key=value` form.
-pub fn is_postgres(url: &str) -> bool {
+fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://")
         || url.starts_with("postgresql://")
         || url
             .split_whitespace()
             .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::time::Duration;
+
+    fn config(max_turns: u32, max_tokens: Option<u64>, wall: Option<u64>) -> Config {
+        let mut cfg = Config::defaults(std::path::PathBuf::from("/home/u/.rein"));
+        cfg.max_turns = max_turns;
+        cfg.max_tokens = max_tokens;
+        cfg.max_wall_time = wall.map(Duration::from_secs);
+        cfg
+    }
+
+    #[test]
+    fn a_budget_tightens_the_config_and_never_loosens_it() {
+        let mut cfg = config(3, Some(5), Some(60));
+        let looser = Budget {
+            max_turns: Some(10),
+            max_tokens: Some(50),
+            max_cost_usd: Some(9.0),
+            max_wall_time_secs: Some(600),
+        };
+        looser.apply(&mut cfg).unwrap();
+        assert_eq!(cfg.max_turns, 3);
+        assert_eq!(cfg.max_tokens, Some(5));
+        assert_eq!(cfg.max_wall_time, Some(Duration::from_secs(60)));
+        // No cost limit was set: the budget's counts.
+        assert_eq!(cfg.max_cost_usd, Some(9.0));
+        let tighter = Budget {
+            max_turns: Some(2),
+            max_tokens: Some(4),
+            max_cost_usd: Some(1.0),
+            max_wall_time_secs: Some(30),
+        };
+        tighter.apply(&mut cfg).unwrap();
+        assert_eq!(cfg.max_turns, 2);
+        assert_eq!(cfg.max_tokens, Some(4));
+        assert_eq!(cfg.max_cost_usd, Some(1.0));
+        assert_eq!(cfg.max_wall_time, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn a_budget_of_zero_a_wall_time_past_a_year_or_a_bad_cost_is_refused() {
+        let bad = [
+            Budget {
+                max_turns: Some(0),
+                ..Default::default()
+            },
+            Budget {
+                max_wall_time_secs: Some(0),
+                ..Default::default()
+            },
+            Budget {
+                max_wall_time_secs: Some(MAX_WALL_TIME_SECS + 1),
+                ..Default::default()
+            },
+            Budget {
+                max_cost_usd: Some(f64::NAN),
+                ..Default::default()
+            },
+            Budget {
+                max_cost_usd: Some(-1.0),
+                ..Default::default()
+            },
+        ];
+        for budget in bad {
+            let mut cfg = config(3, None, None);
+            assert!(budget.apply(&mut cfg).is_err(), "{budget:?}");
+            assert_eq!(cfg.max_turns, 3, "{budget:?} changed the config");
+        }
+    }
 }

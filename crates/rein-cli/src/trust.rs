@@ -229,6 +229,8 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
     // Redirects: who the model is and where requests and keys go.
     s.ignore(provider, Ignored::Provider);
     s.ignore(model, Ignored::Model);
+    // Never reaches here from a project file (`Config::apply_project`
+    // drops it, trusted or not); ignored all the same.
     s.ignore(store, |_| Ignored::Store);
     for name in providers.into_keys() {
         s.ignore(Some(name), Ignored::ProviderSection);

@@ -31,6 +31,23 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         .block_on(f)
 }
 
+/// `rein exec --json` of the replay `script` with `REIN_STORE=url`.
+fn exec_in(env: &Env, url: &str, script: &str) -> std::process::Output {
+    env.command()
+        .args([
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            script,
+            "hello",
+        ])
+        .env("REIN_STORE", url)
+        .output()
+        .unwrap()
+}
+
 fn stored_messages(url: &str, id: &str) -> Vec<Value> {
     block_on(async {
         use rein_core::SessionStore;
@@ -130,20 +147,7 @@ fn exec_keeps_its_session_in_the_postgresql_database_rein_store_names() {
     };
     let env = Env::new();
     let script = env.script("s.json", &json!({"turns": [{"text": "Stored far away."}]}));
-    let out = env
-        .command()
-        .args([
-            "exec",
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &script,
-            "hello",
-        ])
-        .env("REIN_STORE", &url)
-        .output()
-        .unwrap();
+    let out = exec_in(&env, &url, &script);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let id = session_id(&json_lines(&out));
     let messages = stored_messages(&url, &id);
@@ -154,6 +158,7 @@ fn exec_keeps_its_session_in_the_postgresql_database_rein_store_names() {
     assert_eq!(roles, ["user", "assistant"], "{messages:#?}");
     // Nothing went to the SQLite file under the home.
     let local = env.rein(&["sessions", "list"]);
+    assert_eq!(local.status.code(), Some(0), "{}", stderr(&local));
     assert!(!stdout(&local).contains(&id[..8]), "{}", stdout(&local));
 }
 
@@ -203,21 +208,12 @@ fn memories_live_in_the_postgresql_database_rein_store_names() {
     );
     // A run opens the memory there too.
     let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
-    let run = env
-        .command()
-        .args([
-            "exec",
-            "--json",
-            "--provider",
-            "replay",
-            "--script",
-            &script,
-            "hello",
-        ])
-        .env("REIN_STORE", &url)
-        .output()
-        .unwrap();
+    let run = exec_in(&env, &url, &script);
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(
+        !env.home.path().join("memory.db").exists(),
+        "the run opened the SQLite memory"
+    );
 }
 
 #[test]
@@ -264,7 +260,7 @@ fn the_users_config_store_keeps_sessions_in_postgresql_and_every_command_reads_t
 }
 
 #[test]
-fn a_projects_store_does_not_redirect_the_sessions_of_an_untrusted_folder() {
+fn a_projects_store_never_redirects_its_sessions_trusted_or_not() {
     let Some(url) = database("project_store") else {
         return;
     };
@@ -288,7 +284,18 @@ fn a_projects_store_does_not_redirect_the_sessions_of_an_untrusted_folder() {
         store.list_sessions(None, 100).await.unwrap()
     });
     assert!(in_pg.is_empty(), "{in_pg:?}");
-    // The user is told the project asked for it (the value is not shown).
-    assert!(stderr(&out).contains("store"), "{}", stderr(&out));
+    // Its value (which may hold a password) is never shown.
     assert!(!stderr(&out).contains(&url), "{}", stderr(&out));
+    // Trusting the folder does not hand it the store either.
+    let trusted = env.replay_json(&script, &["--trust", "hello"]);
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    let id = session_id(&json_lines(&trusted));
+    let listed = env.rein(&["sessions", "list"]);
+    assert!(stdout(&listed).contains(&id[..8]), "{}", stdout(&listed));
+    let in_pg = block_on(async {
+        use rein_core::SessionStore;
+        let store = rein_store::PgStore::connect(&url).await.unwrap();
+        store.list_sessions(None, 100).await.unwrap()
+    });
+    assert!(in_pg.is_empty(), "{in_pg:?}");
 }

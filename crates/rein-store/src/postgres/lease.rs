@@ -248,10 +248,16 @@ impl Lease {
     /// clock). Fails with [`LeaseError::Lost`] when another owner took it
     /// over, or it was released or its session deleted.
     pub async fn renew(&self) -> Result<(), LeaseError> {
+        self.renew_within(None).await
+    }
+
+    /// [`renew`](Self::renew), given up after `limit` (then the renewal
+    /// is not left running to extend the lease later).
+    pub(crate) async fn renew_within(&self, limit: Option<Duration>) -> Result<(), LeaseError> {
         let (id, token, ttl) = (self.session_id.clone(), self.token, seconds(self.ttl));
         let still_ours = self
             .store
-            .run("renewing a session lease", move |mut c| async move {
+            .run_within("renewing a session lease", limit, move |mut c| async move {
                 // Every held lease renews every third of its time to live,
                 // so the statement is kept prepared.
                 let statement = c.prepared(RENEW).await.ctx("renewing a session lease")?;

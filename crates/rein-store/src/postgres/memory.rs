@@ -107,7 +107,7 @@ impl PgMemory {
         Fut: std::future::Future<Output = Result<T, Oops>> + Send + 'static,
         T: Send + 'static,
     {
-        self.pool.run(context, f).await.map_err(|o| match o {
+        self.pool.run(context, None, f).await.map_err(|o| match o {
             Oops::Memory(e) => e,
             Oops::Db(f) => memory_error(f.into_store(self.pool.target())),
         })

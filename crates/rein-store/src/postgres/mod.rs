@@ -102,8 +102,23 @@ impl PgStore {
         Fut: std::future::Future<Output = Result<T, PgFail>> + Send + 'static,
         T: Send + 'static,
     {
+        self.run_within(context, None, f).await
+    }
+
+    /// [`run`](Self::run), given up after `limit` when there is one.
+    async fn run_within<T, F, Fut>(
+        &self,
+        context: &'static str,
+        limit: Option<Duration>,
+        f: F,
+    ) -> Result<T, StoreError>
+    where
+        F: FnOnce(Conn) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, PgFail>> + Send + 'static,
+        T: Send + 'static,
+    {
         self.pool
-            .run(context, f)
+            .run(context, limit, f)
             .await
             .map_err(|e| e.into_store(self.pool.target()))
     }

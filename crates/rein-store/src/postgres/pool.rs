@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::{Client, NoTls, Statement};
@@ -84,7 +85,16 @@ impl Pool {
 
     /// Run `f` with a connection of this pool, on the PostgreSQL thread
     /// (see [`runtime`](super::runtime) for why), and give back its result.
-    pub(crate) async fn run<T, E, F, Fut>(&self, context: &'static str, f: F) -> Result<T, E>
+    ///
+    /// With a `limit`, the operation (waiting for a connection included)
+    /// is given up there, on that thread: a caller that stops waiting
+    /// does not stop the operation, so a deadline must live with it.
+    pub(crate) async fn run<T, E, F, Fut>(
+        &self,
+        context: &'static str,
+        limit: Option<Duration>,
+        f: F,
+    ) -> Result<T, E>
     where
         F: FnOnce(Conn) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
@@ -93,8 +103,20 @@ impl Pool {
     {
         let pool = self.clone();
         super::runtime::run(async move {
-            let conn = pool.get(context).await.map_err(E::from)?;
-            f(conn).await
+            let work = async {
+                let conn = pool.get(context).await.map_err(E::from)?;
+                f(conn).await
+            };
+            let Some(limit) = limit else {
+                return work.await;
+            };
+            match tokio::time::timeout(limit, work).await {
+                Ok(result) => result,
+                Err(_) => Err(E::from(PgFail::Store(StoreError::Locked(format!(
+                    "{context} took longer than {} ms",
+                    limit.as_millis()
+                ))))),
+            }
         })
         .await
     }
