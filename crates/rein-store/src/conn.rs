@@ -3,7 +3,6 @@
 //! own thread without ever reusing a connection left mid-transaction by a
 //! panic.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -67,17 +66,14 @@ pub(crate) fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result
 /// each with its stack, all woken one by one through the lock), where a
 /// queue costs nothing per waiting operation.
 ///
-/// The thread ends when the last clone is dropped.
+/// The thread owns the connection and ends when the last clone is dropped.
 #[derive(Clone)]
 pub(crate) struct ConnThread {
-    /// The thread's too; kept here only for tests to reach.
-    #[cfg_attr(not(test), allow(dead_code))]
-    conn: Arc<Mutex<Connection>>,
     jobs: std::sync::mpsc::Sender<Job>,
 }
 
 /// An operation for the connection's thread.
-type Job = Box<dyn FnOnce(&Arc<Mutex<Connection>>) + Send>;
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 /// An operation that did not finish: it panicked.
 #[derive(Debug, thiserror::Error)]
@@ -87,30 +83,22 @@ pub(crate) struct Unfinished;
 impl ConnThread {
     /// Start the thread that runs operations on `conn`; `name` names the
     /// thread (seen in a debugger or `top -H`).
-    pub(crate) fn start(conn: Connection, name: &str) -> std::io::Result<ConnThread> {
-        let conn = Arc::new(Mutex::new(conn));
+    pub(crate) fn start(mut conn: Connection, name: &str) -> std::io::Result<ConnThread> {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-        let shared = Arc::clone(&conn);
         std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
                 // Ends when every sender (every clone) is gone.
                 for job in queue {
-                    job(&shared);
+                    job(&mut conn);
                 }
             })?;
-        Ok(ConnThread { conn, jobs })
-    }
-
-    /// The connection itself (for tests that poison its lock).
-    #[cfg(test)]
-    pub(crate) fn conn(&self) -> &Arc<Mutex<Connection>> {
-        &self.conn
+        Ok(ConnThread { jobs })
     }
 
     /// Run `f` with the connection on its thread. A panic mid-operation
-    /// rolled its transaction back as it unwound; the next operation makes
-    /// sure before using the connection.
+    /// is caught there and a transaction it left open rolled back at once
+    /// (so no write lock is held until the next operation).
     pub(crate) async fn run<T, E, F>(&self, f: F) -> Result<Result<T, E>, Unfinished>
     where
         T: Send + 'static,
@@ -119,10 +107,10 @@ impl ConnThread {
     {
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut guard = lock(conn);
-                f(&mut guard)
-            }));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *conn)));
+            if result.is_err() && !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
             // The caller may have stopped waiting; the work is done anyway.
             let _ = answer.send(result.map_err(|_| Unfinished));
         });
@@ -133,27 +121,16 @@ impl ConnThread {
     }
 }
 
-/// The connection's lock, after a panic too: a transaction the panic left
-/// open is rolled back first.
-fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
-    conn.lock().unwrap_or_else(|poisoned| {
-        let guard = poisoned.into_inner();
-        if !guard.is_autocommit() {
-            let _ = guard.execute_batch("ROLLBACK");
-        }
-        conn.clear_poison();
-        guard
-    })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[tokio::test]
-    async fn an_operation_that_panics_mid_transaction_is_unfinished_and_rolled_back() {
-        let thread = ConnThread::start(Connection::open_in_memory().unwrap(), "t").unwrap();
+    async fn an_operation_that_panics_mid_transaction_is_unfinished_and_rolled_back_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let thread = ConnThread::start(Connection::open(&path).unwrap(), "t").unwrap();
         thread
             .run(|c| c.execute_batch("CREATE TABLE t (x INTEGER)"))
             .await
@@ -161,11 +138,17 @@ mod tests {
             .unwrap();
         let panicked = thread
             .run(|c| -> Result<(), rusqlite::Error> {
-                c.execute_batch("BEGIN; INSERT INTO t VALUES (1)").unwrap();
+                c.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")
+                    .unwrap();
                 panic!("mid-transaction");
             })
             .await;
         assert!(matches!(panicked, Err(Unfinished)));
+        // The write lock is free now, before any next operation: another
+        // connection writes without waiting.
+        let other = Connection::open(&path).unwrap();
+        other.busy_timeout(Duration::ZERO).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE; COMMIT").unwrap();
         // The thread lives on, and the half-done insert is gone.
         let rows: i64 = thread
             .run(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)))

@@ -59,24 +59,6 @@ fn an_empty_prefix_finds_nothing() {
     assert!(matches!(resolved(&conn, ""), Err(StoreError::NotFound(_))));
 }
 
-#[tokio::test]
-async fn a_poisoned_connection_lock_is_recovered_not_fatal() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
-    let conn = Arc::clone(store.conn.conn());
-    let panicked = std::thread::spawn(move || {
-        let guard = conn.lock().unwrap();
-        guard.execute_batch("BEGIN IMMEDIATE").unwrap();
-        panic!("poison the lock mid-transaction");
-    })
-    .join();
-    assert!(panicked.is_err());
-    assert!(store.conn.conn().is_poisoned());
-    let s = store.create_session(NewSession::default()).await.unwrap();
-    assert_eq!(store.get_session(&s.id).await.unwrap(), s);
-    assert!(!store.conn.conn().is_poisoned());
-}
-
 #[test]
 fn glob_prefix_escapes_wildcards_as_classes() {
     assert_eq!(glob_prefix("a*b?c[d]"), "a[*]b[?]c[[]d]*");
