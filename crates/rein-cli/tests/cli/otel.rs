@@ -28,9 +28,9 @@ fn attr(span: &Span, key: &str) -> Option<String> {
     }
 }
 
-/// Run a one-tool task with `--otel` (and `extra`) against a receiver; its
-/// spans.
-fn traced(extra: &[&str]) -> (Vec<Span>, String) {
+/// Run a one-tool task with `flags` and the variables `vars` against a
+/// receiver the OTEL endpoint names; its spans.
+fn traced(flags: &[&str], vars: &[(&str, &str)]) -> (Vec<Span>, String) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -50,13 +50,13 @@ fn traced(extra: &[&str]) -> (Vec<Span>, String) {
     cmd.args([
         "exec",
         "--json",
-        "--otel",
         "--provider",
         "replay",
         "--script",
         &script,
     ])
-    .args(extra)
+    .args(flags)
+    .envs(vars.iter().copied())
     .arg("read a.txt please")
     .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
     .env("OTEL_EXPORTER_OTLP_HEADERS", "x-team=rein");
@@ -67,8 +67,26 @@ fn traced(extra: &[&str]) -> (Vec<Span>, String) {
 }
 
 #[test]
+fn exec_exports_nothing_unless_asked_even_with_an_endpoint_set_and_rein_otel_asks() {
+    let (spans, _) = traced(&[], &[]);
+    assert!(spans.is_empty(), "telemetry was on by default: {spans:#?}");
+    for asked in ["1", "TRUE"] {
+        let (spans, id) = traced(&[], &[("REIN_OTEL", asked)]);
+        let run = spans.iter().find(|s| s.name == "invoke_agent rein");
+        assert!(run.is_some(), "REIN_OTEL={asked}: {spans:#?}");
+        assert_eq!(
+            attr(run.unwrap(), "gen_ai.conversation.id").as_deref(),
+            Some(id.as_str())
+        );
+    }
+    // --otel-content alone turns it on, with contents.
+    let (spans, _) = traced(&["--otel-content"], &[]);
+    assert!(!spans.is_empty(), "--otel-content exported nothing");
+}
+
+#[test]
 fn exec_with_otel_sends_a_genai_trace_of_the_run_without_contents() {
-    let (spans, id) = traced(&[]);
+    let (spans, id) = traced(&["--otel"], &[]);
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
     let root = spans
         .iter()
@@ -107,7 +125,7 @@ fn exec_with_otel_sends_a_genai_trace_of_the_run_without_contents() {
 
 #[test]
 fn exec_with_otel_content_puts_the_prompt_and_tool_result_in_the_spans() {
-    let (spans, _) = traced(&["--otel-content"]);
+    let (spans, _) = traced(&["--otel", "--otel-content"], &[]);
     let dump = format!("{spans:?}");
     assert!(dump.contains("read a.txt please"), "{dump}");
     assert!(dump.contains("SECRET CONTENTS"), "{dump}");
