@@ -83,29 +83,43 @@ static OPENED: tokio::sync::Mutex<Vec<(String, Arc<dyn LongTermMemory>)>> =
 /// The memory for a run, opened once per place per process. A failure is
 /// not remembered: the next run tries again.
 async fn shared(cfg: &Config) -> Result<Arc<dyn LongTermMemory>, MemoryError> {
-    let place = match StoreChoice::of(cfg) {
-        Ok(StoreChoice::Postgres(url)) => url,
-        _ => memory_db(cfg).display().to_string(),
+    let choice = choice(cfg)?;
+    let place = match &choice {
+        StoreChoice::Postgres(url) => url.clone(),
+        StoreChoice::Sqlite => memory_db(cfg).display().to_string(),
     };
     // Held while opening, so concurrent first runs open it once.
     let mut opened = OPENED.lock().await;
     if let Some((_, memory)) = opened.iter().find(|(p, _)| *p == place) {
         return Ok(memory.clone());
     }
-    let memory = open(cfg, RUN_BUSY_TIMEOUT).await?;
+    let memory = open_at(&choice, cfg, RUN_BUSY_TIMEOUT).await?;
     opened.push((place, memory.clone()));
     Ok(memory)
 }
 
-/// The memory: beside the sessions ([`StoreChoice`]): in the PostgreSQL
-/// database the store names, else the SQLite file under the home.
+/// Where the memory is: beside the sessions ([`StoreChoice`]).
+fn choice(cfg: &Config) -> Result<StoreChoice, MemoryError> {
+    StoreChoice::of(cfg).map_err(|e| MemoryError::Invalid(e.to_string()))
+}
+
+/// The memory `cfg` chooses, opened anew.
 async fn open(
     cfg: &Config,
     busy_timeout: Duration,
 ) -> Result<Arc<dyn LongTermMemory>, MemoryError> {
-    let choice = StoreChoice::of(cfg).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    open_at(&choice(cfg)?, cfg, busy_timeout).await
+}
+
+/// The memory in the PostgreSQL database `choice` names, else the SQLite
+/// file under the home.
+async fn open_at(
+    choice: &StoreChoice,
+    cfg: &Config,
+    busy_timeout: Duration,
+) -> Result<Arc<dyn LongTermMemory>, MemoryError> {
     if let StoreChoice::Postgres(url) = choice {
-        return Ok(Arc::new(rein_store::PgMemory::connect(&url).await?));
+        return Ok(Arc::new(rein_store::PgMemory::connect(url).await?));
     }
     let options = SqliteOptions { busy_timeout };
     Ok(Arc::new(SqliteMemory::open_with(&memory_db(cfg), options)?))

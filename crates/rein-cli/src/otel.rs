@@ -91,18 +91,14 @@ fn first_as_notice(notices: mpsc::UnboundedSender<String>) -> impl Fn(&str) + Se
         // Only the first failure of any kind is a notice.
         let first = !noticed.swap(true, Ordering::SeqCst);
         if !(first && notices.send(app_notice(line)).is_ok()) {
-            eprintln!("{line}");
+            eprintln!("{}", rein_telemetry::stderr_line(line));
         }
     }
 }
 
-/// The reporter's line as the app's notice: it says export failed, and
+/// A failure's reason as the app's notice: it says export failed, and
 /// that no more will be shown.
-fn app_notice(line: &str) -> String {
-    let reason = line.strip_prefix("rein: telemetry: ").unwrap_or(line);
-    let reason = reason
-        .split_once(" (further failures")
-        .map_or(reason, |(r, _)| r);
+fn app_notice(reason: &str) -> String {
     format!("telemetry export failed: {reason} (further export failures are not shown)")
 }
 
@@ -121,10 +117,9 @@ mod tests {
 
     #[test]
     fn the_apps_notice_says_export_failed_and_that_no_more_are_shown() {
-        let line = "rein: telemetry: cannot export traces to http://127.0.0.1:9/v1/traces: \
-                    connection refused (further failures like this are not reported)";
+        let reason = "cannot export traces to http://127.0.0.1:9/v1/traces: connection refused";
         assert_eq!(
-            app_notice(line),
+            app_notice(reason),
             "telemetry export failed: cannot export traces to http://127.0.0.1:9/v1/traces: \
              connection refused (further export failures are not shown)"
         );
@@ -134,13 +129,8 @@ mod tests {
     fn the_app_hears_of_the_first_failure_only() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let write = first_as_notice(tx);
-        let more = "(further failures like this are not reported)";
-        write(&format!(
-            "rein: telemetry: cannot export traces to X: refused {more}"
-        ));
-        write(&format!(
-            "rein: telemetry: cannot export metrics to Y: refused {more}"
-        ));
+        write("cannot export traces to X: refused");
+        write("cannot export metrics to Y: refused");
         let notice = rx.try_recv().unwrap();
         assert!(notice.starts_with("telemetry export failed: cannot export traces to X"));
         assert!(rx.try_recv().is_err(), "a second notice");

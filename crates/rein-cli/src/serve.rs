@@ -257,7 +257,12 @@ where
 {
     let service = hyper::service::service_fn(move |request| {
         let server = server.clone();
-        async move { Ok::<_, std::convert::Infallible>(routes::handle(server, request).await) }
+        // Boxed: the handler's future is deep (every route's), and inlined
+        // here its layout passes the compiler's query depth limit.
+        async move {
+            let handled = Box::pin(routes::handle(server, request));
+            Ok::<_, std::convert::Infallible>(handled.await)
+        }
     });
     let io = hyper_util::rt::TokioIo::new(stream);
     // A client that never finishes its headers is dropped (slowloris).

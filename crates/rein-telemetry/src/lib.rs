@@ -79,5 +79,5 @@ mod telemetry;
 pub use config::{Protocol, Signal, SignalConfig, TelemetryConfig};
 pub use error::TelemetryError;
 pub use observer::{ObservedSink, Observers, RunObserver};
-pub use report::FailureReporter;
+pub use report::{FailureReporter, stderr_line};
 pub use telemetry::{Telemetry, TelemetryStats};

@@ -29,13 +29,15 @@ impl Default for FailureReporter {
 }
 
 impl FailureReporter {
-    /// One line on stderr per kind (what `rein exec` and `rein serve` want).
+    /// One line on stderr per kind (what `rein exec` and `rein serve` want),
+    /// as [`stderr_line`] words it.
     pub fn stderr() -> Self {
-        FailureReporter::new(|line| eprintln!("{line}"))
+        FailureReporter::new(|reason| eprintln!("{}", stderr_line(reason)))
     }
 
-    /// Lines go to `write` instead: a terminal app that owns the screen
-    /// shows them its own way (or a test collects them).
+    /// Failures go to `write` instead, as the bare reason: a terminal app
+    /// that owns the screen words and shows them its own way (or a test
+    /// collects them).
     pub fn new(write: impl Fn(&str) + Send + Sync + 'static) -> Self {
         FailureReporter {
             write: Arc::new(write),
@@ -50,11 +52,14 @@ impl FailureReporter {
             !said.contains(kind) && said.insert(kind.to_string())
         };
         if first {
-            (self.write)(&format!(
-                "rein: telemetry: {line} (further failures like this are not reported)"
-            ));
+            (self.write)(line);
         }
     }
+}
+
+/// How a failure's `reason` reads on stderr.
+pub fn stderr_line(reason: &str) -> String {
+    format!("rein: telemetry: {reason} (further failures like this are not reported)")
 }
 
 #[cfg(test)]
@@ -71,6 +76,10 @@ mod tests {
         r.report("metrics:http-500", "HTTP 500");
         let lines = lines.lock().unwrap();
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].starts_with("rein: telemetry: cannot reach x ("));
+        assert_eq!(lines[0], "cannot reach x");
+        assert_eq!(
+            stderr_line(&lines[0]),
+            "rein: telemetry: cannot reach x (further failures like this are not reported)"
+        );
     }
 }
