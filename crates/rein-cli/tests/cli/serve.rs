@@ -409,6 +409,28 @@ fn serve_openapi_lists_every_route_and_each_answers() {
             );
             assert_ne!(status, 405, "{method} {path}");
         }
+        // A method the path does not take: 405, and `Allow` lists exactly
+        // the documented ones.
+        let concrete = path.replace("{id}", &id).replace("{call_id}", "c1");
+        let auth = format!("Bearer {}", s.token);
+        let (status, headers, _) = s.raw("PUT", &concrete, &[("Authorization", &auth)], None);
+        assert_eq!(status, 405, "PUT {path}");
+        let allow = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("allow"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("PUT {path}: 405 without Allow: {headers:?}"));
+        let mut said: Vec<String> = allow.split(',').map(|m| m.trim().to_string()).collect();
+        let mut documented: Vec<String> = ops
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|m| *m != "parameters")
+            .map(|m| m.to_uppercase())
+            .collect();
+        said.sort();
+        documented.sort();
+        assert_eq!(said, documented, "Allow of {path}");
     }
     let (status, _) = s.call("DELETE", &format!("/sessions/{id}"), None);
     assert_eq!(status, 204);
