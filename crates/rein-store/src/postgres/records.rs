@@ -1,6 +1,7 @@
 //! What a session keeps besides its messages, in PostgreSQL: todos,
-//! approval grants, the cost ledger and compaction records, each read and
-//! written in its own transaction, with the SQLite store's rules.
+//! approval grants, the cost ledger and compaction records, each written
+//! in its own transaction and read in one statement, with the SQLite
+//! store's rules.
 
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Transaction};
@@ -9,21 +10,30 @@ use rein_core::{CompactionRecord, LedgerEntry, StoreError, Todo};
 
 use super::error::{PgContext, PgFail};
 use super::pool::Conn;
-use super::sessions::ensure_exists;
 
-/// A read-only transaction on one snapshot, so the session check and the
-/// rows read after it agree.
-pub(super) async fn snapshot<'a>(
-    client: &'a mut Client,
+/// A session's rows of one list, in `seq` order, with one prepared
+/// statement that joins them to the session: no row at all means no
+/// session, and a session without any gives one row whose `seq` (the
+/// first column) is NULL, left out here. One statement reads one snapshot,
+/// so the check and the rows agree.
+async fn session_rows(
+    conn: &mut Conn,
+    sql: &'static str,
+    id: &str,
     context: &'static str,
-) -> Result<Transaction<'a>, PgFail> {
-    client
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await
-        .ctx(context)
+) -> Result<Vec<tokio_postgres::Row>, PgFail> {
+    let statement = conn.prepared(sql).await.ctx(context)?;
+    let rows = conn.query(&statement, &[&id]).await.ctx(context)?;
+    if rows.is_empty() {
+        return Err(StoreError::NotFound(id.to_string()).into());
+    }
+    let mut listed = Vec::with_capacity(rows.len());
+    for row in rows {
+        if row.try_get::<_, Option<i64>>(0).ctx(context)?.is_some() {
+            listed.push(row);
+        }
+    }
+    Ok(listed)
 }
 
 /// Lock the session's row until commit (and fail when there is none):
@@ -87,19 +97,13 @@ pub(super) async fn add_grant(client: &mut Client, id: &str, rule: &str) -> Resu
     tx.commit().await.ctx("committing an approval")
 }
 
-pub(super) async fn grants(client: &mut Client, id: &str) -> Result<Vec<String>, PgFail> {
-    let tx = snapshot(client, "reading approvals").await?;
-    ensure_exists(&tx, id).await?;
-    let rows = tx
-        .query(
-            "SELECT rule FROM grants WHERE session_id = $1 ORDER BY seq",
-            &[&id],
-        )
-        .await
-        .ctx("reading approvals")?;
-    tx.commit().await.ctx("reading approvals")?;
+const GRANTS: &str = "SELECT g.seq, g.rule FROM sessions s
+    LEFT JOIN grants g ON g.session_id = s.id WHERE s.id = $1 ORDER BY g.seq";
+
+pub(super) async fn grants(conn: &mut Conn, id: &str) -> Result<Vec<String>, PgFail> {
+    let rows = session_rows(conn, GRANTS, id, "reading approvals").await?;
     rows.iter()
-        .map(|r| r.try_get::<_, String>(0))
+        .map(|r| r.try_get::<_, String>(1))
         .collect::<Result<_, _>>()
         .ctx("reading approvals")
 }
@@ -158,25 +162,16 @@ pub(super) async fn add_ledger(conn: &mut Conn, id: &str, body: &str) -> Result<
 /// The ledger in call order and how many rows could not be read: a row
 /// that does not parse (a newer rein's shape, a hand edit) is skipped,
 /// since costs are informative and must never make a session unreadable.
-pub(super) async fn ledger(
-    client: &mut Client,
-    id: &str,
-) -> Result<(Vec<LedgerEntry>, usize), PgFail> {
-    let tx = snapshot(client, "reading the ledger").await?;
-    ensure_exists(&tx, id).await?;
-    let rows = tx
-        .query(
-            "SELECT body FROM ledger WHERE session_id = $1 ORDER BY seq",
-            &[&id],
-        )
-        .await
-        .ctx("reading the ledger")?;
-    tx.commit().await.ctx("reading the ledger")?;
+const LEDGER: &str = "SELECT l.seq, l.body FROM sessions s
+    LEFT JOIN ledger l ON l.session_id = s.id WHERE s.id = $1 ORDER BY l.seq";
+
+pub(super) async fn ledger(conn: &mut Conn, id: &str) -> Result<(Vec<LedgerEntry>, usize), PgFail> {
+    let rows = session_rows(conn, LEDGER, id, "reading the ledger").await?;
     let mut entries = Vec::with_capacity(rows.len());
     let mut skipped = 0usize;
     for row in &rows {
         let parsed = row
-            .try_get::<_, &str>(0)
+            .try_get::<_, &str>(1)
             .ok()
             .and_then(|body| serde_json::from_str::<LedgerEntry>(body).ok());
         match parsed {
@@ -208,20 +203,14 @@ pub(super) async fn add_compaction(
 
 /// The compactions, oldest first. Unlike the ledger, a damaged row fails
 /// the read: it decides what the model sees, like a message does.
+const COMPACTIONS: &str = "SELECT c.seq, c.body FROM sessions s
+    LEFT JOIN compactions c ON c.session_id = s.id WHERE s.id = $1 ORDER BY c.seq";
+
 pub(super) async fn compactions(
-    client: &mut Client,
+    conn: &mut Conn,
     id: &str,
 ) -> Result<Vec<CompactionRecord>, PgFail> {
-    let tx = snapshot(client, "reading compactions").await?;
-    ensure_exists(&tx, id).await?;
-    let rows = tx
-        .query(
-            "SELECT seq, body FROM compactions WHERE session_id = $1 ORDER BY seq",
-            &[&id],
-        )
-        .await
-        .ctx("reading compactions")?;
-    tx.commit().await.ctx("reading compactions")?;
+    let rows = session_rows(conn, COMPACTIONS, id, "reading compactions").await?;
     rows.iter()
         .map(|row| {
             let seq: i64 = row.try_get(0).ctx("reading compactions")?;
