@@ -7,9 +7,10 @@
 //!     [--sessions 1000] [--turns 10] [--store sqlite|postgres]
 //! ```
 //!
-//! Reports sessions completed, the harness's latency per turn (from the
-//! mock answering one turn to the next request of that session arriving:
-//! the tool, the store, the events, building the next request), the
+//! Reports sessions completed, the latency per turn (from one request of a
+//! session arriving at the mock to its next one arriving: the mock reading
+//! the request and streaming its answer, rein reading the stream, the
+//! tool, the store, the events and building the next request), the
 //! server's peak memory and its CPU seconds per session.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
