@@ -13,6 +13,7 @@ pub mod frontmatter;
 pub mod gate;
 pub mod glob;
 pub mod history;
+pub mod host_process;
 pub mod in_memory_store;
 pub mod instructions;
 pub mod lifecycle;
