@@ -52,13 +52,14 @@ pub fn start(cfg: &Config, workspace: &Path) -> (Option<Arc<McpHub>>, Vec<String
     (Some(McpHub::start(servers, launch(cfg, workspace))), notes)
 }
 
-/// What servers start from: the workspace, the scrubbed environment,
+/// What servers start from: the project, the names `env_allow` adds to
+/// the scrubbed environment,
 /// `$REIN_HOME/logs/mcp/` for their stderr and the OAuth tokens of
 /// `rein mcp login`.
 pub(crate) fn launch(cfg: &Config, workspace: &Path) -> Launch {
     Launch {
         workspace: workspace.to_path_buf(),
-        env: server_env(cfg),
+        env_allow: cfg.permissions.env_allow.clone(),
         log_dir: Some(cfg.home.join("logs").join("mcp")),
         auth_dir: Some(auth_dir(cfg)),
     }
@@ -127,14 +128,5 @@ pub fn status_lines(hub: &McpHub) -> Vec<String> {
     hub.reports()
         .iter()
         .map(|r| command::describe(r, false))
-        .collect()
-}
-
-/// What a server's environment starts from: the variables shell commands
-/// get (the session basics and toolchain settings, plus `env_allow`),
-/// never rein's keys; each server's own `env` comes on top.
-pub(crate) fn server_env(cfg: &Config) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    std::env::vars_os()
-        .filter(|(k, _)| rein_tools::sandbox::env::passes(k, &cfg.permissions.env_allow))
         .collect()
 }

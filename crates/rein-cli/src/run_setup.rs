@@ -213,7 +213,7 @@ pub fn engine_builder(
         }
     };
     if let Some(hooks) = rein_tools::user_hooks::UserHooks::new(extras.hooks) {
-        let hooks = Arc::new(hooks);
+        let hooks = Arc::new(hooks.with_env_allow(cfg.permissions.env_allow.clone()));
         builder = builder.hook(hooks.clone()).session_hook(hooks);
     }
     if cfg.checkpoints {

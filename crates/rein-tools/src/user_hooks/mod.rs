@@ -23,6 +23,11 @@
 //! event JSON on stdin (`session_id`, `transcript_path` (null: sessions are
 //! in SQLite), `cwd`, `permission_mode`, `hook_event_name`, `agent_id` in a
 //! sub-agent, and the event's own fields) and a timeout (60 s by default).
+//! A hook runs on the host as every host process does
+//! ([`rein_core::host_process`]): in an empty folder of rein's, not the
+//! workspace (the project is `cwd` in its input and `$REIN_PROJECT_DIR` /
+//! `$CLAUDE_PROJECT_DIR`), with a scrubbed environment (`env_allow` adds
+//! names), and its background processes end with it.
 //! Exit 0 goes on, its stdout JSON read when there is one; exit 2 blocks
 //! (what blocking means is the event's); any other exit, a crash or a
 //! timeout is a warning to the user and rein goes on, unless the hook says
@@ -33,6 +38,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rein_core::HookRun;
+use rein_core::host_process::HostLaunch;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -203,6 +209,8 @@ fn claude_name(name: &str) -> &str {
 /// [`rein_core::SessionHook`] (the others).
 pub struct UserHooks {
     by_event: BTreeMap<String, Vec<(Matcher, Handler)>>,
+    /// Names of rein's variables hooks get besides the allowlist.
+    env_allow: Vec<String>,
 }
 
 impl UserHooks {
@@ -217,7 +225,25 @@ impl UserHooks {
                     .push((m, e.handler.clone()));
             }
         }
-        (!by_event.is_empty()).then_some(UserHooks { by_event })
+        (!by_event.is_empty()).then_some(UserHooks {
+            by_event,
+            env_allow: Vec::new(),
+        })
+    }
+
+    /// Pass these variables of rein's to hooks too (the user's
+    /// `env_allow`); the others of the allowlist's reach them anyway.
+    pub fn with_env_allow(mut self, names: Vec<String>) -> UserHooks {
+        self.env_allow = names;
+        self
+    }
+
+    /// How a hook of the project at `project` starts.
+    fn launch(&self, project: &Path) -> HostLaunch {
+        HostLaunch {
+            env_allow: self.env_allow.clone(),
+            ..HostLaunch::for_project(project)
+        }
     }
 
     /// Whether any hook is set for `event`.
@@ -232,15 +258,17 @@ impl UserHooks {
         event: &str,
         subject: Option<&str>,
         input: &Value,
-        cwd: &Path,
+        project: &Path,
     ) -> Vec<(Handler, Ran)> {
         let Some(hooks) = self.by_event.get(event) else {
             return Vec::new();
         };
+        let launch = self.launch(project);
+        let launch = &launch;
         let runs = hooks
             .iter()
             .filter(|(m, _)| subject.is_none_or(|s| m.takes(s)))
-            .map(|(_, h)| async { (h.clone(), run_handler(h, input, cwd).await) });
+            .map(|(_, h)| async move { (h.clone(), run_handler(h, input, launch).await) });
         futures_util::future::join_all(runs).await
     }
 }
@@ -321,8 +349,8 @@ mod tests {
         let run = |cmd: &str| {
             let h = handler(cmd);
             let input = input.clone();
-            let cwd = dir.path().to_path_buf();
-            async move { verdict(&h, &run_handler(&h, &input, &cwd).await) }
+            let launch = HostLaunch::for_project(dir.path());
+            async move { verdict(&h, &run_handler(&h, &input, &launch).await) }
         };
         assert_eq!(
             run("cat >/dev/null; echo 'no rm here' >&2; exit 2").await,
@@ -349,7 +377,7 @@ mod tests {
         let mut slow = handler("sleep 5");
         slow.timeout = Some(1);
         slow.fail_closed = true;
-        let ran = run_handler(&slow, &input, dir.path()).await;
+        let ran = run_handler(&slow, &input, &HostLaunch::for_project(dir.path())).await;
         let HookVerdict::Veto(why) = verdict(&slow, &ran) else {
             panic!("a fail-closed hook that times out blocks");
         };
@@ -488,7 +516,7 @@ mod tests {
         // An input bigger than a pipe holds (a big file's tool_input).
         let input = json!({"tool_input": {"content": "z".repeat(300_000)}});
         let started = std::time::Instant::now();
-        let ran = run_handler(&h, &input, dir.path()).await;
+        let ran = run_handler(&h, &input, &HostLaunch::for_project(dir.path())).await;
         let Ran::Exited {
             code,
             stdout,
@@ -512,7 +540,7 @@ mod tests {
         let h = handler(
             "head -c 3000000 /dev/zero | tr '\\0' x >&2; head -c 3000000 /dev/zero; exit 2",
         );
-        let ran = run_handler(&h, &json!({}), dir.path()).await;
+        let ran = run_handler(&h, &json!({}), &HostLaunch::for_project(dir.path())).await;
         let Ran::Exited { code, stderr, .. } = &ran else {
             panic!("{ran:?}");
         };
@@ -526,7 +554,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let h = hooks(
             json!({"Notification": [{"matcher": "permission_prompt", "hooks": [
-                {"type": "command", "command": "cat > notified.json"}
+                {"type": "command", "command": "cat > \"$REIN_PROJECT_DIR/notified.json\""}
             ]}]}),
         );
         let call = ToolCall {
@@ -566,5 +594,37 @@ mod tests {
         h.permission_request(&call, &args, "runs make", &run).await;
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         assert!(!file.exists());
+    }
+
+    /// Whether process `pid` is gone (or a zombie not reaped yet).
+    fn gone(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        })
+    }
+
+    #[tokio::test]
+    async fn a_hook_that_times_out_takes_its_background_grandchild_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = handler(r#"sleep 300 & echo $! > "$REIN_PROJECT_DIR/pid"; sleep 30"#);
+        h.timeout = Some(1);
+        let ran = run_handler(&h, &json!({}), &HostLaunch::for_project(dir.path())).await;
+        assert!(
+            matches!(&ran, Ran::Failed(why) if why.contains("timed out")),
+            "{ran:?}"
+        );
+        let pid: u32 = std::fs::read_to_string(dir.path().join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        for _ in 0..100 {
+            if gone(pid) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the hook's background sleep {pid} outlived it");
     }
 }

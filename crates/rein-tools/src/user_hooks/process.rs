@@ -1,10 +1,14 @@
-//! Running one hook command: `sh -c COMMAND` in the workspace, the event
-//! JSON on stdin, bounded in time and in output.
+//! Running one hook command: `sh -c COMMAND` started as every host process
+//! is ([`rein_core::host_process`]: a neutral folder, not the workspace; a
+//! scrubbed environment with the project as `REIN_PROJECT_DIR` and
+//! `CLAUDE_PROJECT_DIR`; its own process group), the event JSON on stdin,
+//! bounded in time and in output. The group is killed when the hook ends,
+//! so nothing it started in the background outlives it.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use rein_core::host_process::{HostLaunch, ProcessGroup};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -72,18 +76,15 @@ impl Ran {
     }
 }
 
-/// Run one handler with `input` on its stdin, in `cwd`.
-pub(super) async fn run_handler(handler: &Handler, input: &Value, cwd: &Path) -> Ran {
+/// Run one handler with `input` on its stdin, started by `launch`.
+pub(super) async fn run_handler(handler: &Handler, input: &Value, launch: &HostLaunch) -> Ran {
     let timeout = handler
         .timeout
         .map(|s| Duration::from_secs(s.max(1)))
         .unwrap_or(DEFAULT_TIMEOUT);
-    let mut child = match tokio::process::Command::new("sh")
+    let mut child = match tokio::process::Command::from(launch.command("sh"))
         .arg("-c")
         .arg(&handler.command)
-        .current_dir(cwd)
-        .env("CLAUDE_PROJECT_DIR", cwd)
-        .env("REIN_PROJECT_DIR", cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -93,6 +94,9 @@ pub(super) async fn run_handler(handler: &Handler, input: &Value, cwd: &Path) ->
         Ok(c) => c,
         Err(e) => return Ran::Failed(format!("cannot start: {e}")),
     };
+    // Dropped on every way out (an answer, the timeout, a cancelled
+    // run): the hook's background processes go with it.
+    let _group = child.id().and_then(ProcessGroup::of);
     let body = input.to_string();
     let work = async {
         let stdin = child.stdin.take();

@@ -58,10 +58,10 @@ impl UserHooks {
             .filter(|(m, _)| m.takes(kind.as_str()))
             .map(|(_, h)| h.clone())
             .collect();
-        let cwd = run.workspace.clone();
+        let launch = self.launch(&run.workspace);
         for handler in handlers {
-            let (input, cwd) = (input.clone(), cwd.clone());
-            tokio::spawn(async move { super::run_handler(&handler, &input, &cwd).await });
+            let (input, launch) = (input.clone(), launch.clone());
+            tokio::spawn(async move { super::run_handler(&handler, &input, &launch).await });
         }
     }
 }
