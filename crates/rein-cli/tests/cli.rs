@@ -12,6 +12,7 @@ mod cli {
     mod exec;
     mod fault_soak;
     mod hooks;
+    mod host_isolation;
     mod http_providers;
     mod mcp;
     mod mcp_http;
