@@ -269,3 +269,26 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_project_variables_are_expanded() {
+        let project = Path::new("/work/proj");
+        assert_eq!(
+            expand_project_vars("${REIN_PROJECT_DIR}/srv.py", project),
+            "/work/proj/srv.py"
+        );
+        assert_eq!(
+            expand_project_vars("--root=${CLAUDE_PROJECT_DIR}", project),
+            "--root=/work/proj"
+        );
+        // The user's other variables stay as written.
+        assert_eq!(
+            expand_project_vars("${HOME}/$REIN_PROJECT_DIR", project),
+            "${HOME}/$REIN_PROJECT_DIR"
+        );
+    }
+}

@@ -404,14 +404,16 @@ async fn a_hostile_server_is_bounded_and_its_failures_are_observations() {
 }
 
 /// A server that changes (JSON-RPC over stdio in Python): `started` says
-/// how many times it was started in this folder; `crash` kills it; `add`
+/// how many times it was started for this project (it runs in rein's
+/// empty folder: the project is `REIN_PROJECT_DIR`); `crash` kills it; `add`
 /// offers one more tool (`extra`) and says the list changed;
 /// `wait_listed` answers once the list was read again after that.
 const CHANGING: &str = r#"
 import json, os, sys
-with open("starts", "a") as f:
+counter = os.path.join(os.environ["REIN_PROJECT_DIR"], "starts")
+with open(counter, "a") as f:
     f.write("x")
-starts = len(open("starts").read())
+starts = len(open(counter).read())
 tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ["started", "crash", "add", "wait_listed"]]
 listed_after_add = False
 waiting = None
