@@ -124,8 +124,11 @@ fn open_browser(url: &str) -> anyhow::Result<()> {
         }
         None => anyhow::bail!("no desktop here and $BROWSER is not set"),
     };
+    // The user's desktop program, with the desktop's environment, but
+    // never started in the workspace (a repository's files are not its).
     std::process::Command::new(program)
         .arg(url)
+        .current_dir(rein_core::host_process::neutral_dir())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
