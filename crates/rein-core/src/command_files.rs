@@ -54,6 +54,7 @@ pub struct NamedFiles {
 /// The files an MCP server's command line (`command` then `args`) names
 /// in `workspace` (canonical).
 pub fn files_of_argv(argv: &[String], workspace: &Path) -> NamedFiles {
+    let workspace = &canonical(workspace);
     let project = workspace.to_string_lossy().into_owned();
     let words: Vec<String> = argv
         .iter()
@@ -69,6 +70,7 @@ pub fn files_of_argv(argv: &[String], workspace: &Path) -> NamedFiles {
 
 /// The files a hook's `sh -c` line names in `workspace` (canonical).
 pub fn files_of_shell(line: &str, workspace: &Path) -> NamedFiles {
+    let workspace = &canonical(workspace);
     let mut r = resolve::Resolver::new(workspace);
     r.shell(line, 0);
     r.finish()
@@ -87,6 +89,7 @@ const INCOMPLETE: &str = "…";
 impl FileDigests {
     /// The digests of `named` now.
     pub fn of(named: &NamedFiles, workspace: &Path) -> FileDigests {
+        let workspace = &canonical(workspace);
         let mut map = BTreeMap::new();
         for file in &named.files {
             let rel = file
@@ -171,6 +174,11 @@ impl fmt::Display for FileChange {
             }
         }
     }
+}
+
+/// The workspace with symlinks resolved (named files are canonical).
+fn canonical(workspace: &Path) -> PathBuf {
+    std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf())
 }
 
 fn is_digest(d: &str) -> bool {

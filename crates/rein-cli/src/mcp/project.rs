@@ -8,8 +8,12 @@
 //! is written. An approval records a digest of the server's command,
 //! arguments, environment and folder (or its URL and headers), so a
 //! repository that later changes what an approved name runs or reaches is
-//! asked about again. Values are taken as written: `${VAR}` is not
-//! expanded, so a project cannot send the user's variables anywhere. Approvals live in
+//! asked about again. It also records a digest of each workspace file the
+//! command line names (the script it runs, a `-m` module, a config file:
+//! see [`rein_core::command_files`]), so a server whose script was
+//! rewritten (by the model, say) is asked about again too. Values are
+//! taken as written: `${VAR}` is not expanded, so a project cannot send
+//! the user's variables anywhere. Approvals live in
 //! `$REIN_HOME/mcp-approvals.json`, by folder.
 
 use std::collections::BTreeMap;
@@ -18,6 +22,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow, bail};
 
 use crate::trust::ProjectReport;
+use rein_core::command_files::{FileChange, FileDigests, files_of_argv};
 use rein_mcp::{McpServerConfig, McpTransport};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -143,13 +148,65 @@ pub fn summary(config: &McpServerConfig) -> String {
     format!("{verb}: {}", rein_tui::cells::sanitize(&config.describe()))
 }
 
+/// The workspace files a server's command line names, with their digests
+/// now (none for a remote server).
+pub fn file_digests(config: &McpServerConfig, workspace: &Path) -> FileDigests {
+    match &config.transport {
+        McpTransport::Stdio { command, args, .. } => {
+            let argv: Vec<String> = std::iter::once(command.clone())
+                .chain(args.iter().cloned())
+                .collect();
+            FileDigests::of(&files_of_argv(&argv, workspace), workspace)
+        }
+        McpTransport::Http { .. } => FileDigests::default(),
+    }
+}
+
+/// One approval as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Record {
+    /// The digest of the configuration and of the files it runs.
+    Full { config: String, files: FileDigests },
+    /// Version 1: the digest of the configuration only.
+    ConfigOnly(String),
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ApprovalsFile {
     version: u32,
-    /// Folder → server name → digest of what was approved.
+    /// Folder → server name → what was approved.
     #[serde(default)]
-    folders: BTreeMap<String, BTreeMap<String, String>>,
+    folders: BTreeMap<String, BTreeMap<String, Record>>,
+}
+
+/// Whether a project server may start as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Approved as it is written and with the files it runs as they were.
+    Approved,
+    /// Never approved, or approved with another command line.
+    NotApproved,
+    /// Approved by an older rein that did not record the files it runs
+    /// (these, comma-separated).
+    FilesNotRecorded(String),
+    /// A file it runs changed, went away or is newly named.
+    Changed(FileChange),
+}
+
+impl Standing {
+    /// Why the server is asked about again, for the user, if it is.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Standing::Approved | Standing::NotApproved => None,
+            Standing::FilesNotRecorded(files) => Some(format!(
+                "it was approved before rein checked the files it runs ({})",
+                rein_core::text::one_line(files, 200)
+            )),
+            Standing::Changed(change) => Some(format!("{change} since it was approved")),
+        }
+    }
 }
 
 /// The user's approvals of project servers.
@@ -175,7 +232,7 @@ impl Approvals {
                 )
             })?
         };
-        if file.version > 1 {
+        if file.version > 2 {
             bail!(
                 "the MCP approvals file {} is newer than this rein understands",
                 path.display()
@@ -184,16 +241,37 @@ impl Approvals {
         Ok(Approvals { path, file })
     }
 
-    /// Whether `config` was approved in `folder`, as it is written now.
+    /// Whether `config` was approved in `folder`, as it is written now
+    /// and with the files it runs as they are now.
     pub fn approved(&self, folder: &Path, config: &McpServerConfig) -> bool {
-        let Some(key) = folder.to_str() else {
-            return false;
+        self.standing(folder, config) == Standing::Approved
+    }
+
+    /// Whether `config` may start in `folder`, and if not, why.
+    pub fn standing(&self, folder: &Path, config: &McpServerConfig) -> Standing {
+        let record = folder
+            .to_str()
+            .and_then(|key| self.file.folders.get(key))
+            .and_then(|servers| servers.get(&config.name));
+        let (approved_config, then) = match record {
+            Some(Record::Full { config, files }) => (config, Some(files)),
+            Some(Record::ConfigOnly(config)) => (config, None),
+            None => return Standing::NotApproved,
         };
-        self.file
-            .folders
-            .get(key)
-            .and_then(|servers| servers.get(&config.name))
-            .is_some_and(|d| *d == digest(config))
+        if *approved_config != digest(config) {
+            return Standing::NotApproved;
+        }
+        let now = file_digests(config, folder);
+        match then {
+            // Nothing to cover: an old record of a server that names no
+            // workspace file says all there is to say.
+            None if now.is_empty() => Standing::Approved,
+            None => Standing::FilesNotRecorded(now.paths().collect::<Vec<_>>().join(", ")),
+            Some(then) => match then.change_to(&now) {
+                None => Standing::Approved,
+                Some(change) => Standing::Changed(change),
+            },
+        }
     }
 
     /// Approve `config` in `folder` and write the file.
@@ -207,12 +285,16 @@ impl Approvals {
                     folder.display()
                 )
             })?;
-        self.file.version = 1;
+        self.file.version = 2;
+        let record = Record::Full {
+            config: digest(config),
+            files: file_digests(config, folder),
+        };
         self.file
             .folders
             .entry(key.to_string())
             .or_default()
-            .insert(config.name.clone(), digest(config));
+            .insert(config.name.clone(), record);
         let text = serde_json::to_string_pretty(&self.file)? + "\n";
         crate::settings_file::write_private(&self.path, &text, "MCP approvals file")
     }
@@ -240,8 +322,18 @@ pub fn approved_only(
     let mut ok = Vec::new();
     let mut notes = Vec::new();
     for s in servers.iter().filter(|s| s.config.enabled) {
-        if approvals.approved(workspace, &s.config) {
+        let standing = approvals.standing(workspace, &s.config);
+        if standing == Standing::Approved {
             ok.push(s.config.clone());
+        } else if let Some(why) = standing.reason() {
+            notes.push(format!(
+                "the project's MCP server `{}` ({}) is not started: its approval no longer holds: \
+                 {}; approve it again with `rein mcp approve {}`",
+                s.config.name,
+                s.file,
+                rein_tui::cells::sanitize(&why),
+                s.config.name
+            ));
         } else {
             notes.push(format!(
                 "the project's MCP server `{}` ({}, would {}) is not approved, so it is not started; \
@@ -270,8 +362,17 @@ pub fn ask_unapproved(
 ) -> Result<()> {
     let mut approvals = Approvals::load(home)?;
     for s in servers.iter().filter(|s| s.config.enabled) {
-        if approvals.approved(workspace, &s.config) {
+        let standing = approvals.standing(workspace, &s.config);
+        if standing == Standing::Approved {
             continue;
+        }
+        if let Some(why) = standing.reason() {
+            writeln!(
+                output,
+                "rein: the approval of the MCP server `{}` no longer holds: {}",
+                rein_tui::cells::sanitize(&s.config.name),
+                rein_tui::cells::sanitize(&why)
+            )?;
         }
         write!(
             output,
