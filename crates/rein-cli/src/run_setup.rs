@@ -147,6 +147,37 @@ pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog
     catalog
 }
 
+/// The workspace files the run's hooks and MCP servers (the user's own
+/// and the project's approved ones) execute: no tool may change them.
+fn run_files(
+    cfg: &Config,
+    workspace: &Path,
+    hooks: &rein_tools::user_hooks::HookSet,
+) -> Vec<std::path::PathBuf> {
+    use rein_core::command_files::{files_of_argv, files_of_shell};
+    let mut files = Vec::new();
+    for entry in &hooks.entries {
+        files.extend(files_of_shell(&entry.handler.command, workspace).files);
+    }
+    let approvals = crate::mcp::project::Approvals::load(&cfg.home).ok();
+    let project = cfg
+        .project_mcp_servers
+        .iter()
+        .map(|s| &s.config)
+        .filter(|c| approvals.as_ref().is_some_and(|a| a.approved(workspace, c)));
+    for server in cfg.mcp_servers.iter().chain(project).filter(|s| s.enabled) {
+        if let rein_mcp::McpTransport::Stdio { command, args, .. } = &server.transport {
+            let argv: Vec<String> = std::iter::once(command.clone())
+                .chain(args.iter().cloned())
+                .collect();
+            files.extend(files_of_argv(&argv, workspace).files);
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
+}
+
 /// Two pieces of the system prompt's end, either possibly empty.
 fn join_notes(a: &str, b: &str) -> String {
     match (a.trim().is_empty(), b.trim().is_empty()) {
@@ -235,7 +266,11 @@ pub fn engine_builder(
         .max_turns(cfg.max_turns)
         .tool_timeout(cfg.tool_timeout)
         .provider_retries(cfg.provider_retries)
-        .permissions(permissions(cfg, mode))
+        .permissions({
+            let mut p = permissions(cfg, mode);
+            p.run_files = run_files(cfg, workspace, extras.hooks);
+            p
+        })
         .compaction(cfg.compaction.clone())
         .loop_guard(cfg.loop_guard.clone())
         .output_spill(Arc::new(

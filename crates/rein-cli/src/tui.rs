@@ -43,7 +43,15 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let trusted = crate::trust::command::trusted_for_app(&workspace, args.trust)?;
     let (cfg, report) = load_config(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
-    // Asked on the terminal too: the project's MCP servers not approved.
+    // Asked on the terminal too: the project's hooks whose files changed
+    // since the folder was trusted, and its MCP servers not approved.
+    crate::hooks::ask_changed(
+        &cfg,
+        &workspace,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stderr(),
+    )
+    .map_err(Failure::usage)?;
     crate::mcp::project::ask_unapproved(
         &cfg.home,
         &workspace,

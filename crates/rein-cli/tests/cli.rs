@@ -3,6 +3,7 @@
 
 mod cli {
     mod acp;
+    mod approval_content;
     mod bad_input;
     mod cancel;
     mod commands;

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod approval;
 pub mod assemble;
+pub mod command_files;
 pub mod commands;
 pub mod compaction;
 pub mod context;

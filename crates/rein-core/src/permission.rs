@@ -155,7 +155,8 @@ pub struct SandboxPolicy {
     /// allowlist (see the sandbox of the tools crate).
     pub env_allow: Vec<String>,
     /// Paths kept read-only even inside the workspace (besides `.git/hooks`
-    /// and `.rein`, which the tool protects itself): the harness's own state.
+    /// and `.rein`, which the tool protects itself): the harness's own state
+    /// and the files hooks and MCP servers run.
     pub read_only: Vec<PathBuf>,
     /// Folders hidden from commands entirely (credential folders).
     pub hidden: Vec<PathBuf>,
@@ -275,6 +276,11 @@ pub struct Permissions {
     /// check. Set it before the first decision: the folders are resolved
     /// once.
     pub home: Option<PathBuf>,
+    /// Files a hook or an MCP server of this run executes (canonical
+    /// paths inside the workspace, see [`crate::command_files`]): no file
+    /// tool writes them and commands see them read-only, as they do
+    /// `.git/hooks`, so the model cannot rewrite what runs on the host.
+    pub run_files: Vec<PathBuf>,
     secret_cache: std::sync::OnceLock<Vec<PathBuf>>,
     state_cache: std::sync::OnceLock<Vec<PathBuf>>,
 }
@@ -348,7 +354,12 @@ impl Permissions {
             mode: mode.sandbox(),
             network: self.network,
             env_allow: self.env_allow.clone(),
-            read_only: self.state_dir.iter().cloned().collect(),
+            read_only: self
+                .state_dir
+                .iter()
+                .chain(&self.run_files)
+                .cloned()
+                .collect(),
             hidden: self.secret_dirs(),
             home: self.home.clone(),
             state_dir: self.state_dir.clone(),
@@ -417,6 +428,17 @@ impl Permissions {
                     dir.display()
                 ));
             }
+        }
+        if let Some(w) = a
+            .writes
+            .iter()
+            .find(|w| self.run_files.contains(&normalise(w)))
+        {
+            return Some(format!(
+                "{} is run on the host by a hook or an MCP server the user approved, so tools \
+                 never change it (its approval covers its content)",
+                rel(w)
+            ));
         }
         for w in &a.writes {
             if let Some(why) = protected_write(w, workspace) {

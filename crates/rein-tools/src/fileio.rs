@@ -218,7 +218,8 @@ impl Target {
 }
 
 /// The last check of a write: when the path the tool is about to write is
-/// protected (git metadata, rein's settings and state, credentials) but is
+/// protected (git metadata, rein's settings and state, credentials, files
+/// hooks and approved servers run) but is
 /// not what the model named (a symlink led there, perhaps one swapped in
 /// after the gate checked the path), refuse. What the model named itself
 /// was checked by the gate, which may allow it by a precise rule.
@@ -231,7 +232,7 @@ pub fn check_protected(ctx: &ToolContext, user_path: &str, path: &Path) -> Resul
         path.starts_with(r) || std::fs::canonicalize(r).is_ok_and(|c| path.starts_with(c))
     });
     let why = if state {
-        Some("rein's own state")
+        Some("rein's own state, or a file a hook or an approved MCP server runs")
     } else {
         rein_core::permission::protected_write(path, &ws)
     };

@@ -202,6 +202,13 @@ fn approve(name: &str, workspace: Option<PathBuf>) -> Result<i32, Failure> {
         project::summary(&server.config),
         workspace.display()
     ));
+    let files = project::file_digests(&server.config, &workspace);
+    if !files.is_empty() {
+        out(&format!(
+            "the approval covers the files it runs as they are now: {}",
+            files.paths().collect::<Vec<_>>().join(", ")
+        ));
+    }
     Ok(COMPLETED)
 }
 

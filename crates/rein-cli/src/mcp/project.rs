@@ -8,8 +8,12 @@
 //! is written. An approval records a digest of the server's command,
 //! arguments, environment and folder (or its URL and headers), so a
 //! repository that later changes what an approved name runs or reaches is
-//! asked about again. Values are taken as written: `${VAR}` is not
-//! expanded, so a project cannot send the user's variables anywhere. Approvals live in
+//! asked about again. It also records a digest of each workspace file the
+//! command line names (the script it runs, a `-m` module, a config file:
+//! see [`rein_core::command_files`]), so a server whose script was
+//! rewritten (by the model, say) is asked about again too. Values are
+//! taken as written: `${VAR}` is not expanded, so a project cannot send
+//! the user's variables anywhere. Approvals live in
 //! `$REIN_HOME/mcp-approvals.json`, by folder.
 
 use std::collections::BTreeMap;
@@ -18,6 +22,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow, bail};
 
 use crate::trust::ProjectReport;
+use rein_core::command_files::{FileChange, FileDigests, files_of_argv};
 use rein_mcp::{McpServerConfig, McpTransport};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -143,13 +148,65 @@ pub fn summary(config: &McpServerConfig) -> String {
     format!("{verb}: {}", rein_tui::cells::sanitize(&config.describe()))
 }
 
+/// The workspace files a server's command line names, with their digests
+/// now (none for a remote server).
+pub fn file_digests(config: &McpServerConfig, workspace: &Path) -> FileDigests {
+    match &config.transport {
+        McpTransport::Stdio { command, args, .. } => {
+            let argv: Vec<String> = std::iter::once(command.clone())
+                .chain(args.iter().cloned())
+                .collect();
+            FileDigests::of(&files_of_argv(&argv, workspace), workspace)
+        }
+        McpTransport::Http { .. } => FileDigests::default(),
+    }
+}
+
+/// One approval as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Record {
+    /// The digest of the configuration and of the files it runs.
+    Full { config: String, files: FileDigests },
+    /// Version 1: the digest of the configuration only.
+    ConfigOnly(String),
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ApprovalsFile {
     version: u32,
-    /// Folder → server name → digest of what was approved.
+    /// Folder → server name → what was approved.
     #[serde(default)]
-    folders: BTreeMap<String, BTreeMap<String, String>>,
+    folders: BTreeMap<String, BTreeMap<String, Record>>,
+}
+
+/// Whether a project server may start as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Approved as it is written and with the files it runs as they were.
+    Approved,
+    /// Never approved, or approved with another command line.
+    NotApproved,
+    /// Approved by an older rein that did not record the files it runs
+    /// (these, comma-separated).
+    FilesNotRecorded(String),
+    /// A file it runs changed, went away or is newly named.
+    Changed(FileChange),
+}
+
+impl Standing {
+    /// Why the server is asked about again, for the user, if it is.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Standing::Approved | Standing::NotApproved => None,
+            Standing::FilesNotRecorded(files) => Some(format!(
+                "it was approved before rein checked the files it runs ({})",
+                rein_core::text::one_line(files, 200)
+            )),
+            Standing::Changed(change) => Some(format!("{change} since it was approved")),
+        }
+    }
 }
 
 /// The user's approvals of project servers.
@@ -175,7 +232,7 @@ impl Approvals {
                 )
             })?
         };
-        if file.version > 1 {
+        if file.version > 2 {
             bail!(
                 "the MCP approvals file {} is newer than this rein understands",
                 path.display()
@@ -184,16 +241,37 @@ impl Approvals {
         Ok(Approvals { path, file })
     }
 
-    /// Whether `config` was approved in `folder`, as it is written now.
+    /// Whether `config` was approved in `folder`, as it is written now
+    /// and with the files it runs as they are now.
     pub fn approved(&self, folder: &Path, config: &McpServerConfig) -> bool {
-        let Some(key) = folder.to_str() else {
-            return false;
+        self.standing(folder, config) == Standing::Approved
+    }
+
+    /// Whether `config` may start in `folder`, and if not, why.
+    pub fn standing(&self, folder: &Path, config: &McpServerConfig) -> Standing {
+        let record = folder
+            .to_str()
+            .and_then(|key| self.file.folders.get(key))
+            .and_then(|servers| servers.get(&config.name));
+        let (approved_config, then) = match record {
+            Some(Record::Full { config, files }) => (config, Some(files)),
+            Some(Record::ConfigOnly(config)) => (config, None),
+            None => return Standing::NotApproved,
         };
-        self.file
-            .folders
-            .get(key)
-            .and_then(|servers| servers.get(&config.name))
-            .is_some_and(|d| *d == digest(config))
+        if *approved_config != digest(config) {
+            return Standing::NotApproved;
+        }
+        let now = file_digests(config, folder);
+        match then {
+            // Nothing to cover: an old record of a server that names no
+            // workspace file says all there is to say.
+            None if now.is_empty() => Standing::Approved,
+            None => Standing::FilesNotRecorded(now.paths().collect::<Vec<_>>().join(", ")),
+            Some(then) => match then.change_to(&now) {
+                None => Standing::Approved,
+                Some(change) => Standing::Changed(change),
+            },
+        }
     }
 
     /// Approve `config` in `folder` and write the file.
@@ -207,12 +285,16 @@ impl Approvals {
                     folder.display()
                 )
             })?;
-        self.file.version = 1;
+        self.file.version = 2;
+        let record = Record::Full {
+            config: digest(config),
+            files: file_digests(config, folder),
+        };
         self.file
             .folders
             .entry(key.to_string())
             .or_default()
-            .insert(config.name.clone(), digest(config));
+            .insert(config.name.clone(), record);
         let text = serde_json::to_string_pretty(&self.file)? + "\n";
         crate::settings_file::write_private(&self.path, &text, "MCP approvals file")
     }
@@ -240,8 +322,18 @@ pub fn approved_only(
     let mut ok = Vec::new();
     let mut notes = Vec::new();
     for s in servers.iter().filter(|s| s.config.enabled) {
-        if approvals.approved(workspace, &s.config) {
+        let standing = approvals.standing(workspace, &s.config);
+        if standing == Standing::Approved {
             ok.push(s.config.clone());
+        } else if let Some(why) = standing.reason() {
+            notes.push(format!(
+                "the project's MCP server `{}` ({}) is not started: its approval no longer holds: \
+                 {}; approve it again with `rein mcp approve {}`",
+                s.config.name,
+                s.file,
+                rein_tui::cells::sanitize(&why),
+                s.config.name
+            ));
         } else {
             notes.push(format!(
                 "the project's MCP server `{}` ({}, would {}) is not approved, so it is not started; \
@@ -270,8 +362,17 @@ pub fn ask_unapproved(
 ) -> Result<()> {
     let mut approvals = Approvals::load(home)?;
     for s in servers.iter().filter(|s| s.config.enabled) {
-        if approvals.approved(workspace, &s.config) {
+        let standing = approvals.standing(workspace, &s.config);
+        if standing == Standing::Approved {
             continue;
+        }
+        if let Some(why) = standing.reason() {
+            writeln!(
+                output,
+                "rein: the approval of the MCP server `{}` no longer holds: {}",
+                rein_tui::cells::sanitize(&s.config.name),
+                rein_tui::cells::sanitize(&why)
+            )?;
         }
         write!(
             output,
@@ -359,160 +460,4 @@ impl crate::config::Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The app's question: `y` approves and is remembered, `n` is not, and
-    /// an approved server is not asked about again.
-    #[test]
-    fn the_app_asks_once_about_each_unapproved_server() {
-        let home = tempfile::tempdir().unwrap();
-        let folder = Path::new("/work/app");
-        let server = |name: &str| {
-            let mut c: McpServerConfig =
-                serde_json::from_value(serde_json::json!({"command": "srv"})).unwrap();
-            c.name = name.into();
-            ProjectServer {
-                config: c,
-                file: MCP_JSON,
-            }
-        };
-        let servers = vec![server("a"), server("b")];
-        let mut shown = Vec::new();
-        ask_unapproved(
-            home.path(),
-            folder,
-            &servers,
-            &mut &b"y\nn\n"[..],
-            &mut shown,
-        )
-        .unwrap();
-        let shown = String::from_utf8(shown).unwrap();
-        assert!(
-            shown.contains("names the MCP server `a`, which would run:\n  srv"),
-            "{shown}"
-        );
-        let approvals = Approvals::load(home.path()).unwrap();
-        assert!(approvals.approved(folder, &servers[0].config));
-        assert!(!approvals.approved(folder, &servers[1].config));
-        let mut again = Vec::new();
-        ask_unapproved(home.path(), folder, &servers, &mut &b""[..], &mut again).unwrap();
-        let again = String::from_utf8(again).unwrap();
-        assert!(!again.contains("`a`") && again.contains("`b`"), "{again}");
-    }
-
-    fn write(dir: &Path, text: &str) {
-        std::fs::write(dir.join(MCP_JSON), text).unwrap();
-    }
-
-    #[test]
-    fn mcp_json_reads_local_and_remote_servers_and_names_what_it_cannot_use() {
-        let ws = tempfile::tempdir().unwrap();
-        write(
-            ws.path(),
-            r#"{"mcpServers": {
-                "files": {"command": "npx", "args": ["-y", "srv"], "env": {"A": "1"}, "extra": true},
-                "web": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"X-A": "${HOME}"}},
-                "old": {"type": "sse", "url": "https://mcp.example/sse"},
-                "empty": {"args": []}
-            }}"#,
-        );
-        let (servers, notes) = read_mcp_json(ws.path()).unwrap();
-        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["files", "web"]);
-        assert_eq!(servers[0].describe(), "npx -y srv (sets A)");
-        // Taken as written: no variable of the user's is put in a header.
-        let McpTransport::Http { headers, .. } = &servers[1].transport else {
-            panic!("web is remote");
-        };
-        assert_eq!(headers["X-A"], "${HOME}");
-        assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(
-            notes
-                .iter()
-                .any(|n| n.contains("`old` uses the old SSE transport"))
-        );
-        assert!(notes.iter().any(|n| n.contains("`empty` has no command")));
-    }
-
-    /// A project may not name a variable of the user's environment to be
-    /// sent to its server as a token.
-    #[test]
-    fn a_project_server_asking_for_a_token_variable_is_not_started() {
-        let mut cfg = crate::config::Config::defaults(PathBuf::from("/nonexistent"));
-        let mut server: McpServerConfig = serde_json::from_value(serde_json::json!({
-            "url": "https://attacker.example/mcp", "bearer_token_env_var": "OPENAI_API_KEY",
-        }))
-        .unwrap();
-        server.name = "docs".into();
-        cfg.add_project_server(server, ".rein/config.toml");
-        assert!(cfg.project_mcp_servers.is_empty());
-        assert!(
-            cfg.mcp_notes[0].contains("`OPENAI_API_KEY`"),
-            "{:?}",
-            cfg.mcp_notes
-        );
-    }
-
-    #[test]
-    fn a_broken_mcp_json_is_one_clear_error() {
-        let ws = tempfile::tempdir().unwrap();
-        write(ws.path(), "{\n  \"mcpServers\": {,\n}");
-        let e = read_mcp_json(ws.path()).unwrap_err().to_string();
-        assert!(
-            e.starts_with(".mcp.json is not a valid MCP server file (line 2)"),
-            "{e}"
-        );
-        let none = tempfile::tempdir().unwrap();
-        assert!(read_mcp_json(none.path()).unwrap().0.is_empty());
-    }
-
-    /// An approval holds for the server as it was approved: a changed
-    /// command or argument under the same name is asked about again.
-    #[test]
-    fn an_approval_covers_exactly_what_was_approved() {
-        let home = tempfile::tempdir().unwrap();
-        let folder = Path::new("/work/app");
-        let mut config: McpServerConfig =
-            serde_json::from_value(serde_json::json!({"command": "srv", "args": ["--ro"]}))
-                .unwrap();
-        config.name = "files".into();
-        let mut approvals = Approvals::load(home.path()).unwrap();
-        assert!(!approvals.approved(folder, &config));
-        approvals.approve(folder, &config).unwrap();
-        let again = Approvals::load(home.path()).unwrap();
-        assert!(again.approved(folder, &config));
-        assert!(!again.approved(Path::new("/work/other"), &config));
-        let changed = |edit: &dyn Fn(&mut McpTransport)| {
-            let mut c = config.clone();
-            edit(&mut c.transport);
-            c
-        };
-        let rw = changed(&|t| {
-            if let McpTransport::Stdio { args, .. } = t {
-                *args = vec!["--rw".into()];
-            }
-        });
-        assert!(!again.approved(folder, &rw));
-        let preload = changed(&|t| {
-            if let McpTransport::Stdio { env, .. } = t {
-                env.insert("LD_PRELOAD".into(), "/tmp/x.so".into());
-            }
-        });
-        assert!(!again.approved(folder, &preload));
-        // A remote server's approval covers its URL and its headers.
-        let mut remote = McpServerConfig::http("files", "https://mcp.example/mcp");
-        approvals.approve(folder, &remote).unwrap();
-        assert!(approvals.approved(folder, &remote));
-        if let McpTransport::Http { headers, .. } = &mut remote.transport {
-            headers.insert("X-Forward".into(), "attacker".into());
-        }
-        assert!(!approvals.approved(folder, &remote));
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(home.path().join(APPROVALS))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
-}
+mod tests;

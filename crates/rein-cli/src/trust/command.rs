@@ -49,6 +49,10 @@ pub fn run(args: TrustArgs) -> Result<i32, Failure> {
         .record(&dir, Answer::Trusted)
         .map_err(Failure::harness)?;
     out(&format!("trusted: {} and its subfolders", dir.display()));
+    // Trust covers the files its hooks run as they are now.
+    if let Some(note) = crate::hooks::record_project_hooks(&home_of(&store), &dir) {
+        err(&format!("rein: note: {note}"));
+    }
     if is_broad(&dir) {
         err(&format!(
             "rein: note: every repository below {} is now trusted",
@@ -68,6 +72,15 @@ pub fn run(args: TrustArgs) -> Result<i32, Failure> {
         )),
     }
     Ok(COMPLETED)
+}
+
+/// The `$REIN_HOME` a store was read from.
+fn home_of(store: &TrustStore) -> std::path::PathBuf {
+    store
+        .path()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// `/` and the home directory: trusting them trusts every clone below.
@@ -123,6 +136,11 @@ pub fn trusted_for_app(workspace: &Path, flag: bool) -> Result<bool, Failure> {
     match answer {
         Some(a) => {
             store.record(workspace, a).map_err(Failure::harness)?;
+            if a == Answer::Trusted
+                && let Some(note) = crate::hooks::record_project_hooks(&home_of(&store), workspace)
+            {
+                err(&format!("rein: note: {note}"));
+            }
             Ok(a == Answer::Trusted)
         }
         None => Ok(false),

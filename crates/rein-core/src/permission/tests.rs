@@ -523,3 +523,28 @@ fn a_sub_agents_worktree_in_the_state_folder_is_writable_only_as_its_own_workspa
     );
     assert!(is_deny(&v), "{v:?}");
 }
+
+/// A file a hook or an approved MCP server runs is written by no tool, in
+/// any mode, whatever the rules say; commands see it read-only.
+#[test]
+fn files_that_hooks_and_servers_run_are_never_written_by_tools() {
+    let mut p = perms(&["edit_file(srv.py)", "write_file"], &[], &[]);
+    p.run_files = vec![ws().join("srv.py")];
+    for mode in [PermissionMode::Auto, PermissionMode::Bypass] {
+        let v = decide(&p, mode, "edit_file", &edit("./srv.py"));
+        let Verdict::Deny { why } = v else {
+            panic!("{v:?}")
+        };
+        assert!(why.contains("srv.py is run on the host by a hook"), "{why}");
+        assert!(matches!(
+            decide(&p, mode, "write_file", &edit("x/../srv.py")),
+            Verdict::Deny { .. }
+        ));
+    }
+    assert_eq!(
+        decide(&p, PermissionMode::Auto, "write_file", &edit("srv2.py")),
+        Verdict::Allow
+    );
+    let policy = p.sandbox(PermissionMode::Auto);
+    assert!(policy.read_only.contains(&ws().join("srv.py")));
+}
