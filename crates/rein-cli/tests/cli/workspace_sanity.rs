@@ -57,6 +57,10 @@ impl Home {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         }
+        // As rein makes it: private (else each run says it tightened it).
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o700);
+        std::fs::set_permissions(path.join(".rein"), private).unwrap();
         // Neighbours of the secret files stay ordinary files.
         std::fs::write(path.join(".docker/daemon.json"), "{\"debug\": true}\n").unwrap();
         Home { _dir: dir, path }
