@@ -141,7 +141,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
 }
 
 async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
-    let workspace = resolve_workspace(args.workspace.as_deref())?;
+    let workspace = crate::workspace_check::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
     let mut cfg = load_config_noting(&workspace, args.models, trusted)?;

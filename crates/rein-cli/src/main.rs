@@ -29,6 +29,7 @@ mod settings_file;
 mod skills;
 mod trust;
 mod tui;
+mod workspace_check;
 
 fn main() {
     let cli = match cli::Cli::parse_args(std::env::args_os().collect()) {

@@ -89,7 +89,7 @@ pub struct ServeArgs {
 /// Serve until Ctrl-C or SIGTERM, then cancel the runs and stop.
 pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     let tls = listen_policy(&args)?;
-    let root = crate::exec::resolve_workspace(args.root.as_deref())?;
+    let root = crate::workspace_check::session_workspace(args.root.as_deref())?;
     let mode = match args.mode.as_deref() {
         Some(m) => Some(
             m.parse::<PermissionMode>()

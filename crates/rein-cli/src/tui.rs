@@ -10,8 +10,7 @@ use rein_tui::{CheckpointRow, RewindFailure, RewindOutcome, RewindRequest, Rewin
 use crate::cli::AppArgs;
 use crate::config::Config;
 use crate::exec::{
-    engine_builder, load_config, mcp_servers, resolve_workspace, resume_target, safety_warning,
-    start_mode,
+    engine_builder, load_config, mcp_servers, resume_target, safety_warning, start_mode,
 };
 use crate::exit::Failure;
 use crate::providers;
@@ -38,7 +37,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     // failures become a notice in the app, never lines over the screen.
     let (reporter, telemetry_notes) = crate::otel::app_reporter();
     let telemetry = crate::otel::start_reporting(args.otel, reporter)?;
-    let workspace = resolve_workspace(args.workspace.as_deref())?;
+    let workspace = crate::workspace_check::session_workspace(args.workspace.as_deref())?;
     // Asked before the app takes the terminal, on the terminal.
     let trusted = crate::trust::command::trusted_for_app(&workspace, args.trust)?;
     let (cfg, report) = load_config(&workspace, args.models, trusted)?;

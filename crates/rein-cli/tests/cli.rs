@@ -32,4 +32,5 @@ mod cli {
     mod trust;
     mod tui;
     mod tui_rewind;
+    mod workspace_sanity;
 }

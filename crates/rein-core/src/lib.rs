@@ -60,8 +60,8 @@ pub use memory::{
     NewMemory,
 };
 pub use permission::{
-    Assessment, PermissionMode, Permissions, Risk, Rule, Rules, SandboxMode, SandboxPolicy,
-    SubjectKind, Verdict,
+    Assessment, PermissionMode, Permissions, ReadFence, Risk, Rule, Rules, SandboxMode,
+    SandboxPolicy, SubjectKind, Verdict,
 };
 pub use profile::{Lever, Profile};
 pub use provider::{

@@ -158,7 +158,8 @@ pub struct SandboxPolicy {
     /// and `.rein`, which the tool protects itself): the harness's own state
     /// and the files hooks and MCP servers run.
     pub read_only: Vec<PathBuf>,
-    /// Folders hidden from commands entirely (credential folders).
+    /// Folders and files hidden from commands entirely (credential
+    /// stores), even inside the workspace.
     pub hidden: Vec<PathBuf>,
     /// The user's home folder, hidden from commands except the toolchain
     /// folders in it; `None`: `$HOME` of this process.
@@ -244,14 +245,39 @@ pub enum Verdict {
     },
 }
 
-/// Folders under the home directory whose contents are never read.
-pub const SECRET_HOME_DIRS: [&str; 6] = [
+/// Folders and files under the home directory that are never read: key
+/// rings, cloud and cluster credentials, and the token stores of git
+/// credential helpers, forges' command-line tools, package registries,
+/// container registries and other agents. Refused to the file tools in
+/// every mode and hidden from commands, even when the workspace holds them.
+pub const SECRET_HOME_DIRS: &[&str] = &[
     ".ssh",
     ".aws",
+    ".azure",
     ".gnupg",
     ".kube",
     ".netrc",
+    ".pgpass",
     ".config/gcloud",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
+    ".docker/config.json",
+    ".npmrc",
+    ".pypirc",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".config/rclone",
+    ".password-store",
+    ".local/share/keyrings",
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".config/github-copilot",
 ];
 
 /// Everything the gate needs to decide.
@@ -265,8 +291,10 @@ pub struct Permissions {
     /// allowlist.
     pub env_allow: Vec<String>,
     /// The harness's own state folder: hidden from commands, and file
-    /// tools never write inside it (which matters when it lies inside the
-    /// workspace). Set it before the first decision: it is resolved once.
+    /// tools never write inside it, nor read there but this session's
+    /// saved outputs (which matters when it lies inside the workspace; see
+    /// [`ReadFence`]). Set it before the first decision: it is resolved
+    /// once.
     pub state_dir: Option<PathBuf>,
     /// Extra folders commands may read (`sandbox.read_paths`).
     pub read_paths: Vec<PathBuf>,
@@ -379,7 +407,7 @@ impl Permissions {
     ) -> Option<String> {
         let secrets = self.secret_cache.get_or_init(|| self.resolve_secret_dirs());
         for read in a.reads.iter().chain(&a.writes) {
-            if let Some(dir) = secrets.iter().find(|d| read.starts_with(d)) {
+            if let Some(dir) = never_read::secret_holding(secrets, read) {
                 return Some(format!(
                     "{} is inside {}, which holds credentials and is never read",
                     read.display(),
@@ -590,8 +618,10 @@ impl Permissions {
     }
 }
 
+mod never_read;
 mod protected;
 mod rule;
+pub use never_read::ReadFence;
 use protected::normalise;
 pub use protected::protected_write;
 pub use rule::{Rule, Rules};

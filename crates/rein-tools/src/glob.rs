@@ -6,7 +6,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use rein_core::{
-    Assessment, CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Assessment, CancellationToken, ReadFence, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+    ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -79,9 +80,10 @@ impl Tool for Glob {
         let set = build_globset(&pattern)?;
         let cancel = ctx.cancel.clone();
         let walk_root = root.clone();
+        let fence = ReadFence::new(&ctx.sandbox, &ctx.workspace, &ctx.read_roots);
         let base = fileio::anchor(&ctx, &root, false)?;
         let mut found = tokio::task::spawn_blocking(move || {
-            let mut found = find(&walk_root, &set, &cancel);
+            let mut found = find(&walk_root, &set, fence, &cancel);
             // The walk lists folders by name; a folder swapped for a symlink
             // meanwhile could list names from outside. Keep only what is
             // really there, beneath the root's handle.
@@ -173,9 +175,14 @@ fn really_there(base: &fileio::Anchor, path: &Path) -> bool {
 }
 
 /// Every file under `root` matching `set`, with its modification time.
-fn find(root: &Path, set: &GlobSet, cancel: &CancellationToken) -> Vec<(PathBuf, SystemTime)> {
+fn find(
+    root: &Path,
+    set: &GlobSet,
+    fence: ReadFence,
+    cancel: &CancellationToken,
+) -> Vec<(PathBuf, SystemTime)> {
     let mut found = Vec::new();
-    for entry in crate::walk::walker(root) {
+    for entry in crate::walk::walker(root, fence) {
         if cancel.is_cancelled() {
             break;
         }

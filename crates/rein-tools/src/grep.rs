@@ -8,7 +8,8 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use rein_core::{
-    Assessment, CancellationToken, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Assessment, CancellationToken, ReadFence, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+    ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -100,6 +101,7 @@ impl Tool for Grep {
             filter,
             matcher,
             cancel: ctx.cancel.clone(),
+            fence: ReadFence::new(&ctx.sandbox, &ctx.workspace, &ctx.read_roots),
         };
         let report = tokio::task::spawn_blocking(move || job.run())
             .await
@@ -131,6 +133,8 @@ struct Job {
     filter: Option<GlobSet>,
     matcher: RegexMatcher,
     cancel: CancellationToken,
+    /// What the walk never enters.
+    fence: ReadFence,
 }
 
 #[derive(Debug, Default)]
@@ -156,7 +160,7 @@ impl Job {
             self.search_file(&mut searcher, &self.root, &mut report);
             return report;
         }
-        for entry in crate::walk::walker(&self.root) {
+        for entry in crate::walk::walker(&self.root, self.fence.clone()) {
             if self.cancel.is_cancelled() {
                 break;
             }

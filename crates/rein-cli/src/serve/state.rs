@@ -122,6 +122,8 @@ impl Server {
             return Ok(s);
         }
         let workspace = PathBuf::from(&info.workspace);
+        // Stored by an older server, or the folder changed since.
+        Self::fit(&workspace)?;
         let cfg = self.host.config(&workspace)?;
         let hosted = self.host.engine(&workspace, cfg).await?;
         let served = Arc::new(Served::new(info.id.clone(), hosted));
@@ -183,19 +185,24 @@ impl Server {
     }
 
     /// The folder `name` right under the root, made when missing. A name
-    /// with a separator, `..`, or one that resolves outside the root (a
-    /// symlink) is refused.
+    /// with a separator, one starting with a dot (`.git`, `.rein`, `.ssh`:
+    /// the root is often the home), or one that resolves outside the root
+    /// (a symlink) or into a folder no session may work in is refused.
     fn workspace(&self, name: &str) -> Result<PathBuf, Failure> {
         let valid = !name.is_empty()
             && name.len() <= 100
-            && name != "."
-            && name != ".."
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if !valid {
             return Err(Failure::bad_request(format!(
                 "workspace `{name}` is not a folder name (letters, digits, `-`, `_`, `.`)"
+            )));
+        }
+        if name.starts_with('.') {
+            return Err(Failure::bad_request(format!(
+                "workspace `{name}` starts with a dot: hidden folders (`.git`, `.rein`, `.ssh`, \
+                 ...) are never a session's workspace"
             )));
         }
         let path = self.root.join(name);
@@ -214,7 +221,17 @@ impl Server {
                 "workspace `{name}` leads outside the server's root"
             )));
         }
+        Self::fit(&canonical)?;
         Ok(canonical)
+    }
+
+    /// `workspace` (canonical) unless no session may work there (see
+    /// [`crate::workspace_check`]).
+    fn fit(workspace: &Path) -> Result<(), Failure> {
+        match crate::workspace_check::unfit(workspace, workspace) {
+            Some(why) => Err(Failure::bad_request(why)),
+            None => Ok(()),
+        }
     }
 
     fn under_root(&self, workspace: &Path) -> bool {

@@ -500,6 +500,47 @@ fn acp_load_refuses_an_unknown_session_a_prefix_or_another_folder() {
 }
 
 #[test]
+fn acp_refuses_a_git_directory_or_rein_home_as_a_session_folder() {
+    let env = Env::new();
+    let script = write_then_answer(&env);
+    let git = env.path("repo/.git");
+    std::fs::create_dir_all(git.join("hooks")).unwrap();
+    let mut c = Client::start(&env, &script, &[]);
+    let session = c.new_session(env.ws.path());
+    for cwd in [
+        git.clone(),
+        git.join("hooks"),
+        env.home.path().to_path_buf(),
+    ] {
+        let r = c.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        let message = r["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains("git directory") || message.contains("REIN_HOME"),
+            "{}: {r}",
+            cwd.display()
+        );
+        let r = c.request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        );
+        let message = r["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains("git directory") || message.contains("REIN_HOME"),
+            "{}: {r}",
+            cwd.display()
+        );
+    }
+    // Nothing ran there, and the connection still serves.
+    assert!(
+        std::fs::read_dir(git.join("hooks"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    assert_ne!(c.new_session(env.ws.path()), session);
+}
+
+#[test]
 fn acp_bad_requests_get_one_line_errors_and_the_connection_survives() {
     let env = Env::new();
     let script = write_then_answer(&env);

@@ -8,7 +8,7 @@ use super::{GateEvents, Registered, RunPolicy};
 use crate::approval::{ApprovalDecision, ApprovalReply, ApprovalRequest, ApprovalScope, Approvals};
 use crate::event::Event;
 use crate::gate::Gate;
-use crate::permission::{Assessment, Rule, Verdict};
+use crate::permission::{Assessment, ReadFence, Rule, Verdict};
 use crate::schema::ToolCall;
 use crate::tool::{ToolContext, ToolError};
 
@@ -75,14 +75,21 @@ impl Gate {
             assessment.risk = crate::Risk::High;
             assessment.reasons.extend(checked.escalated);
         }
-        let verdict = policy.permissions.decide(
-            policy.mode,
-            &call.name,
-            entry.access,
-            &assessment,
-            &policy.granted(),
-            &ctx.workspace,
-        );
+        // Reads in rein's state folder (but this session's saved outputs)
+        // and in credential stores: refused before any rule is seen.
+        let fenced = ReadFence::new(&ctx.sandbox, &ctx.workspace, &ctx.read_roots)
+            .refused_reads(&assessment);
+        let verdict = match fenced {
+            Some(why) => Verdict::Deny { why },
+            None => policy.permissions.decide(
+                policy.mode,
+                &call.name,
+                entry.access,
+                &assessment,
+                &policy.granted(),
+                &ctx.workspace,
+            ),
+        };
         let (why, suggested_rules, suggested_mode) = match verdict {
             Verdict::Allow => return Ok((assessment, std::time::Duration::ZERO)),
             // A hook of the user's said yes: no question (a deny stays).

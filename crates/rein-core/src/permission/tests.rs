@@ -371,6 +371,42 @@ fn secret_folders_in_home_are_never_read_even_in_bypass() {
 }
 
 #[test]
+fn token_stores_of_git_forges_and_registries_are_never_read_even_in_bypass() {
+    let p = perms(&["read_file"], &[], &[]);
+    for secret in [
+        "/home/u/.git-credentials",
+        "/home/u/.config/gh/hosts.yml",
+        "/home/u/.docker/config.json",
+        "/home/u/.npmrc",
+        "/home/u/.pypirc",
+        "/home/u/.cargo/credentials.toml",
+        "/home/u/.cargo/credentials",
+        "/home/u/.config/glab-cli/config.yml",
+        "/home/u/.terraform.d/credentials.tfrc.json",
+    ] {
+        let a = Assessment {
+            reads: vec![PathBuf::from(secret)],
+            ..Default::default()
+        };
+        assert!(
+            is_deny(&decide(&p, PermissionMode::Bypass, "read_file", &a)),
+            "{secret}"
+        );
+    }
+    // Only those files: their neighbours are ordinary files.
+    for fine in ["/home/u/.docker/daemon.json", "/home/u/.cargo/config.toml"] {
+        let a = Assessment {
+            reads: vec![PathBuf::from(fine)],
+            ..Default::default()
+        };
+        assert!(
+            is_allow(&decide(&p, PermissionMode::Plan, "read_file", &a)),
+            "{fine}"
+        );
+    }
+}
+
+#[test]
 fn plan_mode_refuses_writes_and_needs_a_read_only_sandbox_for_commands() {
     let p = perms(&["write_file"], &[], &[]);
     let m = PermissionMode::Plan;

@@ -4,7 +4,11 @@
 //! toolchain folders and `read_paths` (the same scope bubblewrap shows),
 //! so home folders stay unreadable. `$REIN_HOME` is unreadable when it lies
 //! outside those (the default `~/.rein` does); Landlock cannot take it away
-//! inside the workspace or a system folder.
+//! inside the workspace or a system folder. The same holds for the
+//! credential stores of the never-read list (`~/.git-credentials`,
+//! `~/.config/gh`, ...): unreadable unless the workspace holds them (a home
+//! workspace), where only bubblewrap can hide them. The file tools refuse
+//! them either way.
 //!
 //! The ruleset is built (paths opened, rules added) in the parent; the
 //! child only makes system calls: `setsid`, `capset`, `prctl` and

@@ -286,6 +286,42 @@ fn hidden_folders_get_an_empty_read_only_tmpfs_and_files_dev_null() {
 }
 
 #[test]
+fn a_home_workspace_still_masks_each_token_store_of_the_never_read_list() {
+    let mut perms = rein_core::Permissions::new(rein_core::PermissionMode::Plan);
+    perms.home = Some(PathBuf::from("/home/u"));
+    let mut p = perms.sandbox(rein_core::PermissionMode::Plan);
+    p.limits.tmp_size = 0;
+    let args = bwrap_args_with(
+        &p,
+        Path::new("/home/u"),
+        "x",
+        &[],
+        host(
+            &["/home", "/home/u", "/home/u/.config/gh", "/home/u/.docker"],
+            &[
+                "/home/u/.git-credentials",
+                "/home/u/.docker/config.json",
+                "/home/u/.npmrc",
+            ],
+        ),
+    );
+    let s = render(&args);
+    for masked in [
+        "--ro-bind /dev/null /home/u/.git-credentials",
+        "--tmpfs /home/u/.config/gh --remount-ro /home/u/.config/gh",
+        "--ro-bind /dev/null /home/u/.docker/config.json",
+        "--ro-bind /dev/null /home/u/.npmrc",
+    ] {
+        let (before, _) = s
+            .split_once(masked)
+            .unwrap_or_else(|| panic!("{masked}: {s}"));
+        // Over the workspace, not under it.
+        assert!(before.contains("--ro-bind /home/u /home/u"), "{s}");
+    }
+    assert!(!s.contains("/dev/null /home/u/.docker "), "{s}");
+}
+
+#[test]
 fn homes_are_hidden_toolchains_bound_back_and_the_state_folder_hidden() {
     let mut p = policy(SandboxMode::ReadOnly);
     p.home = Some(PathBuf::from("/home/u"));
