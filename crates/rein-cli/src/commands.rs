@@ -12,13 +12,15 @@ use crate::config::Config;
 use crate::exit::Failure;
 
 /// The commands of `workspace` and the user's; rein's own slash commands
-/// keep their names.
+/// keep their names. In a folder the user has not trusted, the project's
+/// choose no model and name no MCP resources.
 pub fn discover(cfg: &Config, workspace: &Path) -> Commands {
     let reserved: Vec<&str> = rein_tui::complete::SLASH_COMMANDS
         .iter()
         .map(|(name, _)| name.trim_start_matches('/'))
         .collect();
-    Commands::discover(workspace, Some(&cfg.home.join("commands")), &reserved)
+    let user = cfg.home.join("commands");
+    Commands::discover(workspace, Some(&user), &reserved, cfg.trusted)
 }
 
 /// The command `name` and the message it makes of `args`; an unknown name

@@ -123,28 +123,15 @@ impl rein_core::rewind::Checkpointer for Unavailable {
     }
 }
 
-/// The sub-agents of a run here: the project's definitions in a trusted
-/// folder, the user's own (`$REIN_HOME/agents`), the built-ins.
+/// The sub-agents of a run here: the project's definitions, the user's
+/// own (`$REIN_HOME/agents`), the built-ins. A project's are read in any
+/// folder (a definition can only narrow what its agent may do: its mode,
+/// tools and turns are capped by the parent's); in a folder that is not
+/// trusted none replaces a built-in or the user's own, and none chooses
+/// its model.
 pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog {
-    // Read in any folder: a definition can only narrow what its agent may
-    // do (its mode, tools and turns are capped by the parent's). What
-    // would redirect it, the model, counts only in a trusted folder.
-    let mut catalog =
-        rein_core::agents::AgentCatalog::discover(workspace, Some(&cfg.home.join("agents")), true);
-    if !cfg.trusted {
-        for agent in &mut catalog.agents {
-            let from_project = matches!(&agent.source,
-                rein_core::agents::AgentSource::File(p) if p.starts_with(workspace));
-            if from_project && let Some(model) = agent.model.take() {
-                catalog.warnings.push(format!(
-                    "agent `{}`: its `model: {model}` is not used, because this folder is not \
-                     trusted (`rein trust`); it runs on the parent's model",
-                    agent.name
-                ));
-            }
-        }
-    }
-    catalog
+    let user = cfg.home.join("agents");
+    rein_core::agents::AgentCatalog::discover(workspace, Some(&user), cfg.trusted)
 }
 
 /// The workspace files the run's hooks and MCP servers (the user's own

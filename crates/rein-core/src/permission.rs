@@ -220,6 +220,11 @@ pub struct Assessment {
     pub opaque: bool,
     /// The call would run without the sandbox its mode requires.
     pub unsandboxed: bool,
+    /// The call runs inside its mode's sandbox (a shell command), which in
+    /// plan mode is read-only and offline: what lets plan mode run it
+    /// without asking. Any other call that is not read-only (an MCP tool's)
+    /// asks in plan mode as in default mode, so plan is never looser.
+    pub in_sandbox: bool,
     /// The call reaches past this project and this session (a global
     /// memory enters every later project's prompt): it needs the user's
     /// approval in every mode, bypass and plan included, unless a rule
@@ -380,7 +385,9 @@ impl Permissions {
     pub fn sandbox(&self, mode: PermissionMode) -> SandboxPolicy {
         SandboxPolicy {
             mode: mode.sandbox(),
-            network: self.network,
+            // Plan mode has no side effects: a request that changes
+            // something elsewhere would be one.
+            network: self.network && mode != PermissionMode::Plan,
             env_allow: self.env_allow.clone(),
             read_only: self
                 .state_dir
@@ -607,7 +614,7 @@ impl Permissions {
         match (mode, access) {
             (PermissionMode::Bypass | PermissionMode::Auto, _) => Verdict::Allow,
             (_, ToolAccess::Read) => Verdict::Allow,
-            (PermissionMode::Plan, _) => Verdict::Allow,
+            (PermissionMode::Plan, ToolAccess::Execute) if a.in_sandbox => Verdict::Allow,
             (PermissionMode::AcceptEdits, ToolAccess::Write) => Verdict::Allow,
             (_, ToolAccess::Write) => needs("file changes", PermissionMode::AcceptEdits),
             (_, ToolAccess::Execute) => needs(

@@ -20,7 +20,8 @@
 //! configured server states them: a tool it calls read-only runs without
 //! asking (plan mode included), every other one asks in default mode, and
 //! one it calls destructive asks in every mode unless a rule names it
-//! exactly (`mcp__db__drop_table`).
+//! exactly (`mcp__db__drop_table`). Hints that contradict each other are
+//! read as the more dangerous: read-only and destructive is destructive.
 
 mod client;
 mod config;

@@ -47,9 +47,10 @@ impl McpTool {
             " (tool `{own}` of MCP server `{}`)",
             server.name()
         ));
-        let hints = tool.annotations.as_ref();
-        let read_only = hints.and_then(|a| a.read_only_hint) == Some(true);
-        let destructive = !read_only && hints.and_then(|a| a.destructive_hint) == Some(true);
+        let Hints {
+            access,
+            destructive,
+        } = Hints::of(tool.annotations.as_ref());
         McpTool {
             name: tool.name.to_string(),
             spec: ToolSpec {
@@ -57,11 +58,7 @@ impl McpTool {
                 description,
                 parameters: parameters(&tool.input_schema),
             },
-            access: if read_only {
-                ToolAccess::Read
-            } else {
-                ToolAccess::Execute
-            },
+            access,
             destructive,
             server,
         }
@@ -75,6 +72,33 @@ impl McpTool {
     /// The name of the server it belongs to.
     pub fn server_name(&self) -> &str {
         self.server.name()
+    }
+}
+
+/// What the gate takes from a tool's annotations. They are hints from a
+/// server rein does not control, so where they contradict each other the
+/// more dangerous reading wins: a tool marked both read-only and
+/// destructive is destructive (and not read-only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hints {
+    access: ToolAccess,
+    /// Asks in every mode unless a rule names the tool.
+    destructive: bool,
+}
+
+impl Hints {
+    fn of(annotations: Option<&rmcp::model::ToolAnnotations>) -> Hints {
+        let said = |hint: Option<bool>| hint == Some(true);
+        let destructive = annotations.is_some_and(|a| said(a.destructive_hint));
+        let read_only = annotations.is_some_and(|a| said(a.read_only_hint)) && !destructive;
+        Hints {
+            access: if read_only {
+                ToolAccess::Read
+            } else {
+                ToolAccess::Execute
+            },
+            destructive,
+        }
     }
 }
 
@@ -153,5 +177,47 @@ impl rein_core::Tool for McpTool {
         };
         output.images = images(&blocks);
         Ok(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ToolAnnotations;
+
+    fn hints(read_only: Option<bool>, destructive: Option<bool>) -> Hints {
+        let mut a = ToolAnnotations::default();
+        a.read_only_hint = read_only;
+        a.destructive_hint = destructive;
+        Hints::of(Some(&a))
+    }
+
+    #[test]
+    fn a_tool_marked_read_only_and_destructive_is_destructive_not_read_only() {
+        assert_eq!(
+            hints(Some(true), Some(true)),
+            Hints {
+                access: ToolAccess::Execute,
+                destructive: true
+            }
+        );
+    }
+
+    #[test]
+    fn consistent_hints_are_read_as_the_server_states_them() {
+        let read = Hints {
+            access: ToolAccess::Read,
+            destructive: false,
+        };
+        let write = Hints {
+            access: ToolAccess::Execute,
+            destructive: false,
+        };
+        assert_eq!(hints(Some(true), None), read);
+        assert_eq!(hints(Some(true), Some(false)), read);
+        assert_eq!(hints(None, None), write);
+        assert_eq!(Hints::of(None), write);
+        assert!(hints(Some(false), Some(true)).destructive);
+        assert_eq!(hints(None, Some(true)).access, ToolAccess::Execute);
     }
 }

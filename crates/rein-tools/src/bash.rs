@@ -167,6 +167,7 @@ pub fn assess_command(
         kind: rein_core::SubjectKind::Command,
         summary: command.trim().to_string(),
         unsandboxed: !bash_is_sandboxed(policy),
+        in_sandbox: bash_is_sandboxed(policy) && policy.mode != rein_core::SandboxMode::Off,
         ..Assessment::default()
     };
     match crate::shell::parse(command) {

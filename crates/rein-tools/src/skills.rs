@@ -19,9 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rein_core::frontmatter;
-use rein_core::{
-    CallHook, HookVerdict, Tool, ToolAccess, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use rein_core::{Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 /// Largest SKILL.md read.
@@ -309,54 +307,8 @@ impl Tool for SkillTool {
     }
 }
 
-/// A shell command that names the folder of a skill from a folder that is
-/// not trusted is asked about in every mode: the repository wrote that
-/// script.
-pub struct UntrustedScripts {
-    /// Each untrusted skill's name and folder.
-    folders: Vec<(String, PathBuf)>,
-    workspace: PathBuf,
-}
-
-impl UntrustedScripts {
-    /// `None` when every skill is trusted.
-    pub fn for_skills(skills: &Skills, workspace: &Path) -> Option<UntrustedScripts> {
-        let folders: Vec<(String, PathBuf)> = skills
-            .skills
-            .iter()
-            .filter(|s| !s.trusted)
-            .map(|s| (s.name.clone(), s.dir.clone()))
-            .collect();
-        (!folders.is_empty()).then(|| UntrustedScripts {
-            folders,
-            workspace: workspace.to_path_buf(),
-        })
-    }
-}
-
-#[async_trait]
-impl CallHook for UntrustedScripts {
-    async fn before_call(&self, call: &ToolCall, args: &Value) -> HookVerdict {
-        let Some(command) = args.get("command").and_then(Value::as_str) else {
-            return HookVerdict::Continue;
-        };
-        for (name, dir) in &self.folders {
-            let relative = dir
-                .strip_prefix(&self.workspace)
-                .ok()
-                .map(Path::to_path_buf);
-            let named = command.contains(&dir.display().to_string())
-                || relative.is_some_and(|r| command.contains(&r.display().to_string()));
-            if named {
-                return HookVerdict::Escalate(format!(
-                    "`{}` runs files of the skill `{name}`, from a folder you have not trusted",
-                    call.name
-                ));
-            }
-        }
-        HookVerdict::Continue
-    }
-}
+mod untrusted;
+pub use untrusted::UntrustedScripts;
 
 #[cfg(test)]
 mod tests {

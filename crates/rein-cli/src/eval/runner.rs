@@ -8,12 +8,17 @@
 //! rein-eval-XXXX/
 //!   work/         the workspace (the task's files)
 //!   home/         REIN_HOME of the run: fresh, with the user's config.toml
+//!                 (its `store` and `[mcp_servers]` left out)
 //!   answer.txt    the run's final answer ($ANSWER_FILE of the checks)
 //!   replay.json   the task's scripted solution (replay provider only)
 //! ```
 //!
 //! A fresh home keeps the user's sessions, memories and approvals out of
-//! the measurement (and the measurement out of them).
+//! the measurement (and the measurement out of them): the run's store is
+//! the SQLite file in that home whatever the user's `store` or
+//! `REIN_STORE` say (a PostgreSQL store would bring every session and
+//! global memory of the user's), and the user's MCP servers do not run
+//! for a suite's prompts in auto mode.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -83,7 +88,7 @@ async fn run_and_check(ctx: &EvalContext, task: &Task) -> anyhow::Result<TaskRec
     std::fs::create_dir(&home)?;
     materialize(task, &work)?;
     if let Some(config) = &ctx.config_file {
-        std::fs::copy(config, home.join("config.toml"))?;
+        std::fs::write(home.join("config.toml"), config_for_run(config)?)?;
     }
     let mut args = ctx.model_flags.clone();
     if ctx.task_scripts {
@@ -104,6 +109,20 @@ async fn run_and_check(ctx: &EvalContext, task: &Task) -> anyhow::Result<TaskRec
     }
     let kept = ctx.keep.then(|| dir.keep());
     Ok(to_record(task, summary, checks, kept))
+}
+
+/// The user's config.toml as a task's run gets it: the model settings
+/// (providers, keys' variable names, the local model, limits), without
+/// what reaches the user's own state: `store` and `[mcp_servers]`.
+fn config_for_run(config: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(config)?;
+    // One that does not parse is passed on: the run says what is wrong.
+    let Ok(mut table) = text.parse::<toml::Table>() else {
+        return Ok(text);
+    };
+    table.remove("store");
+    table.remove("mcp_servers");
+    Ok(toml::to_string(&table)?)
 }
 
 fn to_record(
@@ -164,6 +183,8 @@ async fn run_exec(
         .arg("--")
         .arg(&task.prompt)
         .env("REIN_HOME", home)
+        // The SQLite files of the fresh home, never the user's database.
+        .env("REIN_STORE", "sqlite")
         .env("REIN_MODELS_DIR", &ctx.models_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -6,7 +6,7 @@
 //! checks = ['grep -qw 3 "$ANSWER_FILE"']   # each must exit 0; run in the workspace
 //! max_turns = 10                      # optional (default 10)
 //! timeout_secs = 300                  # optional (default 300): the run's wall time
-//! files_dir = "projects/calc"         # optional: a folder copied first (relative to this file)
+//! files_dir = "projects/calc"         # optional: a folder copied first (inside this file's folder)
 //!
 //! [files]                             # optional: files written after it (relative paths)
 //! "data.csv" = "name\nann\nbob\ncid\n"
@@ -20,6 +20,12 @@
 //!
 //! The task's name is its file name without `.toml`. A suite is a folder:
 //! every `*.toml` directly in it, by name.
+//!
+//! A suite may come from anywhere (a cloned repository), so every path it
+//! names stays inside it: `files_dir` is a folder inside the task file's
+//! own folder (no absolute path, no `..`, no symlink leading out, checked
+//! on the resolved path), and `[files]` are relative paths inside the
+//! workspace.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -110,15 +116,8 @@ impl Task {
         }
         let files_dir = file
             .files_dir
-            .map(|dir| path.parent().unwrap_or(Path::new(".")).join(dir));
-        if let Some(dir) = &files_dir
-            && !dir.is_dir()
-        {
-            return Err(invalid(
-                path,
-                format!("files_dir {} is not a folder", dir.display()),
-            ));
-        }
+            .map(|dir| files_dir(path, &dir))
+            .transpose()?;
         let replay = file
             .replay
             .map(serde_json::to_value)
@@ -136,6 +135,52 @@ impl Task {
             replay,
         })
     }
+}
+
+/// The task's `files_dir`, resolved: a folder inside the task file's own
+/// folder, however it is spelled and wherever its links point.
+fn files_dir(task: &Path, dir: &Path) -> Result<PathBuf, TaskError> {
+    let outside = || {
+        invalid(
+            task,
+            format!(
+                "files_dir `{}` must be a folder inside the task's own folder (no absolute \
+                 path, no `..`, no link out of it)",
+                dir.display()
+            ),
+        )
+    };
+    let plain = dir
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    if !plain {
+        return Err(outside());
+    }
+    let parent = match task.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let suite = std::fs::canonicalize(parent).map_err(|source| TaskError::Read {
+        path: parent.to_path_buf(),
+        source,
+    })?;
+    let joined = parent.join(dir);
+    let resolved = std::fs::canonicalize(&joined).map_err(|_| {
+        invalid(
+            task,
+            format!("files_dir {} is not a folder", joined.display()),
+        )
+    })?;
+    if !resolved.starts_with(&suite) {
+        return Err(outside());
+    }
+    if !resolved.is_dir() {
+        return Err(invalid(
+            task,
+            format!("files_dir {} is not a folder", joined.display()),
+        ));
+    }
+    Ok(resolved)
 }
 
 /// A path inside the workspace: relative, without `..`.

@@ -378,6 +378,117 @@ fn bad_suites_and_results_fail_with_one_clear_line() {
     assert!(!env.path("outside.txt").exists());
 }
 
+/// A suite (from a cloned repository, say) names `files_dir`: however it
+/// spells a folder outside its own (`..`, an absolute path, a symlink),
+/// nothing is copied and the task is named in one line.
+#[test]
+fn a_suites_files_dir_cannot_copy_a_folder_from_outside_the_suite() {
+    let env = Env::new();
+    let secret = env.home.path().join("dot-ssh");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::write(secret.join("id_rsa"), "PRIVATE KEY").unwrap();
+    let suite = env.path("suite");
+    std::fs::create_dir_all(suite.join("inside/sub")).unwrap();
+    std::os::unix::fs::symlink(&secret, suite.join("keys")).unwrap();
+    std::os::unix::fs::symlink(&secret, suite.join("inside/sub/deeper")).unwrap();
+    let out = env.path("out");
+    let spellings = [
+        secret.display().to_string(),
+        "../../home-secret".to_string(),
+        "inside/../..".to_string(),
+        "keys".to_string(),
+        "./inside/sub/deeper".to_string(),
+    ];
+    for dir in spellings {
+        std::fs::write(
+            suite.join("steal.toml"),
+            format!(
+                "kind = \"x\"\nprompt = \"p\"\nchecks = [\"true\"]\nfiles_dir = {dir:?}\n\n[replay]\nturns = [{{ text = \"hi\" }}]\n"
+            ),
+        )
+        .unwrap();
+        let o = env.rein(&[
+            "eval",
+            suite.to_str().unwrap(),
+            "--provider",
+            "replay",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_clean_failure(&o, 2, "steal.toml: files_dir");
+        assert!(!out.exists(), "{dir}: the suite ran");
+    }
+    // A folder inside the suite is copied.
+    std::fs::write(suite.join("inside/data.txt"), "x").unwrap();
+    std::fs::write(
+        suite.join("steal.toml"),
+        "kind = \"x\"\nprompt = \"p\"\nchecks = [\"test -f data.txt\"]\nfiles_dir = \"inside\"\n\n[replay]\nturns = [{ text = \"hi\" }]\n",
+    )
+    .unwrap();
+    let o = eval(
+        &env,
+        &[
+            "eval",
+            suite.to_str().unwrap(),
+            "--provider",
+            "replay",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// The user's `store` (or `REIN_STORE`) may be a PostgreSQL database with
+/// every session and global memory of theirs, and their config starts MCP
+/// servers: an eval's run uses neither, only its fresh home.
+#[test]
+fn an_eval_task_runs_on_a_fresh_store_and_not_the_users_store_or_servers() {
+    let env = Env::new();
+    let started = env.home.path().join("server-started");
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "store = \"postgres://rein@127.0.0.1:1/users_sessions\"\n\n[mcp_servers.mine]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    let suite = env.path("suite");
+    std::fs::create_dir(&suite).unwrap();
+    std::fs::write(
+        suite.join("probe.toml"),
+        "kind = \"x\"\nprompt = \"Say hi.\"\nchecks = [\"grep -q hi \\\"$ANSWER_FILE\\\"\"]\n\n[replay]\nturns = [{ text = \"hi\" }]\n",
+    )
+    .unwrap();
+    let out = env.path("out");
+    let o = env
+        .command()
+        .env("REIN_STORE", "postgres://rein@127.0.0.1:1/users_sessions")
+        .args([
+            "eval",
+            suite.to_str().unwrap(),
+            "--provider",
+            "replay",
+            "--keep",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    eprintln!("stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{:?}", results(&out));
+    let records = results(&out);
+    let kept = Path::new(records[0]["workdir"].as_str().unwrap()).to_path_buf();
+    let config = std::fs::read_to_string(kept.join("home/config.toml")).unwrap();
+    assert!(
+        !config.contains("postgres") && !config.contains("mcp_servers"),
+        "{config}"
+    );
+    assert!(!started.exists(), "the user's MCP server ran for the eval");
+    std::fs::remove_dir_all(kept).unwrap();
+}
+
 /// The public suite on the real local model (slow: minutes). Run with
 /// `cargo test --release -p rein-cli --test cli -- --ignored --nocapture the_public_suite_on`.
 #[test]

@@ -396,20 +396,56 @@ fn tool_search_finds_a_servers_tool_and_the_model_calls_it() {
     assert!(outputs[1].contains("Echo: found"), "{outputs:?}");
 }
 
-/// `@server:uri` in an exec prompt attaches the resource to the message
-/// the model gets (a server built with the Python SDK).
+/// An untrusted repository may set a stricter mode, and plan counts as
+/// stricter than default: it must not make a tool that default mode asks
+/// about (the reference server's `toggle-simulated-logging` is not
+/// read-only) run without asking.
 #[test]
-fn a_resource_named_in_the_prompt_is_attached() {
+fn an_untrusted_projects_plan_mode_does_not_run_an_mcp_tool_default_mode_asks_about() {
+    let Some(server) = everything() else { return };
+    let env = with_everything(&server, "");
+    std::fs::create_dir_all(env.path(".rein")).unwrap();
+    std::fs::write(
+        env.path(".rein/config.toml"),
+        "[permissions]\nmode = \"plan\"\n",
+    )
+    .unwrap();
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "mcp__everything__toggle-simulated-logging", "arguments": {}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.replay_json(&script, &["go"]);
+    // 9: a call needed an approval headless runs cannot give.
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
+    let events = json_lines(&o);
+    let started = events.iter().find(|e| e["type"] == "run_started").unwrap();
+    assert_eq!(started["mode"], "plan", "{started}");
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(finished["is_error"], true, "{finished}");
+    let preview = finished["output_preview"].as_str().unwrap();
+    assert!(preview.contains("approval"), "{preview}");
+    assert!(!preview.contains("simulated"), "{preview}");
+}
+
+/// Configure the Python SDK's test server as `py` in `env`'s home (its
+/// resource `note://greeting` reads "hello from the note"); false when
+/// the SDK is not installed (the test is then skipped).
+pub fn with_python_server(env: &Env) -> bool {
     let Some(home) = std::env::var_os("HOME") else {
-        return;
+        return false;
     };
     let sdk = std::path::PathBuf::from(home).join(".cache/rein/pymcp");
     if !sdk.join("mcp").is_dir() {
         eprintln!("skipped: the Python MCP SDK is not installed");
-        return;
+        return false;
     }
     let server = repo_root().join("crates/rein-mcp/tests/servers/python_sdk_server.py");
-    let env = Env::new();
     std::fs::write(
         env.home.path().join("config.toml"),
         format!(
@@ -419,6 +455,17 @@ fn a_resource_named_in_the_prompt_is_attached() {
         ),
     )
     .unwrap();
+    true
+}
+
+/// `@server:uri` in an exec prompt attaches the resource to the message
+/// the model gets (a server built with the Python SDK).
+#[test]
+fn a_resource_named_in_the_prompt_is_attached() {
+    let env = Env::new();
+    if !with_python_server(&env) {
+        return;
+    }
     let script = env.script("s.json", &json!({"turns": [{"text": "done"}]}));
     let o = env.replay_json(&script, &["Summarise @py:note://greeting please"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

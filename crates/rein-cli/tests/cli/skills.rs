@@ -76,3 +76,56 @@ fn a_projects_skill_is_loaded_and_its_script_asks_until_the_folder_is_trusted() 
     let out = tool_outputs(&o);
     assert!(out[1].contains("counted"), "{out:?}");
 }
+
+/// The escalation must not hang on how the path is written: each
+/// respelling of the untrusted skill's script is asked about (refused
+/// headless) in `auto` mode, and the script never runs.
+#[test]
+fn respelling_an_untrusted_skills_script_path_does_not_get_around_the_question() {
+    let env = Env::new();
+    skill(
+        &env,
+        "counter",
+        "---\nname: counter\ndescription: Count things.\n---\nRun scripts/count.sh.\n",
+    );
+    std::os::unix::fs::symlink(
+        env.ws.path().join(".agents/skills/counter/scripts"),
+        env.ws.path().join("tools"),
+    )
+    .unwrap();
+    let spellings = [
+        "sh ./.agents//skills/counter/../counter/scripts/count.sh",
+        "sh \"$PWD\"/.agents/skills/counter/scripts/count.sh",
+        "sh '.agents'/skills/counter/scripts/count.sh",
+        "sh tools/count.sh",
+        "sh -c 'cd .agents && sh skills/counter/scripts/count.sh'",
+        "cd .agents/skills && sh */scripts/count.sh",
+        "cp .agents/skills/counter/scripts/count.sh c.sh && sh c.sh",
+    ];
+    let calls: Vec<serde_json::Value> = spellings
+        .iter()
+        .map(|c| json!({"tool_calls": [{"name": "bash", "arguments": {"command": c}}]}))
+        .chain([json!({"text": "done"})])
+        .collect();
+    let script = env.script("s.json", &json!({ "turns": calls }));
+    let o = env.replay_json(&script, &["--mode", "auto", "count"]);
+    let out = tool_outputs(&o);
+    assert_eq!(out.len(), spellings.len(), "{}", stderr(&o));
+    for (command, output) in spellings.iter().zip(&out) {
+        assert!(!output.contains("counted"), "ran: {command}: {output}");
+        assert!(
+            output.contains("from a folder you have not trusted"),
+            "{command}: {output}"
+        );
+    }
+    // Other commands still run without asking in auto mode.
+    let script = env.script(
+        "t.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo plain && ls"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
+    assert!(tool_outputs(&o)[0].contains("plain"), "{}", stderr(&o));
+}

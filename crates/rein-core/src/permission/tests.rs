@@ -23,6 +23,7 @@ fn shell(cmds: &[&str]) -> Assessment {
         subjects: cmds.iter().map(|s| s.to_string()).collect(),
         kind: SubjectKind::Command,
         summary: cmds.join(" && "),
+        in_sandbox: true,
         ..Default::default()
     }
 }
@@ -415,6 +416,45 @@ fn plan_mode_refuses_writes_and_needs_a_read_only_sandbox_for_commands() {
     let mut a = shell(&["ls"]);
     a.unsandboxed = true;
     assert!(is_deny(&decide(&p, m, "bash", &a)));
+}
+
+/// A repository that may only tighten can set plan mode: that must never
+/// run what default mode would ask about.
+#[test]
+fn plan_mode_asks_for_a_tool_that_is_not_read_only_and_not_sandboxed_as_default_mode_does() {
+    let p = perms(&[], &[], &[]);
+    let mcp = Assessment::default();
+    let call = |mode| {
+        p.decide(
+            mode,
+            "mcp__srv__send",
+            ToolAccess::Execute,
+            &mcp,
+            &[],
+            &ws(),
+        )
+    };
+    assert!(is_ask(&call(PermissionMode::Default)));
+    assert!(is_ask(&call(PermissionMode::Plan)));
+    let rule = perms(&["mcp__srv__send"], &[], &[]);
+    let allowed = rule.decide(
+        PermissionMode::Plan,
+        "mcp__srv__send",
+        ToolAccess::Execute,
+        &mcp,
+        &[],
+        &ws(),
+    );
+    assert!(is_allow(&allowed));
+}
+
+#[test]
+fn plan_mode_commands_never_get_the_network() {
+    let mut p = perms(&[], &[], &[]);
+    p.network = true;
+    assert!(!p.sandbox(PermissionMode::Plan).network);
+    assert!(p.sandbox(PermissionMode::Default).network);
+    assert!(p.sandbox(PermissionMode::Auto).network);
 }
 
 #[test]

@@ -263,7 +263,7 @@ fn reads_code_from_stdin(inv: &Invocation) -> bool {
 }
 
 /// The directories an invocation runs in (`env -C DIR cmd`).
-fn chdir(inv: &Invocation, cwds: &[Option<PathBuf>]) -> Vec<Option<PathBuf>> {
+pub(crate) fn chdir(inv: &Invocation, cwds: &[Option<PathBuf>]) -> Vec<Option<PathBuf>> {
     match &inv.chdir {
         None => cwds.to_vec(),
         Some((dir, d)) => cwds
@@ -283,7 +283,7 @@ fn dir_of(t: Target) -> Option<PathBuf> {
 /// The directories after a `cd`. One that surely succeeds (an existing
 /// directory) outside a subshell replaces the current directory; any other
 /// may or may not have happened, so it is added to them.
-fn after_cd(
+pub(crate) fn after_cd(
     cwds: Vec<Option<PathBuf>>,
     new: Vec<Option<PathBuf>>,
     subshell: bool,
@@ -305,7 +305,10 @@ fn after_cd(
 }
 
 /// Where a `cd`/`pushd`/`popd` goes, from each current directory.
-fn cd_targets(inv: &Invocation, cwds: &[Option<PathBuf>]) -> Option<Vec<Option<PathBuf>>> {
+pub(crate) fn cd_targets(
+    inv: &Invocation,
+    cwds: &[Option<PathBuf>],
+) -> Option<Vec<Option<PathBuf>>> {
     match inv.name() {
         "cd" | "pushd" => {}
         "popd" => return Some(vec![None]),

@@ -19,6 +19,7 @@ mod bounded;
 mod classify;
 mod parse;
 mod paths;
+mod reach;
 mod rules;
 mod subjects;
 mod words;
@@ -28,6 +29,7 @@ mod wrappers;
 mod tests;
 
 pub use paths::expand_home;
+pub use reach::may_reach;
 
 /// One simple command found anywhere in a command line: in pipelines, lists
 /// (`&&`, `||`, `;`, `&`), subshells `( )`, brace groups `{ }`, command
