@@ -161,6 +161,8 @@ impl Budget {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
     use crate::schema::Usage;
     use crate::tokens::CallKind;

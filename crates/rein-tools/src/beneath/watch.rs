@@ -273,6 +273,8 @@ mod linux {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use std::os::unix::fs::symlink;
 
     use super::*;
