@@ -16,7 +16,10 @@ use super::*;
 
 const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY----- fake secret key";
 
-/// Exchange `a` and `b` atomically until `stop`; counts the swaps.
+/// Exchange `a` and `b` atomically until `stop`, in bursts of tight
+/// swapping with short pauses in the real state between them (so that some
+/// reads do reach the editor however loaded the machine is); counts the
+/// swaps.
 fn swap_loop(a: std::path::PathBuf, b: std::path::PathBuf, stop: Arc<AtomicBool>) -> u64 {
     let a = CString::new(a.as_os_str().as_bytes()).unwrap();
     let b = CString::new(b.as_os_str().as_bytes()).unwrap();
@@ -34,7 +37,10 @@ fn swap_loop(a: std::path::PathBuf, b: std::path::PathBuf, stop: Arc<AtomicBool>
             )
         };
         if rc == 0 {
-            swaps.fetch_add(1, Ordering::Relaxed);
+            let n = swaps.fetch_add(1, Ordering::Relaxed) + 1;
+            if n % 64 == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(700));
+            }
         }
     }
     swaps.into_inner()
