@@ -38,7 +38,7 @@ fn swap_loop(a: std::path::PathBuf, b: std::path::PathBuf, stop: Arc<AtomicBool>
         };
         if rc == 0 {
             let n = swaps.fetch_add(1, Ordering::Relaxed) + 1;
-            if n % 64 == 0 {
+            if n.is_multiple_of(64) {
                 std::thread::sleep(std::time::Duration::from_micros(700));
             }
         }
