@@ -12,6 +12,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+mod budget;
 mod builder;
 mod child;
 mod compact;
@@ -140,6 +141,9 @@ struct Inner {
     started: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The `task` tool, when sub-agents are on (never in a child).
     task: Option<Arc<task::TaskTool>>,
+    /// The account of the run that started this engine (a child's): its
+    /// runs spend from it ([`budget`]).
+    spends_from: Option<Arc<budget::Budget>>,
     /// Takes the workspace's checkpoints (never in a child: its parent
     /// does).
     checkpointer: Option<Arc<dyn crate::rewind::Checkpointer>>,

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod engine {
+    mod budget_tree_scenarios;
     mod child_scenarios;
     mod context_scenarios;
     mod hook_scenarios;

@@ -31,6 +31,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod watch;
+
+pub use watch::Watch;
+
 /// Why a path could not be opened beneath its root.
 #[derive(Debug, thiserror::Error)]
 pub enum BeneathError {
@@ -46,6 +50,10 @@ pub enum BeneathError {
     /// needed; callers pass canonical paths, so this is a bug or a race.
     #[error("`{0}` is not a plain path below the root")]
     NotPlain(PathBuf),
+    /// The path changed while it was held ([`Watch`]): a name on it was
+    /// renamed, replaced or removed, or it leads to another file now.
+    #[error("the path changed while it was held")]
+    Changed,
     /// Any other error of the system calls (not found, permission denied,
     /// not a directory, ...).
     #[error(transparent)]

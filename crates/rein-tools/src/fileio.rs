@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rein_core::{ToolContext, ToolError};
 
-use crate::beneath::{BeneathError, Dir, Entry, Kind};
+use crate::beneath::{BeneathError, Dir, Entry, Kind, Watch};
 use crate::workspace;
 
 /// Largest `content` of write_file, `new_string`/`old_string` of edit_file,
@@ -88,6 +88,11 @@ pub(crate) fn race_error(shown: &str, e: &BeneathError) -> Option<ToolError> {
             "`{shown}` leads outside the workspace while it is being opened; only paths inside \
              the workspace can be used"
         ))),
+        BeneathError::Changed => Some(ToolError(format!(
+            "`{shown}` changed while it was being read (a name on its path was renamed, replaced \
+             or removed, which could lead outside the workspace), so what was read was dropped; \
+             try again"
+        ))),
         BeneathError::Io(_) => None,
     }
 }
@@ -106,6 +111,44 @@ pub(crate) fn open_read(
         Ok(f) => Ok(Ok(f)),
         Err(BeneathError::Io(e)) => Ok(Err(e)),
         Err(e) => Err(race_error(shown, &e).unwrap_or_else(|| ToolError(e.to_string()))),
+    }
+}
+
+/// A workspace file held still while another process (an editor) reads
+/// it by name: see [`Watch`].
+pub struct HeldFile {
+    watch: Watch,
+    shown: String,
+}
+
+impl HeldFile {
+    /// Hold the regular file at canonical workspace `path`. `Ok(None)`
+    /// when it cannot be held here (no inotify, not a regular file, out of
+    /// watches): the caller reads it through its handle instead.
+    pub fn hold(
+        ctx: &ToolContext,
+        path: &Path,
+        shown: &str,
+    ) -> Result<Option<HeldFile>, ToolError> {
+        let a = anchor(ctx, path, true)?;
+        match a.dir.watch(&a.rel) {
+            Ok(watch) => Ok(Some(HeldFile {
+                watch,
+                shown: shown.to_string(),
+            })),
+            Err(BeneathError::Io(_)) => Ok(None),
+            Err(e) => Err(race_error(shown, &e).unwrap_or_else(|| ToolError(e.to_string()))),
+        }
+    }
+
+    /// Nothing on the path changed since it was held and it leads to the
+    /// same file; else the refusal the model gets (and what was read by
+    /// name in between must be dropped).
+    pub fn unchanged(&self) -> Result<(), ToolError> {
+        self.watch.unchanged().map_err(|e| {
+            race_error(&self.shown, &e)
+                .unwrap_or_else(|| ToolError(format!("cannot check `{}` again: {e}", self.shown)))
+        })
     }
 }
 

@@ -1,40 +1,46 @@
 //! The file tools through the editor: when the client offers
-//! `fs/read_text_file` and `fs/write_text_file`, a session's `read_file`
-//! reads the editor's buffer (unsaved changes included) and `write_file`
-//! and `edit_file` write into it (so the change has the editor's undo).
+//! `fs/read_text_file`, a session's `read_file` reads the editor's buffer
+//! (unsaved changes included); when it offers both reading and writing,
+//! `edit_file` applies the edit to the buffer's text.
 //!
-//! Only the transport changes. Each tool here has the built-in's spec,
-//! access, permission facts and path locks (delegated to it), so the gate
-//! decides on a call exactly as it would on the built-in's: rules, protected
-//! paths, plan mode. The path is confined by rein before the editor is
-//! asked, as the built-ins confine it: resolved inside the workspace with
-//! symlinks followed (`..`, absolute paths and symlinks leaving it are
-//! refused), a write's last protected-path check, and the canonical path is
-//! what the editor gets. The observation is the built-in's (numbered lines,
-//! the diff, the same size caps), from the helpers rein-tools exposes.
-//! Whatever only the disk can answer (a folder, a missing file, a device, a
-//! saved tool output outside the workspace) goes to the built-in, which
-//! refuses or reads it as before.
+//! Each tool here has the built-in's spec, access, permission facts and
+//! path locks (delegated to it), so the gate decides on a call exactly as
+//! it would on the built-in's: rules, protected paths, plan mode. The path
+//! is confined by rein before the editor is asked, as the built-ins
+//! confine it: resolved inside the workspace with symlinks followed (`..`,
+//! absolute paths and symlinks leaving it are refused), and the canonical
+//! path is what the editor gets. The observation is the built-in's
+//! (numbered lines, the diff, the same size caps), from the helpers
+//! rein-tools exposes. Whatever only the disk can answer (a folder, a
+//! missing file, a device, a saved tool output outside the workspace)
+//! goes to the built-in, which refuses or reads it as before.
 //!
-//! `edit_file` goes through the editor only when it offers both: applying
-//! an edit to the disk's text and writing that into the buffer would drop
-//! the buffer's unsaved changes.
+//! The editor opens a path by name, and a command running at the same
+//! time can swap a folder on it for a symlink to a folder outside and back
+//! (the model read `~/.ssh/id_rsa` this way). So:
 //!
-//! What stays open: between rein's check and the editor opening the path,
-//! a command running at the same time could swap a folder on the path for
-//! a symlink. The built-ins close that gap by opening beneath a handle of
-//! the workspace; an editor opens by name. The path is checked for
-//! symlinks again just before the request, which narrows the gap to the
-//! editor's own latency.
+//! - **Reads** hold the path still ([`HeldFile`]): every folder on it is
+//!   watched through its own handle before the editor is asked, and when
+//!   any name on the path was renamed, replaced or removed in between, or
+//!   the path leads to another file now, the editor's answer is dropped
+//!   and the model gets a refusal. Where the path cannot be held, the
+//!   built-in reads the disk.
+//! - **Writes never go through the editor.** A write by name lands
+//!   wherever the path leads at that instant; no check before it or after
+//!   it can undo one made outside. So `write_file` is rein's own (beneath
+//!   the workspace's handle, never through a symlink), and `edit_file`
+//!   applies the edit to the held buffer's text and writes the result the
+//!   same way. The editor sees the change as the call's diff and reloads
+//!   the file from disk as it does for any change made outside it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ClientCapabilities, Diff, ReadTextFileRequest, SessionNotification, SessionUpdate,
-    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
+    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
 };
 use async_trait::async_trait;
 use rein_core::{
@@ -42,12 +48,12 @@ use rein_core::{
     ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use rein_tools::beneath::Kind;
-use rein_tools::fileio::{self, Target};
-use rein_tools::{EditFile, ReadFile, WriteFile, edit_file, read_file, workspace, write_file};
+use rein_tools::fileio::{self, HeldFile, Target};
+use rein_tools::{EditFile, ReadFile, edit_file, read_file, workspace};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Which file operations go through the editor.
+/// What the client offers of its file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Through {
     pub read: bool,
@@ -73,8 +79,9 @@ pub struct Editor {
 }
 
 /// Put the editor's file tools in `engine` over the built-ins it offers,
-/// as far as `through` allows. Returns whether writes now go through the
-/// editor (the disk is then not where a change shows first).
+/// as far as `through` allows. Returns whether `edit_file` now shows the
+/// diff it made itself (of the buffer's text, which the disk may not
+/// have had).
 pub fn install(
     engine: &AgentEngine,
     through: Through,
@@ -97,10 +104,6 @@ pub fn install(
     if through.read && has("read_file") {
         tools.push(Arc::new(EditorRead(editor.clone())));
     }
-    let writes = through.write && has("write_file");
-    if writes {
-        tools.push(Arc::new(EditorWrite(editor.clone())));
-    }
     let edits = through.read && through.write && has("edit_file");
     if edits {
         tools.push(Arc::new(EditorEdit(editor)));
@@ -110,7 +113,7 @@ pub fn install(
     }
     let names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
     engine.replace_tools(|n| names.iter().any(|m| m == n), tools);
-    writes || edits
+    edits
 }
 
 impl Editor {
@@ -146,28 +149,6 @@ impl Editor {
         Ok(text)
     }
 
-    /// Replace the whole text of canonical `path` in the editor.
-    async fn write(
-        &self,
-        path: &Path,
-        shown: &str,
-        content: &str,
-        cancel: &CancellationToken,
-    ) -> Result<(), ToolError> {
-        let request = WriteTextFileRequest::new(self.session.clone(), path.to_path_buf(), content);
-        let sent = self.client.send_request(request).block_task();
-        let answer = tokio::select! {
-            answer = sent => answer,
-            () = cancel.cancelled() => return Err(cancelled(shown)),
-        };
-        answer.map(|_| ()).map_err(|e| {
-            ToolError(format!(
-                "the editor could not write `{shown}`: {}",
-                e.message
-            ))
-        })
-    }
-
     /// Show the change a call made as its diff (the buffer's text before,
     /// which only this call knows). Calls of sub-agents are left to the
     /// session's updates: their ids there are nested.
@@ -190,9 +171,6 @@ impl Editor {
 /// `read_file` through the editor.
 struct EditorRead(Arc<Editor>);
 
-/// `write_file` through the editor.
-struct EditorWrite(Arc<Editor>);
-
 /// `edit_file` through the editor.
 struct EditorEdit(Arc<Editor>);
 
@@ -202,13 +180,6 @@ struct ReadArgs {
     path: String,
     offset: Option<usize>,
     limit: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WriteArgs {
-    path: String,
-    content: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -259,8 +230,13 @@ impl Tool for EditorRead {
             return ReadFile.call(raw, ctx).await;
         }
         let shown = workspace::display(&ctx.workspace, &path);
-        still_plain(&ctx, &path, &shown)?;
+        let Some(held) = HeldFile::hold(&ctx, &path, &shown)? else {
+            return ReadFile.call(raw, ctx).await;
+        };
         let text = self.0.read(&path, &shown, &ctx.cancel).await?;
+        // A path changed while the editor opened it by name: what it read
+        // may be from anywhere, and the model gets none of it.
+        held.unchanged()?;
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || {
             read_file::render_text(&text, &shown, args.offset, args.limit, &cancel)
@@ -268,37 +244,6 @@ impl Tool for EditorRead {
         .await
         .map_err(|e| ToolError(format!("reading the file failed: {e}")))?
         .map(ToolOutput::ok)
-    }
-}
-
-#[async_trait]
-impl Tool for EditorWrite {
-    as_builtin!(WriteFile);
-
-    async fn call(&self, raw: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: WriteArgs = parse("write_file", &raw)?;
-        fileio::check_size("content", args.content.len())?;
-        let path = workspace::resolve(&ctx.workspace, &args.path)?;
-        fileio::check_protected(&ctx, &args.path, &path)?;
-        let shown = workspace::display(&ctx.workspace, &path);
-        // Missing folders are made by rein, beneath the workspace's
-        // handle, as the built-in makes them; the file is the editor's.
-        let target = opened(&ctx, &path, &shown, true).await?;
-        let previous = match target.existing {
-            Some(e) if e.kind != Kind::File => return WriteFile.call(raw, ctx).await,
-            Some(e) => Some(e.size),
-            None => None,
-        };
-        target.check_writable()?;
-        still_plain(&ctx, &path, &shown)?;
-        self.0
-            .write(&path, &shown, &args.content, &ctx.cancel)
-            .await?;
-        Ok(ToolOutput::ok(write_file::written(
-            &shown,
-            &args.content,
-            previous,
-        )))
     }
 }
 
@@ -320,8 +265,11 @@ impl Tool for EditorEdit {
             _ => return EditFile.call(raw, ctx).await,
         }
         target.check_writable()?;
-        still_plain(&ctx, &path, &shown)?;
+        let Some(held) = HeldFile::hold(&ctx, &path, &shown)? else {
+            return EditFile.call(raw, ctx).await;
+        };
         let before = self.0.read(&path, &shown, &ctx.cancel).await?;
+        held.unchanged()?;
         let edited = edit_file::plan(
             &shown,
             &before,
@@ -329,10 +277,12 @@ impl Tool for EditorEdit {
             &args.new_string,
             args.replace_all.unwrap_or(false),
         )?;
-        still_plain(&ctx, &path, &shown)?;
-        self.0
-            .write(&path, &shown, &edited.text, &ctx.cancel)
-            .await?;
+        // Written by rein into the folder it opened beneath the workspace,
+        // never by name through the editor.
+        let text = edited.text.clone();
+        tokio::task::spawn_blocking(move || target.replace(text.as_bytes()))
+            .await
+            .map_err(|e| ToolError(format!("writing the file failed: {e}")))??;
         self.0.show_diff(&ctx, &path, &before, &edited.text);
         Ok(ToolOutput::ok(edited.observation))
     }
@@ -369,30 +319,6 @@ fn in_workspace(ctx: &ToolContext, path: &Path) -> bool {
 /// A regular file now (canonical paths have no symlink left to follow).
 fn is_regular_file(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
-}
-
-/// Refuse when a symlink now stands anywhere on canonical `path` below the
-/// workspace: it appeared after the path was resolved, and the editor,
-/// which opens by name, would follow it.
-fn still_plain(ctx: &ToolContext, path: &Path, shown: &str) -> Result<(), ToolError> {
-    let root = workspace::canonical_workspace(&ctx.workspace);
-    let Ok(rest) = path.strip_prefix(&root) else {
-        return Err(ToolError(format!(
-            "`{shown}` is outside the workspace {}; only paths inside the workspace can be used",
-            root.display()
-        )));
-    };
-    let mut at = PathBuf::from(&root);
-    for part in rest.components() {
-        at.push(part);
-        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(ToolError(format!(
-                "`{shown}` changed while it was being opened: a symlink appeared on its path \
-                 (which could lead outside the workspace), so nothing was done; try again"
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn cancelled(shown: &str) -> ToolError {

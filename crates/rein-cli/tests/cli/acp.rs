@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::support::*;
 
 mod editor_fs;
+mod editor_race;
 mod terminal;
 
 /// How long one message may take to arrive.
@@ -34,6 +35,9 @@ struct Client {
     /// The editor's buffers by absolute path, for `fs/read_text_file`
     /// (a path without one is an error) and `fs/write_text_file`.
     buffers: HashMap<String, String>,
+    /// A path without a buffer is read and written on disk by name, as a
+    /// real editor does (following any symlink on it).
+    fs_disk: bool,
     /// Answer every `fs/*` request with this error instead.
     fs_error: Option<String>,
     /// The `fs/*` requests received.
@@ -79,6 +83,7 @@ impl Client {
             asked: Vec::new(),
             buffers: HashMap::new(),
             fs_error: None,
+            fs_disk: false,
             fs_asked: Vec::new(),
             terminals: terminal::Terminals::default(),
             terminal_asked: Vec::new(),
@@ -175,10 +180,18 @@ impl Client {
         match method {
             "fs/read_text_file" => match self.buffers.get(&path) {
                 Some(text) => Ok(json!({"content": text})),
+                None if self.fs_disk => std::fs::read_to_string(&path)
+                    .map(|text| json!({"content": text}))
+                    .map_err(|e| format!("cannot read {path}: {e}")),
                 None => Err(format!("no buffer for {path}")),
             },
             "fs/write_text_file" => {
                 let text = params["content"].as_str().unwrap_or("").to_string();
+                if self.fs_disk && !self.buffers.contains_key(&path) {
+                    return std::fs::write(&path, text)
+                        .map(|()| json!({}))
+                        .map_err(|e| format!("cannot write {path}: {e}"));
+                }
                 self.buffers.insert(path, text);
                 Ok(json!({}))
             }

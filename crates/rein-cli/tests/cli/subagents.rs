@@ -421,3 +421,76 @@ fn a_folder_not_trusted_gets_no_worktree() {
     );
     assert!(stdout(&env.rein(&["worktrees"])).contains("no worktrees kept"));
 }
+
+#[test]
+fn a_fan_out_of_32_children_spends_from_the_parents_budget_and_runs_at_most_the_cap() {
+    let env = Env::new();
+    std::fs::write(env.ws.path().join("a.txt"), "hello\n").unwrap();
+    let tasks: Vec<serde_json::Value> = (1..=32)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "name": "task", "arguments":
+                {"agent": "general", "description": format!("part {i}"), "prompt": "read a.txt"}})
+        })
+        .collect();
+    // The children share one long list of turns, each a call that costs
+    // 110 tokens: alone, every child could spend the whole budget again.
+    let child_turns: Vec<serde_json::Value> = (1..=600)
+        .map(|i| {
+            json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt", "limit": i}}],
+                   "usage": {"input_tokens": 100, "output_tokens": 10}})
+        })
+        .collect();
+    let script = env.script(
+        "fan.json",
+        &json!({
+            "pricing": {"input": 2.0, "output": 2.0},
+            "turns": [
+                {"tool_calls": tasks, "usage": {"input_tokens": 100, "output_tokens": 10}},
+                {"text": "All parts done."}
+            ],
+            "agents": {"general": child_turns}
+        }),
+    );
+    let o = env.replay_json(
+        &script,
+        &[
+            "--mode",
+            "auto",
+            "--max-tokens",
+            "1000",
+            "--max-cost",
+            "0.01",
+            "go",
+        ],
+    );
+    // The parent stops for the token budget, with its exit code.
+    assert_eq!(o.status.code(), Some(5), "{}\n{}", stderr(&o), stdout(&o));
+    let lines = json_lines(&o);
+    let stopped = lines
+        .iter()
+        .rfind(|e| e["type"] == "stopped")
+        .expect("no stopped event");
+    assert_eq!(stopped["reason"], "max_tokens", "{stopped}");
+    // The whole tree's spending: the budget plus at most one call under way
+    // per running child (8 at most).
+    let totals = &stopped["totals"];
+    let spent =
+        totals["input_tokens"].as_u64().unwrap() + totals["output_tokens"].as_u64().unwrap();
+    assert!(spent <= 1000 + 8 * 110, "the tree spent {spent} tokens");
+    // 8 children ran and were stopped by the budget; the other 24 calls
+    // were refused, each saying why.
+    let r = results(&o);
+    let top: Vec<&(String, String, bool)> =
+        r.iter().filter(|(id, _, _)| id.starts_with('t')).collect();
+    assert_eq!(top.len(), 32, "{r:?}");
+    let refused = top
+        .iter()
+        .filter(|(_, out, _)| out.contains("sub-agents are already running in this run"))
+        .count();
+    let stopped_by_budget = top
+        .iter()
+        .filter(|(_, out, _)| out.contains("stopped before it finished (max_tokens"))
+        .count();
+    assert_eq!(refused, 24, "{top:?}");
+    assert_eq!(stopped_by_budget, 8, "{top:?}");
+}

@@ -328,6 +328,7 @@ impl AgentEngineBuilder {
                 agent: None,
                 started: Default::default(),
                 task,
+                spends_from: None,
                 checkpointer,
             }
         });

@@ -64,6 +64,17 @@ impl AgentEngine {
     /// (deny and ask rules keep applying), and at most this engine's mode,
     /// tools and turns. Its runs are sessions of their own.
     pub fn child(&self, policy: ChildPolicy) -> AgentEngine {
+        self.child_spending_from(policy, None)
+    }
+
+    /// [`AgentEngine::child`], whose runs spend from `account` (the
+    /// account of the run that starts it): they get at most what that run
+    /// has left, and what they spend is charged to it as they spend it.
+    pub(super) fn child_spending_from(
+        &self,
+        policy: ChildPolicy,
+        account: Option<Arc<budget::Budget>>,
+    ) -> AgentEngine {
         let inner = &self.inner;
         let ceiling = inner.permissions.mode.at_most(self.mode_ceiling());
         let mode = policy.mode.unwrap_or(ceiling).at_most(ceiling);
@@ -115,6 +126,7 @@ impl AgentEngine {
                 agent: policy.agent.clone(),
                 started: Default::default(),
                 task: None,
+                spends_from: account,
                 checkpointer: None,
             }),
         }

@@ -84,6 +84,9 @@ pub(crate) struct RunCtx<'a> {
     pub sink: &'a mut dyn EventSink,
     pub counter: Arc<dyn TokenCounter>,
     pub st: RunState,
+    /// The run's account in its budget tree (None for side calls outside
+    /// a run).
+    pub budget: Option<Arc<budget::Budget>>,
 }
 
 impl<'a> RunCtx<'a> {
@@ -99,6 +102,7 @@ impl<'a> RunCtx<'a> {
             sink,
             counter,
             st: RunState::default(),
+            budget: None,
         }
     }
 
@@ -153,7 +157,6 @@ pub(crate) struct Run {
     pub(super) gate: Arc<Gate>,
     /// AGENTS.md, the date and the file list, read at the start.
     pub(super) inputs: setup::PromptInputs,
-    pub(super) started: tokio::time::Instant,
     /// The first turn must call a tool (the profile asks for it and the
     /// workspace has files to look at).
     pub(super) first_call_required: bool,
@@ -183,6 +186,11 @@ impl AgentEngine {
             Err(e) => return RunOutcome::before_session(e.into()),
         };
         let mut ctx = RunCtx::new(opened.id.clone(), cancel, sink, self.token_counter());
+        let account = self.open_account();
+        ctx.budget = Some(account.clone());
+        if let Some(task) = &self.inner.task {
+            task.enter_run(&ctx.session_id, &account);
+        }
         let stop = match self.start(request, opened, &mut ctx).await {
             Ok(mut run) => {
                 let stop = loop {
@@ -205,6 +213,7 @@ impl AgentEngine {
         // No sub-agent outlives the run that started it.
         if let Some(task) = &self.inner.task {
             task.background.cancel_session(&ctx.session_id);
+            task.leave_run(&ctx.session_id, &account);
         }
         ctx.outcome(stop)
     }
@@ -315,7 +324,6 @@ impl AgentEngine {
             control: request.control.unwrap_or_default(),
             gate,
             inputs,
-            started: tokio::time::Instant::now(),
             first_call_required,
             looked,
             stop_blocks: 0,
@@ -401,7 +409,7 @@ impl AgentEngine {
         if ctx.cancel.is_cancelled() {
             return Err(Stop::new(StopReason::Cancelled));
         }
-        if let Some(reason) = self.budget_exceeded(&ctx.st, run.started) {
+        if let Some(reason) = self.budget_exceeded(ctx) {
             return Err(Stop::new(reason));
         }
         let switch = (run.control.take_mode())
@@ -460,6 +468,11 @@ impl AgentEngine {
         if cfg.enabled && window.is_some_and(|w| used as f64 > cfg.threshold * w as f64) {
             self.compact_run(ctx, run, CompactionReason::Threshold)
                 .await?;
+        }
+        // Compaction spent too: the budget tree is checked before every
+        // call.
+        if let Some(reason) = ctx.budget.as_ref().and_then(|b| b.exceeded()) {
+            return Err(Stop::new(reason));
         }
         let mut outcome = self.ask(ctx, run).await;
         if let Err(f) = &outcome
@@ -536,30 +549,27 @@ impl AgentEngine {
         Ok(())
     }
 
-    /// The budget this run has used up, if any.
-    fn budget_exceeded(&self, st: &RunState, started: tokio::time::Instant) -> Option<StopReason> {
-        let cfg = &self.inner.config;
-        let tokens = st
-            .totals
-            .input_tokens
-            .saturating_add(st.totals.output_tokens);
-        if st.turns >= cfg.max_turns {
-            Some(StopReason::MaxTurns)
-        } else if cfg.max_tokens.is_some_and(|max| tokens >= max) {
-            Some(StopReason::MaxTokens)
-        } else if cfg
-            .max_cost_usd
-            .is_some_and(|max| st.totals.known_cost_usd >= max)
-        {
-            Some(StopReason::MaxCost)
-        } else if cfg
-            .max_wall_time
-            .is_some_and(|max| started.elapsed() >= max)
-        {
-            Some(StopReason::MaxWallTime)
-        } else {
-            None
+    /// The budget this run has used up, if any: its turns, or a limit of
+    /// its budget tree (what it, its children and, for a child, its
+    /// parent's whole tree spent; the time of every run above it).
+    pub(super) fn budget_exceeded(&self, ctx: &RunCtx<'_>) -> Option<StopReason> {
+        if ctx.st.turns >= self.inner.config.max_turns {
+            return Some(StopReason::MaxTurns);
         }
+        ctx.budget.as_ref().and_then(|b| b.exceeded())
+    }
+
+    /// A new run's account, below the account of the run that started
+    /// this engine when it is a child's.
+    pub(super) fn open_account(&self) -> Arc<budget::Budget> {
+        let cfg = &self.inner.config;
+        let limits = budget::Limits {
+            max_tokens: cfg.max_tokens,
+            max_cost_usd: cfg.max_cost_usd,
+            max_wall_time: cfg.max_wall_time,
+            max_children: self.inner.task.as_ref().map_or(1, |t| t.max_children()),
+        };
+        budget::Budget::open(limits, self.inner.spends_from.clone())
     }
 
     /// Store a message, announce it, and add it to the conversation.

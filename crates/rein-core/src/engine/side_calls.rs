@@ -79,6 +79,9 @@ impl AgentEngine {
             at: crate::time::now_millis(),
         };
         ctx.st.totals.add(&entry);
+        if let Some(account) = &ctx.budget {
+            account.charge(&entry);
+        }
         if let Err(e) = self.inner.store.add_ledger(&ctx.session_id, &entry).await {
             ctx.emit(Event::Notice {
                 message: format!("the cost ledger could not record a model call: {e}"),

@@ -2,16 +2,18 @@
 //! child engine ([`AgentEngine::child`]) with its own context and session
 //! and at most its parent's permissions. The child's final answer, and
 //! only it, is the call's result; its events reach the parent's front end
-//! nested in [`Event::Subagent`]; its cost is added to the parent's ledger
-//! and budgets. Several calls run side by side up to a cap, each within a
-//! deadline; a child cannot start children of its own.
+//! nested in [`Event::Subagent`]; its cost is added to the parent's ledger.
+//! A child spends from its parent's run ([`super::budget`]): at most what
+//! that run has left, charged to it as it is spent. Several calls run side
+//! by side, each within a deadline; children running in one run's tree,
+//! foreground and background, count against one cap, and a call over it
+//! is refused; a child cannot start children of its own.
 
 use std::collections::HashMap;
 use std::sync::Weak;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
 
 use super::*;
 use crate::agents::{AgentCatalog, AgentDef};
@@ -38,7 +40,8 @@ pub(crate) const PARENT_ONLY: [&str; 5] = [
 pub struct SubagentConfig {
     /// The agents the model may start.
     pub catalog: AgentCatalog,
-    /// Most sub-agents running at once (default 4).
+    /// Most sub-agents running at once in one run's tree, foreground and
+    /// background together (default 8); a `task` call over it is refused.
     pub max_parallel: usize,
     /// Longest one sub-agent may run (default 10 minutes).
     pub deadline: Duration,
@@ -54,7 +57,7 @@ impl Default for SubagentConfig {
     fn default() -> Self {
         SubagentConfig {
             catalog: AgentCatalog::built_in(),
-            max_parallel: 4,
+            max_parallel: 8,
             deadline: Duration::from_secs(600),
             models: None,
             worktrees: None,
@@ -67,7 +70,9 @@ pub(crate) struct TaskTool {
     /// The parent engine (weak: the engine holds this tool).
     parent: Weak<Inner>,
     config: SubagentConfig,
-    slots: Arc<Semaphore>,
+    /// The accounts of this engine's runs under way, by session: their
+    /// children spend from them.
+    runs: std::sync::Mutex<HashMap<String, Weak<budget::Budget>>>,
     /// What each finished call's sub-agent spent, by call id, until the
     /// parent's loop adds it to its run.
     spent: Arc<std::sync::Mutex<HashMap<String, LedgerEntry>>>,
@@ -80,12 +85,45 @@ impl TaskTool {
     pub fn new(parent: Weak<Inner>, config: SubagentConfig) -> TaskTool {
         TaskTool {
             parent,
-            slots: Arc::new(Semaphore::new(config.max_parallel.max(1))),
+            runs: Default::default(),
             config,
             spent: Default::default(),
             started: AtomicU64::new(0),
             background: Default::default(),
         }
+    }
+
+    /// Most children running at once in one run's tree.
+    pub fn max_children(&self) -> usize {
+        self.config.max_parallel.max(1)
+    }
+
+    /// A run of `session` is under way, spending from `account`.
+    pub fn enter_run(&self, session: &str, account: &Arc<budget::Budget>) {
+        self.runs_map()
+            .insert(session.to_string(), Arc::downgrade(account));
+    }
+
+    /// The run of `session` that spent from `account` ended.
+    pub fn leave_run(&self, session: &str, account: &Arc<budget::Budget>) {
+        let mut runs = self.runs_map();
+        if runs
+            .get(session)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(account)))
+        {
+            runs.remove(session);
+        }
+    }
+
+    /// The account of `session`'s run under way; a fresh one with the
+    /// parent's limits when none is (a call made outside a run).
+    fn account_of(&self, parent: &AgentEngine, session: &str) -> Arc<budget::Budget> {
+        let found = self.runs_map().get(session).and_then(Weak::upgrade);
+        found.unwrap_or_else(|| parent.open_account())
+    }
+
+    fn runs_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Weak<budget::Budget>>> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// What the sub-agent of call `call_id` of `session` spent, once
@@ -149,6 +187,7 @@ impl TaskTool {
         parent: &AgentEngine,
         agent: &AgentDef,
         launch: &Launch,
+        account: Arc<budget::Budget>,
     ) -> (AgentEngine, Option<String>) {
         let (model, note) = self.model_of(agent);
         let description = &launch.description;
@@ -158,7 +197,7 @@ impl TaskTool {
             crate::agents::marker(&agent.name),
             agent.prompt.trim()
         );
-        let child = parent.child(ChildPolicy {
+        let policy = ChildPolicy {
             mode: agent.mode,
             tools: agent.tools.clone(),
             denied_tools: agent.disallowed_tools.clone(),
@@ -175,8 +214,8 @@ impl TaskTool {
             refuse_approvals: launch.background,
             model,
             workspace: launch.worktree.as_ref().map(|w| w.path.clone()),
-        });
-        (child, note)
+        };
+        (parent.child_spending_from(policy, Some(account)), note)
     }
 
     /// A worktree for the sub-agent, when it runs isolated.
@@ -309,10 +348,21 @@ impl Tool for TaskTool {
             ));
         };
         let parent = AgentEngine { inner };
-        let _slot = tokio::select! {
-            s = self.slots.clone().acquire_owned() => s.map_err(|_| ToolError::new("no sub-agent slot"))?,
-            _ = ctx.cancel.cancelled() => return Err(ToolError::new("cancelled before the sub-agent started")),
-        };
+        let account = self.account_of(&parent, &ctx.session_id);
+        if let Some(reason) = account.exceeded() {
+            return Err(ToolError(format!(
+                "no sub-agent started: this run's budget is used up ({})",
+                reason.as_str()
+            )));
+        }
+        let slot = account.admit_child().map_err(|full| {
+            ToolError(format!(
+                "no sub-agent started: {} sub-agents are already running in this run (foreground \
+                 and background together), the most at once; wait for one to finish (task_wait) \
+                 or do this part yourself",
+                full.cap
+            ))
+        })?;
         let n = self.started.fetch_add(1, Ordering::Relaxed);
         // Unique in this engine; short enough for the model to repeat.
         let id = format!("agent-{}", n + 1);
@@ -327,14 +377,13 @@ impl Tool for TaskTool {
             background: args["background"].as_bool().unwrap_or(false),
             parent_session: ctx.session_id.clone(),
         };
-        let (child, note) = self.child_of(&parent, &agent, &launch);
+        let (child, note) = self.child_of(&parent, &agent, &launch, account);
         let began = std::time::Instant::now();
         let workspace = parent.workspace().to_path_buf();
         if launch.background {
-            // Its slot is not held: background children wait for nothing.
-            drop(_slot);
+            // Its slot is held until it ends.
             return Ok(self.start_background(
-                (child, note),
+                (child, note, slot),
                 (agent, &launch, workspace),
                 prompt,
                 &ctx,
@@ -350,6 +399,7 @@ impl Tool for TaskTool {
         let outcome = child
             .run(RunRequest::new(prompt), ctx.cancel.child_token(), &mut sink)
             .await;
+        drop(slot);
         self.note_spent(&child, &ctx, &outcome, began).await;
         let closed = launch
             .worktree
@@ -379,7 +429,7 @@ impl TaskTool {
     /// Start `child` in the background; the result says how to follow it.
     fn start_background(
         &self,
-        (child, note): (AgentEngine, Option<String>),
+        (child, note, slot): (AgentEngine, Option<String>, budget::ChildSlot),
         (agent, launch, workspace): (AgentDef, &Launch, std::path::PathBuf),
         prompt: String,
         ctx: &ToolContext,
@@ -394,6 +444,7 @@ impl TaskTool {
         let worktrees = self.config.worktrees.clone();
         let worktree = launch.worktree.clone();
         let finish = move |outcome: RunOutcome| {
+            drop(slot);
             let closed = worktree
                 .as_ref()
                 .map(|wt| close_worktree(worktrees.as_ref(), &workspace, wt));
