@@ -79,8 +79,15 @@ fn scrub_all(text: &str, secrets: &[String]) -> String {
 }
 
 /// Parse `url`; a malformed one is a one-line [`StoreError::Other`] that
-/// shows the string without its password.
+/// shows the string without its password. A string without a password
+/// takes `PGPASSWORD`'s, as libpq does: a way to keep it off the command
+/// line.
 pub(crate) fn parse(url: &str) -> Result<Target, StoreError> {
+    parse_with(url, std::env::var("PGPASSWORD").ok())
+}
+
+/// [`parse`] with `env_password` standing for `PGPASSWORD`.
+fn parse_with(url: &str, env_password: Option<String>) -> Result<Target, StoreError> {
     let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
     let mut secrets = if is_url {
         url_secrets(url)
@@ -133,6 +140,11 @@ pub(crate) fn parse(url: &str) -> Result<Target, StoreError> {
     }
     if config.get_application_name().is_none() {
         config.application_name("rein");
+    }
+    if config.get_password().is_none()
+        && let Some(password) = env_password.filter(|p| !p.is_empty())
+    {
+        config.password(password);
     }
     if let Some(decoded) = config.get_password() {
         secrets.push(String::from_utf8_lossy(decoded).into_owned());

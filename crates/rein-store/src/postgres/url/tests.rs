@@ -183,3 +183,17 @@ fn password_spans_cover_every_spelling_so_a_command_line_can_be_blanked() {
     assert_eq!(blank("postgres://bob:s3cr3t/app"), "*".repeat(25));
     assert_eq!(blank("postgres://u@h/db"), "postgres://u@h/db");
 }
+
+#[test]
+fn pgpassword_is_used_only_when_the_string_holds_no_password_and_is_scrubbed() {
+    let env = Some("from-env".to_string());
+    let t = parse_with("postgres://bob@db.example/app", env.clone()).unwrap();
+    assert_eq!(t.config.get_password(), Some(&b"from-env"[..]));
+    assert_eq!(t.scrub("auth from-env failed"), "auth *** failed");
+    let t = parse_with("host=h user=bob", env.clone()).unwrap();
+    assert_eq!(t.config.get_password(), Some(&b"from-env"[..]));
+    let t = parse_with("postgres://bob:given@db.example/app", env).unwrap();
+    assert_eq!(t.config.get_password(), Some(&b"given"[..]));
+    let t = parse_with("postgres://bob@db.example/app", Some(String::new())).unwrap();
+    assert_eq!(t.config.get_password(), None);
+}
