@@ -3,6 +3,7 @@
 mod acp;
 mod agents;
 mod cli;
+mod cmdline;
 mod commands;
 mod config;
 mod context_cmd;
@@ -41,6 +42,11 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // A password on the command line is in the process list: blank it
+    // before anything else runs.
+    if let Some(cli::Command::Serve(args)) = &cli.command {
+        cmdline::hide_store_password(args.store.as_deref());
+    }
     // `rein sandbox-run` replaces its whole environment first: before any
     // thread exists, so before the runtime.
     if let Some(cli::Command::SandboxRun(args)) = &cli.command {

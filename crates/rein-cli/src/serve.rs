@@ -57,7 +57,9 @@ pub struct ServeArgs {
     pub mode: Option<String>,
     /// Where sessions are stored: `postgres://…` to share them between
     /// servers, or `sqlite` for the file under the rein home (default:
-    /// `REIN_STORE`, else `store` in config.toml, else `sqlite`).
+    /// `REIN_STORE`, else `store` in config.toml, else `sqlite`). Keep a
+    /// password out of it (the process list shows it until rein blanks
+    /// it): give it in `REIN_STORE`, config.toml or `PGPASSWORD`.
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// Web pages of this origin may call (exactly as the browser sends

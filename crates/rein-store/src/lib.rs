@@ -30,7 +30,7 @@ pub use memory::{MEMORY_SCHEMA_VERSION, SqliteMemory};
 pub use migrations::SCHEMA_VERSION;
 pub use postgres::{
     Heartbeat, Lease, LeaseError, OrphanedSession, PG_MEMORY_SCHEMA_VERSION, PG_SCHEMA_VERSION,
-    PgMemory, PgOptions, PgStore,
+    PgMemory, PgOptions, PgStore, password_spans,
 };
 pub use rein_core::InMemorySessionStore;
 pub use spill::FileSpill;

@@ -178,6 +178,7 @@ impl RunState {
                 name,
                 arguments,
             } => {
+                let name = shown_tool_name(name, ctx.capture);
                 let title = format!("{} {}", sc::OP_EXECUTE_TOOL, name);
                 let mut span = OpenSpan::start(
                     self.trace_id,
@@ -194,10 +195,7 @@ impl RunState {
                         arguments.as_str(),
                     ));
                 }
-                let tool = ToolSpan {
-                    span,
-                    name: name.clone(),
-                };
+                let tool = ToolSpan { span, name };
                 if let Some(old) = self.tools.insert(call_id.clone(), tool) {
                     // The same id twice: the first call's span ends here.
                     self.end_tool(old, None, ctx);
@@ -380,10 +378,12 @@ impl RunState {
             reason,
             StopReason::ProviderError | StopReason::HarnessError | StopReason::UsageError
         );
-        let message = error
-            .as_deref()
-            .map(|e| rein_core::text::one_line(e, 500))
-            .unwrap_or_default();
+        // A provider's error may echo the prompt: its text is content.
+        let message = match error.as_deref() {
+            Some(e) if ctx.capture => rein_core::text::one_line(e, 500),
+            Some(_) => format!("the run stopped: {}", reason.as_str()),
+            None => String::new(),
+        };
         if let Some((mut chat, retries)) = self.chat.take() {
             if failure || *reason == StopReason::Cancelled {
                 chat.fail(reason.as_str(), message.clone());
@@ -464,5 +464,16 @@ impl RunState {
                 .fail(error_type, "the run ended before the call did");
             self.end_tool(tool, None, ctx);
         }
+    }
+}
+
+/// The tool name spans and metrics carry: a built-in tool's own; an MCP
+/// tool's (`mcp__server__tool`, both parts chosen by whoever wrote the
+/// server or its configuration) only with capture on, else `mcp`.
+fn shown_tool_name(name: &str, capture: bool) -> String {
+    if capture || !name.starts_with("mcp__") {
+        name.to_string()
+    } else {
+        "mcp".to_string()
     }
 }

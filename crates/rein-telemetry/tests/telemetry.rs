@@ -3,6 +3,8 @@
 //! sends with the crate's own message types.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "telemetry/content_off.rs"]
+mod content_off;
 #[path = "telemetry/endings.rs"]
 mod endings;
 #[path = "telemetry/env.rs"]

@@ -565,3 +565,79 @@ fn serve_mode_change_applies_to_the_next_prompt() {
     assert!(!events.iter().any(|(_, e)| e["type"] == "approval_required"));
     assert!(!env.ws.path().join("m/out.txt").exists());
 }
+
+/// Start `rein serve --store URL` against `listener`, a "database" that
+/// accepts and never answers; once rein has connected (its start-up is
+/// over), its command line as the process list shows it, then its stderr.
+fn serve_stalled_on_store(
+    env: &Env,
+    listener: &std::net::TcpListener,
+    store: &str,
+) -> (String, String) {
+    let mut child = env
+        .command()
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(env.ws.path())
+        .arg(store)
+        .env_remove("PGPASSWORD")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let _held = loop {
+        match listener.accept() {
+            Ok((conn, _)) => break conn,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "rein never reached the store");
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "rein serve ended early"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    };
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    child.kill().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    child.wait().unwrap();
+    (cmdline, stderr)
+}
+
+#[test]
+fn serve_blanks_a_store_password_from_the_process_list_and_names_safer_ways() {
+    let env = Env::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    for store in [
+        format!("--store=postgres://rein:p@ss-hunter2@127.0.0.1:{port}/db"),
+        format!("--store=postgres://rein@127.0.0.1:{port}/db?password=hunter2"),
+    ] {
+        let (cmdline, stderr) = serve_stalled_on_store(&env, &listener, &store);
+        assert!(!cmdline.contains("hunter2"), "{cmdline}");
+        assert!(!cmdline.contains("ss-"), "{cmdline}");
+        assert!(
+            cmdline.contains(&format!("@127.0.0.1:{port}/db")),
+            "{cmdline}"
+        );
+        assert!(cmdline.contains("****"), "{cmdline}");
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+        let warnings = stderr.lines().filter(|l| l.contains("REIN_STORE")).count();
+        assert_eq!(warnings, 1, "{stderr}");
+        assert!(stderr.contains("PGPASSWORD"), "{stderr}");
+    }
+    // Without a password on the command line there is nothing to warn of.
+    let store = format!("--store=postgres://rein@127.0.0.1:{port}/db");
+    let (_, stderr) = serve_stalled_on_store(&env, &listener, &store);
+    assert!(!stderr.contains("warning"), "{stderr}");
+}

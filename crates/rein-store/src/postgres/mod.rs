@@ -34,6 +34,7 @@ use schema::{SESSIONS, migrate};
 pub use heartbeat::Heartbeat;
 pub use lease::{Lease, LeaseError, OrphanedSession};
 pub use memory::{PG_MEMORY_SCHEMA_VERSION, PgMemory};
+pub use url::password_spans;
 
 /// The sessions schema version this build writes in PostgreSQL.
 pub const PG_SCHEMA_VERSION: u32 = schema::SESSION_MIGRATIONS.len() as u32;

@@ -18,6 +18,7 @@ use std::net::IpAddr;
 use std::ops::Range;
 use std::time::Duration;
 
+use percent_encoding::percent_decode_str;
 use tokio_postgres::config::Host;
 
 use rein_core::StoreError;
@@ -78,8 +79,15 @@ fn scrub_all(text: &str, secrets: &[String]) -> String {
 }
 
 /// Parse `url`; a malformed one is a one-line [`StoreError::Other`] that
-/// shows the string without its password.
+/// shows the string without its password. A string without a password
+/// takes `PGPASSWORD`'s, as libpq does: a way to keep it off the command
+/// line.
 pub(crate) fn parse(url: &str) -> Result<Target, StoreError> {
+    parse_with(url, std::env::var("PGPASSWORD").ok())
+}
+
+/// [`parse`] with `env_password` standing for `PGPASSWORD`.
+fn parse_with(url: &str, env_password: Option<String>) -> Result<Target, StoreError> {
     let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
     let mut secrets = if is_url {
         url_secrets(url)
@@ -100,7 +108,7 @@ pub(crate) fn parse(url: &str) -> Result<Target, StoreError> {
         return Err(malformed("a URL cannot hold spaces; percent-encode them"));
     }
     let (rest, sslmode) = if is_url {
-        take_url_sslmode(url)
+        take_url_sslmode(&encode_userinfo(url))
     } else {
         take_kv_sslmode(url).map_err(|why| malformed(&why))?
     };
@@ -133,6 +141,11 @@ pub(crate) fn parse(url: &str) -> Result<Target, StoreError> {
     if config.get_application_name().is_none() {
         config.application_name("rein");
     }
+    if config.get_password().is_none()
+        && let Some(password) = env_password.filter(|p| !p.is_empty())
+    {
+        config.password(password);
+    }
     if let Some(decoded) = config.get_password() {
         secrets.push(String::from_utf8_lossy(decoded).into_owned());
     }
@@ -145,6 +158,32 @@ pub(crate) fn parse(url: &str) -> Result<Target, StoreError> {
         tls,
         secrets,
     })
+}
+
+/// Where the passwords sit in a connection string as written: a URL's
+/// user info password and `password=` parameter, the key=value form's
+/// `password` value; the whole string when where they sit cannot be known
+/// (a string that cannot be read). For a caller that must blank them in
+/// place, such as the process's own command line.
+pub fn password_spans(s: &str) -> Vec<Range<usize>> {
+    let is_url = s.starts_with("postgres://") || s.starts_with("postgresql://");
+    if is_url {
+        if userinfo_range(s).is_none() && !authority_is_hosts(s) {
+            return std::iter::once(0..s.len()).collect();
+        }
+        return [url_password_range(s), url_query_password_range(s)]
+            .into_iter()
+            .flatten()
+            .collect();
+    }
+    match kv_pairs(s) {
+        Ok(pairs) => pairs
+            .into_iter()
+            .filter(|p| p.key == "password")
+            .map(|p| p.value_span)
+            .collect(),
+        Err(_) => std::iter::once(0..s.len()).collect(),
+    }
 }
 
 fn tls_mode(mode: &str) -> Option<TlsMode> {
@@ -203,41 +242,102 @@ fn describe(config: &tokio_postgres::Config) -> String {
 
 // ------------------------------------------------------------- URL form
 
-/// The passwords a URL holds, as written: in its user info
-/// (`postgres://user:password@host/...`) and in a `password=` parameter.
-fn url_secrets(url: &str) -> Vec<String> {
-    [url_password_range(url), url_query_password_range(url)]
-        .into_iter()
-        .flatten()
-        .map(|r| url[r].to_string())
-        .collect()
+/// Where the user info sits in a URL (`user:password` between `//` and
+/// `@`). A password may hold `@`, `/`, `?`, `#` or `:` unencoded, so the
+/// user info ends at the last `@` before the first `/` or `?` that follows
+/// the first `@`: host names hold none of these, and a `@` further on
+/// (in the path or the query) is not the host's.
+fn userinfo_range(url: &str) -> Option<Range<usize>> {
+    let start = url.find("://")? + 3;
+    let first_at = start + url[start..].find('@')?;
+    let host_end = url[first_at..]
+        .find(['/', '?'])
+        .map_or(url.len(), |i| first_at + i);
+    let last_at = start + url[start..host_end].rfind('@')?;
+    Some(start..last_at)
+}
+
+/// Where the password sits in a URL: the user info after its first `:`.
+fn url_password_range(url: &str) -> Option<Range<usize>> {
+    let info = userinfo_range(url)?;
+    let colon = info.start + url[info.clone()].find(':')?;
+    Some(colon + 1..info.end)
+}
+
+/// Where the query starts (its `?`), after the user info.
+fn url_query_start(url: &str) -> Option<usize> {
+    let from = userinfo_range(url).map_or(0, |r| r.end);
+    url[from..].find('?').map(|i| from + i)
 }
 
 /// Where the value of a `password=` query parameter sits: from wherever
 /// `password=` appears in the query (even inside a malformed pair) to the
 /// next `&`.
 fn url_query_password_range(url: &str) -> Option<Range<usize>> {
-    let query = url.find('?')?;
+    let query = url_query_start(url)?;
     let start = query + url[query..].find("password=")? + "password=".len();
     let end = url[start..].find('&').map_or(url.len(), |i| start + i);
     Some(start..end)
 }
 
-/// Where the password sits in a URL: after the first `:` of the user info
-/// (everything between `//` and the last `@` before the path).
-fn url_password_range(url: &str) -> Option<Range<usize>> {
-    let start = url.find("://")? + 3;
-    let authority_end = url[start..]
+/// The passwords a URL holds, as written and percent-decoded: in its user
+/// info (`postgres://user:password@host/...`) and in a `password=`
+/// parameter.
+fn url_secrets(url: &str) -> Vec<String> {
+    [url_password_range(url), url_query_password_range(url)]
+        .into_iter()
+        .flatten()
+        .flat_map(|r| {
+            let written = &url[r];
+            let decoded = percent_decode_str(written).decode_utf8_lossy();
+            [written.to_string(), decoded.into_owned()]
+        })
+        .collect()
+}
+
+/// The URL with `@`, `/`, `?` and `#` in its user info percent-encoded,
+/// so the client reads the whole password (it splits at the first `@`:
+/// `user:p@ss@host` would connect to the host `ss@host` and print it).
+fn encode_userinfo(url: &str) -> String {
+    let Some(info) = userinfo_range(url) else {
+        return url.to_string();
+    };
+    let encoded: String = url[info.clone()]
+        .chars()
+        .map(|c| match c {
+            '@' => "%40".to_string(),
+            '/' => "%2F".to_string(),
+            '?' => "%3F".to_string(),
+            '#' => "%23".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("{}{encoded}{}", &url[..info.start], &url[info.end..])
+}
+
+/// Whether a URL without user info has an authority that is only hosts
+/// and numeric ports: `postgres://user:secret` (its `@` forgotten) reads
+/// as host `user`, port `secret`, and must not be shown.
+fn authority_is_hosts(url: &str) -> bool {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..]
         .find(['/', '?'])
         .map_or(url.len(), |i| start + i);
-    let at = start + url[start..authority_end].rfind('@')?;
-    let colon = start + url[start..at].find(':')?;
-    Some(colon + 1..at)
+    url[start..end].split(',').all(|chunk| {
+        let port = match chunk.strip_prefix('[') {
+            Some(v6) => match v6.find(']') {
+                Some(close) => v6[close + 1..].strip_prefix(':').unwrap_or(""),
+                None => return false,
+            },
+            None => chunk.split_once(':').map_or("", |(_, port)| port),
+        };
+        port.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// The URL with `sslmode=...` taken out of its query, and the mode.
 fn take_url_sslmode(url: &str) -> (String, Option<String>) {
-    let Some(q) = url.find('?') else {
+    let Some(q) = url_query_start(url) else {
         return (url.to_string(), None);
     };
     let mut mode = None;
@@ -355,22 +455,22 @@ fn take_kv_sslmode(s: &str) -> Result<(String, Option<String>), String> {
     Ok((rest, Some(pair.value.clone())))
 }
 
-/// The string as errors may show it: in a URL, the user and password
-/// (everything up to the last `@` before the query) and a `password=`
-/// parameter's value replaced by `***`; in the key=value
-/// form, the password's value. A key=value string that cannot be read is
-/// not shown at all: where its password is cannot be known.
+/// The string as errors may show it: in a URL, the user info (see
+/// [`userinfo_range`]) and a `password=` parameter's value replaced by
+/// `***`; in the key=value form, the password's value. A string whose
+/// password cannot be located (a key=value string that cannot be read, a
+/// URL whose "port" is not a number) is not shown at all.
 fn redact(s: &str, is_url: bool) -> Option<String> {
     if is_url {
-        let start = s.find("://").map_or(0, |i| i + 3);
-        let query = s.find('?').unwrap_or(s.len()).max(start);
         let mut shown = s.to_string();
         // The later range first, so the earlier one's offsets still hold.
         if let Some(r) = url_query_password_range(s) {
             shown.replace_range(r, "***");
         }
-        if let Some(at) = s[start..query].rfind('@') {
-            shown.replace_range(start..start + at, "***");
+        match userinfo_range(s) {
+            Some(info) => shown.replace_range(info, "***"),
+            None if !authority_is_hosts(s) => return None,
+            None => {}
         }
         return Some(shown);
     }

@@ -80,9 +80,10 @@ async fn errors_and_unfinished_runs_end_their_spans_as_errors() {
         })
         .unwrap();
     assert_eq!(error_type(failed), Some("provider_error"));
+    // Capture is off: the provider's text may echo the prompt.
     assert_eq!(
         failed.status.as_ref().unwrap().message,
-        "the provider answered HTTP 503"
+        "the run stopped: provider_error"
     );
     let chat = spans.iter().find(|s| s.name.starts_with("chat ")).unwrap();
     assert_eq!(chat.parent_span_id, failed.span_id);
