@@ -12,10 +12,11 @@
 //! reach there. Both the path as given and the path with symlinks resolved
 //! are checked, names compared without letter case.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use rein_core::Permissions;
+use rein_core::permission::normalise;
 
 use crate::exit::Failure;
 
@@ -130,20 +131,6 @@ fn absolute(path: &Path) -> PathBuf {
         false => std::env::current_dir().unwrap_or_default().join(path),
     };
     normalise(&joined)
-}
-
-fn normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -629,7 +629,7 @@ mod never_read;
 mod protected;
 mod rule;
 pub use never_read::ReadFence;
-use protected::normalise;
+pub use protected::normalise;
 pub use protected::protected_write;
 pub use rule::{Rule, Rules};
 

@@ -43,7 +43,7 @@ pub fn protected_write(path: &Path, workspace: &Path) -> Option<&'static str> {
 
 /// `path` with `.` dropped and `..` applied, without looking at the
 /// filesystem.
-pub(super) fn normalise(path: &Path) -> PathBuf {
+pub fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
