@@ -3,57 +3,49 @@
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures_core::Stream;
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod budget;
 mod builder;
+mod checkpoints;
 mod child;
+mod coach;
 mod compact;
 mod control;
 mod guard;
-mod help;
-mod moments;
+mod hooks;
 mod run;
 mod setup;
 mod side_calls;
 mod state;
-mod task;
-mod turn;
+mod subagents;
 
 pub use builder::{AgentEngineBuilder, EngineConfig};
 pub use child::{AgentTag, ChildPolicy};
 pub use control::RunControl;
-pub use side_calls::TitleError;
-pub use task::SubagentConfig;
-
-use guard::LoopGuard;
 pub use guard::LoopGuardConfig;
-use run::{RunCtx, TurnFailure};
-use state::{Conversation, Opened, Tracker};
+pub use setup::FixedTokens;
+pub use side_calls::TitleError;
+pub use subagents::SubagentConfig;
 
-use crate::approval::{Approvals, ProjectRules};
-use crate::assemble::AssistantAssembler;
-use crate::compaction::{self, CompactionConfig, CompactionReason, TaskLedger};
-use crate::context::{self, PromptFacts};
-use crate::event::{Event, EventSink, StopReason};
-use crate::gate::{CallEffects, CallHook, Gate, GateEvents, GateLimits, GateOutcome, RunPolicy};
-use crate::history::repair_history;
+use run::RunCtx;
+
+use crate::approval::ProjectRules;
+use crate::event::{Event, EventSink, NotingRefusals, RefusedCall, StopReason};
+use crate::gate::Gate;
+use crate::lifecycle::{EndReason, NotificationKind};
 use crate::permission::{PermissionMode, Permissions};
-use crate::profile::{Lever, Profile};
-use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice};
-use crate::schema::{AssistantMessage, Message, ToolCall, ToolResult, Usage};
-use crate::store::{NewSession, SessionStore, StoreError};
-use crate::text::preview;
-use crate::tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, TokenCounter};
-use crate::tool::{LateTools, OutputSpill};
-use crate::tool::{Tool, ToolContext};
+use crate::provider::Provider;
+use crate::rewind::Checkpointer;
+use crate::schema::{ToolSpec, Usage};
+use crate::store::SessionStore;
+use crate::tokens::LedgerTotals;
+use crate::tool::Tool;
 
 /// A failure to build an engine.
 #[derive(Debug, thiserror::Error)]
@@ -114,75 +106,45 @@ pub struct RunOutcome {
     /// This run's model calls, summed from its ledger entries.
     pub totals: LedgerTotals,
     /// The calls the gate refused, in order.
-    pub refused: Vec<crate::event::RefusedCall>,
+    pub refused: Vec<RefusedCall>,
 }
 
 struct Inner {
     /// Swappable: `set_provider` takes effect at the next model call.
-    provider: std::sync::RwLock<Arc<dyn Provider>>,
+    provider: RwLock<Arc<dyn Provider>>,
     store: Arc<dyn SessionStore>,
     /// Swappable: `add_tools` takes effect at the next turn of every run.
-    gate: std::sync::RwLock<Arc<Gate>>,
+    /// It keeps the limits of tool calls.
+    gate: RwLock<Arc<Gate>>,
     workspace: PathBuf,
-    /// The loop's settings. Its `permissions` and `limits` are moved out
-    /// at build (into `permissions` and the gate) and are defaults here:
-    /// read those instead.
-    config: EngineConfig,
+    /// The loop's settings (the permissions are below, the limits the
+    /// gate's).
+    config: builder::LoopConfig,
+    /// The permission settings runs start from.
     permissions: Arc<Permissions>,
     project_rules: Option<Arc<dyn ProjectRules>>,
     /// The loosest mode a run may use (a child engine's); None: any.
     mode_ceiling: Option<PermissionMode>,
-    /// Hooks run at the session's moments.
-    session_hook: Option<Arc<dyn crate::lifecycle::SessionHook>>,
     /// The sub-agent this engine runs (a child engine's); None: the main
     /// agent.
-    agent: Option<child::AgentTag>,
-    /// Sessions whose start hooks ran in this engine.
-    started: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// The `task` tool, when sub-agents are on (never in a child).
-    task: Option<Arc<task::TaskTool>>,
+    agent: Option<AgentTag>,
+    /// The user's hooks at the session's moments.
+    hooks: hooks::SessionHooks,
+    /// The `task` tool's children, when sub-agents are on (never in a
+    /// child).
+    subagents: Option<Arc<subagents::SubAgents>>,
     /// The account of the run that started this engine (a child's): its
     /// runs spend from it ([`budget`]).
     spends_from: Option<Arc<budget::Budget>>,
     /// Takes the workspace's checkpoints (never in a child: its parent
     /// does).
-    checkpointer: Option<Arc<dyn crate::rewind::Checkpointer>>,
+    checkpointer: Option<Arc<dyn Checkpointer>>,
 }
 
 /// The agent loop. Cheap to clone; clones share tools, locks and store.
 #[derive(Clone)]
 pub struct AgentEngine {
     inner: Arc<Inner>,
-}
-
-/// What every request of a run carries besides the history.
-/// Tokens every request of a run carries besides the history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FixedTokens {
-    /// rein's own instructions (the system prompt without the project's).
-    pub system_prompt: u64,
-    /// The project's AGENTS.md and long-term memory, as sent.
-    pub instructions: u64,
-    /// The tool definitions: names, descriptions and schemas.
-    pub tools: u64,
-    /// How many tools are offered.
-    pub tool_count: usize,
-}
-
-impl FixedTokens {
-    pub fn total(&self) -> u64 {
-        self.system_prompt + self.instructions + self.tools
-    }
-}
-
-struct FixedPart {
-    system: String,
-    tools: Vec<crate::schema::ToolSpec>,
-    /// Tokens of the system prompt and the tools together.
-    tokens: u64,
-    /// Of which the tool definitions.
-    tool_tokens: u64,
-    chars: u64,
 }
 
 impl AgentEngine {
@@ -243,7 +205,7 @@ impl AgentEngine {
     }
 
     /// The tools offered to the model, as it would see them.
-    pub fn tool_specs(&self, mode: PermissionMode) -> Vec<crate::schema::ToolSpec> {
+    pub fn tool_specs(&self, mode: PermissionMode) -> Vec<ToolSpec> {
         self.gate().specs(mode)
     }
 
@@ -260,7 +222,7 @@ impl AgentEngine {
         cancel: CancellationToken,
         sink: &mut dyn EventSink,
     ) -> RunOutcome {
-        let mut noting = crate::event::NotingRefusals {
+        let mut noting = NotingRefusals {
             inner: sink,
             refused: Vec::new(),
         };
@@ -282,6 +244,28 @@ impl AgentEngine {
         outcome
     }
 
+    /// `SessionEnd`: the front end is done with `session_id` (the app
+    /// quits or clears, a headless run ends). Only for a session this
+    /// engine ran; what the hooks say goes to `sink`.
+    pub async fn end_session(&self, session_id: &str, reason: EndReason, sink: &mut dyn EventSink) {
+        let cancel = CancellationToken::new();
+        let store = self.inner.store.clone();
+        let counter = self.token_counter();
+        let mut ctx = RunCtx::new(session_id.to_string(), &cancel, sink, store, counter);
+        let mode = self.inner.permissions.mode;
+        self.inner.hooks.end(&mut ctx, reason, mode).await;
+    }
+
+    /// `Notification`: tell the user's hooks that the front end waits for
+    /// them (the app, idle after a run). Nothing waits for the hooks.
+    pub async fn notify(&self, session_id: &str, kind: NotificationKind, message: &str) {
+        let mode = self.inner.permissions.mode;
+        self.inner
+            .hooks
+            .notify(session_id, kind, message, mode)
+            .await;
+    }
+
     /// Run in a background task and read its events as a stream. Dropping
     /// the stream cancels the run.
     pub fn run_stream(&self, request: RunRequest, cancel: CancellationToken) -> RunStream {
@@ -296,21 +280,6 @@ impl AgentEngine {
             rx,
             _cancel_on_drop: guard,
         }
-    }
-
-    /// Store a message and announce it.
-    async fn commit(
-        &self,
-        session_id: &str,
-        message: &Message,
-        sink: &mut dyn EventSink,
-    ) -> Result<u64, StoreError> {
-        let seq = self.inner.store.append_message(session_id, message).await?;
-        sink.emit(Event::MessageCommitted {
-            seq,
-            message: message.clone(),
-        });
-        Ok(seq)
     }
 }
 

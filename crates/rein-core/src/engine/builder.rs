@@ -1,6 +1,25 @@
-//! `AgentEngineBuilder` and the engine's settings.
+//! `AgentEngineBuilder` and the engine's settings: `EngineConfig` as the
+//! caller gives it, split at the build between the permissions, the gate's
+//! limits and [`LoopConfig`].
 
-use super::*;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use super::guard::LoopGuardConfig;
+use super::hooks::SessionHooks;
+use super::subagents::{SubAgents, SubagentConfig};
+use super::{AgentEngine, EngineError, Inner};
+use crate::approval::{Approvals, ProjectRules};
+use crate::compaction::CompactionConfig;
+use crate::gate::{CallHook, Gate, GateLimits};
+use crate::lifecycle::SessionHook;
+use crate::permission::{PermissionMode, Permissions};
+use crate::profile::{Lever, Profile};
+use crate::provider::Provider;
+use crate::rewind::Checkpointer;
+use crate::store::SessionStore;
+use crate::tool::{LateTools, OutputSpill, Tool};
 
 /// Loop settings, all with defaults.
 #[derive(Debug, Clone)]
@@ -68,6 +87,75 @@ impl Default for EngineConfig {
     }
 }
 
+/// What the loop reads of [`EngineConfig`] once the engine is built: all
+/// of it but the permissions (the engine keeps them) and the limits of
+/// tool calls (the gate keeps them), so each is kept once.
+#[derive(Debug, Clone)]
+pub(super) struct LoopConfig {
+    pub max_turns: u32,
+    pub provider_retries: u32,
+    pub retry_base_delay: Duration,
+    pub approvals: Approvals,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_time: Option<Duration>,
+    pub loop_guard: LoopGuardConfig,
+    pub compaction: CompactionConfig,
+    pub system_note: Option<String>,
+    pub global_instructions: Option<PathBuf>,
+    pub instructions_cap: usize,
+    pub profile: Profile,
+    pub without: Vec<Lever>,
+}
+
+impl LoopConfig {
+    /// `config` in its three parts: the loop's settings, the permissions
+    /// and the gate's limits.
+    fn split(config: EngineConfig) -> (LoopConfig, Permissions, GateLimits) {
+        let EngineConfig {
+            max_turns,
+            provider_retries,
+            retry_base_delay,
+            limits,
+            permissions,
+            approvals,
+            max_tokens,
+            max_cost_usd,
+            max_wall_time,
+            loop_guard,
+            compaction,
+            system_note,
+            global_instructions,
+            instructions_cap,
+            profile,
+            without,
+        } = config;
+        let config = LoopConfig {
+            max_turns,
+            provider_retries,
+            retry_base_delay,
+            approvals,
+            max_tokens,
+            max_cost_usd,
+            max_wall_time,
+            loop_guard,
+            compaction,
+            system_note,
+            global_instructions,
+            instructions_cap,
+            profile,
+            without,
+        };
+        (config, permissions, limits)
+    }
+
+    /// Whether the run gives `lever`: its profile does and it is not
+    /// switched off.
+    pub fn helps(&self, lever: Lever) -> bool {
+        self.profile.helps(lever, &self.without)
+    }
+}
+
 /// Builds an `AgentEngine`.
 pub struct AgentEngineBuilder {
     provider: Arc<dyn Provider>,
@@ -78,9 +166,9 @@ pub struct AgentEngineBuilder {
     project_rules: Option<Arc<dyn ProjectRules>>,
     spill: Option<Arc<dyn OutputSpill>>,
     hooks: Vec<Arc<dyn CallHook>>,
-    session_hook: Option<Arc<dyn crate::lifecycle::SessionHook>>,
-    subagents: Option<task::SubagentConfig>,
-    checkpointer: Option<Arc<dyn crate::rewind::Checkpointer>>,
+    session_hook: Option<Arc<dyn SessionHook>>,
+    subagents: Option<SubagentConfig>,
+    checkpointer: Option<Arc<dyn Checkpointer>>,
     late: Option<Arc<dyn LateTools>>,
 }
 
@@ -187,21 +275,21 @@ impl AgentEngineBuilder {
     /// Where "always for this project" approvals are written.
     /// Hooks run at the session's moments (start, prompt, stop,
     /// compaction, end...).
-    pub fn session_hook(mut self, hook: Arc<dyn crate::lifecycle::SessionHook>) -> Self {
+    pub fn session_hook(mut self, hook: Arc<dyn SessionHook>) -> Self {
         self.session_hook = Some(hook);
         self
     }
 
     /// Give the model the `task` tool: sub-agents from this catalog, with
     /// this cap and deadline.
-    pub fn subagents(mut self, config: task::SubagentConfig) -> Self {
+    pub fn subagents(mut self, config: SubagentConfig) -> Self {
         self.subagents = Some(config);
         self
     }
 
     /// Take the workspace's checkpoints (for rewind) before each prompt
     /// and after each round of calls that may have changed files.
-    pub fn checkpointer(mut self, c: Arc<dyn crate::rewind::Checkpointer>) -> Self {
+    pub fn checkpointer(mut self, c: Arc<dyn Checkpointer>) -> Self {
         self.checkpointer = Some(c);
         self
     }
@@ -286,9 +374,8 @@ impl AgentEngineBuilder {
             })?;
         // Permissions and limits move out of the config into the engine
         // and its gate, their only copies from here on.
-        let mut config = self.config;
-        let permissions = Arc::new(std::mem::take(&mut config.permissions));
-        let mut gate = Gate::new(self.tools, std::mem::take(&mut config.limits));
+        let (config, permissions, limits) = LoopConfig::split(self.config);
+        let mut gate = Gate::new(self.tools, limits);
         if let Some(spill) = self.spill {
             gate = gate.with_spill(spill);
         }
@@ -298,36 +385,38 @@ impl AgentEngineBuilder {
         if let Some(late) = self.late {
             gate = gate.with_late_tools(late);
         }
-        let (provider, store, project_rules, session_hook, subagents) = (
+        let hooks = SessionHooks::new(
+            self.session_hook,
+            workspace.clone(),
+            None,
+            !matches!(config.approvals, Approvals::Refuse),
+        );
+        let (provider, store, project_rules, subagents, checkpointer) = (
             self.provider,
             self.store,
             self.project_rules,
-            self.session_hook,
             self.subagents,
+            self.checkpointer,
         );
-        let checkpointer = self.checkpointer;
         // The task tool runs children of this very engine: it holds a
         // weak handle to it, made before the engine exists.
         let inner = Arc::new_cyclic(|me| {
-            let task = subagents.map(|c| Arc::new(task::TaskTool::new(me.clone(), c)));
-            if let Some(t) = &task {
-                let mut tools = vec![t.clone() as Arc<dyn Tool>];
-                tools.extend(task::ControlTool::all(&t.background));
-                gate = gate.with_added(tools);
+            let subagents = subagents.map(|c| Arc::new(SubAgents::new(me.clone(), c)));
+            if let Some(s) = &subagents {
+                gate = gate.with_added(s.tools());
             }
             Inner {
-                provider: std::sync::RwLock::new(provider),
+                provider: RwLock::new(provider),
                 store,
-                gate: std::sync::RwLock::new(Arc::new(gate)),
+                gate: RwLock::new(Arc::new(gate)),
                 workspace,
-                permissions,
+                permissions: Arc::new(permissions),
                 config,
                 project_rules,
                 mode_ceiling: None,
-                session_hook,
                 agent: None,
-                started: Default::default(),
-                task,
+                hooks,
+                subagents,
                 spends_from: None,
                 checkpointer,
             }

@@ -1,7 +1,15 @@
 //! Child engines: a sub-task (a sub-agent) runs on an engine made from its
 //! parent's, with a policy that can only narrow what the parent may do.
 
-use super::*;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use super::budget::Budget;
+use super::subagents::PARENT_ONLY;
+use super::{AgentEngine, Inner};
+use crate::approval::Approvals;
+use crate::permission::PermissionMode;
+use crate::provider::Provider;
 
 /// The model a child runs on, when not its parent's.
 #[derive(Clone)]
@@ -73,7 +81,7 @@ impl AgentEngine {
     pub(super) fn child_spending_from(
         &self,
         policy: ChildPolicy,
-        account: Option<Arc<budget::Budget>>,
+        account: Option<Arc<Budget>>,
     ) -> AgentEngine {
         let inner = &self.inner;
         let ceiling = inner.permissions.mode.at_most(self.mode_ceiling());
@@ -97,35 +105,40 @@ impl AgentEngine {
         // its parent's background ones.
         let (only, denied) = (policy.tools.clone(), policy.denied_tools.clone());
         let keep = move |t: &str| {
-            !task::PARENT_ONLY.contains(&t)
+            !PARENT_ONLY.contains(&t)
                 && only
                     .as_ref()
                     .is_none_or(|names| names.iter().any(|n| n == t))
                 && !denied.iter().any(|n| n == t)
         };
         let gate = self.gate().for_child(Arc::new(keep));
+        let workspace = policy
+            .workspace
+            .clone()
+            .unwrap_or_else(|| inner.workspace.clone());
+        let hooks = inner.hooks.for_child(
+            workspace.clone(),
+            policy.agent.clone(),
+            !matches!(config.approvals, Approvals::Refuse),
+        );
         AgentEngine {
             inner: Arc::new(Inner {
-                provider: std::sync::RwLock::new(
+                provider: RwLock::new(
                     policy
                         .model
                         .clone()
                         .map_or_else(|| self.provider(), |m| m.0),
                 ),
                 store: inner.store.clone(),
-                gate: std::sync::RwLock::new(Arc::new(gate)),
-                workspace: policy
-                    .workspace
-                    .clone()
-                    .unwrap_or_else(|| inner.workspace.clone()),
+                gate: RwLock::new(Arc::new(gate)),
+                workspace,
                 config,
                 permissions: Arc::new(permissions),
                 project_rules: inner.project_rules.clone(),
                 mode_ceiling: Some(mode),
-                session_hook: inner.session_hook.clone(),
                 agent: policy.agent.clone(),
-                started: Default::default(),
-                task: None,
+                hooks,
+                subagents: None,
                 spends_from: account,
                 checkpointer: None,
             }),

@@ -2,8 +2,9 @@
 //! turns, keep the task ledger and the last turns, store the record.
 
 use crate::compaction::{self, CompactionReason, TaskLedger};
+use crate::engine::AgentEngine;
+use crate::engine::run::RunCtx;
 use crate::engine::state::Conversation;
-use crate::engine::{AgentEngine, RunCtx};
 use crate::event::Event;
 use crate::schema::Message;
 use crate::store::{CompactionRecord, StoreError};
@@ -64,12 +65,13 @@ impl AgentEngine {
         let summary = match answer {
             Ok(a) => {
                 let usage = a.usage.unwrap_or_default();
-                self.record_call(ctx, CallKind::Compaction, usage, true, began)
+                ctx.record_call(provider.as_ref(), CallKind::Compaction, usage, true, began)
                     .await;
                 compaction::check_summary(&a.text(), summary_bytes)
             }
             Err(e) => {
-                self.record_call(ctx, CallKind::Compaction, Default::default(), false, began)
+                let usage = Default::default();
+                ctx.record_call(provider.as_ref(), CallKind::Compaction, usage, false, began)
                     .await;
                 Err(format!("the summary call failed: {e}"))
             }
@@ -84,8 +86,7 @@ impl AgentEngine {
         }
         let upto_seq = conv.seqs[..cut].iter().flatten().max().copied();
         if let Some(upto_seq) = upto_seq {
-            self.inner
-                .store
+            ctx.store
                 .add_compaction(
                     &ctx.session_id,
                     &CompactionRecord {

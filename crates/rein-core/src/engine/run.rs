@@ -5,169 +5,64 @@
 //! service says it overflowed), commit it, run its calls through the gate.
 //! Every step returns `Err(Stop)` to end the run, so the loop itself reads
 //! as the list above.
+//!
+//! The run is a value, [`RunLoop`]: what it keeps between turns, with one
+//! method per step. Its parts: [`context`] (what every step reads and
+//! updates, and how a run stops), [`answer`] (the model call), and
+//! [`tool_round`] (the calls of an answer).
 
-use super::*;
+use std::sync::Arc;
 
-/// How a run ends: the reason and, for errors, what went wrong.
-#[derive(Debug)]
-pub(crate) struct Stop {
-    pub reason: StopReason,
-    pub error: Option<String>,
-}
+use tokio_util::sync::CancellationToken;
 
-impl Stop {
-    pub fn new(reason: StopReason) -> Stop {
-        Stop {
-            reason,
-            error: None,
-        }
-    }
+use super::budget::{self, Budget};
+use super::checkpoints::Checkpoints;
+use super::coach::{self, Coach, TurnRule};
+use super::guard::LoopGuard;
+use super::setup::{FixedPart, PromptInputs};
+use super::state::{Conversation, Opened, Tracker};
+use super::{AgentEngine, RunControl, RunOutcome, RunRequest, hooks};
+use crate::compaction::TaskLedger;
+use crate::event::{Event, EventSink, StopReason};
+use crate::gate::{Gate, RunPolicy};
+use crate::permission::PermissionMode;
+use crate::profile::Lever;
+use crate::provider::ModelRequest;
+use crate::schema::Message;
+use crate::tokens::{CalibratedEstimator, TokenCounter};
 
-    pub fn with_error(reason: StopReason, error: impl Into<String>) -> Stop {
-        Stop {
-            reason,
-            error: Some(error.into()),
-        }
-    }
-}
+mod answer;
+mod context;
+mod tool_round;
 
-/// A store that cannot be written is the harness's own fault: the run stops.
-impl From<StoreError> for Stop {
-    fn from(e: StoreError) -> Stop {
-        Stop::with_error(StopReason::HarnessError, e.to_string())
-    }
-}
+pub(crate) use context::{RunCtx, Stop, TurnFailure};
+pub(crate) use tool_round::Finished;
 
-/// What a model turn that did not produce a whole answer leaves: the part
-/// that streamed before a cancel (kept), and why the run stops.
-pub(crate) struct TurnFailure {
-    pub partial: AssistantMessage,
-    pub stop: Stop,
-    /// The service said the request did not fit its context window.
-    pub context_overflow: bool,
-}
-
-impl TurnFailure {
-    pub fn cancelled(partial: AssistantMessage) -> TurnFailure {
-        TurnFailure {
-            partial,
-            stop: Stop::new(StopReason::Cancelled),
-            context_overflow: false,
-        }
-    }
-
-    pub fn provider(error: ProviderError, partial: AssistantMessage) -> TurnFailure {
-        TurnFailure {
-            context_overflow: error.kind == ProviderErrorKind::ContextLengthExceeded,
-            partial,
-            stop: Stop::with_error(StopReason::ProviderError, error.to_string()),
-        }
-    }
-}
-
-/// The counts a run keeps; they become its outcome.
-#[derive(Debug, Default)]
-pub(crate) struct RunState {
-    pub turns: u32,
-    pub usage: Usage,
-    pub final_text: String,
-    pub totals: LedgerTotals,
-}
-
-/// What every step of a run reads and updates: its session, its cancel
-/// token, where its events go, its token counter and its counts. Side
-/// calls (titles, `rein compact`) get one too, so every model call is
-/// recorded the same way.
-pub(crate) struct RunCtx<'a> {
-    pub session_id: String,
-    pub cancel: &'a CancellationToken,
-    pub sink: &'a mut dyn EventSink,
-    pub counter: Arc<dyn TokenCounter>,
-    pub st: RunState,
-    /// The run's account in its budget tree (None for side calls outside
-    /// a run).
-    pub budget: Option<Arc<budget::Budget>>,
-}
-
-impl<'a> RunCtx<'a> {
-    pub fn new(
-        session_id: String,
-        cancel: &'a CancellationToken,
-        sink: &'a mut dyn EventSink,
-        counter: Arc<dyn TokenCounter>,
-    ) -> RunCtx<'a> {
-        RunCtx {
-            session_id,
-            cancel,
-            sink,
-            counter,
-            st: RunState::default(),
-            budget: None,
-        }
-    }
-
-    pub fn emit(&mut self, event: Event) {
-        self.sink.emit(event);
-    }
-
-    fn outcome(self, stop: Stop) -> RunOutcome {
-        RunOutcome {
-            session_id: Some(self.session_id),
-            reason: stop.reason,
-            turns: self.st.turns,
-            usage: self.st.usage,
-            final_text: self.st.final_text,
-            error: stop.error,
-            totals: self.st.totals,
-            refused: Vec::new(),
-        }
-    }
-}
-
-impl RunOutcome {
-    /// A run that stopped before it had a session.
-    fn before_session(stop: Stop) -> RunOutcome {
-        RunOutcome {
-            session_id: None,
-            reason: stop.reason,
-            turns: 0,
-            usage: Usage::default(),
-            final_text: String::new(),
-            error: stop.error,
-            totals: LedgerTotals::default(),
-            refused: Vec::new(),
-        }
-    }
-}
-
-/// What the loop keeps between turns besides the context.
-pub(crate) struct Run {
-    pub(super) conv: Conversation,
-    pub(super) track: Tracker,
-    pub(super) mode: PermissionMode,
-    pub(super) policy: Arc<RunPolicy>,
-    pub(super) fixed: FixedPart,
+/// A run under way: what the loop keeps between turns besides its
+/// context, and the steps of a turn.
+pub(super) struct RunLoop<'e> {
+    engine: &'e AgentEngine,
+    conv: Conversation,
+    track: Tracker,
+    mode: PermissionMode,
+    policy: Arc<RunPolicy>,
+    fixed: FixedPart,
     /// One request for the whole run: its messages are lent from the
     /// conversation for each call (swapped, never copied), so a turn costs
     /// the same however long the history is.
-    pub(super) req: ModelRequest,
-    pub(super) control: RunControl,
+    req: ModelRequest,
+    control: RunControl,
     /// The gate the request's tool list was made from (`add_tools` swaps
     /// in a new one).
-    pub(super) gate: Arc<Gate>,
+    gate: Arc<Gate>,
     /// AGENTS.md, the date and the file list, read at the start.
-    pub(super) inputs: setup::PromptInputs,
-    /// The first turn must call a tool (the profile asks for it and the
-    /// workspace has files to look at).
-    pub(super) first_call_required: bool,
-    /// What the run's calls did, for the profile's nudges.
-    pub(super) looked: help::Looked,
+    inputs: PromptInputs,
+    /// The small model's coach, when the profile gives one.
+    coach: Option<Coach>,
     /// Answers in a row that Stop hooks did not let end the run.
-    pub(super) stop_blocks: u32,
-    /// The checkpoint being taken while the model thinks.
-    pub(super) checkpoint: moments::PendingCheckpoint,
-    /// Calls that may have changed files ran since the last checkpoint.
-    pub(super) changed_files: bool,
+    stop_blocks: u32,
+    /// The workspace's checkpoints of this run.
+    checkpoints: Checkpoints,
 }
 
 impl AgentEngine {
@@ -185,35 +80,29 @@ impl AgentEngine {
             Ok(s) => s,
             Err(e) => return RunOutcome::before_session(e.into()),
         };
-        let mut ctx = RunCtx::new(opened.id.clone(), cancel, sink, self.token_counter());
+        let store = self.inner.store.clone();
+        let counter = self.token_counter();
+        let mut ctx = RunCtx::new(opened.id.clone(), cancel, sink, store, counter);
         let account = self.open_account();
         ctx.budget = Some(account.clone());
-        if let Some(task) = &self.inner.task {
-            task.enter_run(&ctx.session_id, &account);
+        let subagents = self.inner.subagents.as_ref();
+        if let Some(s) = subagents {
+            s.enter_run(&ctx.session_id, &account);
         }
-        let stop = match self.start(request, opened, &mut ctx).await {
+        let stop = match RunLoop::start(self, request, opened, &mut ctx).await {
             Ok(mut run) => {
                 let stop = loop {
-                    if let Err(stop) = self.turn(&mut ctx, &mut run).await {
+                    if let Err(stop) = run.turn(&mut ctx).await {
                         break stop;
                     }
                 };
-                // The workspace as the run left it, whole before the run
-                // says it ended.
-                if run.changed_files {
-                    let at = moments::CheckpointAt::Changes;
-                    self.start_checkpoint(&mut ctx, &mut run.checkpoint, at)
-                        .await;
-                }
-                self.settle_checkpoint(&mut ctx, &mut run.checkpoint).await;
+                run.checkpoints.at_end(&mut ctx).await;
                 stop
             }
             Err(stop) => stop,
         };
-        // No sub-agent outlives the run that started it.
-        if let Some(task) = &self.inner.task {
-            task.background.cancel_session(&ctx.session_id);
-            task.leave_run(&ctx.session_id, &account);
+        if let Some(s) = subagents {
+            s.leave_run(&ctx.session_id, &account);
         }
         ctx.outcome(stop)
     }
@@ -226,20 +115,40 @@ impl AgentEngine {
             .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()))
     }
 
+    /// A new run's account, below the account of the run that started
+    /// this engine when it is a child's.
+    pub(super) fn open_account(&self) -> Arc<Budget> {
+        let cfg = &self.inner.config;
+        let limits = budget::Limits {
+            max_tokens: cfg.max_tokens,
+            max_cost_usd: cfg.max_cost_usd,
+            max_wall_time: cfg.max_wall_time,
+            max_children: self
+                .inner
+                .subagents
+                .as_ref()
+                .map_or(1, |s| s.max_children()),
+        };
+        Budget::open(limits, self.inner.spends_from.clone())
+    }
+}
+
+impl<'e> RunLoop<'e> {
     /// Announce the run, load its policy, store the user's message and
     /// build the first request.
     async fn start(
-        &self,
+        engine: &'e AgentEngine,
         request: RunRequest,
         opened: Opened,
         ctx: &mut RunCtx<'_>,
-    ) -> Result<Run, Stop> {
-        let inner = &self.inner;
-        let mode = self.capped(request.mode.unwrap_or(inner.permissions.mode));
+    ) -> Result<RunLoop<'e>, Stop> {
+        let inner = &engine.inner;
+        let mode = engine.capped(request.mode.unwrap_or(inner.permissions.mode));
+        let provider = engine.provider();
         ctx.emit(Event::RunStarted {
             session_id: ctx.session_id.clone(),
-            provider: self.provider().name().to_string(),
-            model: self.provider().model().to_string(),
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
             workspace: inner.workspace.display().to_string(),
             resumed: opened.resumed,
             mode,
@@ -247,7 +156,7 @@ impl AgentEngine {
             profile: inner.config.profile,
             without: inner.config.without.clone(),
         });
-        let policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+        let policy = Arc::new(engine.run_policy(&ctx.session_id, mode, ctx.sink).await?);
         let continuing = request.continues() && opened.resumed;
         let mut earlier_requests = opened.earlier_requests;
         // An interrupted run goes on following the last request it had.
@@ -256,21 +165,20 @@ impl AgentEngine {
             false => request.prompt.clone(),
         };
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
-        let mut checkpoint = None;
+        let mut checkpoints = Checkpoints::new(inner.checkpointer.clone());
         if !continuing {
             // The user's hooks see the prompt before it is stored (and may
             // refuse it); what they add follows it.
-            let context = self
-                .start_hooks(ctx, opened.resumed, &request.prompt, mode)
+            let model = provider.model().to_string();
+            let context = (inner.hooks)
+                .at_start(ctx, opened.resumed, &model, &request.prompt, mode)
                 .await?;
-            let at = moments::CheckpointAt::Prompt {
-                seq: conv.last_seq(),
-                prompt: request.prompt.clone(),
-            };
-            self.start_checkpoint(ctx, &mut checkpoint, at).await;
-            self.commit_to(ctx, &mut conv, Message::user(request.prompt.clone()))
+            (checkpoints)
+                .before_prompt(ctx, conv.last_seq(), &request.prompt)
+                .await;
+            ctx.commit_to(&mut conv, Message::user(request.prompt.clone()))
                 .await?;
-            self.add_hook_context(ctx, &mut conv, context).await?;
+            hooks::add_context(ctx, &mut conv, context).await?;
         }
         let track = Tracker {
             ledger: TaskLedger {
@@ -281,22 +189,22 @@ impl AgentEngine {
             },
             guard: LoopGuard::new(inner.config.loop_guard.clone()),
         };
-        if inner.config.max_cost_usd.is_some() && self.provider().pricing().is_none() {
+        if inner.config.max_cost_usd.is_some() && provider.pricing().is_none() {
             ctx.emit(Event::Notice {
                 message: format!(
                     "max_cost_usd is set but the prices of {} are unknown: the cost budget cannot stop this run",
-                    self.provider().model()
+                    provider.model()
                 ),
             });
         }
-        let inputs = self.prompt_inputs();
+        let inputs = engine.prompt_inputs();
         for note in &inputs.instructions.notes {
             ctx.emit(Event::Notice {
                 message: note.clone(),
             });
         }
-        let gate = self.gate();
-        let mut fixed = self.fixed_part(mode, &inputs, ctx.counter.as_ref());
+        let gate = engine.gate();
+        let mut fixed = engine.fixed_part(mode, &inputs, ctx.counter.as_ref());
         let req = ModelRequest {
             system: std::mem::take(&mut fixed.system),
             messages: Vec::new(),
@@ -306,15 +214,11 @@ impl AgentEngine {
             single_tool_call: inner.config.helps(Lever::SingleCall),
         };
         // The first turn must look when there is something to look at (the
-        // lean prompt lists it; only the small profile requires the call).
-        let first_call_required = inner.config.helps(Lever::FirstCall) && inputs.files.is_some();
-        // A request for a change keeps the workspace as it was, for the
-        // nudge when the run would end with nothing changed.
-        let mut looked = help::Looked::default();
-        if inner.config.helps(Lever::Nudge) && help::asks_for_change(&request.prompt) {
-            looked.change_asked = Some(help::Snapshot::take(&inner.workspace));
-        }
-        Ok(Run {
+        // lean prompt lists it).
+        let has_files = inputs.files.is_some();
+        let coach = Coach::for_run(&inner.config, &inner.workspace, &request.prompt, has_files);
+        Ok(RunLoop {
+            engine,
             conv,
             track,
             mode,
@@ -324,277 +228,153 @@ impl AgentEngine {
             control: request.control.unwrap_or_default(),
             gate,
             inputs,
-            first_call_required,
-            looked,
+            coach,
             stop_blocks: 0,
-            checkpoint,
-            changed_files: false,
+            checkpoints,
         })
     }
 
     /// One turn: steering and budgets, a whole answer, its calls.
-    async fn turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
-        self.before_turn(ctx, run).await?;
-        // The first turn looks before it answers; the turn after a nudge
-        // acts on it (measured: nudged, the 1.5B model answered "I will
-        // edit calc.py" and stopped).
-        let first = run.first_call_required && ctx.st.turns == 1;
-        let next = std::mem::take(&mut run.looked.next);
-        run.req.tool_choice = if first || next != help::NextTurn::Free {
-            ToolChoice::Required
-        } else {
-            ToolChoice::Auto
+    async fn turn(&mut self, ctx: &mut RunCtx<'_>) -> Result<(), Stop> {
+        self.before_turn(ctx).await?;
+        let rule = match &mut self.coach {
+            Some(coach) => coach.rule_for(ctx.st.turns),
+            None => TurnRule::FREE,
         };
-        // A nudge to make a change offers only the tools that make one,
-        // for that turn.
-        let all_tools = (next == help::NextTurn::Edit)
-            .then(|| narrow_to_edits(&mut run.req.tools))
+        self.req.tool_choice = rule.tool_choice;
+        let all_tools = (rule.edits_only)
+            .then(|| coach::narrow_to_edits(&mut self.req.tools))
             .flatten();
-        let calls = self.answer(ctx, run).await;
+        let calls = self.answer(ctx).await;
         if let Some(all) = all_tools {
-            run.req.tools = all;
+            self.req.tools = all;
         }
         let calls = calls?;
         if calls.is_empty() {
-            if run.control.pending() > 0 {
-                // The user wrote while the model answered: go on.
-                return Ok(());
-            }
-            if self.nudged(ctx, run).await? {
-                return Ok(());
-            }
-            if self.await_background(ctx, &mut run.conv).await? {
-                return Ok(());
-            }
-            if let Some(why) = self.stop_hooks(ctx, run.mode, &mut run.stop_blocks).await? {
-                // A Stop hook sends the model back to work.
-                ctx.emit(Event::Notice {
-                    message: format!("a Stop hook did not let the run end: {why}"),
-                });
-                let text = format!("[rein] A Stop hook did not let you finish yet: {why}");
-                self.commit_to(ctx, &mut run.conv, Message::user(text))
-                    .await?;
-                return Ok(());
-            }
-            return Err(Stop::new(StopReason::Completed));
+            return self.would_end(ctx).await;
         }
-        self.tool_round(ctx, run, calls).await
+        self.tool_round(ctx, calls).await
+    }
+
+    /// The model answered without calls: the run ends unless the user
+    /// wrote meanwhile, the coach nudges, background sub-agents have yet
+    /// to report, or a Stop hook sends the model back to work.
+    async fn would_end(&mut self, ctx: &mut RunCtx<'_>) -> Result<(), Stop> {
+        if self.control.pending() > 0 {
+            // The user wrote while the model answered: go on.
+            return Ok(());
+        }
+        if self.nudged(ctx).await? {
+            return Ok(());
+        }
+        if let Some(s) = &self.engine.inner.subagents
+            && s.await_background(ctx, &mut self.conv).await?
+        {
+            return Ok(());
+        }
+        let hooks = &self.engine.inner.hooks;
+        if let Some(why) = hooks.at_stop(ctx, self.mode, &mut self.stop_blocks).await? {
+            // A Stop hook sends the model back to work.
+            ctx.emit(Event::Notice {
+                message: format!("a Stop hook did not let the run end: {why}"),
+            });
+            let text = format!("[rein] A Stop hook did not let you finish yet: {why}");
+            ctx.commit_to(&mut self.conv, Message::user(text)).await?;
+            return Ok(());
+        }
+        Err(Stop::new(StopReason::Completed))
     }
 
     /// Whether the answer that would end the run got a nudge instead
     /// (stored as a user message, announced as a notice).
-    async fn nudged(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<bool, Stop> {
-        if !self.inner.config.helps(Lever::Nudge) {
-            return Ok(false);
-        }
-        let Some((kind, text)) =
-            help::nudge(&ctx.st.final_text, &run.looked, &self.inner.workspace)
-        else {
+    async fn nudged(&mut self, ctx: &mut RunCtx<'_>) -> Result<bool, Stop> {
+        let Some(coach) = &mut self.coach else {
             return Ok(false);
         };
-        run.looked.nudged.push(kind);
-        run.looked.next =
-            help::next_turn(kind, &ctx.st.final_text, &run.looked, &self.inner.workspace);
+        let Some(text) = coach.nudge(&ctx.st.final_text) else {
+            return Ok(false);
+        };
         ctx.emit(Event::Notice {
             message: format!("nudged the model: {}", text.trim_start_matches("[rein] ")),
         });
-        self.commit_to(ctx, &mut run.conv, Message::user(text))
-            .await?;
+        ctx.commit_to(&mut self.conv, Message::user(text)).await?;
         Ok(true)
     }
 
     /// Stop on cancel or a spent budget; apply a mode switch and the
     /// messages the user queued; count the turn.
-    async fn before_turn(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<(), Stop> {
+    async fn before_turn(&mut self, ctx: &mut RunCtx<'_>) -> Result<(), Stop> {
         if ctx.cancel.is_cancelled() {
             return Err(Stop::new(StopReason::Cancelled));
         }
         if let Some(reason) = self.budget_exceeded(ctx) {
             return Err(Stop::new(reason));
         }
-        let switch = (run.control.take_mode())
-            .map(|m| self.capped(m))
-            .filter(|m| *m != run.mode);
-        if let Some(mode) = switch {
-            run.mode = mode;
-            run.policy = Arc::new(self.run_policy(&ctx.session_id, mode, ctx.sink).await?);
-            ctx.emit(Event::ModeChanged { mode });
+        self.follow_mode_and_tools(ctx).await?;
+        for text in self.control.take_queued() {
+            self.take_queued(ctx, text).await?;
         }
-        let gate = self.gate();
-        if switch.is_some() || !Arc::ptr_eq(&gate, &run.gate) {
-            // What the model is offered follows the mode and the tools.
-            run.gate = gate;
-            run.fixed = self.fixed_part(run.mode, &run.inputs, ctx.counter.as_ref());
-            run.req.system = std::mem::take(&mut run.fixed.system);
-            run.req.tools = std::mem::take(&mut run.fixed.tools);
+        if let Some(s) = &self.engine.inner.subagents {
+            s.news(ctx);
         }
-        for text in run.control.take_queued() {
-            let context = match self.prompt_hooks(ctx, &text, run.mode).await? {
-                moments::PromptFate::Take(context) => context,
-                moments::PromptFate::Refused(why) => {
-                    ctx.emit(Event::Notice {
-                        message: format!("a UserPromptSubmit hook refused your message: {why}"),
-                    });
-                    continue;
-                }
-            };
-            let at = moments::CheckpointAt::Prompt {
-                seq: run.conv.last_seq(),
-                prompt: text.clone(),
-            };
-            self.start_checkpoint(ctx, &mut run.checkpoint, at).await;
-            run.changed_files = false;
-            self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))
-                .await?;
-            self.add_hook_context(ctx, &mut run.conv, context).await?;
-            let earlier = std::mem::replace(&mut run.track.ledger.latest_instruction, text);
-            run.track.ledger.earlier_requests.push(earlier);
-        }
-        self.background_news(ctx);
         ctx.st.turns += 1;
         ctx.emit(Event::TurnStarted { turn: ctx.st.turns });
         Ok(())
     }
 
-    /// Get the model's answer and commit it; returns its tool calls. A
-    /// full context is compacted first; an answer refused for overflow is
-    /// compacted and asked once more. A failed turn commits what streamed
-    /// before it (if anything) and stops.
-    async fn answer(&self, ctx: &mut RunCtx<'_>, run: &mut Run) -> Result<Vec<ToolCall>, Stop> {
-        // The provider may have been switched (`set_provider`).
-        let window = self.provider().capabilities().context_window;
-        let cfg = &self.inner.config.compaction;
-        let used = run.fixed.tokens.saturating_add(run.conv.tokens());
-        if cfg.enabled && window.is_some_and(|w| used as f64 > cfg.threshold * w as f64) {
-            self.compact_run(ctx, run, CompactionReason::Threshold)
-                .await?;
+    /// Apply a mode switch the user asked for; what the model is offered
+    /// follows the mode and the engine's tools.
+    async fn follow_mode_and_tools(&mut self, ctx: &mut RunCtx<'_>) -> Result<(), Stop> {
+        let engine = self.engine;
+        let switch = (self.control.take_mode())
+            .map(|m| engine.capped(m))
+            .filter(|m| *m != self.mode);
+        if let Some(mode) = switch {
+            self.mode = mode;
+            self.policy = Arc::new(engine.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+            ctx.emit(Event::ModeChanged { mode });
         }
-        // Compaction spent too: the budget tree is checked before every
-        // call.
-        if let Some(reason) = ctx.budget.as_ref().and_then(|b| b.exceeded()) {
-            return Err(Stop::new(reason));
+        let gate = engine.gate();
+        if switch.is_some() || !Arc::ptr_eq(&gate, &self.gate) {
+            self.gate = gate;
+            self.fixed = engine.fixed_part(self.mode, &self.inputs, ctx.counter.as_ref());
+            self.req.system = std::mem::take(&mut self.fixed.system);
+            self.req.tools = std::mem::take(&mut self.fixed.tools);
         }
-        let mut outcome = self.ask(ctx, run).await;
-        if let Err(f) = &outcome
-            && f.context_overflow
-            && f.partial.content.is_empty()
-            && cfg.enabled
-        {
-            self.compact_run(ctx, run, CompactionReason::ContextLengthExceeded)
-                .await?;
-            outcome = self.ask(ctx, run).await;
-        }
-        let (assistant, failure) = match outcome {
-            Ok(a) => (a, None),
-            Err(f) => (f.partial, Some(f.stop)),
-        };
-        if let Some(u) = &assistant.usage {
-            ctx.st.usage.add(u);
-            if u.input_tokens > 0 {
-                let chars = run.fixed.chars.saturating_add(run.conv.chars());
-                ctx.counter.observe(chars, u.input_tokens);
+        Ok(())
+    }
+
+    /// A message the user queued while the run went on: past the prompt
+    /// hooks, checkpointed and stored, it becomes the latest instruction.
+    async fn take_queued(&mut self, ctx: &mut RunCtx<'_>, text: String) -> Result<(), Stop> {
+        let hooks = &self.engine.inner.hooks;
+        let context = match hooks.on_prompt(ctx, &text, self.mode).await? {
+            hooks::PromptFate::Take(context) => context,
+            hooks::PromptFate::Refused(why) => {
+                ctx.emit(Event::Notice {
+                    message: format!("a UserPromptSubmit hook refused your message: {why}"),
+                });
+                return Ok(());
             }
-        }
-        if assistant.content.is_empty()
-            && let Some(stop) = failure
-        {
-            return Err(stop);
-        }
-        ctx.st.final_text = assistant.text();
-        let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
-        let actual = assistant.usage.map(|u| u.total());
-        self.commit_to(ctx, &mut run.conv, Message::Assistant(assistant))
+        };
+        (self.checkpoints)
+            .before_prompt(ctx, self.conv.last_seq(), &text)
+            .await;
+        ctx.commit_to(&mut self.conv, Message::user(text.clone()))
             .await?;
-        ctx.emit(Event::TokenUpdate {
-            estimated: run.fixed.tokens.saturating_add(run.conv.tokens()),
-            actual,
-            window,
-        });
-        match failure {
-            Some(stop) => Err(stop),
-            None => Ok(calls),
-        }
-    }
-
-    /// One model turn on the conversation as it stands.
-    async fn ask(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        run: &mut Run,
-    ) -> Result<AssistantMessage, TurnFailure> {
-        std::mem::swap(&mut run.req.messages, &mut run.conv.messages);
-        let outcome = self.model_turn(ctx, &run.req).await;
-        std::mem::swap(&mut run.req.messages, &mut run.conv.messages);
-        outcome
-    }
-
-    /// Compact the run's context, with the compaction hooks around it.
-    async fn compact_run(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        run: &mut Run,
-        reason: CompactionReason,
-    ) -> Result<(), Stop> {
-        let trigger = crate::lifecycle::CompactTrigger::Auto;
-        self.pre_compact_hooks(ctx, trigger, run.mode).await?;
-        let summary = self
-            .compact(ctx, &mut run.conv, reason, &run.track.ledger)
-            .await?;
-        if let Some(summary) = summary {
-            let context = self
-                .post_compact_hooks(ctx, trigger, &summary, run.mode)
-                .await?;
-            self.add_hook_context(ctx, &mut run.conv, context).await?;
-        }
+        hooks::add_context(ctx, &mut self.conv, context).await?;
+        let earlier = std::mem::replace(&mut self.track.ledger.latest_instruction, text);
+        self.track.ledger.earlier_requests.push(earlier);
         Ok(())
     }
 
     /// The budget this run has used up, if any: its turns, or a limit of
     /// its budget tree (what it, its children and, for a child, its
     /// parent's whole tree spent; the time of every run above it).
-    pub(super) fn budget_exceeded(&self, ctx: &RunCtx<'_>) -> Option<StopReason> {
-        if ctx.st.turns >= self.inner.config.max_turns {
+    fn budget_exceeded(&self, ctx: &RunCtx<'_>) -> Option<StopReason> {
+        if ctx.st.turns >= self.engine.inner.config.max_turns {
             return Some(StopReason::MaxTurns);
         }
         ctx.budget.as_ref().and_then(|b| b.exceeded())
     }
-
-    /// A new run's account, below the account of the run that started
-    /// this engine when it is a child's.
-    pub(super) fn open_account(&self) -> Arc<budget::Budget> {
-        let cfg = &self.inner.config;
-        let limits = budget::Limits {
-            max_tokens: cfg.max_tokens,
-            max_cost_usd: cfg.max_cost_usd,
-            max_wall_time: cfg.max_wall_time,
-            max_children: self.inner.task.as_ref().map_or(1, |t| t.max_children()),
-        };
-        budget::Budget::open(limits, self.inner.spends_from.clone())
-    }
-
-    /// Store a message, announce it, and add it to the conversation.
-    pub(super) async fn commit_to(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        conv: &mut Conversation,
-        message: Message,
-    ) -> Result<(), StoreError> {
-        let seq = self.commit(&ctx.session_id, &message, ctx.sink).await?;
-        conv.push(message, Some(seq), ctx.counter.as_ref());
-        Ok(())
-    }
-}
-
-/// Keep only the tools that change files in `tools`, returning the whole
-/// list to put back; `None` (nothing narrowed) when none of them is there.
-fn narrow_to_edits(tools: &mut Vec<crate::ToolSpec>) -> Option<Vec<crate::ToolSpec>> {
-    if !tools
-        .iter()
-        .any(|t| help::EDIT_TOOLS.contains(&t.name.as_str()))
-    {
-        return None;
-    }
-    let all = tools.clone();
-    tools.retain(|t| help::EDIT_TOOLS.contains(&t.name.as_str()));
-    Some(all)
 }

@@ -1,13 +1,58 @@
 //! What a run starts from: the session (created, or loaded and repaired),
 //! the policy of the gate, and the system prompt and tools a mode shows.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::state::{self, Opened};
+use super::{AgentEngine, RunRequest, title_of};
+use crate::compaction;
+use crate::context::{self, PromptFacts};
+use crate::event::{Event, EventSink};
+use crate::gate::RunPolicy;
+use crate::history::{Repaired, repair_history};
+use crate::instructions::Instructions;
+use crate::permission::PermissionMode;
+use crate::profile::{self, Lever};
+use crate::schema::{Message, ToolSpec};
+use crate::store::{NewSession, StoreError};
+use crate::tokens::TokenCounter;
+
+/// Tokens every request of a run carries besides the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FixedTokens {
+    /// rein's own instructions (the system prompt without the project's).
+    pub system_prompt: u64,
+    /// The project's AGENTS.md and long-term memory, as sent.
+    pub instructions: u64,
+    /// The tool definitions: names, descriptions and schemas.
+    pub tools: u64,
+    /// How many tools are offered.
+    pub tool_count: usize,
+}
+
+impl FixedTokens {
+    pub fn total(&self) -> u64 {
+        self.system_prompt + self.instructions + self.tools
+    }
+}
+
+/// The system prompt and tools a mode shows the model, and their size.
+pub(super) struct FixedPart {
+    pub system: String,
+    pub tools: Vec<ToolSpec>,
+    /// Tokens of the system prompt and the tools together.
+    pub tokens: u64,
+    /// Of which the tool definitions.
+    pub tool_tokens: u64,
+    pub chars: u64,
+}
 
 /// What the system prompt is built from besides the mode and tools.
 pub(super) struct PromptInputs {
     /// The AGENTS.md files (see [`crate::instructions`]); folders below
     /// the workspace add theirs as the run works there.
-    pub instructions: crate::instructions::Instructions,
+    pub instructions: Instructions,
     /// `YYYY-MM-DD`.
     pub date: String,
     /// The workspace's files, listed for a lean prompt.
@@ -19,14 +64,12 @@ pub(super) struct Loaded {
     pub id: String,
     /// The user's requests in the whole session, oldest first.
     pub earlier_requests: Vec<String>,
-    pub repaired: crate::history::Repaired,
+    pub repaired: Repaired,
     /// Store sequence numbers of the messages before the repair.
     pub seqs: Vec<Option<u64>>,
 }
 
 impl AgentEngine {
-    /// The permission state of a run: the session's earlier approvals
-    /// come back from the store.
     /// The system prompt and tools a mode shows the model, and their size.
     pub(super) fn fixed_part(
         &self,
@@ -38,7 +81,7 @@ impl AgentEngine {
         let lean = inner.config.helps(Lever::Lean);
         let mut tools = self.gate().specs(mode);
         if lean {
-            tools = tools.iter().map(crate::profile::compact_spec).collect();
+            tools = tools.iter().map(profile::compact_spec).collect();
         }
         let mut system = context::system_prompt(&PromptFacts {
             workspace: &inner.workspace,
@@ -80,6 +123,8 @@ impl AgentEngine {
         }
     }
 
+    /// The permission state of a run: the session's earlier approvals
+    /// come back from the store.
     pub(super) async fn run_policy(
         &self,
         session_id: &str,
@@ -97,7 +142,7 @@ impl AgentEngine {
         Ok(RunPolicy {
             mode,
             permissions: self.inner.permissions.clone(),
-            granted: std::sync::Mutex::new(granted),
+            granted: Mutex::new(granted),
             approvals: self.inner.config.approvals.clone(),
             project_rules: self.inner.project_rules.clone(),
             agent_id: self.inner.agent.as_ref().map(|a| a.id.clone()),
@@ -145,7 +190,7 @@ impl AgentEngine {
                     .iter()
                     .rposition(|m| matches!(m, Message::Assistant(_)))
                     .unwrap_or(0);
-                let mut seq_of: std::collections::HashMap<usize, u64> = Default::default();
+                let mut seq_of: HashMap<usize, u64> = HashMap::new();
                 for (index, result) in &repaired.added {
                     if *index > last_assistant {
                         let seq = store
@@ -197,9 +242,9 @@ impl AgentEngine {
     /// The instructions a run starting now would take in: the user's
     /// global file and the project's, within the cap (`rein context` and
     /// `/context` show them).
-    pub fn instructions(&self) -> crate::instructions::Instructions {
+    pub fn instructions(&self) -> Instructions {
         let config = &self.inner.config;
-        crate::instructions::Instructions::load(
+        Instructions::load(
             config.global_instructions.as_deref(),
             &self.inner.workspace,
             config.instructions_cap,

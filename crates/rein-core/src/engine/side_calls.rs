@@ -1,7 +1,19 @@
-//! Model calls besides the turns: compaction summaries, session titles,
-//! and the cost ledger every call is recorded in.
+//! Model calls besides the turns: compacting a stored session now, and
+//! session titles.
 
-use super::*;
+use tokio_util::sync::CancellationToken;
+
+use super::run::RunCtx;
+use super::setup::Loaded;
+use super::state::{self, Conversation};
+use super::{AgentEngine, hooks};
+use crate::compaction::{CompactionReason, TaskLedger};
+use crate::event::{Event, EventSink, NullSink};
+use crate::lifecycle::CompactTrigger;
+use crate::provider::{ModelRequest, ProviderError};
+use crate::schema::Message;
+use crate::store::StoreError;
+use crate::tokens::CallKind;
 
 impl AgentEngine {
     /// Compact a stored session now (`rein compact`): summarise all but its
@@ -14,7 +26,7 @@ impl AgentEngine {
         cancel: CancellationToken,
         sink: &mut dyn EventSink,
     ) -> Result<bool, StoreError> {
-        let setup::Loaded {
+        let Loaded {
             id,
             earlier_requests: mut requests,
             repaired,
@@ -22,7 +34,8 @@ impl AgentEngine {
         } = self.load_session(id).await?;
         let latest = requests.pop().unwrap_or_default();
         let todos = self.inner.store.todos(&id).await?;
-        let mut ctx = RunCtx::new(id, &cancel, sink, self.token_counter());
+        let store = self.inner.store.clone();
+        let mut ctx = RunCtx::new(id, &cancel, sink, store, self.token_counter());
         let seqs = state::realign_seqs(&repaired, seqs, &Default::default());
         let mut conv = Conversation::new(repaired.messages, seqs, ctx.counter.as_ref());
         let before = conv.messages.len();
@@ -33,8 +46,9 @@ impl AgentEngine {
             ..Default::default()
         };
         let mode = self.inner.permissions.mode;
-        let trigger = crate::lifecycle::CompactTrigger::Manual;
-        if let Err(stop) = self.pre_compact_hooks(&mut ctx, trigger, mode).await {
+        let trigger = CompactTrigger::Manual;
+        let hooks = &self.inner.hooks;
+        if let Err(stop) = hooks.before_compact(&mut ctx, trigger, mode).await {
             ctx.emit(Event::Notice {
                 message: stop.error.unwrap_or_default(),
             });
@@ -44,49 +58,18 @@ impl AgentEngine {
             .compact(&mut ctx, &mut conv, CompactionReason::Manual, &ledger)
             .await?;
         if let Some(summary) = summary {
-            match self
-                .post_compact_hooks(&mut ctx, trigger, &summary, mode)
+            let model = self.provider().model().to_string();
+            match hooks
+                .after_compact(&mut ctx, trigger, &summary, &model, mode)
                 .await
             {
-                Ok(context) => self.add_hook_context(&mut ctx, &mut conv, context).await?,
+                Ok(context) => hooks::add_context(&mut ctx, &mut conv, context).await?,
                 Err(stop) => ctx.emit(Event::Notice {
                     message: stop.error.unwrap_or_default(),
                 }),
             }
         }
         Ok(conv.messages.len() != before)
-    }
-
-    /// Record one model call in the session's ledger and the run's totals.
-    /// A ledger that cannot be written is a notice, never a stop.
-    pub(crate) async fn record_call(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        kind: CallKind,
-        usage: Usage,
-        ok: bool,
-        began: std::time::Instant,
-    ) {
-        let provider = self.provider();
-        let entry = LedgerEntry {
-            kind,
-            provider: provider.name().to_string(),
-            model: provider.model().to_string(),
-            usage,
-            cost_usd: provider.pricing().map(|p| p.cost(&usage)),
-            ok,
-            duration_ms: began.elapsed().as_millis() as u64,
-            at: crate::time::now_millis(),
-        };
-        ctx.st.totals.add(&entry);
-        if let Some(account) = &ctx.budget {
-            account.charge(&entry);
-        }
-        if let Err(e) = self.inner.store.add_ledger(&ctx.session_id, &entry).await {
-            ctx.emit(Event::Notice {
-                message: format!("the cost ledger could not record a model call: {e}"),
-            });
-        }
     }
 
     /// Ask the model for a short title of a session from its first request
@@ -118,12 +101,14 @@ impl AgentEngine {
             single_tool_call: false,
         };
         let began = std::time::Instant::now();
-        let result = self.provider().complete(&req, &cancel).await;
-        let mut sink = crate::event::NullSink;
+        let provider = self.provider();
+        let result = provider.complete(&req, &cancel).await;
+        let mut sink = NullSink;
         let mut ctx = RunCtx::new(
             session_id.to_string(),
             &cancel,
             &mut sink,
+            store.clone(),
             self.token_counter(),
         );
         let usage = result
@@ -131,8 +116,14 @@ impl AgentEngine {
             .ok()
             .and_then(|a| a.usage)
             .unwrap_or_default();
-        self.record_call(&mut ctx, CallKind::Title, usage, result.is_ok(), began)
-            .await;
+        ctx.record_call(
+            provider.as_ref(),
+            CallKind::Title,
+            usage,
+            result.is_ok(),
+            began,
+        )
+        .await;
         let title = clean_title(&result?.text()).ok_or(TitleError::Unusable)?;
         store.set_title(session_id, &title).await?;
         Ok(title)

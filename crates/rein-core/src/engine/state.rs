@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::compaction::TaskLedger;
 use crate::engine::guard::LoopGuard;
-use crate::engine::turn::Finished;
+use crate::engine::run::Finished;
 use crate::schema::Message;
 use crate::text::truncate_middle;
 use crate::tokens::{TokenCounter, count_message, message_text};

@@ -7,12 +7,16 @@
 //! model its report.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
-use super::*;
+use crate::engine::{AgentEngine, RunControl, RunOutcome, RunRequest};
+use crate::event::{Event, EventSink};
+use crate::tool::{Tool, ToolAccess, ToolContext, ToolError, ToolOutput};
 
 /// One sub-agent running (or done) in the background.
 struct Running {

@@ -1,10 +1,23 @@
-//! The engine's side of session hooks (see [`crate::lifecycle`]): when each
-//! moment comes, and what the hooks' answers do to the run.
+//! The engine's side of session hooks (see [`crate::lifecycle`]):
+//! [`SessionHooks`] knows when each moment comes and what the hooks'
+//! answers do to the run, and remembers which sessions it started.
 
-use super::run::Stop;
-use super::*;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::child::AgentTag;
+use super::run::{RunCtx, Stop};
+use super::state::Conversation;
+use crate::event::{Event, StopReason};
 use crate::gate::HookRun;
-use crate::lifecycle::{CompactTrigger, EndReason, MomentReply, SessionMoment, StartSource};
+use crate::lifecycle::{
+    CompactTrigger, EndReason, MomentReply, NotificationKind, SessionHook, SessionMoment,
+    StartSource,
+};
+use crate::permission::PermissionMode;
+use crate::schema::Message;
+use crate::store::StoreError;
 
 /// How many times in a row Stop hooks may send the model back to work
 /// before the run ends anyway (a hook that always blocks must not loop
@@ -22,15 +35,55 @@ pub(super) enum PromptFate {
 /// The first line of harness-written messages for the model.
 pub(crate) const HOOK_CONTEXT_HEAD: &str = "[rein] Context from the user's hooks:";
 
-impl AgentEngine {
+/// The user's session hooks as one engine runs them: the hook, what it is
+/// told about the engine, and the sessions whose start hooks ran.
+pub(super) struct SessionHooks {
+    hook: Option<Arc<dyn SessionHook>>,
+    /// Where the engine works.
+    workspace: PathBuf,
+    /// The sub-agent the engine runs; None: the main agent.
+    agent: Option<AgentTag>,
+    /// Someone can answer approval questions.
+    user_can_answer: bool,
+    /// Sessions whose start hooks ran in this engine.
+    started: Mutex<HashSet<String>>,
+}
+
+impl SessionHooks {
+    pub fn new(
+        hook: Option<Arc<dyn SessionHook>>,
+        workspace: PathBuf,
+        agent: Option<AgentTag>,
+        user_can_answer: bool,
+    ) -> SessionHooks {
+        SessionHooks {
+            hook,
+            workspace,
+            agent,
+            user_can_answer,
+            started: Mutex::default(),
+        }
+    }
+
+    /// The same hooks for a child engine: its workspace, its identity,
+    /// whether anyone answers it; no session started yet.
+    pub fn for_child(
+        &self,
+        workspace: PathBuf,
+        agent: Option<AgentTag>,
+        user_can_answer: bool,
+    ) -> SessionHooks {
+        SessionHooks::new(self.hook.clone(), workspace, agent, user_can_answer)
+    }
+
     /// The run as hooks see it.
     fn hook_run(&self, session_id: &str, mode: PermissionMode) -> HookRun {
         HookRun {
             session_id: session_id.to_string(),
-            workspace: self.inner.workspace.clone(),
+            workspace: self.workspace.clone(),
             mode,
-            agent_id: self.inner.agent.as_ref().map(|a| a.id.clone()),
-            user_can_answer: !matches!(self.inner.config.approvals, Approvals::Refuse),
+            agent_id: self.agent.as_ref().map(|a| a.id.clone()),
+            user_can_answer: self.user_can_answer,
         }
     }
 
@@ -42,7 +95,7 @@ impl AgentEngine {
         moment: SessionMoment<'_>,
         mode: PermissionMode,
     ) -> Result<MomentReply, Stop> {
-        let Some(hook) = &self.inner.session_hook else {
+        let Some(hook) = &self.hook else {
             return Ok(MomentReply::default());
         };
         if !hook.listens(moment.name()) {
@@ -69,21 +122,21 @@ impl AgentEngine {
     /// engine runs the session (`SubagentStart` for a sub-agent), then the
     /// prompt's. Returns what they add for the model; a hook that blocks
     /// the prompt stops the run before it is stored.
-    pub(super) async fn start_hooks(
+    pub async fn at_start(
         &self,
         ctx: &mut RunCtx<'_>,
         resumed: bool,
+        model: &str,
         prompt: &str,
         mode: PermissionMode,
     ) -> Result<Vec<String>, Stop> {
         let mut context = Vec::new();
         // Without session hooks there is nothing to run, nor to remember.
-        if self.inner.session_hook.is_none() {
+        if self.hook.is_none() {
             return Ok(context);
         }
         if self.first_run_of(&ctx.session_id) {
-            let model = self.provider().model().to_string();
-            let moment = match &self.inner.agent {
+            let moment = match &self.agent {
                 Some(agent) => SessionMoment::SubagentStart {
                     agent_type: &agent.kind,
                 },
@@ -93,12 +146,12 @@ impl AgentEngine {
                     } else {
                         StartSource::Startup
                     },
-                    model: &model,
+                    model,
                 },
             };
             context.extend(self.moment(ctx, moment, mode).await?.context);
         }
-        match self.prompt_hooks(ctx, prompt, mode).await? {
+        match self.on_prompt(ctx, prompt, mode).await? {
             PromptFate::Take(more) => context.extend(more),
             PromptFate::Refused(why) => {
                 return Err(Stop::with_error(
@@ -112,7 +165,7 @@ impl AgentEngine {
 
     /// `UserPromptSubmit`: the prompt taken with what the hooks add for
     /// the model, or refused.
-    pub(super) async fn prompt_hooks(
+    pub async fn on_prompt(
         &self,
         ctx: &mut RunCtx<'_>,
         prompt: &str,
@@ -130,7 +183,7 @@ impl AgentEngine {
     /// Whether this is the first run of `session_id` in this engine (and
     /// note that it ran).
     fn first_run_of(&self, session_id: &str) -> bool {
-        let mut started = match self.inner.started.lock() {
+        let mut started = match self.started.lock() {
             Ok(s) => s,
             Err(p) => p.into_inner(),
         };
@@ -141,13 +194,13 @@ impl AgentEngine {
     /// without a tool call: Some(reason) when a hook sends it back to
     /// work, with the reason as its next instruction. `blocks` counts the
     /// answers in a row they did not let end the run.
-    pub(super) async fn stop_hooks(
+    pub async fn at_stop(
         &self,
         ctx: &mut RunCtx<'_>,
         mode: PermissionMode,
         blocks: &mut u32,
     ) -> Result<Option<String>, Stop> {
-        if self.inner.session_hook.is_none() {
+        if self.hook.is_none() {
             return Ok(None);
         }
         let active = *blocks > 0;
@@ -160,7 +213,7 @@ impl AgentEngine {
             return Ok(None);
         }
         let last = ctx.st.final_text.clone();
-        let moment = match &self.inner.agent {
+        let moment = match &self.agent {
             Some(agent) => SessionMoment::SubagentStop {
                 agent_type: &agent.kind,
                 last_message: &last,
@@ -185,7 +238,7 @@ impl AgentEngine {
     }
 
     /// `PreCompact`, before a compaction.
-    pub(super) async fn pre_compact_hooks(
+    pub async fn before_compact(
         &self,
         ctx: &mut RunCtx<'_>,
         trigger: CompactTrigger,
@@ -200,43 +253,39 @@ impl AgentEngine {
 
     /// `PostCompact`, then `SessionStart` (source `compact`): what the
     /// start hooks add again for the model.
-    pub(super) async fn post_compact_hooks(
+    pub async fn after_compact(
         &self,
         ctx: &mut RunCtx<'_>,
         trigger: CompactTrigger,
         summary: &str,
+        model: &str,
         mode: PermissionMode,
     ) -> Result<Vec<String>, Stop> {
         self.moment(ctx, SessionMoment::PostCompact { trigger, summary }, mode)
             .await?;
-        if self.inner.agent.is_some() {
+        if self.agent.is_some() {
             return Ok(Vec::new());
         }
-        let model = self.provider().model().to_string();
         let moment = SessionMoment::SessionStart {
             source: StartSource::Compact,
-            model: &model,
+            model,
         };
         Ok(self.moment(ctx, moment, mode).await?.context)
     }
 
-    /// `SessionEnd`: the front end is done with `session_id` (the app
-    /// quits or clears, a headless run ends). Only for a session this
-    /// engine ran; what the hooks say goes to `sink`.
-    pub async fn end_session(&self, session_id: &str, reason: EndReason, sink: &mut dyn EventSink) {
-        let ran = match self.inner.started.lock() {
-            Ok(mut s) => s.remove(session_id),
-            Err(p) => p.into_inner().remove(session_id),
+    /// `SessionEnd`: the front end is done with the session of `ctx`.
+    /// Only for a session this engine ran; nothing is left to stop, so a
+    /// halt is only reported.
+    pub async fn end(&self, ctx: &mut RunCtx<'_>, reason: EndReason, mode: PermissionMode) {
+        let ran = match self.started.lock() {
+            Ok(mut s) => s.remove(&ctx.session_id),
+            Err(p) => p.into_inner().remove(&ctx.session_id),
         };
         if !ran {
             return;
         }
-        let cancel = CancellationToken::new();
-        let mut ctx = RunCtx::new(session_id.to_string(), &cancel, sink, self.token_counter());
-        let mode = self.inner.permissions.mode;
-        // Nothing is left to stop: a halt is only reported.
         if let Err(stop) = self
-            .moment(&mut ctx, SessionMoment::SessionEnd { reason }, mode)
+            .moment(ctx, SessionMoment::SessionEnd { reason }, mode)
             .await
             && let Some(why) = stop.error
         {
@@ -244,97 +293,39 @@ impl AgentEngine {
         }
     }
 
-    /// `Notification`: tell the user's hooks that the front end waits for
-    /// them (the app, idle after a run). Nothing waits for the hooks.
+    /// `Notification`: the front end waits for the user. Nothing waits
+    /// for the hooks.
     pub async fn notify(
         &self,
         session_id: &str,
-        kind: crate::lifecycle::NotificationKind,
+        kind: NotificationKind,
         message: &str,
+        mode: PermissionMode,
     ) {
-        let Some(hook) = &self.inner.session_hook else {
+        let Some(hook) = &self.hook else {
             return;
         };
         if hook.listens("Notification") {
-            let run = self.hook_run(session_id, self.inner.permissions.mode);
+            let run = self.hook_run(session_id, mode);
             hook.at(&SessionMoment::Notification { kind, message }, &run)
                 .await;
         }
     }
-
-    /// Store what hooks added for the model as one message of its own.
-    pub(super) async fn add_hook_context(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        conv: &mut state::Conversation,
-        context: Vec<String>,
-    ) -> Result<(), StoreError> {
-        let context: Vec<String> = context
-            .into_iter()
-            .filter(|c| !c.trim().is_empty())
-            .collect();
-        if context.is_empty() {
-            return Ok(());
-        }
-        let text = format!("{HOOK_CONTEXT_HEAD}\n{}", context.join("\n\n"));
-        self.commit_to(ctx, conv, Message::user(text)).await
-    }
 }
 
-/// A checkpoint being taken in the background (it runs while the model
-/// thinks); settled before the next calls run and before the run ends.
-pub(super) type PendingCheckpoint =
-    Option<tokio::task::JoinHandle<Result<(), crate::rewind::CheckpointFailure>>>;
-
-/// What a checkpoint is taken for.
-pub(super) enum CheckpointAt {
-    /// Before a prompt stored after message `seq`.
-    Prompt { seq: u64, prompt: String },
-    /// After a round of calls that may have changed files.
-    Changes,
-}
-
-impl AgentEngine {
-    /// Start taking a checkpoint of the workspace (after the one still
-    /// being taken, if any); a failure is told when it is settled.
-    pub(super) async fn start_checkpoint(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        pending: &mut PendingCheckpoint,
-        at: CheckpointAt,
-    ) {
-        let Some(c) = self.inner.checkpointer.clone() else {
-            return;
-        };
-        self.settle_checkpoint(ctx, pending).await;
-        let session = ctx.session_id.clone();
-        *pending = Some(tokio::spawn(async move {
-            match at {
-                CheckpointAt::Prompt { seq, prompt } => {
-                    c.before_prompt(&session, seq, &prompt).await
-                }
-                CheckpointAt::Changes => c.after_changes(&session).await,
-            }
-        }));
+/// Store what hooks added for the model as one message of its own.
+pub(super) async fn add_context(
+    ctx: &mut RunCtx<'_>,
+    conv: &mut Conversation,
+    context: Vec<String>,
+) -> Result<(), StoreError> {
+    let context: Vec<String> = context
+        .into_iter()
+        .filter(|c| !c.trim().is_empty())
+        .collect();
+    if context.is_empty() {
+        return Ok(());
     }
-
-    /// Wait for the checkpoint being taken, if any; a failure is a notice
-    /// (the run goes on without it).
-    pub(super) async fn settle_checkpoint(
-        &self,
-        ctx: &mut RunCtx<'_>,
-        pending: &mut PendingCheckpoint,
-    ) {
-        let Some(task) = pending.take() else { return };
-        let failure = match task.await {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => e.to_string(),
-            Err(e) => e.to_string(),
-        };
-        ctx.emit(Event::Notice {
-            message: format!(
-                "a checkpoint of the workspace failed (rewind cannot go back there): {failure}"
-            ),
-        });
-    }
+    let text = format!("{HOOK_CONTEXT_HEAD}\n{}", context.join("\n\n"));
+    ctx.commit_to(conv, Message::user(text)).await
 }

@@ -1,4 +1,4 @@
-//! The harness help a small model gets (see [`crate::profile`]): a tool
+//! The nudges of the [`Coach`](super::Coach) (see [`crate::profile`]): a tool
 //! call required on the first turn of a task in a workspace with files
 //! (decided in the run), and a nudge when it answers right after a failed
 //! call, or its answer shows a change it never made (for a file it never

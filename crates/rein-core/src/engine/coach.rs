@@ -1,0 +1,127 @@
+//! The coach: the harness help a small model gets, behind the profile
+//! (see [`crate::profile`]). A run whose profile gives neither a required
+//! first call nor nudges has no coach. The coach requires a tool call on
+//! the first turn of a task in a workspace with files, watches what the
+//! run's calls did, and when an answer would end the run it may nudge the
+//! model instead ([`nudges`]), then requires the next turn to act on it.
+
+use std::path::{Path, PathBuf};
+
+use super::builder::LoopConfig;
+use super::run::Finished;
+use crate::profile::Lever;
+use crate::provider::ToolChoice;
+use crate::schema::{ToolCall, ToolSpec};
+
+mod nudges;
+
+use nudges::{EDIT_TOOLS, Looked, NextTurn, Snapshot};
+
+/// One run's coach.
+pub(super) struct Coach {
+    workspace: PathBuf,
+    /// The first turn must call a tool (the profile asks for it and the
+    /// workspace has files to look at).
+    first_call: bool,
+    /// Answers that would end the run may get a nudge.
+    nudges: bool,
+    /// What the run's calls did, for the nudges.
+    looked: Looked,
+}
+
+/// What a turn's request must ask of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TurnRule {
+    pub tool_choice: ToolChoice,
+    /// Offer only the tools that change files.
+    pub edits_only: bool,
+}
+
+impl TurnRule {
+    /// A turn nobody coaches.
+    pub const FREE: TurnRule = TurnRule {
+        tool_choice: ToolChoice::Auto,
+        edits_only: false,
+    };
+}
+
+impl Coach {
+    /// The coach of a run on `prompt` (`has_files`: the workspace has
+    /// something to look at); None when the profile gives no coaching.
+    pub fn for_run(
+        config: &LoopConfig,
+        workspace: &Path,
+        prompt: &str,
+        has_files: bool,
+    ) -> Option<Coach> {
+        let first_call = config.helps(Lever::FirstCall) && has_files;
+        let nudges = config.helps(Lever::Nudge);
+        if !first_call && !nudges {
+            return None;
+        }
+        // A request for a change keeps the workspace as it was, for the
+        // nudge when the run would end with nothing changed.
+        let mut looked = Looked::default();
+        if nudges && nudges::asks_for_change(prompt) {
+            looked.change_asked = Some(Snapshot::take(workspace));
+        }
+        Some(Coach {
+            workspace: workspace.to_path_buf(),
+            first_call,
+            nudges,
+            looked,
+        })
+    }
+
+    /// What turn `turn` must do. The first turn looks before it answers;
+    /// the turn after a nudge acts on it (measured: nudged, the 1.5B model
+    /// answered "I will edit calc.py" and stopped); a nudge to make a
+    /// change offers only the tools that make one, for that turn.
+    pub fn rule_for(&mut self, turn: u32) -> TurnRule {
+        let first = self.first_call && turn == 1;
+        let next = std::mem::take(&mut self.looked.next);
+        TurnRule {
+            tool_choice: match first || next != NextTurn::Free {
+                true => ToolChoice::Required,
+                false => ToolChoice::Auto,
+            },
+            edits_only: next == NextTurn::Edit,
+        }
+    }
+
+    /// Note what a round of calls did (`wrote`: a call that changes files
+    /// succeeded).
+    pub fn observe(&mut self, calls: &[ToolCall], finished: &[Finished], wrote: bool) {
+        self.looked.wrote |= wrote;
+        self.looked.last_round_failed =
+            !finished.is_empty() && finished.iter().all(|f| f.result.is_error);
+        for f in finished.iter().filter(|f| !f.result.is_error) {
+            if let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) {
+                self.looked.saw(&call.arguments);
+            }
+        }
+    }
+
+    /// The nudge for `answer`, which would end the run, if it needs one
+    /// (each kind once a run); the next turn must then act on it.
+    pub fn nudge(&mut self, answer: &str) -> Option<String> {
+        if !self.nudges {
+            return None;
+        }
+        let (kind, text) = nudges::nudge(answer, &self.looked, &self.workspace)?;
+        self.looked.nudged.push(kind);
+        self.looked.next = nudges::next_turn(kind, answer, &self.looked, &self.workspace);
+        Some(text)
+    }
+}
+
+/// Keep only the tools that change files in `tools`, returning the whole
+/// list to put back; `None` (nothing narrowed) when none of them is there.
+pub(super) fn narrow_to_edits(tools: &mut Vec<ToolSpec>) -> Option<Vec<ToolSpec>> {
+    if !tools.iter().any(|t| EDIT_TOOLS.contains(&t.name.as_str())) {
+        return None;
+    }
+    let all = tools.clone();
+    tools.retain(|t| EDIT_TOOLS.contains(&t.name.as_str()));
+    Some(all)
+}
