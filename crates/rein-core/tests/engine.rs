@@ -3,11 +3,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod engine {
+    mod budget_scenarios;
     mod budget_tree_scenarios;
     mod child_scenarios;
+    mod compaction_scenarios;
     mod context_scenarios;
     mod hook_scenarios;
     mod limit_scenarios;
+    pub mod long_task;
     mod loop_scenarios;
     mod permission_scenarios;
     mod profile_scenarios;
