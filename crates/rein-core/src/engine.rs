@@ -1,5 +1,20 @@
 //! `AgentEngine`: the ReAct loop. One loop serves `run` (events into any
 //! sink) and `run_stream` (events as a `Stream`).
+//!
+//! Layout:
+//! - `builder`: [`EngineConfig`] and [`AgentEngineBuilder`]; the build
+//!   splits the config between the permissions, the gate's limits and the
+//!   loop's own settings.
+//! - `run`: the run as a value (`RunLoop`), one method per step; `run/`
+//!   holds its context, the model call and the tool round.
+//! - `setup`: what a run starts from (the session, the gate's policy, the
+//!   system prompt and tools a mode shows).
+//! - Types that own their state: `hooks` (`SessionHooks`), `checkpoints`
+//!   (`Checkpoints`), `coach` (`Coach`, behind the profile), `subagents`
+//!   (`SubAgents` and the `task` tools), `budget` (accounts as a tree).
+//! - `child` (child engines), `compact` and `side_calls` (model calls
+//!   besides the turns), `guard` (the loop guard), `state` (the
+//!   conversation and the task ledger's facts), `control` ([`RunControl`]).
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;

@@ -170,10 +170,11 @@ impl<'e> RunLoop<'e> {
             // The user's hooks see the prompt before it is stored (and may
             // refuse it); what they add follows it.
             let model = provider.model().to_string();
-            let context = (inner.hooks)
+            let context = inner
+                .hooks
                 .at_start(ctx, opened.resumed, &model, &request.prompt, mode)
                 .await?;
-            (checkpoints)
+            checkpoints
                 .before_prompt(ctx, conv.last_seq(), &request.prompt)
                 .await;
             ctx.commit_to(&mut conv, Message::user(request.prompt.clone()))
@@ -242,7 +243,8 @@ impl<'e> RunLoop<'e> {
             None => TurnRule::FREE,
         };
         self.req.tool_choice = rule.tool_choice;
-        let all_tools = (rule.edits_only)
+        let all_tools = rule
+            .edits_only
             .then(|| coach::narrow_to_edits(&mut self.req.tools))
             .flatten();
         let calls = self.answer(ctx).await;
@@ -357,7 +359,7 @@ impl<'e> RunLoop<'e> {
                 return Ok(());
             }
         };
-        (self.checkpoints)
+        self.checkpoints
             .before_prompt(ctx, self.conv.last_seq(), &text)
             .await;
         ctx.commit_to(&mut self.conv, Message::user(text.clone()))
