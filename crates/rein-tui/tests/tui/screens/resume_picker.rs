@@ -8,9 +8,7 @@ use rein_tui::render::session_row;
 use crate::support::*;
 
 const MIN: i64 = 60_000;
-
 const HOUR: i64 = 60 * MIN;
-
 const DAY: i64 = 24 * HOUR;
 
 /// Three sessions, the newest first, updated well inside their minute,
