@@ -11,6 +11,7 @@ pub mod editor;
 pub mod highlight;
 pub mod history;
 pub mod markdown;
+pub mod preview;
 pub mod render;
 pub mod rewind;
 mod run;

@@ -146,11 +146,11 @@ fn call(name: &str, arguments: Value) -> Value {
     json!({ "tool_calls": [{ "name": name, "arguments": arguments }] })
 }
 
-#[test]
-fn each_kind_of_failure_is_classified_from_what_the_model_did() {
-    let env = Env::new();
-    let suite = env.path("suite");
-    std::fs::create_dir(&suite).unwrap();
+/// A suite of eight tasks that change `x = 1` to `x = 2` in `a.py`: one
+/// the model solves and one for each way a run can fail (an unknown tool,
+/// invalid arguments, the turn limit, an answer without applying it,
+/// giving up, a failing check, running out of time).
+fn write_a_task_per_outcome(suite: &Path) {
     let changed = "grep -q 'x = 2' a.py";
     let read = call("read_file", json!({"path": "a.py"}));
     let edit = call(
@@ -158,49 +158,49 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
         json!({"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}),
     );
     task(
-        &suite,
+        suite,
         "solved",
         &[changed],
         5,
         json!([read, edit, {"text": "Done."}]),
     );
     task(
-        &suite,
+        suite,
         "unknown-tool",
         &[changed],
         5,
         json!([call("apply_patch", json!({"patch": "x"})), {"text": "Done."}]),
     );
     task(
-        &suite,
+        suite,
         "invalid-arguments",
         &[changed],
         5,
         json!([call("read_file", json!({"file": "a.py"})), {"text": "Done."}]),
     );
     task(
-        &suite,
+        suite,
         "turn-limit",
         &[changed],
         2,
         json!([read, read, read, {"text": "x"}]),
     );
     task(
-        &suite,
+        suite,
         "without-applying",
         &[changed],
         5,
         json!([read, {"text": "Change it to:\n```python\nx = 2\nprint(x)\n```"}]),
     );
     task(
-        &suite,
+        suite,
         "gave-up",
         &[changed],
         5,
         json!([read, {"text": "I'm sorry, I cannot change that file."}]),
     );
     task(
-        &suite,
+        suite,
         "check-failed",
         &[changed, "grep -q never a.py"],
         5,
@@ -219,6 +219,14 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
         ),
     )
     .unwrap();
+}
+
+#[test]
+fn each_kind_of_failure_is_classified_from_what_the_model_did() {
+    let env = Env::new();
+    let suite = env.path("suite");
+    std::fs::create_dir(&suite).unwrap();
+    write_a_task_per_outcome(&suite);
     let out = env.path("out");
     let o = eval(
         &env,

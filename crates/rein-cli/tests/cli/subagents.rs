@@ -4,6 +4,8 @@
 //! told the child's `agent_id`; a project's agent definition; a child
 //! that tries to widen what it may do.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::json;
 
 use super::support::*;
@@ -27,44 +29,8 @@ fn results(o: &std::process::Output) -> Vec<(String, String, bool)> {
 fn children_work_side_by_side_and_hooks_see_their_agent_id() {
     let env = Env::new();
     std::fs::write(env.ws.path().join("a.txt"), "hello from a\n").unwrap();
-    let log = env.ws.path().join("hooks.log");
-    let hook = format!(
-        "python3 -c 'import json,sys; e=json.load(sys.stdin); open(\"{}\",\"a\").write(e[\"hook_event_name\"]+\" \"+e.get(\"agent_id\",\"main\")+\" \"+e.get(\"agent_type\",e.get(\"tool_name\",\"\"))+\"\\n\")'",
-        log.display()
-    );
-    std::fs::create_dir_all(env.home.path()).unwrap();
-    std::fs::write(
-        env.home.path().join("settings.json"),
-        json!({"hooks": {
-            "SubagentStart": [{"hooks": [{"type": "command", "command": hook}]}],
-            "SubagentStop": [{"hooks": [{"type": "command", "command": hook}]}],
-            "PreToolUse": [{"matcher": "Read|Write|task", "hooks": [{"type": "command", "command": hook}]}]
-        }})
-        .to_string(),
-    )
-    .unwrap();
-    let script = env.script(
-        "s.json",
-        &json!({
-            "turns": [
-                {"tool_calls": [
-                    {"id": "t1", "name": "task", "arguments": {"agent": "explore", "description": "read a", "prompt": "What does a.txt say?"}},
-                    {"id": "t2", "name": "task", "arguments": {"agent": "general", "description": "make b", "prompt": "Create b.txt saying made."}}
-                ]},
-                {"text": "Both done."}
-            ],
-            "agents": {
-                "explore": [
-                    {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
-                    {"text": "a.txt says hello from a"}
-                ],
-                "general": [
-                    {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "made\n"}}]},
-                    {"text": "wrote b.txt"}
-                ]
-            }
-        }),
-    );
+    let log = log_every_childs_hooks(&env);
+    let script = two_children_script(&env);
     let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stderr(&o), stdout(&o));
     let mut r = results(&o);
@@ -93,8 +59,75 @@ fn children_work_side_by_side_and_hooks_see_their_agent_id() {
         assert_eq!(kinds.last(), Some(&"stopped"), "{kinds:?}");
         assert!(kinds.contains(&"tool_finished"), "{kinds:?}");
     }
-    // Hooks: each child's start, calls and stop, with its id and type.
-    let log = std::fs::read_to_string(&log).unwrap();
+    the_hooks_saw_each_child(&log);
+    let parent = json_lines(&o)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    the_child_session_is_linked_to_its_parent(&env, &parent, &r[0].1);
+    // The parent session resumes with its children's results in it.
+    let next = env.script("n.json", &json!({"turns": [{"text": "resumed"}]}));
+    let o = env.replay_json(&next, &["--resume", &parent, "what now?"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shown = stdout(&env.rein(&["sessions", "show", &parent]));
+    assert!(
+        shown.contains("a.txt says hello from a") && shown.contains("resumed"),
+        "{shown}"
+    );
+}
+
+/// User hooks that log each child's start, stop and calls (with its
+/// agent id and type) to `hooks.log` in the workspace; the log's path.
+fn log_every_childs_hooks(env: &Env) -> PathBuf {
+    let log = env.ws.path().join("hooks.log");
+    let hook = format!(
+        "python3 -c 'import json,sys; e=json.load(sys.stdin); open(\"{}\",\"a\").write(e[\"hook_event_name\"]+\" \"+e.get(\"agent_id\",\"main\")+\" \"+e.get(\"agent_type\",e.get(\"tool_name\",\"\"))+\"\\n\")'",
+        log.display()
+    );
+    std::fs::create_dir_all(env.home.path()).unwrap();
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"hooks": {
+            "SubagentStart": [{"hooks": [{"type": "command", "command": hook}]}],
+            "SubagentStop": [{"hooks": [{"type": "command", "command": hook}]}],
+            "PreToolUse": [{"matcher": "Read|Write|task", "hooks": [{"type": "command", "command": hook}]}]
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    log
+}
+
+/// The parent asks two children at once: `explore` reads a.txt, `general`
+/// writes b.txt; then it answers.
+fn two_children_script(env: &Env) -> String {
+    env.script(
+        "s.json",
+        &json!({
+            "turns": [
+                {"tool_calls": [
+                    {"id": "t1", "name": "task", "arguments": {"agent": "explore", "description": "read a", "prompt": "What does a.txt say?"}},
+                    {"id": "t2", "name": "task", "arguments": {"agent": "general", "description": "make b", "prompt": "Create b.txt saying made."}}
+                ]},
+                {"text": "Both done."}
+            ],
+            "agents": {
+                "explore": [
+                    {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+                    {"text": "a.txt says hello from a"}
+                ],
+                "general": [
+                    {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "made\n"}}]},
+                    {"text": "wrote b.txt"}
+                ]
+            }
+        }),
+    )
+}
+
+/// Hooks: each child's start, calls and stop, with its id and type.
+fn the_hooks_saw_each_child(log: &Path) {
+    let log = std::fs::read_to_string(log).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert!(
         lines.iter().any(|l| l.starts_with("PreToolUse main task")),
@@ -120,13 +153,12 @@ fn children_work_side_by_side_and_hooks_see_their_agent_id() {
             .any(|l| l.starts_with("SubagentStop") && l.ends_with("general")),
         "{log}"
     );
-    // The child's own session can be read, and is linked to its parent.
-    let parent = json_lines(&o)[0]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let child = r[0]
-        .1
+}
+
+/// The child's own session (named at the end of its `result`) can be
+/// read and is linked to its parent, which lists it.
+fn the_child_session_is_linked_to_its_parent(env: &Env, parent: &str, result: &str) {
+    let child = result
         .split("session ")
         .nth(1)
         .unwrap()
@@ -136,21 +168,11 @@ fn children_work_side_by_side_and_hooks_see_their_agent_id() {
     let shown = stdout(&env.rein(&["sessions", "show", child]));
     assert!(shown.contains("hello from a"), "{shown}");
     assert!(shown.contains(&format!("parent    {parent}")), "{shown}");
-    let shown = stdout(&env.rein(&["sessions", "show", &parent]));
+    let shown = stdout(&env.rein(&["sessions", "show", parent]));
     assert!(shown.contains("sub-agent sessions"), "{shown}");
     assert!(shown.contains(child), "{shown}");
     let listed = stdout(&env.rein(&["sessions", "list"]));
     assert!(listed.contains("↳ What does a.txt say?"), "{listed}");
-
-    // The parent session resumes with its children's results in it.
-    let next = env.script("n.json", &json!({"turns": [{"text": "resumed"}]}));
-    let o = env.replay_json(&next, &["--resume", &parent, "what now?"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let shown = stdout(&env.rein(&["sessions", "show", &parent]));
-    assert!(
-        shown.contains("a.txt says hello from a") && shown.contains("resumed"),
-        "{shown}"
-    );
 }
 
 #[test]

@@ -4,7 +4,8 @@
 use rein_core::{ApprovalDecision, Event, Message, PermissionMode, StopReason, Todo, TodoStatus};
 
 use super::{Action, App, Modal, PendingApproval, stable_prefix};
-use crate::cells::{Cell, ToolState, proposed_change};
+use crate::cells::{Cell, ToolState};
+use crate::preview::proposed_change;
 
 impl App {
     // --------------------------------------------------------------- events
@@ -19,15 +20,7 @@ impl App {
                 model,
                 mode,
                 ..
-            } => {
-                self.status.session_id = Some(session_id);
-                self.status.provider = provider;
-                self.status.model = model;
-                if !self.status.mode_pending {
-                    self.status.mode = mode;
-                }
-                self.status.set_running(true);
-            }
+            } => self.run_started(session_id, provider, model, mode),
             Event::TextDelta { text } => {
                 self.finish_reasoning();
                 self.stream_text.push_str(&text);
@@ -46,7 +39,11 @@ impl App {
                 error,
                 discarded,
             } => {
-                let taken_back = if discarded { self.discard_attempt() } else { "" };
+                let taken_back = if discarded {
+                    self.discard_attempt()
+                } else {
+                    ""
+                };
                 self.notice(format!(
                     "{taken_back}retrying in {:.1} s (attempt {attempt} of {max_retries}): {error}",
                     delay_ms as f64 / 1000.0
@@ -56,16 +53,7 @@ impl App {
                 call_id,
                 name,
                 arguments,
-            } => {
-                self.finish_stream();
-                self.status.progress = None;
-                self.live.push(Cell::Tool {
-                    call_id,
-                    name,
-                    arguments,
-                    state: ToolState::Running,
-                });
-            }
+            } => self.tool_started(call_id, name, arguments),
             Event::ToolFinished {
                 call_id,
                 duration_ms,
@@ -98,14 +86,12 @@ impl App {
                 tokens_after,
                 note,
                 ..
-            } => self.notice(format!(
-                "context compacted: {replaced_messages} older messages {} (about {tokens_before} → {tokens_after} tokens){}",
-                if summarized {
-                    "summarised"
-                } else {
-                    "dropped"
-                },
-                note.map(|n| format!("; {n}")).unwrap_or_default()
+            } => self.notice(compaction_notice(
+                summarized,
+                replaced_messages,
+                tokens_before,
+                tokens_after,
+                note,
             )),
             Event::ModeChanged { mode } => {
                 self.status.mode = mode;
@@ -117,12 +103,7 @@ impl App {
                 estimated,
                 actual,
                 window,
-            } => {
-                self.status.context_tokens = Some(actual.unwrap_or(estimated).max(estimated));
-                if window.is_some() {
-                    self.status.context_window = window;
-                }
-            }
+            } => self.context_measured(estimated, actual, window),
             Event::MessageCommitted { message, .. } => self.committed(message),
             Event::Stopped {
                 reason,
@@ -139,6 +120,46 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// A run began: the status line names its session, provider and model,
+    /// and takes its mode unless a change the user asked for is pending.
+    fn run_started(
+        &mut self,
+        session_id: String,
+        provider: String,
+        model: String,
+        mode: PermissionMode,
+    ) {
+        self.status.session_id = Some(session_id);
+        self.status.provider = provider;
+        self.status.model = model;
+        if !self.status.mode_pending {
+            self.status.mode = mode;
+        }
+        self.status.set_running(true);
+    }
+
+    /// A tool call began: the text streamed before it is finished and the
+    /// call shows as running in the live area.
+    fn tool_started(&mut self, call_id: String, name: String, arguments: String) {
+        self.finish_stream();
+        self.status.progress = None;
+        self.live.push(Cell::Tool {
+            call_id,
+            name,
+            arguments,
+            state: ToolState::Running,
+        });
+    }
+
+    /// The context's size, as the provider measured it or as estimated
+    /// (the larger of the two); the window when the provider knows it.
+    fn context_measured(&mut self, estimated: u64, actual: Option<u64>, window: Option<u64>) {
+        self.status.context_tokens = Some(actual.unwrap_or(estimated).max(estimated));
+        if window.is_some() {
+            self.status.context_window = window;
+        }
     }
 
     /// A sub-agent's event: its start and end as notices, its approval
@@ -441,4 +462,20 @@ impl App {
             }
         }
     }
+}
+
+/// What a compaction did, as a notice: how many older messages went, how,
+/// and the context's size before and after.
+fn compaction_notice(
+    summarized: bool,
+    replaced_messages: u64,
+    tokens_before: u64,
+    tokens_after: u64,
+    note: Option<String>,
+) -> String {
+    let how = if summarized { "summarised" } else { "dropped" };
+    let note = note.map(|n| format!("; {n}")).unwrap_or_default();
+    format!(
+        "context compacted: {replaced_messages} older messages {how} (about {tokens_before} → {tokens_after} tokens){note}"
+    )
 }

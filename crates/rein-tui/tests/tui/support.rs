@@ -16,7 +16,7 @@ use rein_core::{
     Risk, StopReason, ToolResult, Usage,
 };
 use rein_tui::app::{Action, App, Status};
-use rein_tui::cells::Cell;
+use rein_tui::cells::{Cell, ToolState};
 use rein_tui::history::InputHistory;
 use rein_tui::render;
 use rein_tui::theme::Theme;
@@ -274,4 +274,46 @@ pub fn session(id: &str, title: &str, updated_at: i64, messages: u64) -> rein_co
         last_stop: None,
         parent_id: None,
     }
+}
+
+// --------------------------------------------------------------- app state
+
+/// Put the app in a run: "start" sent, the run started, what it printed
+/// so far drained.
+pub fn running(h: &mut Harness) {
+    let actions = h.send("start");
+    assert_eq!(actions, vec![Action::Submit("start".into())]);
+    h.event(run_started(PermissionMode::Default));
+    h.app.drain_inserts();
+}
+
+/// The state of the live tool cell for `call_id` `id`, if there is one.
+pub fn tool_state(h: &Harness, id: &str) -> Option<ToolState> {
+    h.app.live.iter().find_map(|c| match c {
+        Cell::Tool { call_id, state, .. } if call_id == id => Some(state.clone()),
+        _ => None,
+    })
+}
+
+// ------------------------------------------------------------ screen apps
+
+/// The status of a session with claude-sonnet-4-5 on anthropic, whose
+/// context window is known.
+pub fn sonnet_status() -> Status {
+    Status {
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        context_window: Some(200_000),
+        ..Status::default()
+    }
+}
+
+/// An app whose status line shows [`sonnet_status`].
+pub fn sonnet_harness() -> Harness {
+    Harness::with_status(sonnet_status())
+}
+
+/// One line's text, spans joined.
+pub fn line_text(line: &ratatui::text::Line) -> String {
+    line.spans.iter().map(|s| s.content.as_ref()).collect()
 }

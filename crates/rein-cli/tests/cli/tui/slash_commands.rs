@@ -1,0 +1,111 @@
+//! Slash commands that report on the session: `/context` and `/mcp` (with
+//! an MCP tool called first).
+
+use serde_json::json;
+
+use super::{Tmux, quit, status_of};
+use crate::cli::support::*;
+
+/// `/context` gives a number for every part of the next request: the
+/// system prompt, the tool definitions, the instructions, the history.
+#[test]
+fn slash_context_gives_a_number_for_every_part() {
+    let env = Env::new();
+    std::fs::write(env.path("AGENTS.md"), "Answer in one short sentence.\n").unwrap();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [{"text": "The answer is 42."}]}),
+    );
+    let app = Tmux::start(
+        &env,
+        &[
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "what is the answer?",
+        ],
+    );
+    app.wait_for("The answer is 42.");
+    app.type_text("/context");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("tool definitions");
+    let number_after = |label: &str| -> u64 {
+        let line = screen
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} line:\n{screen}"));
+        line.trim_start()[label.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no number on {line:?}"))
+    };
+    assert!(number_after("system prompt") > 0, "{screen}");
+    assert!(number_after("tool definitions") > 0, "{screen}");
+    assert!(
+        number_after("instructions") > 0,
+        "AGENTS.md counts: {screen}"
+    );
+    assert!(number_after("history") > 0, "{screen}");
+    // /cost says the cost in the words exec and the status line use: the
+    // replay model has no prices.
+    app.type_text("/cost");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("Cost of session");
+    assert!(
+        screen.contains("cost unknown (1 of 1 calls at unknown prices)"),
+        "{screen}"
+    );
+    assert!(status_of(&app, "m ·").contains("cost unknown"), "{screen}");
+    quit(&app);
+}
+
+/// The app with an MCP server (the reference server): the model's call to
+/// one of its tools runs (read-only, so without asking) and `/mcp` shows
+/// the server with its tools.
+#[test]
+fn the_app_calls_an_mcp_tool_and_slash_mcp_shows_the_server() {
+    let Some(home) = std::env::var_os("HOME") else {
+        return;
+    };
+    let server = std::path::PathBuf::from(home)
+        .join(".cache/rein/npm/node_modules/.bin/mcp-server-everything");
+    if !server.exists() {
+        eprintln!("skipped: the MCP reference server is not installed");
+        return;
+    }
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\nstartup_timeout_sec = 60\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [
+            {"tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "hi from the app"}}]},
+            {"text": "It echoed."}
+        ]}),
+    );
+    let app = Tmux::start(
+        &env,
+        &[
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "echo something",
+        ],
+    );
+    let screen = app.wait_for("It echoed.");
+    assert!(screen.contains("Echo: hi from the app"), "{screen}");
+    app.type_text("/mcp");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("MCP servers");
+    assert!(screen.contains("everything: 13 tools"), "{screen}");
+    quit(&app);
+}

@@ -1,0 +1,95 @@
+//! Slash commands: help, suggestions for unknown ones, refusals during a
+//! run, and the MCP server commands.
+
+use rein_tui::app::Action;
+use rein_tui::cells::Cell;
+
+use crate::support::*;
+
+#[test]
+fn an_unknown_command_suggests_the_closest_one() {
+    let mut h = Harness::new();
+    assert!(h.send("/comapct").is_empty());
+    assert!(
+        !h.app.running(),
+        "a mistyped command is not sent to the model"
+    );
+    let cells = h.app.drain_inserts();
+    match cells.as_slice() {
+        [Cell::Error { text }] => {
+            assert!(text.contains("/comapct"), "{text}");
+            assert!(text.contains("did you mean /compact?"), "{text}");
+        }
+        other => panic!("expected one error cell, got {other:?}"),
+    }
+}
+
+#[test]
+fn slash_help_shows_commands_and_keys() {
+    let mut h = Harness::new();
+    assert!(h.send("/help").is_empty());
+    let cells = h.app.drain_inserts();
+    match cells.as_slice() {
+        [Cell::Info { title, lines }] => {
+            assert!(title.contains("Commands"), "{title}");
+            assert!(lines.iter().any(|l| l.starts_with("/compact")));
+            assert!(lines.iter().any(|l| l.contains("Shift+Tab")));
+        }
+        other => panic!("expected one info cell, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_double_slash_is_sent_as_text() {
+    let mut h = Harness::new();
+    assert_eq!(
+        h.send("//not a command"),
+        vec![Action::Submit("//not a command".into())]
+    );
+}
+
+#[test]
+fn commands_that_need_an_idle_session_refuse_during_a_run() {
+    let mut h = Harness::new();
+    running(&mut h);
+    assert!(h.send("/new").is_empty());
+    assert!(h.send("/compact").is_empty());
+    let cells = h.app.drain_inserts();
+    assert_eq!(cells.len(), 2);
+    assert!(
+        cells
+            .iter()
+            .all(|c| matches!(c, Cell::Error { text } if text.contains("needs the run to end"))),
+        "{cells:?}"
+    );
+}
+
+/// `/mcp` asks the runtime for the servers' status, idle or running.
+#[test]
+fn slash_mcp_asks_for_the_servers_status() {
+    let mut h = Harness::new();
+    assert_eq!(h.send("/mcp"), vec![Action::ShowMcp]);
+    running(&mut h);
+    assert_eq!(h.send("/mcp"), vec![Action::ShowMcp]);
+}
+
+/// `/mcp__server__prompt args` asks for a server's prompt; the prompt's
+/// text is then sent as a message, never read as a command (a hostile
+/// server's prompt saying `/mode bypass` changes nothing).
+#[test]
+fn a_server_prompt_command_is_asked_for_and_its_text_sent_as_a_message() {
+    let mut h = Harness::new();
+    assert_eq!(
+        h.send("/mcp__py__review src/x.py focus=speed"),
+        vec![Action::McpPrompt {
+            command: "/mcp__py__review".into(),
+            args: "src/x.py focus=speed".into()
+        }]
+    );
+    let mode = h.app.status.mode;
+    assert_eq!(
+        h.app.send_message("/mode bypass".into()),
+        vec![Action::Submit("/mode bypass".into())]
+    );
+    assert_eq!(h.app.status.mode, mode);
+}
