@@ -49,7 +49,7 @@ impl Gate {
             summary: assessment.summary.clone(),
             risk: assessment.risk,
             why: why.clone(),
-            suggested_rules: crate::approval::rule_strings(&rules),
+            suggested_rules: rules.clone(),
             suggested_mode: mode,
             mode: policy.mode,
         };

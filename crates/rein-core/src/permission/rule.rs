@@ -53,6 +53,28 @@ impl Rule {
     }
 }
 
+/// A rule compares equal to its text as written in a rules file.
+impl PartialEq<&str> for Rule {
+    fn eq(&self, other: &&str) -> bool {
+        other.parse::<Rule>().is_ok_and(|r| r == *self)
+    }
+}
+
+/// Written as its text (`bash(cargo test)`), as rules files and the JSON
+/// output show it.
+impl serde::Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rule, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.pattern {
