@@ -2,17 +2,22 @@
 //! through these steps, in order, each returning `Err(ToolError)` to end
 //! it with an observation for the model:
 //!
-//! 1. resolve: find the tool, waiting for one still arriving ([`registry`]);
+//! 1. resolve: find the tool, waiting for one still arriving
+//!    (`gate/registry.rs`);
 //! 2. admit: the mode offers it, its arguments parse and fit the schema;
-//! 3. hooks: the user's hooks let it through, rewrite or veto it ([`hooks`]);
-//! 4. permit: the verdict of the fence, the rules and the mode
-//!    ([`permit`]), and the question put when one is needed ([`approval`]);
-//! 5. reserve: a place in the tool pool and the path locks ([`execute`]);
-//! 6. execute: the tool runs, bounded by cancel and timeout.
+//! 3. hooks: the user's hooks let it through, rewrite or veto it
+//!    (`gate/hooks.rs`);
+//! 4. permit: the verdict of the read fence, the rules and the mode
+//!    (`gate/permit.rs`), then the question, when one is needed, to the
+//!    user's hooks and the user (`gate/approval.rs`);
+//! 5. reserve: a place in the tool pool and the path locks
+//!    (`gate/execute.rs`);
+//! 6. execute: the tool runs in its own task, bounded by cancel and
+//!    timeout.
 //!
 //! After a call that ran, hooks see its output, which is then bounded to
-//! what a context holds ([`outputs`]). Every refusal is a [`Refusal`],
-//! put into words in one place ([`refusal`]).
+//! what a context holds (`gate/outputs.rs`). Every refusal is a
+//! [`Refusal`], put into words in one place (`gate/refusal.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;

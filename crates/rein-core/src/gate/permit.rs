@@ -1,7 +1,7 @@
 //! The permit step's verdict: what the tool says the call does, what the
 //! read fence, the rules and the mode make of it, and what the hooks said.
 //! Pure: nobody is asked and nothing is told here (that is
-//! [`super::approval`]).
+//! `gate/approval.rs`).
 
 use std::time::Duration;
 
