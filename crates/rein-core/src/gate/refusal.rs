@@ -159,3 +159,46 @@ fn human_bytes(n: usize) -> String {
         format!("{n} bytes")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolError;
+
+    #[test]
+    fn a_denial_with_blank_feedback_reads_as_one_without_any() {
+        let blank = Refusal::UserDenied {
+            feedback: Some("  \n".into()),
+        };
+        assert_eq!(
+            blank.to_string(),
+            Refusal::UserDenied { feedback: None }.to_string()
+        );
+        let said = Refusal::UserDenied {
+            feedback: Some(" use the test db \n".into()),
+        };
+        assert_eq!(
+            said.to_string(),
+            "the user denied this call, saying: use the test db"
+        );
+    }
+
+    #[test]
+    fn a_refused_call_is_told_as_its_refusal_and_stays_a_refusal() {
+        let refusal = Refusal::Oversized {
+            tool: "write_file".into(),
+            max_bytes: 16 * 1024 * 1024,
+        };
+        assert!(
+            refusal
+                .observation()
+                .starts_with("error: the arguments of `write_file` are larger than the limit of 16777216 bytes (16 MiB)"),
+            "{}",
+            refusal.observation()
+        );
+        let error = ToolError::from(refusal.clone());
+        assert_eq!(error.to_string(), refusal.to_string());
+        assert_eq!(error.refusal(), Some(&refusal));
+        assert_eq!(ToolError::new("no such file").refusal(), None);
+    }
+}

@@ -163,3 +163,103 @@ impl LateTools for KeptLate {
         self.inner.wait_for(name).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{ToolContext, ToolError, ToolOutput};
+    use serde_json::{Value, json};
+
+    struct Named(&'static str, ToolAccess, &'static str);
+
+    #[async_trait::async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: self.0.to_string(),
+                description: self.2.to_string(),
+                parameters: json!({"type": "object"}),
+            }
+        }
+
+        fn access(&self) -> ToolAccess {
+            self.1
+        }
+
+        async fn call(&self, _args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::ok(self.2))
+        }
+    }
+
+    fn tool(name: &'static str, access: ToolAccess, what: &'static str) -> Arc<dyn Tool> {
+        Arc::new(Named(name, access, what))
+    }
+
+    /// Tools that arrive when asked for by name.
+    struct Arriving;
+
+    #[async_trait::async_trait]
+    impl LateTools for Arriving {
+        async fn wait_for(&self, name: &str) -> Option<Arc<dyn Tool>> {
+            let name: &'static str = match name {
+                "mcp__a__x" => "mcp__a__x",
+                "mcp__b__y" => "mcp__b__y",
+                _ => return None,
+            };
+            Some(tool(name, ToolAccess::Execute, "late"))
+        }
+    }
+
+    #[test]
+    fn added_tools_replace_those_of_their_name_in_place_and_leave_the_old_registry_as_it_was() {
+        let old = ToolRegistry::new(vec![
+            tool("read", ToolAccess::Read, "v1"),
+            tool("write", ToolAccess::Write, "v1"),
+        ]);
+        let new = old.with_added(vec![
+            tool("read", ToolAccess::Read, "v2"),
+            tool("run", ToolAccess::Execute, "v1"),
+        ]);
+        let described = |r: &ToolRegistry| -> Vec<String> {
+            r.specs(PermissionMode::Default)
+                .into_iter()
+                .map(|s| format!("{}:{}", s.name, s.description))
+                .collect()
+        };
+        assert_eq!(described(&new), ["read:v2", "write:v1", "run:v1"]);
+        assert_eq!(described(&old), ["read:v1", "write:v1"]);
+        // The tools that were there are shared, not rebuilt.
+        assert!(Arc::ptr_eq(
+            old.get("write").unwrap(),
+            new.get("write").unwrap()
+        ));
+        assert_eq!(
+            new.specs(PermissionMode::Plan)
+                .into_iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>(),
+            ["read", "run"]
+        );
+        assert_eq!(new.writers().collect::<Vec<_>>(), ["write"]);
+    }
+
+    #[tokio::test]
+    async fn a_childs_registry_waits_only_for_the_late_tools_its_policy_keeps() {
+        let mut parent = ToolRegistry::new(vec![tool("read", ToolAccess::Read, "v1")]);
+        parent.set_late_tools(Arc::new(Arriving));
+        assert!(parent.find("mcp__a__x").await.is_some());
+        assert!(parent.find("mcp__b__y").await.is_some());
+
+        let child = parent.for_child(Arc::new(|name: &str| name != "mcp__b__y"));
+        assert!(child.find("read").await.is_some());
+        assert!(child.find("mcp__a__x").await.is_some());
+        assert!(child.find("mcp__b__y").await.is_none());
+
+        // Narrowed registries offer no tools still arriving.
+        assert!(parent.narrowed(|_| true).find("mcp__a__x").await.is_none());
+        // A replaced tool list keeps waiting for them.
+        let replaced = parent.with_replaced(|name| name == "read", Vec::new());
+        assert!(replaced.find("read").await.is_none());
+        assert!(replaced.find("mcp__a__x").await.is_some());
+    }
+}
