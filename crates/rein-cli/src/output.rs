@@ -61,7 +61,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 #[derive(Default)]
 pub struct Refusals {
     items: Vec<(String, String, String)>,
-    rules: Vec<String>,
+    rules: Vec<rein_core::Rule>,
     modes: Vec<PermissionMode>,
 }
 
@@ -114,7 +114,11 @@ impl Refusals {
             fixes.push(format!("run with --mode {mode}"));
         }
         if !self.rules.is_empty() {
-            let quoted: Vec<String> = self.rules.iter().map(|r| format!("{r:?}")).collect();
+            let quoted: Vec<String> = self
+                .rules
+                .iter()
+                .map(|r| format!("{:?}", r.to_string()))
+                .collect();
             fixes.push(format!(
                 "allow exactly these with \"permissions\": {{\"allow\": [{}]}} in $REIN_HOME/settings.json, or in .rein/settings.json of a trusted folder (`rein trust`)",
                 quoted.join(", ")

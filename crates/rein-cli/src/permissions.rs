@@ -71,7 +71,7 @@ impl PermissionSettings {
         if let Some(mode) = &section.mode {
             let parsed: PermissionMode = mode
                 .parse()
-                .map_err(|e: String| anyhow!("{}: {e}", at(mode)))?;
+                .map_err(|e: rein_core::ParseModeError| anyhow!("{}: {e}", at(mode)))?;
             if parsed == PermissionMode::Bypass {
                 bail!(
                     "{}: mode \"bypass\" turns the sandbox off and is only accepted as a command-line flag (--mode bypass)",

@@ -19,8 +19,8 @@ pub struct ApprovalRequest {
     pub risk: Risk,
     /// Why it needs approval.
     pub why: String,
-    /// Precise rules that would allow it, as written in a rules file.
-    pub suggested_rules: Vec<String>,
+    /// Precise rules that would allow it (written as in a rules file).
+    pub suggested_rules: Vec<Rule>,
     /// A mode in which it would run without asking.
     pub suggested_mode: Option<PermissionMode>,
     /// The mode the run is in.
@@ -147,11 +147,6 @@ impl fmt::Debug for Approvals {
             Approvals::With(_) => f.write_str("With(..)"),
         }
     }
-}
-
-/// Rules as strings, for requests and the store.
-pub(crate) fn rule_strings(rules: &[Rule]) -> Vec<String> {
-    rules.iter().map(Rule::to_string).collect()
 }
 
 /// Writes "always for this project" approvals to the project's rules file.

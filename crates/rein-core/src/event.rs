@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 
 use crate::approval::{ApprovalDecision, ApprovalReply, ApprovalRequest};
 use crate::compaction::CompactionReason;
-use crate::permission::PermissionMode;
+use crate::permission::{PermissionMode, Rule};
 use crate::schema::{Message, ModelProgress, Todo, Usage};
 use crate::tokens::LedgerTotals;
 
@@ -157,7 +157,7 @@ pub enum Event {
         /// True when the call only needed an approval that could not be
         /// asked for (headless); false when a rule or protection forbids it.
         needed_approval: bool,
-        suggested_rules: Vec<String>,
+        suggested_rules: Vec<Rule>,
         suggested_mode: Option<PermissionMode>,
     },
     /// Older turns were replaced by a summary (or dropped, when `summarized`

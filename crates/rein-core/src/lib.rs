@@ -47,7 +47,7 @@ pub use engine::{
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use gate::{
     AfterCall, CallEffects, CallHook, Gate, GateEvents, GateLimits, HookRun, HookVerdict,
-    PermissionAnswer, RunPolicy, no_events,
+    PermissionAnswer, Refusal, RunPolicy, ToolRegistry, no_events,
 };
 pub use in_memory_store::InMemorySessionStore;
 pub use lifecycle::{
@@ -60,8 +60,8 @@ pub use memory::{
     NewMemory,
 };
 pub use permission::{
-    Assessment, PermissionMode, Permissions, ReadFence, Risk, Rule, Rules, SandboxMode,
-    SandboxPolicy, SubjectKind, Verdict,
+    Assessment, ParseModeError, ParseRuleError, PermissionMode, Permissions, ReadFence, Risk, Rule,
+    RuleProblem, Rules, SandboxMode, SandboxPolicy, SubjectKind, Verdict,
 };
 pub use profile::{Lever, Profile};
 pub use provider::{

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::gate::Refusal;
 use crate::permission::{Assessment, SandboxPolicy};
 use crate::store::SessionStore;
 
@@ -136,14 +137,47 @@ impl ToolOutput {
     }
 }
 
-/// A tool failure; the message is what the model sees.
+/// Why a call produced no output. Every kind reaches the model as an error
+/// observation (its text is what the model sees); the kinds say whose
+/// doing it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
+pub enum ToolError {
+    /// The gate did not run the call.
+    #[error("{0}")]
+    Refused(Refusal),
+    /// The call ran and failed in a way the model can act on: a missing
+    /// file, a pattern that does not parse.
+    #[error("{0}")]
+    Failed(String),
+    /// The harness failed around the call (a crashed tool, a closed
+    /// pool): not the model's doing.
+    #[error("{0}")]
+    Fault(String),
+}
 
 impl ToolError {
+    /// A failure the model can act on ([`ToolError::Failed`]).
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError(message.into())
+        ToolError::Failed(message.into())
+    }
+
+    /// A fault of the harness ([`ToolError::Fault`]).
+    pub fn fault(message: impl Into<String>) -> Self {
+        ToolError::Fault(message.into())
+    }
+
+    /// The gate's refusal, if the call was refused.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            ToolError::Refused(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl From<Refusal> for ToolError {
+    fn from(refusal: Refusal) -> ToolError {
+        ToolError::Refused(refusal)
     }
 }
 

@@ -500,7 +500,7 @@ async fn a_crashed_server_is_restarted_once_and_then_given_up() {
     );
     let died = call(&hub, "mcp__chg__crash").await.unwrap_err();
     assert!(
-        died.0
+        died.to_string()
             .contains("(the call was not repeated) and is being started again"),
         "{died:?}"
     );
@@ -511,7 +511,10 @@ async fn a_crashed_server_is_restarted_once_and_then_given_up() {
     assert_eq!(hub.reports()[0].restarts, 1);
 
     let again = call(&hub, "mcp__chg__crash").await.unwrap_err();
-    assert!(again.0.contains("not restarted a second time"), "{again:?}");
+    assert!(
+        again.to_string().contains("not restarted a second time"),
+        "{again:?}"
+    );
     let report = &hub.reports()[0];
     assert_eq!(report.status, ServerStatus::Failed, "{report:?}");
     assert!(hub.tools().is_empty());

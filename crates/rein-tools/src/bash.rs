@@ -302,8 +302,8 @@ async fn shell_command(
         sandbox::prepare(kind, &policy, &workspace, &command, limit)
     })
     .await
-    .map_err(|e| ToolError(format!("could not prepare the command: {e}")))?
-    .map_err(|e| ToolError(e.to_string()))?;
+    .map_err(|e| ToolError::new(format!("could not prepare the command: {e}")))?
+    .map_err(|e| ToolError::new(e.to_string()))?;
     prepared.cmd.envs(QUIET_ENV);
     Ok(prepared)
 }
@@ -397,7 +397,7 @@ async fn run(
     let sandbox::Prepared { mut cmd, after } = prepared;
     let mut child = cmd
         .spawn()
-        .map_err(|e| ToolError(format!("could not start bash: {e}")))?;
+        .map_err(|e| ToolError::new(format!("could not start bash: {e}")))?;
     // The descriptors the child needed to join its cgroup are no longer
     // needed by this side; `after` keeps the cgroup itself.
     drop(cmd);
@@ -433,7 +433,7 @@ async fn run(
                 Err(e) => {
                     guard.kill();
                     after_notes(after, None, String::new()).await;
-                    return Err(ToolError(format!("lost track of the command: {e}")));
+                    return Err(ToolError::new(format!("lost track of the command: {e}")));
                 }
             },
             _ = sleep_until_some(linger_until), if linger_until.is_some() => break Some(Stop::Lingering),

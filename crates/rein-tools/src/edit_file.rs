@@ -92,7 +92,7 @@ impl Tool for EditFile {
         let task_shown = shown.clone();
         tokio::task::spawn_blocking(move || edit(&ctx, &path, &task_shown, &args))
             .await
-            .map_err(|e| ToolError(format!("editing the file failed: {e}")))?
+            .map_err(|e| ToolError::new(format!("editing the file failed: {e}")))?
             .map(ToolOutput::ok)
     }
 }
@@ -104,15 +104,17 @@ fn edit(ctx: &ToolContext, path: &Path, shown: &str, args: &Args) -> Result<Stri
     let shown = shown.to_string();
     match target.existing {
         None => {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "`{shown}` does not exist; use write_file to create it"
             )));
         }
         Some(e) if e.kind == Kind::Dir => {
-            return Err(ToolError(format!("`{shown}` is a directory, not a file")));
+            return Err(ToolError::new(format!(
+                "`{shown}` is a directory, not a file"
+            )));
         }
         Some(e) if e.kind != Kind::File => {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "`{shown}` is not a regular file (a device, socket or pipe)"
             )));
         }
@@ -127,17 +129,17 @@ fn edit(ctx: &ToolContext, path: &Path, shown: &str, args: &Args) -> Result<Stri
         .open_read()?
         .take(fileio::MAX_WRITE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| ToolError(format!("cannot read `{shown}`: {e}")))?;
+        .map_err(|e| ToolError::new(format!("cannot read `{shown}`: {e}")))?;
     if bytes.len() > fileio::MAX_WRITE_BYTES {
         return Err(too_big(&shown, bytes.len() as u64));
     }
     if bytes.contains(&0) {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "`{shown}` looks like a binary file; edit_file edits text only"
         )));
     }
     let text = String::from_utf8(bytes).map_err(|_| {
-        ToolError(format!(
+        ToolError::new(format!(
             "`{shown}` is not valid UTF-8, so edit_file cannot change it without damaging \
              it; use write_file or bash instead"
         ))
@@ -194,14 +196,14 @@ pub fn plan(
         return Err(too_big(shown, text.len() as u64));
     }
     if text.contains('\0') {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "`{shown}` looks like a binary file; edit_file edits text only"
         )));
     }
     let planned = edit_match::apply(text, old_string, new_string, replace_all)
         .map_err(|e| match_error(shown, e))?;
     if planned.text == text {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "the replacement leaves `{shown}` unchanged (old_string matched {} only after \
              ignoring whitespace that new_string also lacks)",
             planned.level.describe()
@@ -227,7 +229,7 @@ pub fn plan(
 }
 
 fn too_big(shown: &str, size: u64) -> ToolError {
-    ToolError(format!(
+    ToolError::new(format!(
         "`{shown}` is {size} bytes; edit_file edits files up to {} MiB. Use a command (sed, a \
          script) to change it",
         fileio::MAX_WRITE_BYTES / (1024 * 1024)
@@ -239,11 +241,11 @@ fn match_error(shown: &str, e: MatchError) -> ToolError {
         MatchError::NotFound {
             hint,
             region: Some(region),
-        } => ToolError(format!(
+        } => ToolError::new(format!(
             "old_string was not found in `{shown}`: {hint}. To change that region, use exactly \
              this old_string (the file's text, every line included):\n{region}"
         )),
-        MatchError::NotFound { hint, region: None } => ToolError(format!(
+        MatchError::NotFound { hint, region: None } => ToolError::new(format!(
             "old_string was not found in `{shown}`. {hint}\nRead the file again and copy the \
              text exactly, including whitespace."
         )),
@@ -254,7 +256,7 @@ fn match_error(shown: &str, e: MatchError) -> ToolError {
             } else {
                 format!(" ({})", level.describe())
             };
-            ToolError(format!(
+            ToolError::new(format!(
                 "old_string matches {} places in `{shown}`{how}, starting at lines {}. Include \
                  more surrounding lines to make it unique, or set replace_all=true to change \
                  all of them.",

@@ -20,7 +20,7 @@ pub const MAX_WRITE_BYTES: usize = 16 * 1024 * 1024;
 /// Refuse an argument bigger than [`MAX_WRITE_BYTES`].
 pub fn check_size(what: &str, len: usize) -> Result<(), ToolError> {
     if len > MAX_WRITE_BYTES {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "{what} is {len} bytes, more than the {} MiB a file tool writes in one call; \
              write the file in smaller pieces (write_file a first part, then edit_file to add more) \
              or produce it with a command",
@@ -56,7 +56,7 @@ pub(crate) fn anchor(ctx: &ToolContext, path: &Path, write: bool) -> Result<Anch
     for root in roots {
         if let Ok(rel) = path.strip_prefix(&root) {
             let dir = Dir::open_root(&root).map_err(|e| {
-                ToolError(format!("cannot open the folder {}: {e}", root.display()))
+                ToolError::new(format!("cannot open the folder {}: {e}", root.display()))
             })?;
             return Ok(Anchor {
                 dir,
@@ -65,7 +65,7 @@ pub(crate) fn anchor(ctx: &ToolContext, path: &Path, write: bool) -> Result<Anch
             });
         }
     }
-    Err(ToolError(format!(
+    Err(ToolError::new(format!(
         "{} is outside the workspace {}; only paths inside the workspace can be used",
         path.display(),
         ws.display()
@@ -76,19 +76,19 @@ pub(crate) fn anchor(ctx: &ToolContext, path: &Path, write: bool) -> Result<Anch
 /// I/O errors, which each tool words itself.
 pub(crate) fn race_error(shown: &str, e: &BeneathError) -> Option<ToolError> {
     match e {
-        BeneathError::NotPlain(p) => Some(ToolError(format!(
+        BeneathError::NotPlain(p) => Some(ToolError::new(format!(
             "cannot open `{shown}`: {} is not a plain path below its root",
             p.display()
         ))),
-        BeneathError::Symlink => Some(ToolError(format!(
+        BeneathError::Symlink => Some(ToolError::new(format!(
             "`{shown}` changed while it was being opened: a symlink appeared on its path \
              (which could lead outside the workspace), so nothing was done; try again"
         ))),
-        BeneathError::Escape => Some(ToolError(format!(
+        BeneathError::Escape => Some(ToolError::new(format!(
             "`{shown}` leads outside the workspace while it is being opened; only paths inside \
              the workspace can be used"
         ))),
-        BeneathError::Changed => Some(ToolError(format!(
+        BeneathError::Changed => Some(ToolError::new(format!(
             "`{shown}` changed while it was being read (a name on its path was renamed, replaced \
              or removed, which could lead outside the workspace), so what was read was dropped; \
              try again"
@@ -110,7 +110,7 @@ pub(crate) fn open_read(
     match a.dir.open_read(&a.rel) {
         Ok(f) => Ok(Ok(f)),
         Err(BeneathError::Io(e)) => Ok(Err(e)),
-        Err(e) => Err(race_error(shown, &e).unwrap_or_else(|| ToolError(e.to_string()))),
+        Err(e) => Err(race_error(shown, &e).unwrap_or_else(|| ToolError::new(e.to_string()))),
     }
 }
 
@@ -137,7 +137,7 @@ impl HeldFile {
                 shown: shown.to_string(),
             })),
             Err(BeneathError::Io(_)) => Ok(None),
-            Err(e) => Err(race_error(shown, &e).unwrap_or_else(|| ToolError(e.to_string()))),
+            Err(e) => Err(race_error(shown, &e).unwrap_or_else(|| ToolError::new(e.to_string()))),
         }
     }
 
@@ -146,8 +146,9 @@ impl HeldFile {
     /// name in between must be dropped).
     pub fn unchanged(&self) -> Result<(), ToolError> {
         self.watch.unchanged().map_err(|e| {
-            race_error(&self.shown, &e)
-                .unwrap_or_else(|| ToolError(format!("cannot check `{}` again: {e}", self.shown)))
+            race_error(&self.shown, &e).unwrap_or_else(|| {
+                ToolError::new(format!("cannot check `{}` again: {e}", self.shown))
+            })
         })
     }
 }
@@ -172,7 +173,7 @@ impl Target {
     ) -> Result<Target, ToolError> {
         let Anchor { dir: root, rel, .. } = anchor(ctx, path, true)?;
         let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "`{shown}` is a directory; give the path of a file inside it"
             )));
         };
@@ -186,11 +187,11 @@ impl Target {
                 let folder = path.parent().unwrap_or(path);
                 let shown_parent = workspace::display(&ctx.workspace, folder);
                 if e.io_kind() == Some(std::io::ErrorKind::NotFound) && !create_parents {
-                    ToolError(format!(
+                    ToolError::new(format!(
                         "`{shown}` does not exist; use write_file to create it"
                     ))
                 } else {
-                    ToolError(format!("cannot create the folder `{shown_parent}`: {e}"))
+                    ToolError::new(format!("cannot create the folder `{shown_parent}`: {e}"))
                 }
             })
         })?;
@@ -199,7 +200,7 @@ impl Target {
         if let (Some(now), Some(expected)) = (dir.current_path(), path.parent())
             && now != expected
         {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "`{shown}` moved while it was being opened (its folder is now {}); nothing was \
                  done; try again",
                 now.display()
@@ -207,7 +208,7 @@ impl Target {
         }
         let existing = dir
             .entry(name)
-            .map_err(|e| ToolError(format!("cannot look at `{shown}`: {e}")))?;
+            .map_err(|e| ToolError::new(format!("cannot look at `{shown}`: {e}")))?;
         let target = Target {
             dir,
             name: name.to_os_string(),
@@ -229,7 +230,7 @@ impl Target {
             && e.uid == unsafe { libc::geteuid() }
             && e.mode & 0o200 == 0
         {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "cannot write `{}`: permission denied (the file is read-only)",
                 self.shown
             )));
@@ -243,7 +244,7 @@ impl Target {
             .open_read(Path::new(&self.name))
             .map_err(|e| match race_error(&self.shown, &e) {
                 Some(t) => t,
-                None => ToolError(format!("cannot read `{}`: {e}", self.shown)),
+                None => ToolError::new(format!("cannot read `{}`: {e}", self.shown)),
             })
     }
 
@@ -255,7 +256,7 @@ impl Target {
             .replace_file(&self.name, content, mode)
             .map_err(|e| match race_error(&self.shown, &e) {
                 Some(t) => t,
-                None => ToolError(format!("cannot write `{}`: {e}", self.shown)),
+                None => ToolError::new(format!("cannot write `{}`: {e}", self.shown)),
             })
     }
 }
@@ -280,7 +281,7 @@ pub fn check_protected(ctx: &ToolContext, user_path: &str, path: &Path) -> Resul
         rein_core::permission::protected_write(path, &ws)
     };
     match why {
-        Some(why) => Err(ToolError(format!(
+        Some(why) => Err(ToolError::new(format!(
             "`{user_path}` leads through a symlink to {}, which is protected ({why}); name a path \
              directly if you mean it",
             workspace::display(&ctx.workspace, path)

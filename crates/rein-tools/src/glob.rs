@@ -66,12 +66,12 @@ impl Tool for Glob {
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
-                return Err(ToolError(format!(
+                return Err(ToolError::new(format!(
                     "`{shown_root}` is a file; `path` must be a folder to search in"
                 )));
             }
             Err(_) => {
-                return Err(ToolError(format!(
+                return Err(ToolError::new(format!(
                     "the folder `{shown_root}` does not exist"
                 )));
             }
@@ -91,7 +91,7 @@ impl Tool for Glob {
             found
         })
         .await
-        .map_err(|e| ToolError(format!("the file search failed: {e}")))?;
+        .map_err(|e| ToolError::new(format!("the file search failed: {e}")))?;
         if found.is_empty() {
             return Ok(ToolOutput::ok(format!(
                 "No files match `{}` under `{shown_root}`.",
@@ -127,7 +127,7 @@ fn relative_pattern(pattern: &str, root: &Path) -> Result<String, ToolError> {
         let root_str = root.to_string_lossy();
         return match p.strip_prefix(root_str.as_ref()) {
             Some(rest) if rest.starts_with('/') && rest.len() > 1 => Ok(rest[1..].to_string()),
-            _ => Err(ToolError(format!(
+            _ => Err(ToolError::new(format!(
                 "the pattern `{p}` is absolute; give a pattern relative to the search folder \
                  and put the folder in `path`"
             ))),
@@ -147,7 +147,7 @@ pub(crate) fn build_globset(pattern: &str) -> Result<GlobSet, ToolError> {
         let glob = GlobBuilder::new(p)
             .literal_separator(true)
             .build()
-            .map_err(|e| ToolError(format!("invalid glob pattern `{pattern}`: {e}")))?;
+            .map_err(|e| ToolError::new(format!("invalid glob pattern `{pattern}`: {e}")))?;
         builder.add(glob);
         Ok(())
     };
@@ -157,7 +157,7 @@ pub(crate) fn build_globset(pattern: &str) -> Result<GlobSet, ToolError> {
     }
     builder
         .build()
-        .map_err(|e| ToolError(format!("invalid glob pattern `{pattern}`: {e}")))
+        .map_err(|e| ToolError::new(format!("invalid glob pattern `{pattern}`: {e}")))
 }
 
 /// Whether `path` (found by the walk) exists beneath the handle of its

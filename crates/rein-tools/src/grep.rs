@@ -83,7 +83,7 @@ impl Tool for Grep {
         let root = workspace::resolve_or_root_for_read(&ctx, args.path.as_deref())?;
         let shown_root = workspace::display(&ctx.workspace, &root);
         let meta = std::fs::metadata(&root)
-            .map_err(|_| ToolError(format!("`{shown_root}` does not exist")))?;
+            .map_err(|_| ToolError::new(format!("`{shown_root}` does not exist")))?;
         // Every file is opened beneath the handle of the root the search
         // lies in, never by name: a folder swapped for a symlink while the
         // walk runs cannot make it read outside.
@@ -105,7 +105,7 @@ impl Tool for Grep {
         };
         let report = tokio::task::spawn_blocking(move || job.run())
             .await
-            .map_err(|e| ToolError(format!("the search failed: {e}")))?;
+            .map_err(|e| ToolError::new(format!("the search failed: {e}")))?;
         Ok(ToolOutput::ok(report.render(&args.pattern, &shown_root)))
     }
 }
@@ -118,7 +118,7 @@ fn build_matcher(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, 
         .map_err(|e| {
             let msg = e.to_string();
             let msg = msg.trim();
-            ToolError(format!("invalid regex `{pattern}`: {msg}"))
+            ToolError::new(format!("invalid regex `{pattern}`: {msg}"))
         })
 }
 
@@ -287,8 +287,8 @@ mod tests {
         let Err(e) = build_matcher("foo(", false) else {
             panic!("expected an error");
         };
-        assert!(e.0.starts_with("invalid regex `foo(`:"), "{e}");
-        assert!(e.0.contains("unclosed group"), "{e}");
+        assert!(e.to_string().starts_with("invalid regex `foo(`:"), "{e}");
+        assert!(e.to_string().contains("unclosed group"), "{e}");
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
 /// Parse checked arguments into the tool's argument struct.
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| {
-        ToolError(format!(
+        ToolError::new(format!(
             "{}{tool}`: {e}",
             rein_core::gate::INVALID_ARGUMENTS
         ))

@@ -187,7 +187,7 @@ impl MemoryWrite {
 fn required_id(id: Option<String>, action: &str) -> Result<String, ToolError> {
     match id {
         Some(id) if !id.trim().is_empty() => Ok(id),
-        _ => Err(ToolError(format!(
+        _ => Err(ToolError::new(format!(
             "{action} needs the `id` of the memory (e.g. \"m12\"; memory_search shows ids)"
         ))),
     }
@@ -206,23 +206,23 @@ fn where_kept(e: &MemoryEntry) -> &'static str {
 /// database is said to be temporary so the model carries on without it.
 fn observation(e: MemoryError) -> ToolError {
     match e {
-        MemoryError::Locked(detail) => ToolError(format!(
+        MemoryError::Locked(detail) => ToolError::new(format!(
             "memory is unavailable right now (database locked: {detail}); continue without it"
         )),
-        MemoryError::Other(_) => ToolError(format!(
+        MemoryError::Other(_) => ToolError::new(format!(
             "memory is unavailable right now ({e}); continue without it"
         )),
-        MemoryError::NotFound(_) => ToolError(format!(
+        MemoryError::NotFound(_) => ToolError::new(format!(
             "{e} in this project (memory_search shows the ids there are)"
         )),
-        MemoryError::Invalid(_) => ToolError(e.to_string()),
+        MemoryError::Invalid(_) => ToolError::new(e.to_string()),
         MemoryError::Denied {
             why: Denial::Global,
             ..
-        } => ToolError(format!(
+        } => ToolError::new(format!(
             "{e}. To change it, call again with `global: true`: the user is asked to approve."
         )),
-        MemoryError::Denied { .. } => ToolError(format!("{e}. Leave it as it is.")),
+        MemoryError::Denied { .. } => ToolError::new(format!("{e}. Leave it as it is.")),
     }
 }
 

@@ -97,7 +97,7 @@ impl Tool for ReadFile {
         };
         tokio::task::spawn_blocking(move || read_window(&ctx, &path, &shown, window))
             .await
-            .map_err(|e| ToolError(format!("reading the file failed: {e}")))?
+            .map_err(|e| ToolError::new(format!("reading the file failed: {e}")))?
             .map(ToolOutput::ok)
     }
 }
@@ -117,13 +117,13 @@ fn read_window(
     let mut file = fileio::open_read(ctx, path, shown)?.map_err(|e| open_error(shown, &e))?;
     let meta = beneath::stat_file(&file).map_err(|e| open_error(shown, &e))?;
     if meta.kind == Kind::Dir {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "`{shown}` is a directory, not a file; use glob (e.g. pattern `{}/*`) to list its files",
             shown.trim_end_matches('/')
         )));
     }
     if meta.kind != Kind::File {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "`{shown}` is not a regular file (a device, socket or pipe); read_file reads files only"
         )));
     }
@@ -172,7 +172,7 @@ fn empty_note(shown: &str) -> String {
 }
 
 fn binary_error(shown: &str, size: u64) -> ToolError {
-    ToolError(format!(
+    ToolError::new(format!(
         "`{shown}` looks like a binary file ({size} bytes); read_file shows text only. \
          Use bash (e.g. `file`, `xxd | head`) to inspect it."
     ))
@@ -297,7 +297,7 @@ fn render(
         }
     }
     if window.offset > total {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "offset {} is past the end of `{shown}`, which has {total} line{}",
             window.offset,
             if total == 1 { "" } else { "s" }
@@ -346,18 +346,18 @@ fn numbered_line(number: usize, raw: &[u8], read: &LineRead) -> String {
 
 fn open_error(shown: &str, e: &std::io::Error) -> ToolError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError(format!(
+        std::io::ErrorKind::NotFound => ToolError::new(format!(
             "`{shown}` does not exist; use glob to find the right path"
         )),
         std::io::ErrorKind::PermissionDenied => {
-            ToolError(format!("`{shown}` cannot be read: permission denied"))
+            ToolError::new(format!("`{shown}` cannot be read: permission denied"))
         }
-        _ => ToolError(format!("cannot open `{shown}`: {e}")),
+        _ => ToolError::new(format!("cannot open `{shown}`: {e}")),
     }
 }
 
 fn read_error(shown: &str, e: &std::io::Error) -> ToolError {
-    ToolError(format!("error while reading `{shown}`: {e}"))
+    ToolError::new(format!("error while reading `{shown}`: {e}"))
 }
 
 #[cfg(test)]
@@ -419,7 +419,7 @@ mod tests {
             .call(args.clone(), without.clone())
             .await
             .unwrap_err();
-        assert!(e.0.contains("outside the workspace"), "{e}");
+        assert!(e.to_string().contains("outside the workspace"), "{e}");
         assert!(ReadFile.locks(&args, &without).is_err());
     }
 
@@ -444,7 +444,7 @@ mod tests {
     fn offset_past_the_end_names_the_line_count() {
         let e = run("a\nb\n", 5, 10).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "offset 5 is past the end of `f.txt`, which has 2 lines"
         );
     }

@@ -453,7 +453,7 @@ mod tests {
         );
         assert!(out.content.contains("scripts/run.py"), "{}", out.content);
         let err = tool.call(json!({"name": "nope"}), ctx).await.unwrap_err();
-        assert!(err.0.contains("the skills are: pdf"), "{err}");
+        assert!(err.to_string().contains("the skills are: pdf"), "{err}");
         let message = skills.attach_mentions("Fill the form with $pdf, please.");
         assert!(
             message.starts_with(

@@ -76,7 +76,7 @@ impl Tool for TodoWrite {
         ctx.store
             .set_todos(&ctx.session_id, &todos)
             .await
-            .map_err(|e| ToolError(format!("could not save the todo list: {e}")))?;
+            .map_err(|e| ToolError::new(format!("could not save the todo list: {e}")))?;
         Ok(ToolOutput::ok(render(&todos)))
     }
 }
@@ -87,10 +87,10 @@ fn to_todos(items: Vec<TodoArg>) -> Result<Vec<Todo>, ToolError> {
     for (i, item) in items.into_iter().enumerate() {
         let id = item.id.trim().to_string();
         if id.is_empty() {
-            return Err(ToolError(format!("todo #{} has an empty id", i + 1)));
+            return Err(ToolError::new(format!("todo #{} has an empty id", i + 1)));
         }
         if !seen.insert(id.clone()) {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "the id `{id}` is used by more than one todo; give each todo its own id"
             )));
         }
@@ -153,7 +153,10 @@ mod tests {
             item("1", StatusArg::Completed),
         ])
         .unwrap_err();
-        assert!(e.0.contains("`1` is used by more than one todo"), "{e}");
+        assert!(
+            e.to_string().contains("`1` is used by more than one todo"),
+            "{e}"
+        );
     }
 
     #[test]

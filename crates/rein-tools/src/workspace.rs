@@ -56,7 +56,7 @@ pub fn resolve_within(
         ));
     }
     if user_path.contains('\0') {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "the path `{}` contains a NUL character",
             user_path.escape_debug()
         )));
@@ -68,7 +68,7 @@ pub fn resolve_within(
         root.join(user_path)
     };
     let resolved = canonicalize_loose(&joined, 0)
-        .map_err(|e| ToolError(format!("cannot resolve the path `{user_path}`: {e}")))?;
+        .map_err(|e| ToolError::new(format!("cannot resolve the path `{user_path}`: {e}")))?;
     if resolved.starts_with(&root) {
         return Ok(resolved);
     }
@@ -81,7 +81,7 @@ pub fn resolve_within(
         return Ok(resolved);
     }
     if let Some(r) = roots.iter().find(|r| lexically_inside(&joined, r)) {
-        return Err(ToolError(format!(
+        return Err(ToolError::new(format!(
             "`{user_path}` resolves (through a symlink) to {}, which is outside {}; only paths \
              inside the workspace or that folder can be read",
             resolved.display(),
@@ -101,7 +101,7 @@ pub fn resolve_within(
             resolved.display()
         )
     };
-    Err(ToolError(format!(
+    Err(ToolError::new(format!(
         "{shown}; only paths inside the workspace can be used"
     )))
 }
@@ -278,16 +278,16 @@ mod tests {
     fn dotdot_in_the_missing_tail_is_refused() {
         let (_d, root) = ws();
         let e = resolve(&root, "nothere/../../x").unwrap_err();
-        assert!(e.0.contains("`..` is not allowed"), "{e}");
+        assert!(e.to_string().contains("`..` is not allowed"), "{e}");
     }
 
     #[test]
     fn escaping_with_dotdot_is_refused() {
         let (_d, root) = ws();
         let e = resolve(&root, "../outside.txt").unwrap_err();
-        assert!(e.0.contains("outside the workspace"), "{e}");
+        assert!(e.to_string().contains("outside the workspace"), "{e}");
         let e = resolve(&root, "/etc/passwd").unwrap_err();
-        assert!(e.0.contains("outside the workspace"), "{e}");
+        assert!(e.to_string().contains("outside the workspace"), "{e}");
     }
 
     #[test]
@@ -297,8 +297,8 @@ mod tests {
         let target = outside.path().join("not-yet");
         std::os::unix::fs::symlink(&target, root.join("link")).unwrap();
         let e = resolve(&root, "link").unwrap_err();
-        assert!(e.0.contains("outside the workspace"), "{e}");
-        assert!(e.0.contains("symlink"), "{e}");
+        assert!(e.to_string().contains("outside the workspace"), "{e}");
+        assert!(e.to_string().contains("symlink"), "{e}");
     }
 
     /// A workspace and, beside it, a read root holding `out.txt`.
@@ -328,7 +328,7 @@ mod tests {
         );
         // Writes (plain `resolve`) stay confined to the workspace.
         let e = resolve(&ws, abs).unwrap_err();
-        assert!(e.0.contains("outside the workspace"), "{e}");
+        assert!(e.to_string().contains("outside the workspace"), "{e}");
         // Without read roots, reading is confined the same way.
         assert!(resolve_within(&ws, &[], abs).is_err());
         // The workspace itself still works.
@@ -345,7 +345,7 @@ mod tests {
         let roots = [root.clone()];
         let escape = format!("{}/../../../../secret.txt", root.display());
         let e = resolve_within(&ws, &roots, &escape).unwrap_err();
-        assert!(e.0.contains("outside"), "{e}");
+        assert!(e.to_string().contains("outside"), "{e}");
         // `..` that stays inside the root is fine.
         std::fs::create_dir(root.join("sub")).unwrap();
         let inside = format!("{}/sub/../out.txt", root.display());
@@ -362,7 +362,7 @@ mod tests {
         let secret = root.parent().unwrap().join("../../../secret.txt");
         std::os::unix::fs::symlink(&secret, root.join("link.txt")).unwrap();
         let e = resolve_within(&ws, &roots, root.join("link.txt").to_str().unwrap()).unwrap_err();
-        assert!(e.0.contains("through a symlink"), "{e}");
+        assert!(e.to_string().contains("through a symlink"), "{e}");
         // A dangling symlink pointing out is refused as well.
         std::os::unix::fs::symlink("/nonexistent-rein-test/x", root.join("dangling")).unwrap();
         assert!(resolve_within(&ws, &roots, root.join("dangling").to_str().unwrap()).is_err());

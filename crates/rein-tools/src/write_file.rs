@@ -78,7 +78,7 @@ impl Tool for WriteFile {
             write(&ctx, &path, &task_shown, &content).map(|p| (p, content))
         })
         .await
-        .map_err(|e| ToolError(format!("writing the file failed: {e}")))??;
+        .map_err(|e| ToolError::new(format!("writing the file failed: {e}")))??;
         Ok(ToolOutput::ok(written(&shown, &content, previous)))
     }
 }
@@ -109,12 +109,12 @@ fn write(
     let target = Target::open(ctx, path, shown, true)?;
     let previous = match target.existing {
         Some(e) if e.kind == Kind::Dir => {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "`{shown}` is a directory; give the path of a file inside it"
             )));
         }
         Some(e) if e.kind != Kind::File => {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "`{shown}` is not a regular file (a device, socket or pipe); refusing to write to it"
             )));
         }

@@ -132,14 +132,14 @@ impl Editor {
         };
         let text = answer
             .map_err(|e| {
-                ToolError(format!(
+                ToolError::new(format!(
                     "the editor could not read `{shown}`: {}",
                     e.message
                 ))
             })?
             .content;
         if text.len() as u64 > read_file::MAX_SCAN_BYTES {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "the editor's text of `{shown}` is {} bytes, more than the {} MiB rein reads at \
                  once; search it with grep, or read parts of it with a command",
                 text.len(),
@@ -242,7 +242,7 @@ impl Tool for EditorRead {
             read_file::render_text(&text, &shown, args.offset, args.limit, &cancel)
         })
         .await
-        .map_err(|e| ToolError(format!("reading the file failed: {e}")))?
+        .map_err(|e| ToolError::new(format!("reading the file failed: {e}")))?
         .map(ToolOutput::ok)
     }
 }
@@ -282,7 +282,7 @@ impl Tool for EditorEdit {
         let text = edited.text.clone();
         tokio::task::spawn_blocking(move || target.replace(text.as_bytes()))
             .await
-            .map_err(|e| ToolError(format!("writing the file failed: {e}")))??;
+            .map_err(|e| ToolError::new(format!("writing the file failed: {e}")))??;
         self.0.show_diff(&ctx, &path, &before, &edited.text);
         Ok(ToolOutput::ok(edited.observation))
     }
@@ -291,7 +291,7 @@ impl Tool for EditorEdit {
 /// Arguments the gate checked against the schema, as the tool's struct.
 fn parse<T: serde::de::DeserializeOwned>(tool: &str, raw: &Value) -> Result<T, ToolError> {
     serde_json::from_value(raw.clone()).map_err(|e| {
-        ToolError(format!(
+        ToolError::new(format!(
             "{}{tool}`: {e}",
             rein_core::gate::INVALID_ARGUMENTS
         ))
@@ -309,7 +309,7 @@ async fn opened(
     let (ctx, path, shown) = (ctx.clone(), path.to_path_buf(), shown.to_string());
     tokio::task::spawn_blocking(move || Target::open(&ctx, &path, &shown, create))
         .await
-        .map_err(|e| ToolError(format!("opening the file failed: {e}")))?
+        .map_err(|e| ToolError::new(format!("opening the file failed: {e}")))?
 }
 
 fn in_workspace(ctx: &ToolContext, path: &Path) -> bool {
@@ -322,7 +322,7 @@ fn is_regular_file(path: &Path) -> bool {
 }
 
 fn cancelled(shown: &str) -> ToolError {
-    ToolError(format!(
+    ToolError::new(format!(
         "cancelled while waiting for the editor about `{shown}`"
     ))
 }

@@ -115,7 +115,7 @@ mod tests {
             summary: "cargo test\n(second line)".into(),
             risk: Risk::High,
             why: "commands need approval".into(),
-            suggested_rules: rules.iter().map(|r| r.to_string()).collect(),
+            suggested_rules: rules.iter().map(|r| r.parse().unwrap()).collect(),
             suggested_mode: None,
             mode: PermissionMode::Default,
         }

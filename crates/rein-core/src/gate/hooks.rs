@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use super::{Gate, Registered};
+use super::registry::Registered;
+use super::{Gate, Passage, Refusal};
+use crate::event::Event;
 use crate::schema::ToolCall;
 use crate::schema_check;
 use crate::tool::ToolError;
@@ -119,10 +121,17 @@ pub(super) struct Hooked {
     pub escalated: Vec<String>,
     /// A hook allowed the call: it is not asked about.
     pub allowed: bool,
-    /// What hooks that failed without blocking said, for the user.
-    pub warnings: Vec<String>,
-    /// A hook stopped the run, for this reason: the call is not run.
-    pub halt: Option<String>,
+}
+
+impl Hooked {
+    /// A call no hook looked at.
+    fn untouched(args: Value) -> Hooked {
+        Hooked {
+            args,
+            escalated: Vec::new(),
+            allowed: false,
+        }
+    }
 }
 
 impl Gate {
@@ -169,61 +178,56 @@ impl Gate {
         None
     }
 
-    /// Pass the call through every hook in order; a rewrite is checked
-    /// against the schema again, and a veto ends the call.
-    pub(super) async fn run_hooks(
+    /// The hooks step: pass the call through every hook in order. A
+    /// rewrite is checked against the schema again; a veto or a stop ends
+    /// the call (a stop also ends the run, through `halt`). What hooks that
+    /// failed without blocking said goes to the user.
+    pub(super) async fn before_hooks(
         &self,
-        call: &ToolCall,
-        mut args: Value,
+        pass: &Passage<'_>,
         entry: &Registered,
-        run: Option<&HookRun>,
+        mut args: Value,
+        halt: &mut Option<String>,
     ) -> Result<Hooked, ToolError> {
-        let mut escalated = Vec::new();
-        let Some(run) = run else {
-            return Ok(Hooked {
-                args,
-                escalated,
-                allowed: false,
-                warnings: Vec::new(),
-                halt: None,
-            });
+        let Some(run) = pass.hook_run else {
+            return Ok(Hooked::untouched(args));
         };
-        let (mut allowed, mut warnings) = (false, Vec::new());
+        let call = pass.call;
+        let (mut escalated, mut allowed, mut warnings) = (Vec::new(), false, Vec::new());
+        let mut halted = None;
         for hook in &self.hooks {
             match hook.before_call_in(call, &args, run).await {
                 HookVerdict::Continue => {}
                 HookVerdict::Escalate(why) => escalated.push(why),
                 HookVerdict::Allow => allowed = true,
                 HookVerdict::Warn(what) => warnings.push(what),
-                HookVerdict::Veto(why) => {
-                    return Err(ToolError(format!("a hook refused this call: {why}")));
-                }
+                HookVerdict::Veto(why) => return Err(Refusal::HookVetoed { why }.into()),
                 HookVerdict::Halt(why) => {
-                    return Ok(Hooked {
-                        args,
-                        escalated,
-                        allowed: false,
-                        warnings,
-                        halt: Some(why),
-                    });
+                    halted = Some(why);
+                    break;
                 }
                 HookVerdict::Rewrite(new) => {
-                    schema_check::check(&new, &entry.spec.parameters).map_err(|e| {
-                        ToolError(format!(
-                            "a hook rewrote the arguments of `{}` into invalid ones: {e}",
-                            call.name
-                        ))
+                    schema_check::check(&new, &entry.spec.parameters).map_err(|error| {
+                        Refusal::HookRewroteInvalid {
+                            tool: call.name.clone(),
+                            error,
+                        }
                     })?;
                     args = new;
                 }
             }
         }
+        for message in warnings {
+            (pass.events)(Event::Notice { message });
+        }
+        if let Some(why) = halted {
+            *halt = Some(why.clone());
+            return Err(Refusal::HookHalted { why }.into());
+        }
         Ok(Hooked {
             args,
             escalated,
             allowed,
-            warnings,
-            halt: None,
         })
     }
 }

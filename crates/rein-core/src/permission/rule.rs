@@ -53,6 +53,28 @@ impl Rule {
     }
 }
 
+/// A rule compares equal to its text as written in a rules file.
+impl PartialEq<&str> for Rule {
+    fn eq(&self, other: &&str) -> bool {
+        other.parse::<Rule>().is_ok_and(|r| r == *self)
+    }
+}
+
+/// Written as its text (`bash(cargo test)`), as rules files and the JSON
+/// output show it.
+impl serde::Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rule, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.pattern {
@@ -62,28 +84,51 @@ impl fmt::Display for Rule {
     }
 }
 
+/// A rule that does not parse: the text, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad permission rule `{given}`: {problem}")]
+pub struct ParseRuleError {
+    /// The rule as it was written.
+    pub given: String,
+    pub problem: RuleProblem,
+}
+
+/// What is wrong with a rule that does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RuleProblem {
+    #[error("expected `Tool(pattern)` with a closing `)`")]
+    Unclosed,
+    #[error("the pattern inside `( )` is empty; write just the tool name to match every call")]
+    EmptyPattern,
+    #[error("missing tool name")]
+    NoTool,
+    #[error("a tool name has only letters, digits, `_`, `-`, `.` and `:`, and may end in `*`")]
+    BadToolName,
+}
+
 impl FromStr for Rule {
-    type Err = String;
+    type Err = ParseRuleError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let text = s.trim();
-        let bad = |why: &str| format!("bad permission rule `{s}`: {why}");
+        let bad = |problem: RuleProblem| ParseRuleError {
+            given: s.to_string(),
+            problem,
+        };
         let (tool, pattern) = match text.find('(') {
             None => (text, None),
             Some(open) => {
                 let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                    return Err(bad("expected `Tool(pattern)` with a closing `)`"));
+                    return Err(bad(RuleProblem::Unclosed));
                 };
                 if inner.trim().is_empty() {
-                    return Err(bad(
-                        "the pattern inside `( )` is empty; write just the tool name to match every call",
-                    ));
+                    return Err(bad(RuleProblem::EmptyPattern));
                 }
                 (&text[..open], Some(inner.to_string()))
             }
         };
         if tool.is_empty() {
-            return Err(bad("missing tool name"));
+            return Err(bad(RuleProblem::NoTool));
         }
         // A name, `*`, or a name's start followed by `*` (`mcp__github__*`).
         let name = tool.strip_suffix('*').unwrap_or(tool);
@@ -91,9 +136,7 @@ impl FromStr for Rule {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
         {
-            return Err(bad(
-                "a tool name has only letters, digits, `_`, `-`, `.` and `:`, and may end in `*`",
-            ));
+            return Err(bad(RuleProblem::BadToolName));
         }
         Ok(Rule::new(tool, pattern))
     }

@@ -264,7 +264,9 @@ async fn a_call_that_needs_the_user_is_refused_headless_in_every_mode_and_asks_w
         });
         assert_eq!(
             suggested,
-            Some(vec!["global_note(global)".to_string()]),
+            Some(vec![
+                "global_note(global)".parse::<rein_core::Rule>().unwrap()
+            ]),
             "{mode}"
         );
 

@@ -206,7 +206,7 @@ async fn headless_refusal_tells_the_model_and_emits_what_would_allow_it() {
         denied,
         (
             true,
-            vec!["shell(npm install)".to_string()],
+            vec!["shell(npm install)".parse::<Rule>().unwrap()],
             Some(PermissionMode::Auto)
         )
     );

@@ -183,19 +183,22 @@ fn tools() -> (Arc<FakeMemory>, MemoryWrite, MemorySearch) {
 }
 
 async fn write(tool: &MemoryWrite, args: Value) -> Result<String, String> {
-    let args = crate::parse_args("memory_write", args).map_err(|e| e.0)?;
+    let args = crate::parse_args("memory_write", args).map_err(|e| e.to_string())?;
     tool.write(args)
         .await
         .map(|o| {
             assert!(!o.is_error);
             o.content
         })
-        .map_err(|e| e.0)
+        .map_err(|e| e.to_string())
 }
 
 async fn search(tool: &MemorySearch, args: Value) -> Result<String, String> {
-    let args = crate::parse_args("memory_search", args).map_err(|e| e.0)?;
-    tool.search(args).await.map(|o| o.content).map_err(|e| e.0)
+    let args = crate::parse_args("memory_search", args).map_err(|e| e.to_string())?;
+    tool.search(args)
+        .await
+        .map(|o| o.content)
+        .map_err(|e| e.to_string())
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use rein_core::{HookRun, MomentReply, NotificationKind, SessionHook, SessionMoment};
 use serde_json::Value;
 
-use super::{Handler, Ran, UserHooks, event_json, one_line, short_name};
+use super::{Handler, HookEvent, Ran, UserHooks, event_json, one_line, short_name};
 
 /// Most characters of context one hook adds for the model.
 const MAX_CONTEXT: usize = 10_000;
@@ -23,11 +23,11 @@ const MAX_CONTEXT: usize = 10_000;
 #[async_trait]
 impl SessionHook for UserHooks {
     fn listens(&self, name: &str) -> bool {
-        self.has(name)
+        name.parse().is_ok_and(|event| self.has(event))
     }
 
     async fn at(&self, moment: &SessionMoment<'_>, run: &HookRun) -> MomentReply {
-        let event = moment.name();
+        let event = HookEvent::of(moment);
         let input = moment_json(moment, run);
         let ran = self
             .run(event, moment.subject(), &input, &run.workspace)
@@ -45,12 +45,12 @@ impl UserHooks {
     /// notification never holds up what it is about. Each is bounded by
     /// its own timeout.
     pub(super) fn notify(&self, kind: NotificationKind, message: &str, run: &HookRun) {
-        if !self.has("Notification") {
+        if !self.has(HookEvent::Notification) {
             return;
         }
         let moment = SessionMoment::Notification { kind, message };
         let input = moment_json(&moment, run);
-        let Some(hooks) = self.by_event.get("Notification") else {
+        let Some(hooks) = self.by_event.get(&HookEvent::Notification) else {
             return;
         };
         let handlers: Vec<Handler> = hooks
@@ -68,7 +68,7 @@ impl UserHooks {
 
 /// The event JSON of a session moment.
 fn moment_json(moment: &SessionMoment<'_>, run: &HookRun) -> Value {
-    let mut input = event_json(moment.name(), run);
+    let mut input = event_json(HookEvent::of(moment), run);
     if let (Some(all), Value::Object(own)) = (input.as_object_mut(), moment.fields()) {
         all.extend(own);
     }
@@ -89,7 +89,7 @@ fn blockable(moment: &SessionMoment<'_>) -> bool {
 /// Add what one handler answered to `reply`.
 fn read_answer(moment: &SessionMoment<'_>, handler: &Handler, ran: &Ran, reply: &mut MomentReply) {
     let name = short_name(handler);
-    let event = moment.name();
+    let event = HookEvent::of(moment);
     if let Some(why) = ran.failure() {
         // Failing closed refuses a prompt; nothing else waits on a hook's
         // yes.

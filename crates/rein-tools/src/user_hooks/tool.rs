@@ -9,10 +9,10 @@ use rein_core::{
 };
 use serde_json::{Value, json};
 
-use super::{Handler, Ran, UserHooks, event_json, one_line, short_name};
+use super::{Handler, HookEvent, Ran, UserHooks, event_json, one_line, short_name};
 
 /// The event JSON of a tool event.
-fn tool_event(event: &str, call: &ToolCall, args: &Value, run: &HookRun) -> Value {
+fn tool_event(event: HookEvent, call: &ToolCall, args: &Value, run: &HookRun) -> Value {
     let mut input = event_json(event, run);
     input["tool_name"] = json!(call.name);
     input["tool_input"] = args.clone();
@@ -27,12 +27,17 @@ impl CallHook for UserHooks {
     }
 
     async fn before_call_in(&self, call: &ToolCall, args: &Value, run: &HookRun) -> HookVerdict {
-        if !self.has("PreToolUse") {
+        if !self.has(HookEvent::PreToolUse) {
             return HookVerdict::Continue;
         }
-        let input = tool_event("PreToolUse", call, args, run);
+        let input = tool_event(HookEvent::PreToolUse, call, args, run);
         let ran = self
-            .run("PreToolUse", Some(&call.name), &input, &run.workspace)
+            .run(
+                HookEvent::PreToolUse,
+                Some(&call.name),
+                &input,
+                &run.workspace,
+            )
             .await;
         strongest(ran.iter().map(|(h, r)| verdict(h, r)).collect())
     }
@@ -45,9 +50,9 @@ impl CallHook for UserHooks {
         run: &HookRun,
     ) -> AfterCall {
         let event = if output.is_error {
-            "PostToolUseFailure"
+            HookEvent::PostToolUseFailure
         } else {
-            "PostToolUse"
+            HookEvent::PostToolUse
         };
         if !self.has(event) {
             return AfterCall::Nothing;
@@ -82,11 +87,11 @@ impl CallHook for UserHooks {
         why: &str,
         run: &HookRun,
     ) -> Option<PermissionAnswer> {
-        let answer = if self.has("PermissionRequest") {
-            let input = tool_event("PermissionRequest", call, args, run);
+        let answer = if self.has(HookEvent::PermissionRequest) {
+            let input = tool_event(HookEvent::PermissionRequest, call, args, run);
             let ran = self
                 .run(
-                    "PermissionRequest",
+                    HookEvent::PermissionRequest,
                     Some(&call.name),
                     &input,
                     &run.workspace,

@@ -85,7 +85,7 @@ impl Env {
         ctx: ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         rein_core::schema_check::check(&args, &tool.spec().parameters)
-            .map_err(|e| ToolError(format!("schema: {e}")))?;
+            .map_err(|e| ToolError::new(format!("schema: {e}")))?;
         tool.locks(&args, &ctx)?;
         let _machine = machine_shared().await;
         tool.call(args, ctx).await
@@ -101,7 +101,7 @@ impl Env {
     /// The message of a failed call.
     pub async fn err(&self, tool: &dyn Tool, args: Value) -> String {
         match self.call(tool, args).await {
-            Err(e) => e.0,
+            Err(e) => e.to_string(),
             Ok(out) => panic!("expected an error, got: {}", out.content),
         }
     }

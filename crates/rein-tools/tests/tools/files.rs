@@ -155,7 +155,7 @@ async fn symlink_escaping_the_workspace_is_refused_for_read_and_write() {
         ReadFile
             .locks(&json!({"path": "link.txt"}), &ctx)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("outside the workspace")
     );
 }

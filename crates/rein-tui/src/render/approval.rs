@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
-use rein_core::Risk;
+use rein_core::{Risk, Rule};
 
 use super::{MODAL_DIFF_LINES, key_hint};
 use crate::app::App;
@@ -14,10 +14,11 @@ use crate::diff::render_diff;
 use crate::theme::Role;
 
 /// What `s` and `p` would remember, in the words of the rules they store.
-pub fn grants_line(rules: &[String]) -> String {
+pub fn grants_line(rules: &[Rule]) -> String {
     if rules.is_empty() {
         "s and p: nothing narrower than this call can be remembered; it runs once".to_string()
     } else {
+        let rules: Vec<String> = rules.iter().map(ToString::to_string).collect();
         format!("s and p allow {}", rules.join(", "))
     }
 }

@@ -196,7 +196,7 @@ pub fn approval(
         summary: summary.into(),
         risk,
         why: why.into(),
-        suggested_rules: vec![format!("{tool}({summary})")],
+        suggested_rules: vec![rein_core::Rule::new(tool, Some(summary.to_string()))],
         suggested_mode: Some(PermissionMode::AcceptEdits),
         mode: PermissionMode::Default,
     };

@@ -144,7 +144,7 @@ impl Background {
 
     fn unknown(&self, id: &str) -> ToolError {
         let ids: Vec<String> = self.lock().keys().cloned().collect();
-        ToolError(format!(
+        ToolError::new(format!(
             "there is no background sub-agent `{id}`; the ids are: {}",
             if ids.is_empty() {
                 "none".to_string()
@@ -301,7 +301,7 @@ impl Tool for ControlTool {
                 cancel.cancel();
                 let said = match bg.wait(id, &ctx.cancel).await? {
                     Ok(out) => out.content,
-                    Err(e) => e.0,
+                    Err(e) => e.to_string(),
                 };
                 Ok(ToolOutput::ok(format!("cancelled {id}.\n{said}")))
             }
@@ -314,7 +314,7 @@ impl Tool for ControlTool {
                         Ok(ToolOutput::ok(format!("{id} reads it at its next turn")))
                     }
                     Some(r) if r.session == ctx.session_id => {
-                        Err(ToolError(format!("{id} has already finished")))
+                        Err(ToolError::new(format!("{id} has already finished")))
                     }
                     _ => Err(bg.unknown(id)),
                 }

@@ -86,7 +86,7 @@ impl SubAgents {
         let prompt = args["prompt"].as_str().unwrap_or("").to_string();
         let Some(agent) = self.config.catalog.get(name).cloned() else {
             let names = self.config.catalog.names();
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "there is no agent `{name}`; the agents are: {}",
                 names.join(", ")
             )));
@@ -98,13 +98,13 @@ impl SubAgents {
         };
         let account = self.account_of(&parent, &ctx.session_id);
         if let Some(reason) = account.exceeded() {
-            return Err(ToolError(format!(
+            return Err(ToolError::new(format!(
                 "no sub-agent started: this run's budget is used up ({})",
                 reason.as_str()
             )));
         }
         let slot = account.admit_child().map_err(|full| {
-            ToolError(format!(
+            ToolError::new(format!(
                 "no sub-agent started: {} sub-agents are already running in this run (foreground \
                  and background together), the most at once; wait for one to finish (task_wait) \
                  or do this part yourself",
@@ -237,8 +237,8 @@ impl SubAgents {
         let (workspace, id) = (parent.workspace().to_path_buf(), id.to_string());
         tokio::task::spawn_blocking(move || worktrees.create(&workspace, &id))
             .await
-            .map_err(|e| ToolError(format!("making the worktree failed: {e}")))?
-            .map_err(|e| ToolError(format!("cannot run the sub-agent in a worktree: {e}")))
+            .map_err(|e| ToolError::new(format!("making the worktree failed: {e}")))?
+            .map_err(|e| ToolError::new(format!("cannot run the sub-agent in a worktree: {e}")))
     }
 
     /// Record what the sub-agent spent in the parent's ledger, and keep it
