@@ -290,8 +290,9 @@ pub(super) type PendingCheckpoint =
 pub(super) enum CheckpointAt {
     /// Before a prompt stored after message `seq`.
     Prompt { seq: u64, prompt: String },
-    /// After a round of calls that may have changed files.
-    Changes,
+    /// At the end of a run whose calls may have changed files, with what
+    /// they wrote.
+    Changes(crate::rewind::RunWrites),
 }
 
 impl AgentEngine {
@@ -313,7 +314,7 @@ impl AgentEngine {
                 CheckpointAt::Prompt { seq, prompt } => {
                     c.before_prompt(&session, seq, &prompt).await
                 }
-                CheckpointAt::Changes => c.after_changes(&session).await,
+                CheckpointAt::Changes(writes) => c.after_changes(&session, writes).await,
             }
         }));
     }

@@ -166,8 +166,8 @@ pub(crate) struct Run {
     pub(super) stop_blocks: u32,
     /// The checkpoint being taken while the model thinks.
     pub(super) checkpoint: moments::PendingCheckpoint,
-    /// Calls that may have changed files ran since the last checkpoint.
-    pub(super) changed_files: bool,
+    /// Since the last checkpoint: what calls that may change files wrote, and when commands ran.
+    pub(super) writes: Option<crate::rewind::RunWrites>,
 }
 
 impl AgentEngine {
@@ -200,8 +200,8 @@ impl AgentEngine {
                 };
                 // The workspace as the run left it, whole before the run
                 // says it ended.
-                if run.changed_files {
-                    let at = moments::CheckpointAt::Changes;
+                if let Some(writes) = run.writes.take() {
+                    let at = moments::CheckpointAt::Changes(writes);
                     self.start_checkpoint(&mut ctx, &mut run.checkpoint, at)
                         .await;
                 }
@@ -328,7 +328,7 @@ impl AgentEngine {
             looked,
             stop_blocks: 0,
             checkpoint,
-            changed_files: false,
+            writes: None,
         })
     }
 
@@ -443,7 +443,7 @@ impl AgentEngine {
                 prompt: text.clone(),
             };
             self.start_checkpoint(ctx, &mut run.checkpoint, at).await;
-            run.changed_files = false;
+            run.writes = None;
             self.commit_to(ctx, &mut run.conv, Message::user(text.clone()))
                 .await?;
             self.add_hook_context(ctx, &mut run.conv, context).await?;

@@ -174,18 +174,18 @@ impl AgentEngine {
         };
         // The workspace is recorded before these calls can change it.
         self.settle_checkpoint(ctx, &mut run.checkpoint).await;
+        let round_started = std::time::SystemTime::now();
         let (finished, fault) = self
             .run_tools(ctx, &calls, args, via, notes, &mut run.track.ledger.todos)
             .await;
         let halt = finished.iter().find_map(|f| f.effects.halt.clone());
         // What calls that wrote or ran programs left is noted for rewind
-        // when the run ends (one snapshot a run, not one a turn).
-        run.changed_files |= finished.iter().any(|f| {
-            matches!(
-                f.effects.access,
-                Some(crate::tool::ToolAccess::Write | crate::tool::ToolAccess::Execute)
-            )
-        });
+        // when the run ends (one snapshot a run, not one a turn), with
+        // what they wrote and when commands ran.
+        let effects = finished.iter().map(|f| &f.effects);
+        if let Some(round) = crate::rewind::RunWrites::of_round(effects, round_started) {
+            run.writes.get_or_insert_default().add(round);
+        }
         // What sub-agents spent counts against this run's budgets.
         if let Some(task) = &self.inner.task {
             for f in &finished {
