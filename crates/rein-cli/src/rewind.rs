@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use clap::Args;
 use rein_core::{NewSession, SessionStore};
-use rein_store::checkpoints::{CheckpointError, Restored};
+use rein_store::checkpoints::{CheckpointError, RestoreGuard, Restored};
 
 use crate::config::Config;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::out;
 
 pub mod index;
+mod outside;
 
 pub use index::{EntryKind, SessionCheckpoints};
 
@@ -45,7 +46,8 @@ pub struct RewindArgs {
     /// Restore the files and cut the conversation (the default).
     #[arg(long)]
     pub both: bool,
-    /// Rewind even if files changed outside rein since its last checkpoint.
+    /// Rewind even if files changed outside rein (since its last
+    /// checkpoint, or during a run that did not write them).
     #[arg(long)]
     pub force: bool,
     /// One JSON object per checkpoint (with --list) or for the result.
@@ -69,8 +71,8 @@ pub enum RewindError {
     #[error("there is no checkpoint {k}: this session has {count} (rein rewind --list)")]
     NoCheckpoint { k: usize, count: usize },
     #[error(
-        "these files changed outside rein since its last checkpoint: {}; rewinding would lose \
-         those changes (use --force to rewind anyway)",
+        "these files changed outside rein (since its last checkpoint, or during a run that did \
+         not write them): {}; rewinding would lose those changes (use --force to rewind anyway)",
         .0.join(", ")
     )]
     ChangedOutside(Vec<String>),
@@ -123,8 +125,9 @@ pub async fn rewind_to(
 }
 
 /// Restore the files of checkpoint `commit` (number `k`), refusing when
-/// files changed since rein's latest checkpoint unless `force`; the
-/// state it replaces becomes a checkpoint of its own.
+/// files changed outside rein unless `force`: since rein's latest
+/// checkpoint, or during a later run that did not write them. The state
+/// it replaces becomes a checkpoint of its own.
 fn restore_files(
     ck: &SessionCheckpoints,
     session: &str,
@@ -137,7 +140,12 @@ fn restore_files(
         Some(e) => Some(store.get(&e.commit)?),
         None => None,
     };
-    let restored = match store.restore(&to, latest.as_ref(), force) {
+    let outside = ck.changed_outside_runs_after(session, k);
+    let guard = RestoreGuard {
+        unchanged_since: latest.as_ref(),
+        changed_outside: &outside,
+    };
+    let restored = match store.restore_guarded(&to, guard, force) {
         Err(CheckpointError::ChangedOutside { files }) => {
             return Err(RewindError::ChangedOutside(
                 files.iter().map(|f| f.display().to_string()).collect(),

@@ -118,6 +118,7 @@ impl rein_core::rewind::Checkpointer for Unavailable {
     async fn after_changes(
         &self,
         _session_id: &str,
+        _writes: rein_core::rewind::RunWrites,
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
         Ok(())
     }

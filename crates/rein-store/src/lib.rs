@@ -24,7 +24,7 @@ mod sqlite;
 
 pub use checkpoints::{
     ChangeKind, Checkpoint, CheckpointError, CheckpointOptions, Checkpoints, FileChange, FileMode,
-    Restored,
+    RestoreGuard, Restored,
 };
 pub use memory::{MEMORY_SCHEMA_VERSION, SqliteMemory};
 pub use migrations::SCHEMA_VERSION;

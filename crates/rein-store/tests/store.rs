@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "store/checkpoints.rs"]
+#[path = "store/checkpoints/mod.rs"]
 mod checkpoints;
 #[path = "store/fixtures.rs"]
 mod fixtures;

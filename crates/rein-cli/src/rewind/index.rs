@@ -3,16 +3,20 @@
 //! workspace under `$REIN_HOME/checkpoints/`), and for each session an
 //! index file of the ones it took, in order
 //! (`$REIN_HOME/checkpoints/sessions/ID.jsonl`): before each prompt, after
-//! each round of calls that changed files, before each rewind.
+//! each run whose calls changed files (with the files someone else changed
+//! meanwhile, see [`outside`](super::outside)), before each rewind.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rein_core::rewind::RunWrites;
 use rein_store::checkpoints::{
     Checkpoint, CheckpointError, CheckpointOptions, Checkpoints, FileChange,
 };
 use serde::{Deserialize, Serialize};
+
+use super::outside;
 
 /// Why an index entry was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,8 +24,8 @@ use serde::{Deserialize, Serialize};
 pub enum EntryKind {
     /// Before a prompt of the user: what `rein rewind --to K` goes back to.
     Prompt,
-    /// After a round of calls that may have changed files: the workspace
-    /// as rein left it.
+    /// After a run whose calls may have changed files: the workspace as
+    /// rein left it.
     After,
     /// The workspace just before a rewind (listed too: a rewind can be
     /// undone).
@@ -42,9 +46,26 @@ pub struct Entry {
     pub label: String,
     /// Unix milliseconds.
     pub at: u64,
+    /// After a run: the files that changed during it (since the entry
+    /// before) that it did not write, relative to the workspace. A rewind
+    /// past this entry counts them as changed outside rein.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<String>,
 }
 
 impl Entry {
+    /// The entry of `checkpoint`, taken as `kind` after `seq` messages.
+    fn of(kind: EntryKind, seq: u64, label: &str, checkpoint: &Checkpoint) -> Entry {
+        Entry {
+            kind,
+            commit: checkpoint.id.clone(),
+            seq,
+            label: rein_core::text::one_line(label, 200),
+            at: checkpoint.at_millis,
+            outside: Vec::new(),
+        }
+    }
+
     /// Whether `rein rewind` lists it (and can go back to it).
     pub fn listed(&self) -> bool {
         matches!(self.kind, EntryKind::Prompt | EntryKind::BeforeRewind)
@@ -183,6 +204,53 @@ impl SessionCheckpoints {
         Ok(checkpoint)
     }
 
+    /// Snapshot the workspace at the end of a run that wrote `writes`,
+    /// and add it to `session`'s index with the files that changed since
+    /// the entry before but that the run did not write.
+    pub fn take_after_run(
+        &self,
+        session: &str,
+        label: &str,
+        writes: &RunWrites,
+    ) -> Result<Checkpoint, CheckpointError> {
+        let before = match self.entries(session).last() {
+            Some(e) => Some(self.store.get(&e.commit)?),
+            None => None,
+        };
+        let checkpoint = self.store.snapshot(label)?;
+        let outside = match &before {
+            Some(before) => {
+                let changed = self.store.diff(before, &checkpoint)?;
+                outside::not_written(self.store.workspace(), &changed, writes)
+            }
+            None => Vec::new(),
+        };
+        let mut entry = Entry::of(EntryKind::After, 0, label, &checkpoint);
+        entry.outside = outside;
+        self.write(session, &entry)?;
+        Ok(checkpoint)
+    }
+
+    /// The files runs after `session`'s listed checkpoint `k` did not
+    /// write though they changed during them: what a rewind to `k` must
+    /// ask about before it overwrites them.
+    pub fn changed_outside_runs_after(&self, session: &str, k: usize) -> Vec<PathBuf> {
+        let mut listed = 0usize;
+        let mut past_k = false;
+        let mut files: Vec<PathBuf> = Vec::new();
+        for entry in self.entries(session) {
+            if past_k {
+                files.extend(entry.outside.iter().map(PathBuf::from));
+            } else if entry.listed() {
+                past_k = listed == k;
+                listed += 1;
+            }
+        }
+        files.sort();
+        files.dedup();
+        files
+    }
+
     /// Add `checkpoint` to `session`'s index.
     pub fn append(
         &self,
@@ -192,19 +260,17 @@ impl SessionCheckpoints {
         label: &str,
         checkpoint: &Checkpoint,
     ) -> Result<(), CheckpointError> {
+        self.write(session, &Entry::of(kind, seq, label, checkpoint))
+    }
+
+    /// Add `entry` to `session`'s index.
+    fn write(&self, session: &str, entry: &Entry) -> Result<(), CheckpointError> {
         let io = |source| CheckpointError::Io {
             path: self.sessions_dir.clone(),
             source,
         };
         rein_core::private_fs::create_private_dir(&self.sessions_dir).map_err(io)?;
-        let entry = Entry {
-            kind,
-            commit: checkpoint.id.clone(),
-            seq,
-            label: rein_core::text::one_line(label, 200),
-            at: checkpoint.at_millis,
-        };
-        let line = serde_json::to_string(&entry).unwrap_or_default();
+        let line = serde_json::to_string(entry).unwrap_or_default();
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -224,8 +290,9 @@ impl SessionCheckpoints {
                 }
                 listed += 1;
             }
-            let checkpoint = self.store.get(&entry.commit)?;
-            self.append(into, entry.kind, entry.seq, &entry.label, &checkpoint)?;
+            // Only entries whose checkpoint is still there are copied.
+            self.store.get(&entry.commit)?;
+            self.write(into, &entry)?;
         }
         Ok(())
     }
@@ -271,20 +338,19 @@ impl Checkpointer {
         }
     }
 
-    /// Take one, unless the workspace proved too big.
+    /// Take one with `take`, unless the workspace proved too big.
     async fn take(
         &self,
-        session_id: &str,
-        (kind, seq, label): (EntryKind, u64, String),
+        take: impl FnOnce(&SessionCheckpoints) -> Result<Checkpoint, CheckpointError> + Send + 'static,
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
         use std::sync::atomic::Ordering;
         if self.too_big.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let (c, session) = (self.checkpoints.clone(), session_id.to_string());
+        let c = self.checkpoints.clone();
         let too_big = self.too_big.clone();
         blocking(move || {
-            let taken = c.take(&session, kind, seq, &label);
+            let taken = take(&c);
             if matches!(taken, Err(CheckpointError::TooBig { .. })) {
                 too_big.store(true, Ordering::Relaxed);
             }
@@ -302,15 +368,18 @@ impl rein_core::rewind::Checkpointer for Checkpointer {
         seq: u64,
         prompt: &str,
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
-        self.take(session_id, (EntryKind::Prompt, seq, prompt.to_string()))
+        let (session, prompt) = (session_id.to_string(), prompt.to_string());
+        self.take(move |c| c.take(&session, EntryKind::Prompt, seq, &prompt))
             .await
     }
 
     async fn after_changes(
         &self,
         session_id: &str,
+        writes: RunWrites,
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
-        self.take(session_id, (EntryKind::After, 0, "after a run".to_string()))
+        let session = session_id.to_string();
+        self.take(move |c| c.take_after_run(&session, "after a run", &writes))
             .await
     }
 }
@@ -347,7 +416,7 @@ mod tests {
         assert!(first.0.contains("too big to checkpoint"), "{first}");
         // Said once: the next prompts do not walk the folder again.
         assert!(c.before_prompt("s1", 1, "again").await.is_ok());
-        assert!(c.after_changes("s1").await.is_ok());
+        assert!(c.after_changes("s1", RunWrites::default()).await.is_ok());
         assert!(c.checkpoints.entries("s1").is_empty());
     }
 
@@ -357,7 +426,7 @@ mod tests {
         std::fs::write(ws.path().join("a"), "x").unwrap();
         let c = Checkpointer::new(SessionCheckpoints::open(home.path(), ws.path()).unwrap());
         c.before_prompt("s1", 0, "first\nmore").await.unwrap();
-        c.after_changes("s1").await.unwrap();
+        c.after_changes("s1", RunWrites::default()).await.unwrap();
         c.before_prompt("s1", 4, "second").await.unwrap();
         let listed = c.checkpoints.listed("s1");
         let labels: Vec<(usize, &str, u64)> = listed
@@ -373,5 +442,47 @@ mod tests {
             c.checkpoints.index_path("s1")
         );
         assert!(c.checkpoints.entries("s2").is_empty());
+    }
+
+    #[tokio::test]
+    async fn files_changed_during_a_run_that_it_did_not_write_are_kept_as_changed_outside() {
+        let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(ws.path().join("code.rs"), "v1").unwrap();
+        std::fs::write(ws.path().join("notes.txt"), "v1").unwrap();
+        let c = Checkpointer::new(SessionCheckpoints::open(home.path(), ws.path()).unwrap());
+        c.before_prompt("s1", 0, "first").await.unwrap();
+        // The run writes code.rs; meanwhile the user edits notes.txt.
+        std::fs::write(ws.path().join("code.rs"), "v2 by rein").unwrap();
+        std::fs::write(ws.path().join("notes.txt"), "v2 by the user").unwrap();
+        let writes = RunWrites {
+            paths: vec![ws.path().join("code.rs")],
+            exec_windows: Vec::new(),
+        };
+        c.after_changes("s1", writes).await.unwrap();
+        c.before_prompt("s1", 4, "second").await.unwrap();
+        let entries = c.checkpoints.entries("s1");
+        let kinds: Vec<(EntryKind, Vec<String>)> = entries
+            .iter()
+            .map(|e| (e.kind, e.outside.clone()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (EntryKind::Prompt, vec![]),
+                (EntryKind::After, vec!["notes.txt".to_string()]),
+                (EntryKind::Prompt, vec![]),
+            ]
+        );
+        // A rewind to before the run must ask about it; one to after it
+        // has nothing to ask.
+        let ck = &c.checkpoints;
+        assert_eq!(
+            ck.changed_outside_runs_after("s1", 0),
+            [PathBuf::from("notes.txt")]
+        );
+        assert!(ck.changed_outside_runs_after("s1", 1).is_empty());
+        // A session forked at checkpoint 1 keeps what the run's entry says.
+        ck.copy_index("s1", 1, "f1").unwrap();
+        assert_eq!(ck.entries("f1"), entries[..2]);
     }
 }

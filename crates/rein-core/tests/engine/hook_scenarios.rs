@@ -406,9 +406,13 @@ async fn permission_request_hooks_answer_for_the_user() {
     }
 }
 
-/// Records the checkpoints taken; each takes a while, as a snapshot does.
+/// Records the checkpoints taken (and what the last run wrote); each
+/// takes a while, as a snapshot does.
 #[derive(Default)]
-struct Snapshots(Mutex<Vec<String>>);
+struct Snapshots(
+    Mutex<Vec<String>>,
+    Mutex<Option<rein_core::rewind::RunWrites>>,
+);
 
 #[async_trait]
 impl rein_core::rewind::Checkpointer for Snapshots {
@@ -429,9 +433,11 @@ impl rein_core::rewind::Checkpointer for Snapshots {
     async fn after_changes(
         &self,
         _session_id: &str,
+        writes: rein_core::rewind::RunWrites,
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         self.0.lock().unwrap().push("after".into());
+        *self.1.lock().unwrap() = Some(writes);
         Ok(())
     }
 }
@@ -450,6 +456,12 @@ impl Tool for Marker {
     }
     fn access(&self) -> ToolAccess {
         ToolAccess::Write
+    }
+    fn assess(&self, _args: &serde_json::Value, _ctx: &ToolContext) -> Assessment {
+        Assessment {
+            writes: vec![marked()],
+            ..Assessment::default()
+        }
     }
     async fn call(&self, _a: serde_json::Value, _c: ToolContext) -> Result<ToolOutput, ToolError> {
         let done = self.0.0.lock().unwrap().len();
@@ -490,5 +502,66 @@ async fn checkpoints_come_before_each_prompt_and_after_a_run_that_wrote_and_are_
         taken,
         ["prompt 0 go", "after", "prompt 8 more"],
         "{taken:?}"
+    );
+}
+
+/// The file [`Marker`] says it writes.
+fn marked() -> std::path::PathBuf {
+    std::env::temp_dir().join("marked.txt")
+}
+
+/// A command: runs a program, names no file it writes.
+struct Command;
+
+#[async_trait]
+impl Tool for Command {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "cmd".into(),
+            description: "runs".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+    fn access(&self) -> ToolAccess {
+        ToolAccess::Execute
+    }
+    async fn call(&self, _a: serde_json::Value, _c: ToolContext) -> Result<ToolOutput, ToolError> {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        Ok(ToolOutput::ok("ran"))
+    }
+}
+
+#[tokio::test]
+async fn the_after_run_checkpoint_gets_the_files_calls_wrote_and_when_commands_ran() {
+    let snaps = Arc::new(Snapshots::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[("m1", "mark", json!({}))])),
+            Ok(calls(&[("s", "sleep", json!({"ms": 1}))])),
+            Ok(calls(&[("c", "cmd", json!({}))])),
+            Ok(text("done")),
+        ]),
+        |b| {
+            b.checkpointer(snaps.clone())
+                .tool(Arc::new(Marker(snaps.clone(), seen.clone())))
+                .tool(Arc::new(Command))
+        },
+    );
+    let before = std::time::SystemTime::now();
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    let after = std::time::SystemTime::now();
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let writes = snaps.1.lock().unwrap().clone().unwrap();
+    assert_eq!(writes.paths, [marked()]);
+    // One window, the command's round: not the write's, not the read's.
+    let [window] = writes.exec_windows[..] else {
+        panic!("{writes:?}")
+    };
+    assert!(before <= window.start && window.start <= window.end && window.end <= after);
+    let ran_for = window.end.duration_since(window.start).unwrap();
+    assert!(
+        ran_for >= std::time::Duration::from_millis(20),
+        "{ran_for:?}"
     );
 }

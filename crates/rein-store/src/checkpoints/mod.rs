@@ -7,7 +7,9 @@
 //! a snapshot stages what changed into the shadow index (only files whose
 //! size or time changed are hashed again), writes the tree and records it
 //! as a commit kept alive by the ref `refs/rein/cp/<commit>`. The
-//! workspace's `.gitignore` files are honoured; the user's own `.git` is
+//! workspace's `.gitignore` files are read once, at its first snapshot,
+//! and their rules kept (a `.gitignore` written later hides nothing; see
+//! `ignore`); the user's own `.git` is
 //! never read or written (git only ever sees the shadow repository, and
 //! never stores a `.git` folder), so a workspace that is not a git
 //! repository works the same.
@@ -28,13 +30,14 @@
 //! [`CheckpointError::Busy`] from the one that loses the race.
 
 mod git;
+mod ignore;
 mod restore;
 mod shadow;
 mod stage;
 mod types;
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
@@ -44,7 +47,7 @@ use shadow::{create_shadow, write_excludes};
 use stage::State;
 pub use types::{
     ChangeKind, Checkpoint, CheckpointError, CheckpointOptions, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_NEW_BYTES, DEFAULT_MAX_NEW_FILES, FileChange, FileMode, Restored,
+    DEFAULT_MAX_NEW_BYTES, DEFAULT_MAX_NEW_FILES, FileChange, FileMode, RestoreGuard, Restored,
 };
 use types::{RawChange, parse_checkpoint, parse_raw, public_change};
 
@@ -200,6 +203,21 @@ impl Checkpoints {
         only_if_unchanged_since: Option<&Checkpoint>,
         force: bool,
     ) -> Result<Restored, CheckpointError> {
+        let guard = RestoreGuard {
+            unchanged_since: only_if_unchanged_since,
+            changed_outside: &[],
+        };
+        self.restore_guarded(to, guard, force)
+    }
+
+    /// [`Checkpoints::restore`], refusing also (unless `force`) when it
+    /// would change one of the files `guard` knows changed outside rein.
+    pub fn restore_guarded(
+        &self,
+        to: &Checkpoint,
+        guard: RestoreGuard<'_>,
+        force: bool,
+    ) -> Result<Restored, CheckpointError> {
         check_names(&[&to.tree])?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         // Check the target first: a bad one must not cost the workspace anything.
@@ -211,17 +229,15 @@ impl Checkpoints {
             return Err(CheckpointError::UnknownCheckpoint(to.tree.clone()));
         }
         let staged = self.stage(&mut state)?;
-        if let Some(latest) = only_if_unchanged_since {
-            let outside = self.raw_diff(&latest.tree, &staged.tree)?;
-            if !outside.is_empty() && !force {
-                return Err(CheckpointError::ChangedOutside {
-                    files: outside.iter().map(|c| path_of(&c.path)).collect(),
-                });
+        let changes = self.raw_diff(&staged.tree, &to.tree)?;
+        if !force {
+            let outside = self.changed_outside(&staged.tree, &changes, guard)?;
+            if !outside.is_empty() {
+                return Err(CheckpointError::ChangedOutside { files: outside });
             }
         }
         let label = format!("before restoring {}", short(&to.id));
         let before = self.commit(&staged.tree, &label, staged.skipped)?;
-        let changes = self.raw_diff(&staged.tree, &to.tree)?;
         let applied = restore::apply(&self.git, &changes)?;
         Ok(Restored {
             written: applied.written,
@@ -229,6 +245,39 @@ impl Checkpoints {
             left_alone: applied.left_alone,
             before,
         })
+    }
+
+    /// The files a restore (`changes`, from the workspace now, staged as
+    /// `now`) must not overwrite unasked: those that differ from the
+    /// guard's latest checkpoint, and those of its known ones it would
+    /// change. Sorted.
+    fn changed_outside(
+        &self,
+        now: &str,
+        changes: &[RawChange],
+        guard: RestoreGuard<'_>,
+    ) -> Result<Vec<PathBuf>, CheckpointError> {
+        let mut files = Vec::new();
+        if let Some(latest) = guard.unchanged_since {
+            let since = self.raw_diff(&latest.tree, now)?;
+            files.extend(since.iter().map(|c| path_of(&c.path)));
+        }
+        if !guard.changed_outside.is_empty() {
+            let known: HashSet<String> = guard
+                .changed_outside
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            files.extend(
+                changes
+                    .iter()
+                    .map(|c| path_of(&c.path))
+                    .filter(|p| known.contains(p.to_string_lossy().as_ref())),
+            );
+        }
+        files.sort();
+        files.dedup();
+        Ok(files)
     }
 
     /// The checkpoint `id` (a full commit name), read back from the store.

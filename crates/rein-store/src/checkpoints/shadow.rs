@@ -74,7 +74,7 @@ pub(super) fn write_excludes(git: &Git, excluded: &[PathBuf]) -> Result<(), Chec
 }
 
 /// A gitignore line matching exactly the workspace-relative path `rel`.
-fn ignore_pattern(rel: &str) -> String {
+pub(super) fn ignore_pattern(rel: &str) -> String {
     let mut out = String::from("/");
     let trimmed = rel.trim_end_matches(' ');
     for c in trimmed.chars() {

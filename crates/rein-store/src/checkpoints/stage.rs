@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::git::{first_line, is_object_name, path_of, records};
+use super::ignore;
 use super::types::{META_KEY, Meta, lossy};
 use super::{Checkpoint, CheckpointError, Checkpoints, REF_PREFIX};
 
@@ -18,7 +19,7 @@ pub(super) struct Staged {
 /// Mutable state behind the lock.
 #[derive(Debug, Default)]
 pub(super) struct State {
-    /// Tracked files that are ignored now were dropped from the index once.
+    /// Tracked files that are excluded now were dropped from the index once.
     ignored_dropped: bool,
 }
 
@@ -36,14 +37,14 @@ impl Checkpoints {
     }
 
     fn stage_once(&self, state: &mut State) -> Result<Staged, CheckpointError> {
+        let [rules, own] = ignore::exclude_options(&self.git)?;
         // "C path": tracked and changed (or deleted); "? path": new.
         let out = self
             .git
-            .run(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"])?;
+            .run(["ls-files", "-z", "-t", "-m", "-o", &rules, &own])?;
         let mut add: Vec<&[u8]> = Vec::new();
         let mut untrack: Vec<Vec<u8>> = Vec::new();
         let mut skipped = Vec::new();
-        let mut gitignore_changed = false;
         let mut new_bytes = 0u64;
         for record in records(&out.stdout) {
             let (tag, path) = match record {
@@ -82,9 +83,6 @@ impl Checkpoints {
                 Ok(meta) => new_bytes = new_bytes.saturating_add(meta.len()),
                 _ => {}
             }
-            if path == b".gitignore" || path.ends_with(b"/.gitignore") {
-                gitignore_changed = true;
-            }
             add.push(path);
         }
         add.sort_unstable();
@@ -98,11 +96,10 @@ impl Checkpoints {
                 max_bytes,
             });
         }
-        if gitignore_changed || !state.ignored_dropped {
-            // Tracked files that the ignore rules now cover leave the index.
-            let ignored = self
-                .git
-                .run(["ls-files", "-z", "-c", "-i", "--exclude-standard"])?;
+        if !state.ignored_dropped {
+            // Tracked files that the rules cover leave the index: rein's
+            // own exclusions may have grown since the last process.
+            let ignored = self.git.run(["ls-files", "-z", "-c", "-i", &rules, &own])?;
             untrack.extend(records(&ignored.stdout).map(<[u8]>::to_vec));
             state.ignored_dropped = true;
         }
@@ -114,10 +111,13 @@ impl Checkpoints {
         }
         if !add.is_empty() {
             self.git.run_with_input(
+                // Forced: what the listing above chose is added whatever
+                // `.gitignore` files the workspace holds now.
                 [
                     "--literal-pathspecs",
                     "add",
                     "-A",
+                    "-f",
                     "--pathspec-from-file=-",
                     "--pathspec-file-nul",
                 ],

@@ -121,6 +121,19 @@ impl FileChange {
     }
 }
 
+/// What a restore must not overwrite unless forced: files changed outside
+/// rein.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RestoreGuard<'a> {
+    /// rein's latest checkpoint: a file that differs from it now was
+    /// changed outside rein since.
+    pub unchanged_since: Option<&'a Checkpoint>,
+    /// Files (relative to the workspace) known to have changed outside
+    /// rein earlier, while a run went on: refused when the restore would
+    /// change them.
+    pub changed_outside: &'a [PathBuf],
+}
+
 /// What [`Checkpoints::restore`](super::Checkpoints::restore) did, so the caller can say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restored {
@@ -186,9 +199,14 @@ pub enum CheckpointError {
         expected: PathBuf,
         found: PathBuf,
     },
-    /// Files changed since the last checkpoint by something other than
-    /// rein; restoring would lose those changes (pass `force` to do it).
-    #[error("{} file(s) changed outside rein since the last checkpoint: {}", files.len(), list(files))]
+    /// Files changed by something other than rein (since the last
+    /// checkpoint, or during a run); restoring would lose those changes
+    /// (pass `force` to do it).
+    #[error(
+        "{} file(s) changed outside rein (since its last checkpoint, or during a run): {}",
+        files.len(),
+        list(files)
+    )]
     ChangedOutside { files: Vec<PathBuf> },
     /// The id or tree names nothing in the shadow repository.
     #[error("no checkpoint {0} in this workspace's store")]

@@ -4,6 +4,7 @@
 //! checkpoints.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -45,10 +46,11 @@ impl RunLoop<'_> {
         };
         // The workspace is recorded before these calls can change it.
         self.checkpoints.settle(ctx).await;
+        let round_started = SystemTime::now();
         let todos = &mut self.track.ledger.todos;
         let (finished, fault) = run_tools(self.engine, ctx, &calls, args, via, notes, todos).await;
         let halt = finished.iter().find_map(|f| f.effects.halt.clone());
-        self.note_round(ctx, &calls, &finished);
+        self.note_round(ctx, &calls, &finished, round_started);
         for f in finished {
             self.conv
                 .push(Message::Tool(f.result), f.seq, ctx.counter.as_ref());
@@ -115,9 +117,15 @@ impl RunLoop<'_> {
 
     /// Note what a round's calls did: for the checkpoints, the run's
     /// totals (what sub-agents spent), the ledger, the coach and the guard.
-    fn note_round(&mut self, ctx: &mut RunCtx<'_>, calls: &[ToolCall], finished: &[Finished]) {
+    fn note_round(
+        &mut self,
+        ctx: &mut RunCtx<'_>,
+        calls: &[ToolCall],
+        finished: &[Finished],
+        started: SystemTime,
+    ) {
         let inner = &self.engine.inner;
-        self.checkpoints.note_round(finished);
+        self.checkpoints.note_round(finished, started);
         // What sub-agents spent counts against this run's budgets.
         if let Some(s) = &inner.subagents {
             for f in finished {
