@@ -344,6 +344,23 @@ pub struct SessionArgs {
     pub mode: Option<String>,
 }
 
+/// What one run may spend (each over the config's limit).
+#[derive(Debug, Args, Default, Clone)]
+pub struct BudgetArgs {
+    /// Most model calls in this run.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Stop after this many input + output tokens over all model calls.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop once model calls cost this many US dollars (known prices only).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop after this long: seconds, or with a unit (90s, 10m, 2h).
+    #[arg(long, value_name = "DURATION")]
+    pub max_wall_time: Option<String>,
+}
+
 /// Which model a command talks to.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ModelArgs {
@@ -413,18 +430,8 @@ pub struct ExecArgs {
     pub json: bool,
     #[command(flatten)]
     pub session: SessionArgs,
-    /// Most model calls in this run.
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
-    /// Stop after this many input + output tokens over all model calls.
-    #[arg(long, value_name = "N")]
-    pub max_tokens: Option<u64>,
-    /// Stop once model calls cost this many US dollars (known prices only).
-    #[arg(long, value_name = "USD")]
-    pub max_cost: Option<f64>,
-    /// Stop after this long: seconds, or with a unit (90s, 10m, 2h).
-    #[arg(long, value_name = "DURATION")]
-    pub max_wall_time: Option<String>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     #[command(flatten)]
     pub models: ModelArgs,
     /// Workspace directory (default: the current directory).

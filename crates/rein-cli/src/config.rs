@@ -184,7 +184,8 @@ pub struct Config {
     /// [`crate::hosting::StoreChoice`].
     pub store: Option<String>,
     pub model: Option<String>,
-    pub max_turns: u32,
+    /// Turns, tokens, dollars and wall time a run may spend.
+    pub budget: rein_core::Budget,
     /// Checkpoint the workspace for rewind.
     pub checkpoints: bool,
     pub tool_timeout: Duration,
@@ -205,9 +206,6 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderSection>,
     /// `[permissions]` and the rules files, layered.
     pub permissions: PermissionSettings,
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_wall_time: Option<Duration>,
     pub compaction: rein_core::compaction::CompactionConfig,
     pub loop_guard: rein_core::engine::LoopGuardConfig,
     /// `[tui] alternate_screen`.
@@ -260,6 +258,18 @@ fn read_file(path: &Path) -> Result<Option<(ConfigFile, String)>> {
     Ok(Some((file, text)))
 }
 
+impl ConfigFile {
+    /// The limits this file sets (`None`: not set here).
+    pub fn budget_cap(&self) -> rein_core::BudgetCap {
+        rein_core::BudgetCap {
+            max_turns: self.max_turns,
+            max_tokens: self.max_tokens,
+            max_cost_usd: self.max_cost_usd,
+            max_wall_time: self.max_wall_time_secs.map(Duration::from_secs),
+        }
+    }
+}
+
 impl Config {
     /// Built-in settings, before any file.
     pub fn defaults(home: PathBuf) -> Config {
@@ -268,7 +278,7 @@ impl Config {
             provider: None,
             store: None,
             model: None,
-            max_turns: 50,
+            budget: rein_core::Budget::default(),
             checkpoints: true,
             tool_timeout: Duration::from_secs(120),
             max_concurrent_tools: None,
@@ -281,9 +291,6 @@ impl Config {
             local: LocalSection::default(),
             providers: BTreeMap::new(),
             permissions: PermissionSettings::default(),
-            max_tokens: None,
-            max_cost_usd: None,
-            max_wall_time: None,
             compaction: Default::default(),
             loop_guard: Default::default(),
             alternate_screen: false,
@@ -388,7 +395,7 @@ impl Config {
             self.local.model_path = Some(PathBuf::from(p));
         }
         if let Some(n) = env_string("REIN_MAX_TURNS") {
-            self.max_turns = n
+            self.budget.max_turns = n
                 .parse()
                 .map_err(|_| anyhow!("REIN_MAX_TURNS must be a whole number, got {n:?}"))?;
         }
@@ -408,6 +415,12 @@ impl Config {
     /// One file's settings other than `[permissions]`; relative paths in it
     /// are relative to `base`.
     pub(crate) fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
+        // A file's limits replace the layers' below it (a project's in an
+        // untrusted folder were already lowered to them: `restrict_config`).
+        let cap = file.budget_cap();
+        cap.validate()
+            .map_err(|e| anyhow!("{} {e}", e.limit().key()))?;
+        self.budget = self.budget.set_by(&cap);
         for (name, mut server) in file.mcp_servers {
             server.name = name;
             self.mcp_servers.retain(|s| s.name != server.name);
@@ -432,9 +445,6 @@ impl Config {
         }
         if file.model.is_some() {
             self.model = file.model;
-        }
-        if let Some(n) = file.max_turns {
-            self.max_turns = n;
         }
         if let Some(c) = file.checkpoints {
             self.checkpoints = c;
@@ -465,24 +475,6 @@ impl Config {
                 bail!("stream_idle_timeout_secs must be at least 1");
             }
             self.stream_idle_timeout = Duration::from_secs(s);
-        }
-        if let Some(n) = file.max_tokens {
-            if n == 0 {
-                bail!("max_tokens must be at least 1");
-            }
-            self.max_tokens = Some(n);
-        }
-        if let Some(c) = file.max_cost_usd {
-            if !(c > 0.0 && c.is_finite()) {
-                bail!("max_cost_usd must be a positive number of dollars");
-            }
-            self.max_cost_usd = Some(c);
-        }
-        if let Some(s) = file.max_wall_time_secs {
-            if s == 0 {
-                bail!("max_wall_time_secs must be at least 1");
-            }
-            self.max_wall_time = Some(Duration::from_secs(s));
         }
         if let Some(c) = file.compaction {
             if let Some(t) = c.threshold {
@@ -536,9 +528,9 @@ impl Config {
 
     /// Check what no single layer could.
     pub fn validate(&self) -> Result<()> {
-        if self.max_turns == 0 {
-            bail!("max_turns must be at least 1");
-        }
+        self.budget
+            .validate()
+            .map_err(|e| anyhow!("{} {e}", e.limit().key()))?;
         if self.providers.contains_key("local") {
             bail!(
                 "`local` is a built-in provider: configure it under [local], not [providers.local]"
@@ -599,7 +591,7 @@ mod tests {
                 .unwrap();
         }
         cfg.apply(file, Path::new("/")).unwrap();
-        assert_eq!(cfg.max_tokens, Some(2_000_000));
+        assert_eq!(cfg.budget.max_tokens, Some(2_000_000));
         assert_eq!(cfg.compaction.keep_turns, 3);
     }
 
@@ -668,7 +660,7 @@ mod tests {
             toml::from_str("max_turns = 7\n[replay]\nscript = \"s.json\"").unwrap();
         cfg.apply(file, Path::new("/p/.rein")).unwrap();
         assert_eq!(cfg.replay_script, Some(PathBuf::from("/p/.rein/s.json")));
-        assert_eq!(cfg.max_turns, 7);
+        assert_eq!(cfg.budget.max_turns, 7);
         let zero: ConfigFile = toml::from_str("tool_timeout_secs = 0").unwrap();
         assert!(cfg.apply(zero, Path::new("/")).is_err());
     }

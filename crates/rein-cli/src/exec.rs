@@ -11,11 +11,12 @@ use rein_core::{
 };
 use rein_store::SqliteStore;
 
-use crate::cli::{ExecArgs, ModelArgs, SessionArgs};
+use crate::cli::ExecArgs;
 use crate::config::Config;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
-use crate::trust::ProjectReport;
+use crate::setup::prompt::{Attachments, CommandSet, EngineLife, Expanded};
+use crate::setup::settings::{Resume, RunSettings, load_config_noting};
 
 pub use crate::run_setup::{RunExtras, engine_builder, mcp_servers};
 
@@ -145,46 +146,28 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
     let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
-    if let Some(n) = args.max_turns {
-        if n == 0 {
-            return Err(Failure::usage(anyhow!("--max-turns must be at least 1")));
-        }
-        cfg.max_turns = n;
-    }
-    if let Some(n) = args.max_tokens {
-        if n == 0 {
-            return Err(Failure::usage(anyhow!("--max-tokens must be at least 1")));
-        }
-        cfg.max_tokens = Some(n);
-    }
-    if let Some(c) = args.max_cost {
-        if !(c > 0.0 && c.is_finite()) {
-            return Err(Failure::usage(anyhow!(
-                "--max-cost must be a positive number of dollars, got {c}"
-            )));
-        }
-        cfg.max_cost_usd = Some(c);
-    }
-    if let Some(t) = &args.max_wall_time {
-        cfg.max_wall_time = Some(
-            crate::config::parse_duration(t)
-                .map_err(|e| Failure::usage(anyhow!("--max-wall-time: {e}")))?,
-        );
-    }
+    let settings = RunSettings::resolve(&args.session, Some(&args.budget), &cfg)?;
+    cfg.budget = settings.budget;
     cfg.validate().map_err(Failure::usage)?;
     let telemetry = crate::otel::start(args.otel)?;
-    let mode = start_mode(&cfg, &args.session)?;
+    let mode = settings.mode;
     let words = args.prompt.join(" ");
-    let command = match &args.command {
-        Some(name) => Some(crate::commands::expand(&cfg, &workspace, name, &words)?),
-        None => None,
-    };
-    let prompt = match &command {
-        Some((_, message)) => message.clone(),
-        None => read_prompt(&words)?,
-    };
+    let commands = CommandSet::discover(&cfg, &workspace, EngineLife::OneRun);
+    let expanded = match &args.command {
+        Some(name) => commands.expand_named(name, &words),
+        None => commands.expand(&read_prompt(&words)?),
+    }
+    .map_err(|e| Failure::usage(anyhow!(e)))?;
+    for note in &expanded.notes {
+        output::err(&format!("note: {note}"));
+    }
+    let Expanded {
+        text: prompt,
+        command,
+        ..
+    } = expanded;
     // A command's `model` is used when none was chosen on the command line.
-    if let Some((c, _)) = &command
+    if let Some(c) = &command
         && let Some(model) = c.model.as_ref().filter(|_| !model_chosen)
     {
         output::err(&format!(
@@ -203,7 +186,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     // The SQLite file, or the PostgreSQL database REIN_STORE names.
     let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
 
-    let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
+    let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
 
     let loaded = crate::run_setup::LoadedExtras::load(&cfg, &workspace, provider.as_ref()).await;
     for note in &loaded.notes {
@@ -218,7 +201,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         .context("cannot start the engine")
         .map_err(Failure::usage)?;
     // A command's `allowed-tools` narrows what the model is offered.
-    if let Some((command, _)) = &command {
+    if let Some(command) = &command {
         let allowed = command.allowed_tool_names();
         if !allowed.is_empty() {
             engine.replace_tools(|name| !allowed.iter().any(|a| a == name), Vec::new());
@@ -226,13 +209,13 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     }
     // Skills the prompt names (`$name`) and resources (`@server:uri`) go
     // with it.
-    let mut prompt = skills.attach_mentions(&prompt);
-    if let Some(hub) = &mcp {
-        let (attached, notes) = hub.attach_mentions(&prompt).await;
-        prompt = attached;
-        for note in notes {
-            output::err(&format!("note: {note}"));
-        }
+    let attachments = Attachments {
+        skills,
+        mcp: mcp.clone(),
+    };
+    let (prompt, notes) = attachments.attach(&prompt).await;
+    for note in notes {
+        output::err(&format!("note: {note}"));
     }
     if let Some(hub) = &mcp {
         let lazy = crate::mcp::lazy_tools(&cfg, &engine);
@@ -345,57 +328,19 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     Ok(exit::COMPLETED)
 }
 
-/// The layered config of `workspace` with the model flags over it, and
-/// what its project settings would change if it were trusted.
-pub fn load_config(
-    workspace: &Path,
-    models: ModelArgs,
-    trusted: bool,
-) -> Result<(Config, ProjectReport), Failure> {
-    let (mut cfg, report) = Config::load(workspace, trusted).map_err(Failure::usage)?;
-    apply_model_flags(&mut cfg, models)?;
-    Ok((cfg, report))
-}
-
-/// [`load_config`] for a headless command: in an untrusted folder, one
-/// stderr line names what its project settings asked for and did not get.
-fn load_config_noting(
-    workspace: &Path,
-    models: ModelArgs,
-    trusted: bool,
-) -> Result<Config, Failure> {
-    let (cfg, report) = load_config(workspace, models, trusted)?;
-    if !trusted && let Some(line) = report.untrusted_line() {
-        output::err(&format!("rein: {line}"));
-    }
-    Ok(cfg)
-}
-
-/// The permission mode a run starts in: `--mode`, `--plan`, then config.
-pub fn start_mode(cfg: &Config, args: &SessionArgs) -> Result<PermissionMode, Failure> {
-    Ok(match (args.mode.as_deref(), args.plan) {
-        (Some(m), _) => m
-            .parse::<PermissionMode>()
-            .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
-        (None, true) => PermissionMode::Plan,
-        (None, false) => cfg.permissions.mode.unwrap_or_default(),
-    })
-}
-
-/// The session `--last` or `--resume ID` names, if any.
+/// The session a run continues, if any: [`Resume::Last`] is the newest
+/// of `workspace`'s.
 pub async fn resume_target(
     store: &dyn SessionStore,
     workspace: &Path,
-    args: &SessionArgs,
+    resume: &Resume,
 ) -> Result<Option<String>, Failure> {
-    if args.last {
-        Ok(Some(
+    match resume {
+        Resume::Fresh => Ok(None),
+        Resume::Last => Ok(Some(
             latest_session(store, workspace, "--last: no session to resume").await?,
-        ))
-    } else if let Some(id) = &args.resume {
-        Ok(Some(find_session(store, id, "--resume: ").await?))
-    } else {
-        Ok(None)
+        )),
+        Resume::Session(id) => Ok(Some(find_session(store, id, "--resume: ").await?)),
     }
 }
 
@@ -418,61 +363,6 @@ pub fn safety_warning(mode: PermissionMode) -> Option<String> {
     } else {
         None
     }
-}
-
-/// `--provider`, `--model`, `--model-path` and `--script` over the config.
-fn apply_model_flags(cfg: &mut Config, flags: ModelArgs) -> Result<(), Failure> {
-    let ModelArgs {
-        provider,
-        model,
-        model_path,
-        script,
-        profile,
-        without,
-    } = flags;
-    if profile.is_some() {
-        cfg.profile = profile;
-    }
-    cfg.without.extend(without);
-    if let Some(path) = model_path {
-        if let Some(known) = model.as_deref().and_then(crate::model::find) {
-            return Err(Failure::usage(anyhow!(
-                "--model {} names a known local model and --model-path a file: pass one of them",
-                known.name
-            )));
-        }
-        match provider.as_deref() {
-            None | Some("local") => {}
-            Some(other) => {
-                return Err(Failure::usage(anyhow!(
-                    "--model-path is for the local provider, not `{other}`: drop --provider or pass --provider local"
-                )));
-            }
-        }
-        cfg.provider = Some("local".into());
-        cfg.local.model_path = Some(path);
-    }
-    let provider_given = provider.is_some();
-    if let Some(p) = provider {
-        cfg.provider = Some(p);
-    }
-    if let Some(m) = model {
-        cfg.model = Some(m);
-    }
-    if let Some(s) = script {
-        // A script is played by the replay provider: the flag implies it.
-        match cfg.provider.as_deref() {
-            Some("replay") => {}
-            Some(other) if provider_given => {
-                return Err(Failure::usage(anyhow!(
-                    "--script is played by the replay provider, not `{other}`: drop --provider or pass --provider replay"
-                )));
-            }
-            _ => cfg.provider = Some("replay".into()),
-        }
-        cfg.replay_script = Some(s);
-    }
-    Ok(())
 }
 
 /// The session an id or unique prefix names; unknown or ambiguous ids are

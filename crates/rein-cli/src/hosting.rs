@@ -12,6 +12,7 @@ use rein_core::{AgentEngine, Approvals, PermissionMode, Provider, SessionStore};
 use crate::cli::ModelArgs;
 use crate::config::Config;
 use crate::run_setup::LoadedExtras;
+use crate::setup::prompt::{Attachments, CommandSet, EngineLife, Prompts};
 
 /// Why a session's engine could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -25,67 +26,13 @@ pub enum HostError {
     Internal(String),
 }
 
-/// The longest wall-time budget a session may ask for: a year.
-pub(crate) const MAX_WALL_TIME_SECS: u64 = 31_536_000;
-
-/// Limits one session's runs may not pass (`None`: the config's).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budget {
-    pub max_turns: Option<u32>,
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_wall_time_secs: Option<u64>,
-}
-
-impl Budget {
-    /// Each limit of `self` over `cfg`'s, never looser than `cfg`'s own.
-    pub fn apply(&self, cfg: &mut Config) -> Result<(), HostError> {
-        fn tighter<T: PartialOrd + Copy>(asked: Option<T>, set: Option<T>) -> Option<T> {
-            match (asked, set) {
-                (Some(a), Some(s)) if s < a => Some(s),
-                (Some(a), _) => Some(a),
-                (None, s) => s,
-            }
-        }
-        if self.max_turns == Some(0)
-            || self.max_tokens == Some(0)
-            || self.max_wall_time_secs == Some(0)
-        {
-            return Err(HostError::Usage("budget limits must be at least 1".into()));
-        }
-        if self
-            .max_wall_time_secs
-            .is_some_and(|s| s > MAX_WALL_TIME_SECS)
-        {
-            return Err(HostError::Usage(format!(
-                "max_wall_time_secs must be at most {MAX_WALL_TIME_SECS} (a year)"
-            )));
-        }
-        if let Some(c) = self.max_cost_usd
-            && !(c > 0.0 && c.is_finite())
-        {
-            return Err(HostError::Usage(format!(
-                "max_cost_usd must be a positive number of dollars, got {c}"
-            )));
-        }
-        if let Some(t) = self.max_turns {
-            cfg.max_turns = cfg.max_turns.min(t);
-        }
-        cfg.max_tokens = tighter(self.max_tokens, cfg.max_tokens);
-        cfg.max_cost_usd = tighter(self.max_cost_usd, cfg.max_cost_usd);
-        let asked = self.max_wall_time_secs.map(std::time::Duration::from_secs);
-        cfg.max_wall_time = tighter(asked, cfg.max_wall_time);
-        Ok(())
-    }
-}
-
 /// A session's engine and what it was built from.
 pub struct Hosted {
     pub engine: AgentEngine,
-    /// The config the engine was built from (custom commands, limits).
-    pub cfg: Config,
     pub mode: PermissionMode,
+    /// How the session's prompts are prepared (`/command`, `$skill`,
+    /// `@server:uri`).
+    pub prompts: Prompts,
     /// Makes each run's telemetry observer, when telemetry is on.
     observers: Option<rein_telemetry::Observers>,
     /// Kept alive for the engine's MCP servers and tools.
@@ -147,8 +94,9 @@ impl Host {
     pub fn config(&self, workspace: &Path) -> Result<Config, HostError> {
         let trusted = crate::trust::command::trusted_for_run(workspace, false)
             .map_err(|f| HostError::Internal(format!("{:#}", f.error)))?;
-        let (mut cfg, _) = crate::exec::load_config(workspace, self.models.clone(), trusted)
-            .map_err(|f| HostError::Usage(format!("{:#}", f.error)))?;
+        let (mut cfg, _) =
+            crate::setup::settings::load_config(workspace, self.models.clone(), trusted)
+                .map_err(|f| HostError::Usage(format!("{:#}", f.error)))?;
         cfg.store = self.store_setting.clone();
         Ok(cfg)
     }
@@ -181,10 +129,17 @@ impl Host {
                 crate::output::err(&format!("note: {line}"));
             });
         }
+        let prompts = Prompts {
+            commands: CommandSet::discover(&cfg, workspace, EngineLife::Session),
+            attachments: Attachments {
+                skills: extras.skills.clone(),
+                mcp: extras.mcp.clone(),
+            },
+        };
         Ok(Hosted {
             engine,
-            cfg,
             mode,
+            prompts,
             observers: self.observers.clone(),
             _extras: extras,
         })
@@ -264,78 +219,4 @@ fn is_postgres(url: &str) -> bool {
         || url
             .split_whitespace()
             .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use std::time::Duration;
-
-    fn config(max_turns: u32, max_tokens: Option<u64>, wall: Option<u64>) -> Config {
-        let mut cfg = Config::defaults(std::path::PathBuf::from("/home/u/.rein"));
-        cfg.max_turns = max_turns;
-        cfg.max_tokens = max_tokens;
-        cfg.max_wall_time = wall.map(Duration::from_secs);
-        cfg
-    }
-
-    #[test]
-    fn a_budget_tightens_the_config_and_never_loosens_it() {
-        let mut cfg = config(3, Some(5), Some(60));
-        let looser = Budget {
-            max_turns: Some(10),
-            max_tokens: Some(50),
-            max_cost_usd: Some(9.0),
-            max_wall_time_secs: Some(600),
-        };
-        looser.apply(&mut cfg).unwrap();
-        assert_eq!(cfg.max_turns, 3);
-        assert_eq!(cfg.max_tokens, Some(5));
-        assert_eq!(cfg.max_wall_time, Some(Duration::from_secs(60)));
-        // No cost limit was set: the budget's counts.
-        assert_eq!(cfg.max_cost_usd, Some(9.0));
-        let tighter = Budget {
-            max_turns: Some(2),
-            max_tokens: Some(4),
-            max_cost_usd: Some(1.0),
-            max_wall_time_secs: Some(30),
-        };
-        tighter.apply(&mut cfg).unwrap();
-        assert_eq!(cfg.max_turns, 2);
-        assert_eq!(cfg.max_tokens, Some(4));
-        assert_eq!(cfg.max_cost_usd, Some(1.0));
-        assert_eq!(cfg.max_wall_time, Some(Duration::from_secs(30)));
-    }
-
-    #[test]
-    fn a_budget_of_zero_a_wall_time_past_a_year_or_a_bad_cost_is_refused() {
-        let bad = [
-            Budget {
-                max_turns: Some(0),
-                ..Default::default()
-            },
-            Budget {
-                max_wall_time_secs: Some(0),
-                ..Default::default()
-            },
-            Budget {
-                max_wall_time_secs: Some(MAX_WALL_TIME_SECS + 1),
-                ..Default::default()
-            },
-            Budget {
-                max_cost_usd: Some(f64::NAN),
-                ..Default::default()
-            },
-            Budget {
-                max_cost_usd: Some(-1.0),
-                ..Default::default()
-            },
-        ];
-        for budget in bad {
-            let mut cfg = config(3, None, None);
-            assert!(budget.apply(&mut cfg).is_err(), "{budget:?}");
-            assert_eq!(cfg.max_turns, 3, "{budget:?} changed the config");
-        }
-    }
 }

@@ -250,7 +250,7 @@ pub fn engine_builder(
         builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));
     }
     builder = builder
-        .max_turns(cfg.max_turns)
+        .budget(cfg.budget)
         .tool_timeout(cfg.tool_timeout)
         .provider_retries(cfg.provider_retries)
         .permissions({
@@ -276,15 +276,6 @@ pub fn engine_builder(
     }
     if let Some(n) = cfg.max_concurrent_tools {
         builder = builder.max_concurrent_tools(n);
-    }
-    if let Some(n) = cfg.max_tokens {
-        builder = builder.max_tokens(n);
-    }
-    if let Some(c) = cfg.max_cost_usd {
-        builder = builder.max_cost_usd(c);
-    }
-    if let Some(t) = cfg.max_wall_time {
-        builder = builder.max_wall_time(t);
     }
     builder
 }

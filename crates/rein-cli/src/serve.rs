@@ -99,7 +99,7 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
         ),
         None => None,
     };
-    let (mut cfg, _) = crate::exec::load_config(&root, args.models.clone(), false)?;
+    let (mut cfg, _) = crate::setup::settings::load_config(&root, args.models.clone(), false)?;
     if let Some(store) = &args.store {
         cfg.store = Some(store.clone());
     }

@@ -9,11 +9,11 @@ use rein_tui::{CheckpointRow, RewindFailure, RewindOutcome, RewindRequest, Rewin
 
 use crate::cli::AppArgs;
 use crate::config::Config;
-use crate::exec::{
-    engine_builder, load_config, mcp_servers, resume_target, safety_warning, start_mode,
-};
+use crate::exec::{engine_builder, mcp_servers, resume_target, safety_warning};
 use crate::exit::Failure;
 use crate::providers;
+use crate::setup::prompt::{Attachments, CommandSet, EngineLife};
+use crate::setup::settings::{RunSettings, load_config};
 
 /// Split `/model` text: `provider:model`, a provider name, or a model name.
 pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>) {
@@ -59,9 +59,10 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         &mut std::io::stderr(),
     )
     .map_err(Failure::usage)?;
-    let mode = start_mode(&cfg, &args.session)?;
+    let settings = RunSettings::resolve(&args.session, None, &cfg)?;
+    let mode = settings.mode;
     let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
-    let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
+    let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
     // Fail before the screen changes when there is no model to talk to.
     let first = providers::build_or_offer(&cfg).map_err(Failure::usage)?;
     let model = first.model().to_string();
@@ -74,8 +75,8 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         notices.extend(report.untrusted_line());
     }
     notices.extend(mcp_note);
-    let (commands, warnings) = crate::commands::for_app(&cfg, &workspace);
-    notices.extend(warnings);
+    let commands = CommandSet::discover(&cfg, &workspace, EngineLife::Session);
+    notices.extend(commands.warnings().iter().cloned());
 
     let home = cfg.home.clone();
     let model_choices = crate::model::choices(&cfg.home);
@@ -88,10 +89,26 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         .iter()
         .map(|s| (s.name.clone(), s.description.clone()))
         .collect();
+    // Prompts are prepared as in every front end: custom commands
+    // expanded (or refused) here, skills and resources attached.
+    let attachments = Attachments {
+        skills: skills.clone(),
+        mcp: mcp.clone(),
+    };
     let attach_skills: Option<rein_tui::AttachSkills> = (!skills.skills.is_empty()).then(|| {
-        let skills = skills.clone();
-        Arc::new(move |message: String| skills.attach_mentions(&message)) as rein_tui::AttachSkills
+        let attachments = attachments.clone();
+        Arc::new(move |message: String| attachments.attach_skills(&message))
+            as rein_tui::AttachSkills
     });
+    let expand_command: rein_tui::ExpandCommand = {
+        let commands = commands.clone();
+        Arc::new(move |name: &str, args: &str| {
+            commands
+                .expand_named(name, args)
+                .map(|e| e.text)
+                .map_err(|e| e.to_string())
+        })
+    };
     let hooks = crate::hooks::load(&cfg, &workspace);
     notices.extend(hooks.notes.iter().cloned());
     let agents = crate::run_setup::agents(&cfg, &workspace);
@@ -116,13 +133,13 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         crate::mcp::follow(&hub, &engine, lazy, move |line| {
             let _ = tx.send(line);
         });
-        let (for_attach, for_prompt) = (hub.clone(), hub.clone());
+        let for_prompt = hub.clone();
         rein_tui::McpView {
             status: Box::new(move || crate::mcp::status_lines(&hub)),
             notes,
             attach: Arc::new(move |message: String| {
-                let hub = for_attach.clone();
-                Box::pin(async move { hub.attach_mentions(&message).await })
+                let attachments = attachments.clone();
+                Box::pin(async move { attachments.attach_resources(&message).await })
                     as rein_tui::McpFuture<(String, Vec<String>)>
             }),
             prompt: Arc::new(move |command: String, args: String| {
@@ -161,7 +178,8 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         idle_notify,
         prompt: args.prompt,
         mcp,
-        commands,
+        commands: commands.commands().to_vec(),
+        expand_command: Some(expand_command),
         skills: skill_list,
         attach_skills,
         rewind,

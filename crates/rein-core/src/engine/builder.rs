@@ -5,8 +5,6 @@ use super::*;
 /// Loop settings, all with defaults.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Most model calls in one run (default 50).
-    pub max_turns: u32,
     /// Retries of a failed model call before the run stops (default 4).
     pub provider_retries: u32,
     /// First retry delay; doubles each time, with jitter (default 1 s).
@@ -16,12 +14,8 @@ pub struct EngineConfig {
     pub permissions: Permissions,
     /// Who answers approval requests (default: nobody, so they are refused).
     pub approvals: Approvals,
-    /// Most input + output tokens over all model calls of a run.
-    pub max_tokens: Option<u64>,
-    /// Most spent on model calls in a run, in US dollars (known prices only).
-    pub max_cost_usd: Option<f64>,
-    /// Longest a run may take.
-    pub max_wall_time: Option<Duration>,
+    /// Turns, tokens, dollars and wall time a run may spend.
+    pub budget: crate::budget::Budget,
     pub loop_guard: LoopGuardConfig,
     pub compaction: CompactionConfig,
     /// Extra text at the end of the system prompt (long-term memory).
@@ -48,15 +42,12 @@ impl EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            max_turns: 50,
             provider_retries: 4,
             retry_base_delay: Duration::from_secs(1),
             limits: GateLimits::default(),
             permissions: Permissions::new(PermissionMode::Default),
             approvals: Approvals::Refuse,
-            max_tokens: None,
-            max_cost_usd: None,
-            max_wall_time: None,
+            budget: crate::budget::Budget::default(),
             loop_guard: LoopGuardConfig::default(),
             compaction: CompactionConfig::default(),
             system_note: None,
@@ -103,21 +94,27 @@ impl AgentEngineBuilder {
         self
     }
 
+    /// Every limit of a run at once.
+    pub fn budget(mut self, budget: crate::budget::Budget) -> Self {
+        self.config.budget = budget;
+        self
+    }
+
     /// Token budget of a run (input + output over every call).
     pub fn max_tokens(mut self, n: u64) -> Self {
-        self.config.max_tokens = Some(n);
+        self.config.budget.max_tokens = Some(n);
         self
     }
 
     /// Cost budget of a run in US dollars.
     pub fn max_cost_usd(mut self, usd: f64) -> Self {
-        self.config.max_cost_usd = Some(usd);
+        self.config.budget.max_cost_usd = Some(usd);
         self
     }
 
     /// Wall-clock budget of a run.
     pub fn max_wall_time(mut self, d: Duration) -> Self {
-        self.config.max_wall_time = Some(d);
+        self.config.budget.max_wall_time = Some(d);
         self
     }
 
@@ -228,7 +225,7 @@ impl AgentEngineBuilder {
     }
 
     pub fn max_turns(mut self, n: u32) -> Self {
-        self.config.max_turns = n;
+        self.config.budget.max_turns = n;
         self
     }
 

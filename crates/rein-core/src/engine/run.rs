@@ -281,7 +281,7 @@ impl AgentEngine {
             },
             guard: LoopGuard::new(inner.config.loop_guard.clone()),
         };
-        if inner.config.max_cost_usd.is_some() && self.provider().pricing().is_none() {
+        if inner.config.budget.max_cost_usd.is_some() && self.provider().pricing().is_none() {
             ctx.emit(Event::Notice {
                 message: format!(
                     "max_cost_usd is set but the prices of {} are unknown: the cost budget cannot stop this run",
@@ -553,7 +553,7 @@ impl AgentEngine {
     /// its budget tree (what it, its children and, for a child, its
     /// parent's whole tree spent; the time of every run above it).
     pub(super) fn budget_exceeded(&self, ctx: &RunCtx<'_>) -> Option<StopReason> {
-        if ctx.st.turns >= self.inner.config.max_turns {
+        if ctx.st.turns >= self.inner.config.budget.max_turns {
             return Some(StopReason::MaxTurns);
         }
         ctx.budget.as_ref().and_then(|b| b.exceeded())
@@ -564,9 +564,9 @@ impl AgentEngine {
     pub(super) fn open_account(&self) -> Arc<budget::Budget> {
         let cfg = &self.inner.config;
         let limits = budget::Limits {
-            max_tokens: cfg.max_tokens,
-            max_cost_usd: cfg.max_cost_usd,
-            max_wall_time: cfg.max_wall_time,
+            max_tokens: cfg.budget.max_tokens,
+            max_cost_usd: cfg.budget.max_cost_usd,
+            max_wall_time: cfg.budget.max_wall_time,
             max_children: self.inner.task.as_ref().map_or(1, |t| t.max_children()),
         };
         budget::Budget::open(limits, self.inner.spends_from.clone())

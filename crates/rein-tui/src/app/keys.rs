@@ -310,10 +310,20 @@ impl App {
                 args: arg.unwrap_or_default(),
             }],
             custom if self.custom_command(custom).is_some() => {
-                let text = self
-                    .custom_command(custom)
-                    .map(|c| c.expand(arg.as_deref().unwrap_or("")))
-                    .unwrap_or_default();
+                let args = arg.as_deref().unwrap_or("");
+                let text = match &self.expand_command {
+                    Some(expand) => match expand(custom.trim_start_matches('/'), args) {
+                        Ok(text) => text,
+                        Err(why) => {
+                            self.error(why);
+                            return Vec::new();
+                        }
+                    },
+                    None => self
+                        .custom_command(custom)
+                        .map(|c| c.expand(args))
+                        .unwrap_or_default(),
+                };
                 if text.trim().is_empty() {
                     self.error(format!("{custom}: the command is empty"));
                     return Vec::new();
