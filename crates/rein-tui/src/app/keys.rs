@@ -331,11 +331,21 @@ impl App {
                 self.send_message(text)
             }
             other => {
-                let msg = match complete::suggest_command(other) {
-                    Some(s) => {
+                // Refused in the words every front end uses, when the
+                // command gave them.
+                let shared = self
+                    .expand_command
+                    .as_ref()
+                    .and_then(|expand| expand(other.trim_start_matches('/'), "").err());
+                let msg = match (shared, complete::suggest_command(other)) {
+                    (None, Some(s)) => {
                         format!("unknown command {other}: did you mean {s}? (/help lists them)")
                     }
-                    None => format!("unknown command {other} (/help lists them)"),
+                    (None, None) => format!("unknown command {other} (/help lists them)"),
+                    (Some(why), Some(s)) => {
+                        format!("{why} (did you mean {s}? /help lists them)")
+                    }
+                    (Some(why), None) => format!("{why} (/help lists them)"),
                 };
                 self.error(msg);
                 Vec::new()
