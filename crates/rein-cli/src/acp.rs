@@ -72,9 +72,9 @@ pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
     };
     // The store is the rein home's (or REIN_STORE's): one for every
     // workspace a client opens.
-    let here = crate::exec::resolve_workspace(None)?;
+    let here = crate::setup::workspace::resolve_workspace(None)?;
     let (cfg, _) = crate::setup::settings::load_config(&here, args.models.clone(), false)?;
-    let (store, _) = crate::hosting::open_store(&cfg, 4).await?;
+    let (store, _) = crate::setup::store::open_store(&cfg, 4).await?;
     // Each prompt's run is a trace (export failures on stderr, which
     // editors log); the rest is sent when the client goes.
     let telemetry = crate::otel::start(args.otel)?;

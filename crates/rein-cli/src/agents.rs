@@ -21,7 +21,7 @@ pub struct ListArgs {
 }
 
 fn config(args: &ListArgs) -> Result<(Config, PathBuf), Failure> {
-    let workspace = crate::exec::resolve_workspace(args.workspace.as_deref())?;
+    let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
     Ok((cfg, workspace))
@@ -30,7 +30,7 @@ fn config(args: &ListArgs) -> Result<(Config, PathBuf), Failure> {
 /// `rein agents`: each agent the `task` tool can start here.
 pub fn list_agents(args: ListArgs) -> Result<i32, Failure> {
     let (cfg, workspace) = config(&args)?;
-    let catalog = crate::run_setup::agents(&cfg, &workspace);
+    let catalog = crate::setup::engine::agents(&cfg, &workspace);
     for a in &catalog.agents {
         let source = match &a.source {
             rein_core::agents::AgentSource::BuiltIn => "built-in".to_string(),

@@ -181,7 +181,7 @@ pub struct Config {
     pub home: PathBuf,
     pub provider: Option<String>,
     /// `store`, then `REIN_STORE`, then `--store`: see
-    /// [`crate::hosting::StoreChoice`].
+    /// [`crate::setup::store::StoreChoice`].
     pub store: Option<String>,
     pub model: Option<String>,
     /// Turns, tokens, dollars and wall time a run may spend.
@@ -196,7 +196,7 @@ pub struct Config {
     pub stream_idle_timeout: Duration,
     pub replay_script: Option<PathBuf>,
     /// `--profile`; `None` picks one for the provider (see
-    /// [`crate::run_setup::profile_for`]).
+    /// [`crate::setup::engine::profile_for`]).
     pub profile: Option<rein_core::Profile>,
     /// `--without`: levers of the profile switched off.
     pub without: Vec<rein_core::Lever>,

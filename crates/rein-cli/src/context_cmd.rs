@@ -19,7 +19,7 @@ pub fn global_instructions(cfg: &Config) -> PathBuf {
 }
 
 pub fn run(args: ContextArgs) -> Result<i32, Failure> {
-    let workspace = crate::exec::resolve_workspace(args.workspace.as_deref())?;
+    let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
     let home = crate::config::rein_home().map_err(Failure::usage)?;
     let cfg = Config::defaults(home);
     let found = Instructions::load(Some(&global_instructions(&cfg)), &workspace, DEFAULT_CAP);

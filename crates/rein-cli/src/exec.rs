@@ -1,53 +1,18 @@
 //! `rein exec`: one task, headless.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
-use rein_core::{
-    AgentEngine, CancellationToken, Event, FnSink, PermissionMode, Permissions, RunRequest,
-    SessionStore,
-};
-use rein_store::SqliteStore;
+use rein_core::{AgentEngine, Approvals, CancellationToken, Event, FnSink, RunRequest};
 
 use crate::cli::ExecArgs;
-use crate::config::Config;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
-use crate::setup::prompt::{Attachments, CommandSet, EngineLife, Expanded};
-use crate::setup::settings::{Resume, RunSettings, load_config_noting};
-
-pub use crate::run_setup::{RunExtras, engine_builder, mcp_servers};
-
-/// Canonical workspace from `-C` or the current directory.
-pub fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
-    let dir = match dir {
-        Some(d) => d.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| Failure::usage(anyhow!("cannot read the current directory: {e}")))?,
-    };
-    match std::fs::canonicalize(&dir) {
-        Ok(p) if p.is_dir() => Ok(p),
-        Ok(_) => Err(Failure::usage(anyhow!(
-            "workspace {} is not a directory",
-            dir.display()
-        ))),
-        Err(e) => Err(Failure::usage(anyhow!(
-            "workspace {} does not exist or cannot be read: {e}",
-            dir.display()
-        ))),
-    }
-}
-
-/// Open the SQLite session database under the configured home (see
-/// [`crate::hosting::open_store`] for the store the user chose).
-pub fn open_sqlite(cfg: &Config) -> Result<Arc<SqliteStore>, Failure> {
-    let path = cfg.sessions_db();
-    SqliteStore::open(&path)
-        .map(Arc::new)
-        .map_err(|e| Failure::harness(anyhow!("{e}")))
-}
+use crate::setup::prompt::{CommandSet, EngineLife, Expanded};
+use crate::setup::session::{Opening, Session};
+use crate::setup::settings::{RunSettings, load_config_noting, safety_warning};
+use crate::setup::store::{find_session, latest_session, open_store, resume_target};
+use crate::setup::workspace::resolve_workspace;
 
 fn read_prompt(arg: &str) -> Result<String, Failure> {
     let prompt = if arg == "-" {
@@ -64,18 +29,6 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
         return Err(Failure::usage(anyhow!("the prompt is empty")));
     }
     Ok(prompt)
-}
-
-/// The engine's permission settings from the layered config.
-pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
-    let mut p = Permissions::new(mode);
-    p.rules = cfg.permissions.rules.clone();
-    p.network = cfg.permissions.network;
-    p.env_allow = cfg.permissions.env_allow.clone();
-    p.state_dir = Some(cfg.home.clone());
-    p.read_paths = cfg.sandbox.read_paths.clone();
-    p.limits = cfg.sandbox.limits;
-    p
 }
 
 /// Cancel on the first Ctrl-C or SIGTERM; exit at once on the second.
@@ -142,7 +95,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
 }
 
 async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
-    let workspace = crate::workspace_check::session_workspace(args.workspace.as_deref())?;
+    let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
     let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
@@ -184,45 +137,37 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let model = provider.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     // The SQLite file, or the PostgreSQL database REIN_STORE names.
-    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
+    let (store, _) = open_store(&cfg, 2).await?;
 
     let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
 
-    let loaded = crate::run_setup::LoadedExtras::load(&cfg, &workspace, provider.as_ref()).await;
-    for note in &loaded.notes {
-        output::err(&format!("note: {note}"));
-    }
-    let mcp = loaded.mcp.clone();
-    let skills = loaded.skills.clone();
-    let extras = loaded.extras();
-    let builder = engine_builder(&cfg, &workspace, mode, provider, store, &extras);
-    let engine = builder
-        .build()
-        .context("cannot start the engine")
+    let opening = Opening {
+        cfg: &cfg,
+        workspace: &workspace,
+        mode,
+        provider,
+        store,
+        approvals: Approvals::Refuse,
+        life: EngineLife::OneRun,
+        // A command's `allowed-tools` narrows what the model is offered.
+        allowed_tools: command
+            .as_ref()
+            .map(|c| c.allowed_tool_names())
+            .unwrap_or_default(),
+    };
+    let session = Session::open(opening, |line| output::err(&format!("note: {line}")))
+        .await
         .map_err(Failure::usage)?;
-    // A command's `allowed-tools` narrows what the model is offered.
-    if let Some(command) = &command {
-        let allowed = command.allowed_tool_names();
-        if !allowed.is_empty() {
-            engine.replace_tools(|name| !allowed.iter().any(|a| a == name), Vec::new());
-        }
+    for note in &session.extras.notes {
+        output::err(&format!("note: {note}"));
     }
     // Skills the prompt names (`$name`) and resources (`@server:uri`) go
     // with it.
-    let attachments = Attachments {
-        skills,
-        mcp: mcp.clone(),
-    };
-    let (prompt, notes) = attachments.attach(&prompt).await;
+    let (prompt, notes) = session.prompts.attachments.attach(&prompt).await;
     for note in notes {
         output::err(&format!("note: {note}"));
     }
-    if let Some(hub) = &mcp {
-        let lazy = crate::mcp::lazy_tools(&cfg, &engine);
-        crate::mcp::follow(hub, &engine, lazy, |line| {
-            output::err(&format!("note: {line}"));
-        });
-    }
+    let engine = &session.engine;
 
     let mut observer = telemetry.as_ref().map(|t| t.observer());
     let cancel = CancellationToken::new();
@@ -244,7 +189,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
             }
         });
         let outcome = engine.run(request, cancel, &mut sink).await;
-        end_session(&engine, &outcome, &mut sink).await;
+        end_session(engine, &outcome, &mut sink).await;
         refusals.report();
         outcome
     } else {
@@ -254,7 +199,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
             human.show(&event)
         });
         let outcome = engine.run(request, cancel, &mut sink).await;
-        end_session(&engine, &outcome, &mut sink).await;
+        end_session(engine, &outcome, &mut sink).await;
         outcome
     };
     drop(observer);
@@ -281,7 +226,7 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
     let cfg = load_config_noting(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
-    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
+    let (store, _) = open_store(&cfg, 2).await?;
     let id = match args.session {
         Some(id) => find_session(store.as_ref(), &id, "").await?,
         None => latest_session(store.as_ref(), &workspace, "no session to compact").await?,
@@ -326,74 +271,4 @@ pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
         None => {}
     }
     Ok(exit::COMPLETED)
-}
-
-/// The session a run continues, if any: [`Resume::Last`] is the newest
-/// of `workspace`'s.
-pub async fn resume_target(
-    store: &dyn SessionStore,
-    workspace: &Path,
-    resume: &Resume,
-) -> Result<Option<String>, Failure> {
-    match resume {
-        Resume::Fresh => Ok(None),
-        Resume::Last => Ok(Some(
-            latest_session(store, workspace, "--last: no session to resume").await?,
-        )),
-        Resume::Session(id) => Ok(Some(find_session(store, id, "--resume: ").await?)),
-    }
-}
-
-/// What the user must know before a run in `mode` on this machine: bypass
-/// turns every protection off; with no sandbox every command asks.
-pub fn safety_warning(mode: PermissionMode) -> Option<String> {
-    if mode == PermissionMode::Bypass {
-        Some(
-            "warning: --mode bypass: no sandbox and no permission checks; commands can change \
-             anything this user can"
-                .into(),
-        )
-    } else if rein_tools::sandbox::available() == rein_tools::sandbox::SandboxKind::None {
-        Some(
-            "note: no sandbox works on this machine (bubblewrap missing or unable to create \
-             namespaces, and no Landlock in the kernel): every shell command needs approval. \
-             Install bubblewrap (apt-get install bubblewrap) to sandbox them."
-                .into(),
-        )
-    } else {
-        None
-    }
-}
-
-/// The session an id or unique prefix names; unknown or ambiguous ids are
-/// usage errors (`context` prefixes their message).
-async fn find_session(
-    store: &dyn SessionStore,
-    id: &str,
-    context: &str,
-) -> Result<String, Failure> {
-    match store.get_session(id).await {
-        Ok(info) => Ok(info.id),
-        Err(e @ (rein_core::StoreError::NotFound(_) | rein_core::StoreError::Ambiguous { .. })) => {
-            Err(Failure::usage(anyhow!("{context}{e}")))
-        }
-        Err(other) => Err(Failure::harness(anyhow!("{other}"))),
-    }
-}
-
-/// The newest session of `workspace`; none is a usage error saying `none`.
-async fn latest_session(
-    store: &dyn SessionStore,
-    workspace: &Path,
-    none: &str,
-) -> Result<String, Failure> {
-    let ws = workspace.display().to_string();
-    let latest = store
-        .list_sessions(Some(&ws), 1)
-        .await
-        .map_err(|e| Failure::harness(anyhow!("{e}")))?;
-    match latest.into_iter().next() {
-        Some(s) => Ok(s.id),
-        None => Err(Failure::usage(anyhow!("{none} in {ws}"))),
-    }
 }

@@ -190,7 +190,7 @@ pub fn record_project_hooks(home: &Path, workspace: &Path) -> Option<String> {
 /// `rein hooks list`: each hook a run here would run, and why others
 /// would not.
 pub fn list(args: HooksArgs) -> Result<i32, Failure> {
-    let workspace = crate::exec::resolve_workspace(args.workspace.as_deref())?;
+    let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
     let set = load(&cfg, &workspace);

@@ -11,8 +11,9 @@ use rein_core::{AgentEngine, Approvals, PermissionMode, Provider, SessionStore};
 
 use crate::cli::ModelArgs;
 use crate::config::Config;
-use crate::run_setup::LoadedExtras;
-use crate::setup::prompt::{Attachments, CommandSet, EngineLife, Prompts};
+use crate::setup::engine::LoadedExtras;
+use crate::setup::prompt::{EngineLife, Prompts};
+use crate::setup::session::{Opening, Session};
 
 /// Why a session's engine could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -108,34 +109,26 @@ impl Host {
             .map_err(|e| HostError::Usage(format!("{e:#}")))?;
         let mode = self.mode.or(cfg.permissions.mode).unwrap_or_default();
         let provider = self.provider(&cfg)?;
-        let extras = LoadedExtras::load(&cfg, workspace, provider.as_ref()).await;
-        for note in &extras.notes {
-            crate::output::err(&format!("note: {note}"));
-        }
-        let engine = crate::run_setup::engine_builder(
-            &cfg,
+        let opening = Opening {
+            cfg: &cfg,
             workspace,
             mode,
             provider,
-            self.store.clone(),
-            &extras.extras(),
-        )
-        .approvals(Approvals::Events)
-        .build()
-        .map_err(|e| HostError::Internal(format!("cannot start the engine: {e}")))?;
-        if let Some(hub) = &extras.mcp {
-            let lazy = crate::mcp::lazy_tools(&cfg, &engine);
-            crate::mcp::follow(hub, &engine, lazy, |line| {
-                crate::output::err(&format!("note: {line}"));
-            });
-        }
-        let prompts = Prompts {
-            commands: CommandSet::discover(&cfg, workspace, EngineLife::Session),
-            attachments: Attachments {
-                skills: extras.skills.clone(),
-                mcp: extras.mcp.clone(),
-            },
+            store: self.store.clone(),
+            approvals: Approvals::Events,
+            life: EngineLife::Session,
+            allowed_tools: Vec::new(),
         };
+        let Session {
+            engine,
+            prompts,
+            extras,
+        } = Session::open(opening, |line| crate::output::err(&format!("note: {line}")))
+            .await
+            .map_err(|e| HostError::Internal(format!("{e:#}")))?;
+        for note in &extras.notes {
+            crate::output::err(&format!("note: {note}"));
+        }
         Ok(Hosted {
             engine,
             mode,
@@ -159,64 +152,4 @@ impl Host {
         providers.insert(key, built.clone());
         Ok(built)
     }
-}
-
-/// Where sessions and memories are kept, as the user said it: `store` in
-/// their config.toml, then `REIN_STORE`, then `--store` (a project's
-/// `store` never counts, trusted or not).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreChoice {
-    /// The SQLite files under the rein home: the default, or `sqlite`.
-    Sqlite,
-    /// A PostgreSQL database shared by several processes, by its
-    /// connection string.
-    Postgres(String),
-}
-
-impl StoreChoice {
-    /// The choice `cfg` holds. Anything but `sqlite` or a PostgreSQL
-    /// connection string is refused (never echoed: it may hold a password).
-    pub fn of(cfg: &Config) -> anyhow::Result<StoreChoice> {
-        match cfg.store.as_deref().map(str::trim) {
-            None | Some("" | "sqlite") => Ok(StoreChoice::Sqlite),
-            Some(url) if is_postgres(url) => Ok(StoreChoice::Postgres(url.to_string())),
-            Some(_) => Err(anyhow::anyhow!(
-                "the store (--store, REIN_STORE or `store` in config.toml) is neither `sqlite` \
-                 nor a PostgreSQL connection string (postgres://… or host=… dbname=…)"
-            )),
-        }
-    }
-}
-
-/// The session store `cfg` chooses ([`StoreChoice`]), with at most
-/// `connections` to PostgreSQL (0 is read as 1). The PostgreSQL store is returned again for
-/// what only it can do (leases).
-pub async fn open_store(
-    cfg: &Config,
-    connections: usize,
-) -> Result<(Arc<dyn SessionStore>, Option<rein_store::PgStore>), crate::exit::Failure> {
-    use crate::exit::Failure;
-    use anyhow::anyhow;
-    match StoreChoice::of(cfg).map_err(Failure::usage)? {
-        StoreChoice::Postgres(url) => {
-            let options = rein_store::PgOptions {
-                max_connections: connections,
-            };
-            let store = rein_store::PgStore::connect_with(&url, options)
-                .await
-                .map_err(|e| Failure::usage(anyhow!("store: {e}")))?;
-            Ok((Arc::new(store.clone()), Some(store)))
-        }
-        StoreChoice::Sqlite => Ok((crate::exec::open_sqlite(cfg)?, None)),
-    }
-}
-
-/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
-/// libpq's `key=value` form.
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://")
-        || url.starts_with("postgresql://")
-        || url
-            .split_whitespace()
-            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
 }

@@ -20,7 +20,6 @@ mod output;
 mod permissions;
 mod providers;
 mod rewind;
-mod run_setup;
 mod sandbox_config;
 mod sandbox_run;
 mod serve;
@@ -30,7 +29,6 @@ mod setup;
 mod skills;
 mod trust;
 mod tui;
-mod workspace_check;
 
 fn main() {
     let cli = match cli::Cli::parse_args(std::env::args_os().collect()) {

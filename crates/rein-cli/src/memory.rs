@@ -17,10 +17,10 @@ use rein_store::{SqliteMemory, SqliteOptions};
 
 use crate::cli::MemoryCommand;
 use crate::config::Config;
-use crate::exec::resolve_workspace;
 use crate::exit::{COMPLETED, Failure};
-use crate::hosting::StoreChoice;
 use crate::output::{self, one_line, out};
+use crate::setup::store::StoreChoice;
+use crate::setup::workspace::resolve_workspace;
 
 /// Bytes of the system prompt the most used memories may take (the
 /// heading that says they are data takes about 250 of them).

@@ -91,7 +91,7 @@ pub struct ServeArgs {
 /// Serve until Ctrl-C or SIGTERM, then cancel the runs and stop.
 pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     let tls = listen_policy(&args)?;
-    let root = crate::workspace_check::session_workspace(args.root.as_deref())?;
+    let root = crate::setup::workspace::session_workspace(args.root.as_deref())?;
     let mode = match args.mode.as_deref() {
         Some(m) => Some(
             m.parse::<PermissionMode>()
@@ -201,7 +201,7 @@ async fn open_store(
     args: &ServeArgs,
     cfg: &crate::config::Config,
 ) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
-    let (store, pg) = crate::hosting::open_store(cfg, args.store_connections.get()).await?;
+    let (store, pg) = crate::setup::store::open_store(cfg, args.store_connections.get()).await?;
     let Some(pg) = pg else {
         return Ok((store, None));
     };

@@ -5,9 +5,19 @@
 //!   `@server:uri`).
 //! - [`settings`]: flags over config, resolved once: the model flags,
 //!   mode, resume and budget.
+//! - [`workspace`]: the folder a session works in, and the folders none
+//!   may.
+//! - [`store`]: where sessions are kept, and which one a run continues.
+//! - [`engine`]: the engine builder every front end's engine comes from.
+//! - [`session`]: one session factory (engine, MCP tools followed, prompt
+//!   preparation) for all four front ends.
 //!
 //! The commands use this module; it uses [`crate::config`], never the
 //! commands.
 
+pub mod engine;
 pub mod prompt;
+pub mod session;
 pub mod settings;
+pub mod store;
+pub mod workspace;

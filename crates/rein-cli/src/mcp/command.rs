@@ -54,7 +54,7 @@ pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
 
 /// The folder's config, trusted as a run would trust it.
 pub(super) fn load(workspace: Option<PathBuf>) -> Result<(Config, PathBuf), Failure> {
-    let workspace = crate::exec::resolve_workspace(workspace.as_deref())?;
+    let workspace = crate::setup::workspace::resolve_workspace(workspace.as_deref())?;
     let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
     Ok((cfg, workspace))

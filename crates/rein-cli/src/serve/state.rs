@@ -254,7 +254,7 @@ impl Server {
     /// `workspace` (canonical) unless no session may work there (see
     /// [`crate::workspace_check`]).
     fn fit(workspace: &Path) -> Result<(), Failure> {
-        match crate::workspace_check::unfit(workspace, workspace) {
+        match crate::setup::workspace::unfit(workspace, workspace) {
             Some(why) => Err(Failure::bad_request(why)),
             None => Ok(()),
         }

@@ -111,6 +111,27 @@ fn flag_of(limit: BudgetLimit) -> &'static str {
     }
 }
 
+/// What the user must know before a run in `mode` on this machine: bypass
+/// turns every protection off; with no sandbox every command asks.
+pub fn safety_warning(mode: PermissionMode) -> Option<String> {
+    if mode == PermissionMode::Bypass {
+        Some(
+            "warning: --mode bypass: no sandbox and no permission checks; commands can change \
+             anything this user can"
+                .into(),
+        )
+    } else if rein_tools::sandbox::available() == rein_tools::sandbox::SandboxKind::None {
+        Some(
+            "note: no sandbox works on this machine (bubblewrap missing or unable to create \
+             namespaces, and no Landlock in the kernel): every shell command needs approval. \
+             Install bubblewrap (apt-get install bubblewrap) to sandbox them."
+                .into(),
+        )
+    } else {
+        None
+    }
+}
+
 /// The layered config of `workspace` with the model flags over it, and
 /// what its project settings would change if it were trusted.
 pub fn load_config(

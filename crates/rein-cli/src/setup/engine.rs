@@ -6,10 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rein_core::{AgentEngine, Lever, PermissionMode, Profile};
+use rein_core::{AgentEngine, Lever, PermissionMode, Permissions, Profile};
 
 use crate::config::Config;
-use crate::exec::permissions;
 use crate::permissions::ProjectRulesFile;
 
 /// What a run adds to the built-in tools: long-term memory, the MCP
@@ -88,7 +87,7 @@ impl rein_core::agents::ModelSource for ConfigModels {
         model: &str,
     ) -> Result<Arc<dyn rein_core::Provider>, rein_core::agents::ModelUnavailable> {
         let mut c = self.0.clone();
-        let (provider, m) = crate::tui::model_choice(&c, model);
+        let (provider, m) = crate::providers::model_choice(&c, model);
         if provider.is_some() {
             c.provider = provider;
             c.model = None;
@@ -121,6 +120,18 @@ impl rein_core::rewind::Checkpointer for Unavailable {
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
         Ok(())
     }
+}
+
+/// The engine's permission settings from the layered config.
+pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
+    let mut p = Permissions::new(mode);
+    p.rules = cfg.permissions.rules.clone();
+    p.network = cfg.permissions.network;
+    p.env_allow = cfg.permissions.env_allow.clone();
+    p.state_dir = Some(cfg.home.clone());
+    p.read_paths = cfg.sandbox.read_paths.clone();
+    p.limits = cfg.sandbox.limits;
+    p
 }
 
 /// The sub-agents of a run here: the project's definitions, the user's
