@@ -22,7 +22,7 @@ pub struct ListArgs {
 
 fn config(args: &ListArgs) -> Result<(Config, PathBuf), Failure> {
     let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
-    let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
+    let trusted = crate::trust_cmd::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
     Ok((cfg, workspace))
 }

@@ -96,7 +96,7 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
 
 async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
-    let trusted = crate::trust::command::trusted_for_run(&workspace, args.trust)?;
+    let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
     let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
     let settings = RunSettings::resolve(&args.session, Some(&args.budget), &cfg)?;
@@ -223,7 +223,7 @@ async fn end_session(
 /// `rein compact [SESSION]`.
 pub async fn compact(args: crate::cli::CompactArgs) -> Result<i32, Failure> {
     let workspace = resolve_workspace(args.workspace.as_deref())?;
-    let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
+    let trusted = crate::trust_cmd::trusted_for_run(&workspace, false)?;
     let cfg = load_config_noting(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
     let (store, _) = open_store(&cfg, 2).await?;

@@ -93,7 +93,7 @@ impl Host {
     /// The config of `workspace` (trusted or not, as the user said), with
     /// the model flags over it.
     pub fn config(&self, workspace: &Path) -> Result<Config, HostError> {
-        let trusted = crate::trust::command::trusted_for_run(workspace, false)
+        let trusted = crate::trust_cmd::trusted_for_run(workspace, false)
             .map_err(|f| HostError::Internal(format!("{:#}", f.error)))?;
         let (mut cfg, _) =
             crate::setup::settings::load_config(workspace, self.models.clone(), trusted)

@@ -11,8 +11,10 @@ mod exec;
 mod exit;
 mod home;
 mod hooks;
+mod hooks_cmd;
 mod hosting;
 mod mcp;
+mod mcp_cmd;
 mod memory;
 mod model;
 mod otel;
@@ -28,6 +30,7 @@ mod settings_file;
 mod setup;
 mod skills;
 mod trust;
+mod trust_cmd;
 mod tui;
 
 fn main() {
@@ -68,12 +71,12 @@ fn main() {
             Some(cli::Command::Sessions(cmd)) => sessions::run(cmd).await,
             Some(cli::Command::Model(cmd)) => model::run(cmd),
             Some(cli::Command::Memory(cmd)) => memory::run(cmd).await,
-            Some(cli::Command::Trust(args)) => trust::command::run(args),
-            Some(cli::Command::Mcp(cmd)) => mcp::command::run(cmd).await,
+            Some(cli::Command::Trust(args)) => trust_cmd::run(args),
+            Some(cli::Command::Mcp(cmd)) => mcp_cmd::run(cmd).await,
             Some(cli::Command::Eval(args)) => eval::run(args).await,
             Some(cli::Command::Context(args)) => context_cmd::run(args),
             Some(cli::Command::Hooks(cmd)) => match cmd {
-                cli::HooksCommand::List(args) => hooks::list(args),
+                cli::HooksCommand::List(args) => hooks_cmd::list(args),
             },
             Some(cli::Command::Agents(args)) => agents::list_agents(args),
             Some(cli::Command::Worktrees(args)) => agents::list_worktrees(args),

@@ -14,7 +14,6 @@
 //! Which folders are trusted is recorded in `$REIN_HOME/trusted.json`
 //! ([`store`]); `rein trust` and the app's question are in [`command`].
 
-pub mod command;
 pub mod store;
 
 use std::fmt;

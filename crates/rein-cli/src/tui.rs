@@ -24,7 +24,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let telemetry = crate::otel::start_reporting(args.otel, reporter)?;
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     // Asked before the app takes the terminal, on the terminal.
-    let trusted = crate::trust::command::trusted_for_app(&workspace, args.trust)?;
+    let trusted = crate::trust_cmd::trusted_for_app(&workspace, args.trust)?;
     let (cfg, report) = load_config(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
     // Asked on the terminal too: the project's hooks whose files changed

@@ -281,7 +281,7 @@ pub fn engine_builder(
             workspace,
             cfg.trusted,
         )))
-        .global_instructions(crate::context_cmd::global_instructions(cfg));
+        .global_instructions(global_instructions(cfg));
     if let Some(n) = cfg.max_tool_calls_per_turn {
         builder = builder.max_tool_calls_per_turn(n);
     }
@@ -289,6 +289,11 @@ pub fn engine_builder(
         builder = builder.max_concurrent_tools(n);
     }
     builder
+}
+
+/// The user's own instructions file.
+pub fn global_instructions(cfg: &Config) -> std::path::PathBuf {
+    cfg.home.join("AGENTS.md")
 }
 
 /// The run's MCP servers, started in the background; none when there are
