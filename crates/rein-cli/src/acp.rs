@@ -40,26 +40,11 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Client, Responder, Stdio, V1};
 use anyhow::anyhow;
-use clap::Args;
 use rein_core::PermissionMode;
 
-use crate::cli::ModelArgs;
+use crate::cli::AcpArgs;
 use crate::exit::{self, Failure};
 use agent::{AcpAgent, Target};
-
-/// `rein acp`.
-#[derive(Debug, Args)]
-pub struct AcpArgs {
-    #[command(flatten)]
-    pub models: ModelArgs,
-    /// The permission mode sessions start in (default: each workspace's
-    /// configured mode). The client's mode menu offers default,
-    /// accept-edits, plan and auto; bypass only when started in it.
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
-    #[command(flatten)]
-    pub otel: crate::otel::OtelArgs,
-}
 
 /// Serve one client on stdin and stdout until it closes them.
 pub async fn run(args: AcpArgs) -> Result<i32, Failure> {

@@ -3,22 +3,10 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
-
+use crate::cli::ListArgs;
 use crate::config::Config;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::out;
-
-/// Arguments of `rein agents` and `rein worktrees`.
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
-    /// Workspace directory (default: the current directory).
-    #[arg(short = 'C', long = "cd", value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-}
 
 fn config(args: &ListArgs) -> Result<(Config, PathBuf), Failure> {
     let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
