@@ -120,33 +120,7 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
             async move |request: LoadSessionRequest,
                         responder: Responder<LoadSessionResponse, V1>,
                         client: ConnectionTo<Client>| {
-                let id = request.session_id.0.to_string();
-                let opened = on_load
-                    .open(
-                        &request.cwd,
-                        &request.mcp_servers,
-                        Target::Load(&id),
-                        &client,
-                    )
-                    .await;
-                let session = match opened {
-                    Ok(s) => s,
-                    Err(e) => return responder.respond_with_error(e),
-                };
-                // The conversation is replayed before the answer, as the
-                // protocol asks.
-                let updates = match session.replay().await {
-                    Ok(u) => u,
-                    Err(e) => return responder.respond_with_error(e),
-                };
-                for update in updates {
-                    client.send_notification(SessionNotification::new(id.clone(), update))?;
-                }
-                responder.respond(LoadSessionResponse::new().modes(session.modes()))?;
-                client.send_notification(SessionNotification::new(
-                    id.clone(),
-                    session.commands_update(),
-                ))
+                load_session(&on_load, request, responder, client).await
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -201,6 +175,43 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
         )
         .connect_to(Stdio::new())
         .await
+}
+
+/// `session/load`: the stored conversation replayed as updates, then the
+/// answer, then the commands menu.
+async fn load_session(
+    agent: &AcpAgent,
+    request: LoadSessionRequest,
+    responder: Responder<LoadSessionResponse, V1>,
+    client: ConnectionTo<Client>,
+) -> Result<(), agent_client_protocol::Error> {
+    let id = request.session_id.0.to_string();
+    let opened = agent
+        .open(
+            &request.cwd,
+            &request.mcp_servers,
+            Target::Load(&id),
+            &client,
+        )
+        .await;
+    let session = match opened {
+        Ok(s) => s,
+        Err(e) => return responder.respond_with_error(e),
+    };
+    // The conversation is replayed before the answer, as the
+    // protocol asks.
+    let updates = match session.replay().await {
+        Ok(u) => u,
+        Err(e) => return responder.respond_with_error(e),
+    };
+    for update in updates {
+        client.send_notification(SessionNotification::new(id.clone(), update))?;
+    }
+    responder.respond(LoadSessionResponse::new().modes(session.modes()))?;
+    client.send_notification(SessionNotification::new(
+        id.clone(),
+        session.commands_update(),
+    ))
 }
 
 /// rein's side of the handshake.

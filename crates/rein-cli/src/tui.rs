@@ -27,23 +27,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let trusted = crate::trust_cmd::trusted_for_app(&workspace, args.trust)?;
     let (cfg, report) = load_config(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
-    // Asked on the terminal too: the project's hooks whose files changed
-    // since the folder was trusted, and its MCP servers not approved.
-    crate::hooks::ask_changed(
-        &cfg,
-        &workspace,
-        &mut std::io::stdin().lock(),
-        &mut std::io::stderr(),
-    )
-    .map_err(Failure::usage)?;
-    crate::mcp::project::ask_unapproved(
-        &cfg.home,
-        &workspace,
-        &cfg.project_mcp_servers,
-        &mut std::io::stdin().lock(),
-        &mut std::io::stderr(),
-    )
-    .map_err(Failure::usage)?;
+    ask_on_terminal(&cfg, &workspace)?;
     let settings = RunSettings::resolve(&args.session, None, &cfg)?;
     let mode = settings.mode;
     let (store, _) = open_store(&cfg, 2).await?;
@@ -97,24 +81,11 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let rewind = cfg
         .checkpoints
         .then(|| rewind_view(&cfg.home, store.clone()));
-    // `/model`: only a provider is built; the engine switches to it.
     let idle_notify = cfg.idle_notify;
-    let providers = move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
-        let mut c = cfg.clone();
-        let (p, m) = providers::model_choice(&c, text);
-        if p.is_some() {
-            c.provider = p;
-            c.model = None;
-        }
-        if m.is_some() {
-            c.model = m;
-        }
-        providers::build(&c)
-    };
     let setup = rein_tui::Setup {
         home,
         engine,
-        providers: Box::new(providers),
+        providers: provider_factory(cfg),
         model_choices,
         mode,
         resume,
@@ -148,6 +119,46 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     crate::otel::finish(telemetry).await;
     session.map_err(|e| Failure::harness(anyhow!("{e:#}")))?;
     Ok(0)
+}
+
+/// Asked on the terminal before the app takes it: the project's hooks
+/// whose files changed since the folder was trusted, and its MCP servers
+/// not approved.
+fn ask_on_terminal(cfg: &crate::config::Config, workspace: &Path) -> Result<(), Failure> {
+    crate::hooks::ask_changed(
+        cfg,
+        workspace,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stderr(),
+    )
+    .map_err(Failure::usage)?;
+    crate::mcp::project::ask_unapproved(
+        &cfg.home,
+        workspace,
+        &cfg.project_mcp_servers,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stderr(),
+    )
+    .map_err(Failure::usage)?;
+    Ok(())
+}
+
+/// `/model`: only a provider is built; the engine switches to it.
+fn provider_factory(cfg: crate::config::Config) -> rein_tui::ProviderFactory {
+    Box::new(
+        move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
+            let mut c = cfg.clone();
+            let (p, m) = providers::model_choice(&c, text);
+            if p.is_some() {
+                c.provider = p;
+                c.model = None;
+            }
+            if m.is_some() {
+                c.model = m;
+            }
+            providers::build(&c)
+        },
+    )
 }
 
 /// Prompts are prepared as in every front end: a custom command expanded
