@@ -40,7 +40,6 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Client, Responder, Stdio, V1};
 use anyhow::anyhow;
-use rein_core::PermissionMode;
 
 use crate::cli::AcpArgs;
 use crate::exit::{self, Failure};
@@ -48,13 +47,7 @@ use agent::{AcpAgent, Target};
 
 /// Serve one client on stdin and stdout until it closes them.
 pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
-    let mode = match args.mode.as_deref() {
-        Some(m) => Some(
-            m.parse::<PermissionMode>()
-                .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
-        ),
-        None => None,
-    };
+    let mode = crate::setup::settings::parse_mode(args.mode.as_deref())?;
     // The store is the rein home's (or REIN_STORE's): one for every
     // workspace a client opens.
     let here = crate::setup::workspace::resolve_workspace(None)?;

@@ -29,7 +29,7 @@ pub struct Config {
     pub home: PathBuf,
     pub provider: Option<String>,
     /// `store`, then `REIN_STORE`, then `--store`: see
-    /// [`crate::setup::store::StoreChoice`].
+    /// [`StoreChoice`].
     pub store: Option<String>,
     pub model: Option<String>,
     /// Turns, tokens, dollars and wall time a run may spend.
@@ -360,6 +360,43 @@ impl Config {
     pub fn sessions_db(&self) -> PathBuf {
         self.home.join("sessions.db")
     }
+}
+
+/// Where sessions and memories are kept, as the user said it: `store` in
+/// their config.toml, then `REIN_STORE`, then `--store` (a project's
+/// `store` never counts, trusted or not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The SQLite files under the rein home: the default, or `sqlite`.
+    Sqlite,
+    /// A PostgreSQL database shared by several processes, by its
+    /// connection string.
+    Postgres(String),
+}
+
+impl StoreChoice {
+    /// The choice `cfg` holds. Anything but `sqlite` or a PostgreSQL
+    /// connection string is refused (never echoed: it may hold a password).
+    pub fn of(cfg: &Config) -> anyhow::Result<StoreChoice> {
+        match cfg.store.as_deref().map(str::trim) {
+            None | Some("" | "sqlite") => Ok(StoreChoice::Sqlite),
+            Some(url) if is_postgres(url) => Ok(StoreChoice::Postgres(url.to_string())),
+            Some(_) => Err(anyhow::anyhow!(
+                "the store (--store, REIN_STORE or `store` in config.toml) is neither `sqlite` \
+                 nor a PostgreSQL connection string (postgres://… or host=… dbname=…)"
+            )),
+        }
+    }
+}
+
+/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
+/// libpq's `key=value` form.
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://")
+        || url.starts_with("postgresql://")
+        || url
+            .split_whitespace()
+            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
 }
 
 fn env_string(name: &str) -> Option<String> {

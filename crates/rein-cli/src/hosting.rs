@@ -107,7 +107,7 @@ impl Host {
     pub async fn engine(&self, workspace: &Path, cfg: Config) -> Result<Hosted, HostError> {
         cfg.validate()
             .map_err(|e| HostError::Usage(format!("{e:#}")))?;
-        let mode = self.mode.or(cfg.permissions.mode).unwrap_or_default();
+        let mode = crate::setup::settings::mode_over(self.mode, &cfg);
         let provider = self.provider(&cfg)?;
         let opening = Opening {
             cfg: &cfg,

@@ -16,6 +16,7 @@ mod hosting;
 mod mcp;
 mod mcp_cmd;
 mod memory;
+mod memory_cmd;
 mod model;
 mod otel;
 mod output;
@@ -70,7 +71,7 @@ fn main() {
             Some(cli::Command::Compact(args)) => exec::compact(args).await,
             Some(cli::Command::Sessions(cmd)) => sessions::run(cmd).await,
             Some(cli::Command::Model(cmd)) => model::run(cmd),
-            Some(cli::Command::Memory(cmd)) => memory::run(cmd).await,
+            Some(cli::Command::Memory(cmd)) => memory_cmd::run(cmd).await,
             Some(cli::Command::Trust(args)) => trust_cmd::run(args),
             Some(cli::Command::Mcp(cmd)) => mcp_cmd::run(cmd).await,
             Some(cli::Command::Eval(args)) => eval::run(args).await,

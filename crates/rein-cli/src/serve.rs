@@ -41,13 +41,7 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     let tls = listen_policy(&args)?;
     let root = crate::setup::workspace::session_workspace(args.root.as_deref())?;
-    let mode = match args.mode.as_deref() {
-        Some(m) => Some(
-            m.parse::<PermissionMode>()
-                .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
-        ),
-        None => None,
-    };
+    let mode = crate::setup::settings::parse_mode(args.mode.as_deref())?;
     let (mut cfg, _) = crate::setup::settings::load_config(&root, args.models.clone(), false)?;
     if let Some(store) = &args.store {
         cfg.store = Some(store.clone());

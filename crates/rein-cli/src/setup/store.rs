@@ -8,36 +8,9 @@ use anyhow::anyhow;
 use rein_core::SessionStore;
 use rein_store::SqliteStore;
 
-use crate::config::Config;
+use crate::config::{Config, StoreChoice};
 use crate::exit::Failure;
 use crate::setup::settings::Resume;
-
-/// Where sessions and memories are kept, as the user said it: `store` in
-/// their config.toml, then `REIN_STORE`, then `--store` (a project's
-/// `store` never counts, trusted or not).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreChoice {
-    /// The SQLite files under the rein home: the default, or `sqlite`.
-    Sqlite,
-    /// A PostgreSQL database shared by several processes, by its
-    /// connection string.
-    Postgres(String),
-}
-
-impl StoreChoice {
-    /// The choice `cfg` holds. Anything but `sqlite` or a PostgreSQL
-    /// connection string is refused (never echoed: it may hold a password).
-    pub fn of(cfg: &Config) -> anyhow::Result<StoreChoice> {
-        match cfg.store.as_deref().map(str::trim) {
-            None | Some("" | "sqlite") => Ok(StoreChoice::Sqlite),
-            Some(url) if is_postgres(url) => Ok(StoreChoice::Postgres(url.to_string())),
-            Some(_) => Err(anyhow::anyhow!(
-                "the store (--store, REIN_STORE or `store` in config.toml) is neither `sqlite` \
-                 nor a PostgreSQL connection string (postgres://… or host=… dbname=…)"
-            )),
-        }
-    }
-}
 
 /// The session store `cfg` chooses ([`StoreChoice`]), with at most
 /// `connections` to PostgreSQL (0 is read as 1). The PostgreSQL store is returned again for
@@ -58,16 +31,6 @@ pub async fn open_store(
         }
         StoreChoice::Sqlite => Ok((open_sqlite(cfg)?, None)),
     }
-}
-
-/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
-/// libpq's `key=value` form.
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://")
-        || url.starts_with("postgresql://")
-        || url
-            .split_whitespace()
-            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
 }
 
 /// Open the SQLite session database under the configured home (see
