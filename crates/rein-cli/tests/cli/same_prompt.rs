@@ -2,8 +2,11 @@
 //! the app (in tmux), `rein acp` and `rein serve` each send it to a local
 //! OpenAI-compatible server, and the user message each run's request
 //! carried is compared: a known `/command` expanded, `$skill` attached,
-//! `@server:uri` attached (an MCP server built with the Python SDK), and
-//! an unknown `/command` refused before any request.
+//! `@server:uri` attached (an MCP server built with the Python SDK), an
+//! unknown `/command` refused before any request, and a command that
+//! narrows the tools (`allowed-tools`, which holds for a whole engine) run
+//! by `rein exec` only and refused alike by the three that keep one engine
+//! per session.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -28,6 +31,9 @@ const KNOWN_COMMAND: &str = "/greet Ada";
 const SKILL: &str = "Use $greeter for this";
 const RESOURCE: &str = "Summarise @py:note://greeting please";
 const UNKNOWN_COMMAND: &str = "/nope at all";
+const NARROWING_COMMAND: &str = "/narrow";
+/// How the front ends that keep one engine per session refuse it.
+const NARROWING_REFUSED: &str = "the command `narrow` sets `allowed-tools`";
 
 /// A home whose provider is the mock server and whose MCP server is the
 /// Python SDK's, and a project folder `w` (under the workspace, for
@@ -55,6 +61,11 @@ fn setup(server: &MockServer) -> Option<(Env, PathBuf)> {
     std::fs::write(
         commands.join("greet.md"),
         "---\ndescription: Greet someone\n---\nSay hello to $1.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        commands.join("narrow.md"),
+        "---\nallowed-tools: [Read]\n---\nRead the notes.\n",
     )
     .unwrap();
     let skill = project.join(".rein/skills/greeter");
@@ -128,6 +139,9 @@ struct Seen {
     skill: String,
     resource: String,
     refusal: String,
+    /// What became of the narrowing command: the message the model got
+    /// (exec), or the refusal.
+    narrowing: String,
 }
 
 /// The expectations every front end meets.
@@ -145,6 +159,14 @@ fn assert_prepared(front: &str, seen: &Seen) {
         seen.refusal.contains("no command named `nope`: greet"),
         "{front}: the unknown command is not refused as elsewhere: {seen:#?}"
     );
+    if front == "rein exec" {
+        assert_eq!(seen.narrowing, "Read the notes.", "{seen:#?}");
+    } else {
+        assert!(
+            seen.narrowing.contains(NARROWING_REFUSED),
+            "{front}: the narrowing command is not refused as elsewhere: {seen:#?}"
+        );
+    }
 }
 
 fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
@@ -163,6 +185,7 @@ fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
         skill: run(SKILL),
         resource: run(RESOURCE),
         refusal: stderr(&refused),
+        narrowing: run(NARROWING_COMMAND),
     }
 }
 
@@ -190,19 +213,26 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     app.type_text(UNKNOWN_COMMAND);
     app.keys(&["Enter"]);
     let refusal = app.wait_for("no command named");
+    app.type_text(NARROWING_COMMAND);
+    app.keys(&["Enter"]);
+    let narrowing = app.wait_for("sets `allowed-tools`");
     std::thread::sleep(Duration::from_millis(300));
     assert!(prompts_after(server, seen).is_empty());
     quit(&app);
+    // The screen wraps lines: join them.
+    let joined = |screen: String| {
+        screen
+            .lines()
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     Seen {
         command,
         skill,
         resource,
-        // The screen wraps lines: join them.
-        refusal: refusal
-            .lines()
-            .map(str::trim_end)
-            .collect::<Vec<_>>()
-            .join(" "),
+        refusal: joined(refusal),
+        narrowing: joined(narrowing),
     }
 }
 
@@ -295,12 +325,14 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
     let resource = run(RESOURCE);
     let seen = server.requests().len();
     let refused = prompt(UNKNOWN_COMMAND);
+    let narrowing = prompt(NARROWING_COMMAND);
     assert!(prompts_after(server, seen).is_empty());
     Seen {
         command,
         skill,
         resource,
         refusal: refused["error"]["message"].to_string(),
+        narrowing: narrowing["error"]["message"].to_string(),
     }
 }
 
@@ -330,12 +362,15 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
     let seen = server.requests().len();
     let (status, refused) = prompt(UNKNOWN_COMMAND);
     assert_eq!(status, 400, "{refused}");
+    let (status, narrowing) = prompt(NARROWING_COMMAND);
+    assert_eq!(status, 400, "{narrowing}");
     assert!(prompts_after(server, seen).is_empty());
     Seen {
         command,
         skill,
         resource,
         refusal: refused.to_string(),
+        narrowing: narrowing.to_string(),
     }
 }
 
