@@ -12,8 +12,10 @@
 //! - [`session`]: one session factory (engine, MCP tools followed, prompt
 //!   preparation) for all four front ends.
 //!
-//! The commands use this module; it uses [`crate::config`], never the
-//! commands.
+//! The commands (`exec`, `tui`, `acp`, `serve`, the `*_cmd` modules) use
+//! this module; it uses the flags ([`crate::cli`]), the config
+//! ([`crate::config`]) and the libraries below it (hooks, MCP, memory,
+//! skills, providers, checkpoints), never the commands.
 
 pub mod engine;
 pub mod prompt;
