@@ -40,41 +40,19 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Client, Responder, Stdio, V1};
 use anyhow::anyhow;
-use clap::Args;
-use rein_core::PermissionMode;
 
-use crate::cli::ModelArgs;
+use crate::cli::AcpArgs;
 use crate::exit::{self, Failure};
 use agent::{AcpAgent, Target};
 
-/// `rein acp`.
-#[derive(Debug, Args)]
-pub struct AcpArgs {
-    #[command(flatten)]
-    pub models: ModelArgs,
-    /// The permission mode sessions start in (default: each workspace's
-    /// configured mode). The client's mode menu offers default,
-    /// accept-edits, plan and auto; bypass only when started in it.
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
-    #[command(flatten)]
-    pub otel: crate::otel::OtelArgs,
-}
-
 /// Serve one client on stdin and stdout until it closes them.
 pub async fn run(args: AcpArgs) -> Result<i32, Failure> {
-    let mode = match args.mode.as_deref() {
-        Some(m) => Some(
-            m.parse::<PermissionMode>()
-                .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
-        ),
-        None => None,
-    };
+    let mode = crate::setup::settings::parse_mode(args.mode.as_deref())?;
     // The store is the rein home's (or REIN_STORE's): one for every
     // workspace a client opens.
-    let here = crate::exec::resolve_workspace(None)?;
-    let (cfg, _) = crate::exec::load_config(&here, args.models.clone(), false)?;
-    let (store, _) = crate::hosting::open_store(&cfg, 4).await?;
+    let here = crate::setup::workspace::resolve_workspace(None)?;
+    let (cfg, _) = crate::setup::settings::load_config(&here, args.models.clone(), false)?;
+    let (store, _) = crate::setup::store::open_store(&cfg, 4).await?;
     // Each prompt's run is a trace (export failures on stderr, which
     // editors log); the rest is sent when the client goes.
     let telemetry = crate::otel::start(args.otel)?;
@@ -135,33 +113,7 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
             async move |request: LoadSessionRequest,
                         responder: Responder<LoadSessionResponse, V1>,
                         client: ConnectionTo<Client>| {
-                let id = request.session_id.0.to_string();
-                let opened = on_load
-                    .open(
-                        &request.cwd,
-                        &request.mcp_servers,
-                        Target::Load(&id),
-                        &client,
-                    )
-                    .await;
-                let session = match opened {
-                    Ok(s) => s,
-                    Err(e) => return responder.respond_with_error(e),
-                };
-                // The conversation is replayed before the answer, as the
-                // protocol asks.
-                let updates = match session.replay().await {
-                    Ok(u) => u,
-                    Err(e) => return responder.respond_with_error(e),
-                };
-                for update in updates {
-                    client.send_notification(SessionNotification::new(id.clone(), update))?;
-                }
-                responder.respond(LoadSessionResponse::new().modes(session.modes()))?;
-                client.send_notification(SessionNotification::new(
-                    id.clone(),
-                    session.commands_update(),
-                ))
+                load_session(&on_load, request, responder, client).await
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -216,6 +168,43 @@ async fn serve(agent: Arc<AcpAgent>) -> Result<(), agent_client_protocol::Error>
         )
         .connect_to(Stdio::new())
         .await
+}
+
+/// `session/load`: the stored conversation replayed as updates, then the
+/// answer, then the commands menu.
+async fn load_session(
+    agent: &AcpAgent,
+    request: LoadSessionRequest,
+    responder: Responder<LoadSessionResponse, V1>,
+    client: ConnectionTo<Client>,
+) -> Result<(), agent_client_protocol::Error> {
+    let id = request.session_id.0.to_string();
+    let opened = agent
+        .open(
+            &request.cwd,
+            &request.mcp_servers,
+            Target::Load(&id),
+            &client,
+        )
+        .await;
+    let session = match opened {
+        Ok(s) => s,
+        Err(e) => return responder.respond_with_error(e),
+    };
+    // The conversation is replayed before the answer, as the
+    // protocol asks.
+    let updates = match session.replay().await {
+        Ok(u) => u,
+        Err(e) => return responder.respond_with_error(e),
+    };
+    for update in updates {
+        client.send_notification(SessionNotification::new(id.clone(), update))?;
+    }
+    responder.respond(LoadSessionResponse::new().modes(session.modes()))?;
+    client.send_notification(SessionNotification::new(
+        id.clone(),
+        session.commands_update(),
+    ))
 }
 
 /// rein's side of the handshake.

@@ -3,26 +3,14 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
-
+use crate::cli::ListArgs;
 use crate::config::Config;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::out;
 
-/// Arguments of `rein agents` and `rein worktrees`.
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
-    /// Workspace directory (default: the current directory).
-    #[arg(short = 'C', long = "cd", value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-}
-
 fn config(args: &ListArgs) -> Result<(Config, PathBuf), Failure> {
-    let workspace = crate::exec::resolve_workspace(args.workspace.as_deref())?;
-    let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
+    let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
+    let trusted = crate::trust_cmd::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
     Ok((cfg, workspace))
 }
@@ -30,7 +18,7 @@ fn config(args: &ListArgs) -> Result<(Config, PathBuf), Failure> {
 /// `rein agents`: each agent the `task` tool can start here.
 pub fn list_agents(args: ListArgs) -> Result<i32, Failure> {
     let (cfg, workspace) = config(&args)?;
-    let catalog = crate::run_setup::agents(&cfg, &workspace);
+    let catalog = crate::setup::engine::agents(&cfg, &workspace);
     for a in &catalog.agents {
         let source = match &a.source {
             rein_core::agents::AgentSource::BuiltIn => "built-in".to_string(),

@@ -11,169 +11,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde::Deserialize;
+
+mod file;
+
+use file::read_file;
+pub use file::{
+    CompactionSection, ConfigFile, LocalSection, LoopGuardSection, ProviderSection,
+    ToolSearchSetting,
+};
 
 use crate::permissions::PermissionSettings;
 use crate::trust::{self, ProjectReport};
-
-/// One config file as written. Unknown keys are errors, so typos surface.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConfigFile {
-    pub provider: Option<String>,
-    /// Where sessions (and memories) are kept: a PostgreSQL connection
-    /// string, or `sqlite` for the file under the home (the default). The
-    /// user's files only: a project's is ignored.
-    pub store: Option<String>,
-    pub model: Option<String>,
-    pub max_turns: Option<u32>,
-    pub tool_timeout_secs: Option<u64>,
-    pub max_concurrent_tools: Option<usize>,
-    /// Most tool calls run from one model answer (default 32).
-    pub max_tool_calls_per_turn: Option<usize>,
-    pub provider_retries: Option<u32>,
-    pub stream_idle_timeout_secs: Option<u64>,
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_wall_time_secs: Option<u64>,
-    pub compaction: Option<CompactionSection>,
-    pub loop_guard: Option<LoopGuardSection>,
-    pub replay: Option<ReplaySection>,
-    pub local: Option<LocalSection>,
-    #[serde(default)]
-    pub providers: BTreeMap<String, ProviderSection>,
-    pub permissions: Option<crate::permissions::PermissionsSection>,
-    pub sandbox: Option<crate::sandbox_config::SandboxSection>,
-    pub tui: Option<TuiSection>,
-    /// `[mcp_servers.NAME]`: MCP servers whose tools are offered (read
-    /// from the user's own config only).
-    #[serde(default)]
-    pub mcp_servers: BTreeMap<String, rein_mcp::McpServerConfig>,
-    /// `auto` (default), `always` or `never`: whether the model gets
-    /// `tool_search` instead of every MCP tool's schema.
-    pub mcp_tool_search: Option<ToolSearchSetting>,
-    /// Checkpoint the workspace for `rein rewind` (default true).
-    pub checkpoints: Option<bool>,
-}
-
-/// When MCP tools are offered lazily, through `tool_search`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolSearchSetting {
-    /// When their schemas would take more than a tenth of the context
-    /// window.
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-/// `[tui]`: the interactive app.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TuiSection {
-    /// Draw on the alternate screen (the terminal's scrollback keeps
-    /// nothing of the session; the screen is given back as it was on exit).
-    pub alternate_screen: Option<bool>,
-    /// Seconds the app waits for you after a run before it tells the
-    /// `Notification` hooks (`idle_prompt`); default 60.
-    pub idle_notify_secs: Option<u64>,
-}
-
-/// `[providers.NAME]`: an HTTP model endpoint.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderSection {
-    /// `openai`, `openai-responses` or `anthropic`.
-    pub kind: Option<String>,
-    pub base_url: Option<String>,
-    /// Environment variable holding the key; `""` for servers without one.
-    pub api_key_env: Option<String>,
-    pub model: Option<String>,
-    pub context_window: Option<u64>,
-    pub max_output_tokens: Option<u32>,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-}
-
-impl ProviderSection {
-    /// Fields set in `other` replace ours; headers merge.
-    pub fn merge_from(&mut self, other: ProviderSection) {
-        macro_rules! take {
-            ($($f:ident),*) => {$(if other.$f.is_some() { self.$f = other.$f; })*};
-        }
-        take!(
-            kind,
-            base_url,
-            api_key_env,
-            model,
-            context_window,
-            max_output_tokens
-        );
-        self.headers.extend(other.headers);
-    }
-}
-
-/// `[compaction]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompactionSection {
-    pub enabled: Option<bool>,
-    /// Share of the context window that triggers compaction (0.1 to 0.95).
-    pub threshold: Option<f64>,
-    /// Assistant turns kept verbatim.
-    pub keep_turns: Option<usize>,
-}
-
-/// `[loop_guard]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoopGuardSection {
-    /// Identical calls in a row before a reminder (0: off).
-    pub repeat_limit: Option<u32>,
-    /// Tool turns without progress before a reminder (0: off).
-    pub no_progress_turns: Option<u32>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplaySection {
-    /// Script path; relative paths are relative to the config file's folder.
-    pub script: Option<PathBuf>,
-}
-
-/// `[local]`: the embedded local model.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LocalSection {
-    /// GGUF file; relative paths are relative to the config file's folder.
-    pub model_path: Option<PathBuf>,
-    /// Context window in tokens.
-    pub context_size: Option<u32>,
-    /// CPU threads (default: all cores).
-    pub threads: Option<usize>,
-    /// Constrain the output to valid tool calls with a grammar.
-    pub grammar: Option<bool>,
-    /// Send tool results back as user messages (for chat templates without
-    /// a tool role).
-    pub tool_results_as_user: Option<bool>,
-}
-
-impl LocalSection {
-    /// Fields set in `other` replace ours.
-    fn merge_from(&mut self, other: LocalSection) {
-        macro_rules! take {
-            ($($f:ident),*) => {$(if other.$f.is_some() { self.$f = other.$f; })*};
-        }
-        take!(
-            model_path,
-            context_size,
-            threads,
-            grammar,
-            tool_results_as_user
-        );
-    }
-}
 
 /// The settings a run uses, after layering.
 #[derive(Debug, Clone)]
@@ -181,10 +29,11 @@ pub struct Config {
     pub home: PathBuf,
     pub provider: Option<String>,
     /// `store`, then `REIN_STORE`, then `--store`: see
-    /// [`crate::hosting::StoreChoice`].
+    /// [`StoreChoice`].
     pub store: Option<String>,
     pub model: Option<String>,
-    pub max_turns: u32,
+    /// Turns, tokens, dollars and wall time a run may spend.
+    pub budget: rein_core::Budget,
     /// Checkpoint the workspace for rewind.
     pub checkpoints: bool,
     pub tool_timeout: Duration,
@@ -195,7 +44,7 @@ pub struct Config {
     pub stream_idle_timeout: Duration,
     pub replay_script: Option<PathBuf>,
     /// `--profile`; `None` picks one for the provider (see
-    /// [`crate::run_setup::profile_for`]).
+    /// [`crate::setup::engine::profile_for`]).
     pub profile: Option<rein_core::Profile>,
     /// `--without`: levers of the profile switched off.
     pub without: Vec<rein_core::Lever>,
@@ -205,9 +54,6 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderSection>,
     /// `[permissions]` and the rules files, layered.
     pub permissions: PermissionSettings,
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_wall_time: Option<Duration>,
     pub compaction: rein_core::compaction::CompactionConfig,
     pub loop_guard: rein_core::engine::LoopGuardConfig,
     /// `[tui] alternate_screen`.
@@ -242,24 +88,6 @@ pub fn rein_home() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".rein"))
 }
 
-fn read_file(path: &Path) -> Result<Option<(ConfigFile, String)>> {
-    let Some(text) = crate::settings_file::read_text(path, "config")? else {
-        return Ok(None);
-    };
-    let file: ConfigFile = toml::from_str(&text).map_err(|e| {
-        let msg = e.message().to_string();
-        let at = e
-            .span()
-            .map(|s| {
-                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                format!(" (line {line})")
-            })
-            .unwrap_or_default();
-        anyhow!("invalid config {}{at}: {msg}", path.display())
-    })?;
-    Ok(Some((file, text)))
-}
-
 impl Config {
     /// Built-in settings, before any file.
     pub fn defaults(home: PathBuf) -> Config {
@@ -268,7 +96,7 @@ impl Config {
             provider: None,
             store: None,
             model: None,
-            max_turns: 50,
+            budget: rein_core::Budget::default(),
             checkpoints: true,
             tool_timeout: Duration::from_secs(120),
             max_concurrent_tools: None,
@@ -281,9 +109,6 @@ impl Config {
             local: LocalSection::default(),
             providers: BTreeMap::new(),
             permissions: PermissionSettings::default(),
-            max_tokens: None,
-            max_cost_usd: None,
-            max_wall_time: None,
             compaction: Default::default(),
             loop_guard: Default::default(),
             alternate_screen: false,
@@ -388,7 +213,7 @@ impl Config {
             self.local.model_path = Some(PathBuf::from(p));
         }
         if let Some(n) = env_string("REIN_MAX_TURNS") {
-            self.max_turns = n
+            self.budget.max_turns = n
                 .parse()
                 .map_err(|_| anyhow!("REIN_MAX_TURNS must be a whole number, got {n:?}"))?;
         }
@@ -408,6 +233,12 @@ impl Config {
     /// One file's settings other than `[permissions]`; relative paths in it
     /// are relative to `base`.
     pub(crate) fn apply(&mut self, file: ConfigFile, base: &Path) -> Result<()> {
+        // A file's limits replace the layers' below it (a project's in an
+        // untrusted folder were already lowered to them: `restrict_config`).
+        let cap = file.budget_cap();
+        cap.validate()
+            .map_err(|e| anyhow!("{} {e}", e.limit().key()))?;
+        self.budget = self.budget.set_by(&cap);
         for (name, mut server) in file.mcp_servers {
             server.name = name;
             self.mcp_servers.retain(|s| s.name != server.name);
@@ -432,9 +263,6 @@ impl Config {
         }
         if file.model.is_some() {
             self.model = file.model;
-        }
-        if let Some(n) = file.max_turns {
-            self.max_turns = n;
         }
         if let Some(c) = file.checkpoints {
             self.checkpoints = c;
@@ -465,24 +293,6 @@ impl Config {
                 bail!("stream_idle_timeout_secs must be at least 1");
             }
             self.stream_idle_timeout = Duration::from_secs(s);
-        }
-        if let Some(n) = file.max_tokens {
-            if n == 0 {
-                bail!("max_tokens must be at least 1");
-            }
-            self.max_tokens = Some(n);
-        }
-        if let Some(c) = file.max_cost_usd {
-            if !(c > 0.0 && c.is_finite()) {
-                bail!("max_cost_usd must be a positive number of dollars");
-            }
-            self.max_cost_usd = Some(c);
-        }
-        if let Some(s) = file.max_wall_time_secs {
-            if s == 0 {
-                bail!("max_wall_time_secs must be at least 1");
-            }
-            self.max_wall_time = Some(Duration::from_secs(s));
         }
         if let Some(c) = file.compaction {
             if let Some(t) = c.threshold {
@@ -536,9 +346,9 @@ impl Config {
 
     /// Check what no single layer could.
     pub fn validate(&self) -> Result<()> {
-        if self.max_turns == 0 {
-            bail!("max_turns must be at least 1");
-        }
+        self.budget
+            .validate()
+            .map_err(|e| anyhow!("{} {e}", e.limit().key()))?;
         if self.providers.contains_key("local") {
             bail!(
                 "`local` is a built-in provider: configure it under [local], not [providers.local]"
@@ -550,6 +360,43 @@ impl Config {
     pub fn sessions_db(&self) -> PathBuf {
         self.home.join("sessions.db")
     }
+}
+
+/// Where sessions and memories are kept, as the user said it: `store` in
+/// their config.toml, then `REIN_STORE`, then `--store` (a project's
+/// `store` never counts, trusted or not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The SQLite files under the rein home: the default, or `sqlite`.
+    Sqlite,
+    /// A PostgreSQL database shared by several processes, by its
+    /// connection string.
+    Postgres(String),
+}
+
+impl StoreChoice {
+    /// The choice `cfg` holds. Anything but `sqlite` or a PostgreSQL
+    /// connection string is refused (never echoed: it may hold a password).
+    pub fn of(cfg: &Config) -> anyhow::Result<StoreChoice> {
+        match cfg.store.as_deref().map(str::trim) {
+            None | Some("" | "sqlite") => Ok(StoreChoice::Sqlite),
+            Some(url) if is_postgres(url) => Ok(StoreChoice::Postgres(url.to_string())),
+            Some(_) => Err(anyhow::anyhow!(
+                "the store (--store, REIN_STORE or `store` in config.toml) is neither `sqlite` \
+                 nor a PostgreSQL connection string (postgres://… or host=… dbname=…)"
+            )),
+        }
+    }
+}
+
+/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
+/// libpq's `key=value` form.
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://")
+        || url.starts_with("postgresql://")
+        || url
+            .split_whitespace()
+            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
 }
 
 fn env_string(name: &str) -> Option<String> {
@@ -599,7 +446,7 @@ mod tests {
                 .unwrap();
         }
         cfg.apply(file, Path::new("/")).unwrap();
-        assert_eq!(cfg.max_tokens, Some(2_000_000));
+        assert_eq!(cfg.budget.max_tokens, Some(2_000_000));
         assert_eq!(cfg.compaction.keep_turns, 3);
     }
 
@@ -668,7 +515,7 @@ mod tests {
             toml::from_str("max_turns = 7\n[replay]\nscript = \"s.json\"").unwrap();
         cfg.apply(file, Path::new("/p/.rein")).unwrap();
         assert_eq!(cfg.replay_script, Some(PathBuf::from("/p/.rein/s.json")));
-        assert_eq!(cfg.max_turns, 7);
+        assert_eq!(cfg.budget.max_turns, 7);
         let zero: ConfigFile = toml::from_str("tool_timeout_secs = 0").unwrap();
         assert!(cfg.apply(zero, Path::new("/")).is_err());
     }

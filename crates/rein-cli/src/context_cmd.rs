@@ -4,8 +4,6 @@
 //! what was cut or not read. Folders below it add theirs during a run, when
 //! the model works there.
 
-use std::path::PathBuf;
-
 use rein_core::instructions::{DEFAULT_CAP, Instructions};
 
 use crate::cli::ContextArgs;
@@ -13,16 +11,15 @@ use crate::config::Config;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::out;
 
-/// The user's own instructions file.
-pub fn global_instructions(cfg: &Config) -> PathBuf {
-    cfg.home.join("AGENTS.md")
-}
-
 pub fn run(args: ContextArgs) -> Result<i32, Failure> {
-    let workspace = crate::exec::resolve_workspace(args.workspace.as_deref())?;
+    let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
     let home = crate::config::rein_home().map_err(Failure::usage)?;
     let cfg = Config::defaults(home);
-    let found = Instructions::load(Some(&global_instructions(&cfg)), &workspace, DEFAULT_CAP);
+    let found = Instructions::load(
+        Some(&crate::setup::engine::global_instructions(&cfg)),
+        &workspace,
+        DEFAULT_CAP,
+    );
     if args.json {
         for file in &found.files {
             out(&serde_json::to_string(file).unwrap_or_default());
@@ -35,7 +32,7 @@ pub fn run(args: ContextArgs) -> Result<i32, Failure> {
             "no instructions: no AGENTS.md (or CLAUDE.md) from the project's root down to {}, \
              and none of yours in {}",
             workspace.display(),
-            global_instructions(&cfg).display()
+            crate::setup::engine::global_instructions(&cfg).display()
         ));
         return Ok(COMPLETED);
     }

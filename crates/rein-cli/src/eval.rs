@@ -133,7 +133,7 @@ async fn run_suite(args: EvalRunArgs) -> Result<i32, Failure> {
 fn context(args: &EvalRunArgs, tasks: &[Task]) -> Result<(EvalContext, bool), Failure> {
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::usage(anyhow!("cannot read the current directory: {e}")))?;
-    let (cfg, _) = crate::exec::load_config(&cwd, args.models.clone(), false)?;
+    let (cfg, _) = crate::setup::settings::load_config(&cwd, args.models.clone(), false)?;
     let provider = crate::providers::chosen_name(&cfg)
         .ok_or_else(|| Failure::usage(anyhow!("{}", crate::providers::NO_MODEL)))?;
     let task_scripts = provider == "replay" && args.models.script.is_none();

@@ -11,7 +11,9 @@ use rein_core::{AgentEngine, Approvals, PermissionMode, Provider, SessionStore};
 
 use crate::cli::ModelArgs;
 use crate::config::Config;
-use crate::run_setup::LoadedExtras;
+use crate::setup::engine::LoadedExtras;
+use crate::setup::prompt::{EngineLife, Prompts};
+use crate::setup::session::{Opening, Session};
 
 /// Why a session's engine could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -25,67 +27,13 @@ pub enum HostError {
     Internal(String),
 }
 
-/// The longest wall-time budget a session may ask for: a year.
-pub(crate) const MAX_WALL_TIME_SECS: u64 = 31_536_000;
-
-/// Limits one session's runs may not pass (`None`: the config's).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budget {
-    pub max_turns: Option<u32>,
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_wall_time_secs: Option<u64>,
-}
-
-impl Budget {
-    /// Each limit of `self` over `cfg`'s, never looser than `cfg`'s own.
-    pub fn apply(&self, cfg: &mut Config) -> Result<(), HostError> {
-        fn tighter<T: PartialOrd + Copy>(asked: Option<T>, set: Option<T>) -> Option<T> {
-            match (asked, set) {
-                (Some(a), Some(s)) if s < a => Some(s),
-                (Some(a), _) => Some(a),
-                (None, s) => s,
-            }
-        }
-        if self.max_turns == Some(0)
-            || self.max_tokens == Some(0)
-            || self.max_wall_time_secs == Some(0)
-        {
-            return Err(HostError::Usage("budget limits must be at least 1".into()));
-        }
-        if self
-            .max_wall_time_secs
-            .is_some_and(|s| s > MAX_WALL_TIME_SECS)
-        {
-            return Err(HostError::Usage(format!(
-                "max_wall_time_secs must be at most {MAX_WALL_TIME_SECS} (a year)"
-            )));
-        }
-        if let Some(c) = self.max_cost_usd
-            && !(c > 0.0 && c.is_finite())
-        {
-            return Err(HostError::Usage(format!(
-                "max_cost_usd must be a positive number of dollars, got {c}"
-            )));
-        }
-        if let Some(t) = self.max_turns {
-            cfg.max_turns = cfg.max_turns.min(t);
-        }
-        cfg.max_tokens = tighter(self.max_tokens, cfg.max_tokens);
-        cfg.max_cost_usd = tighter(self.max_cost_usd, cfg.max_cost_usd);
-        let asked = self.max_wall_time_secs.map(std::time::Duration::from_secs);
-        cfg.max_wall_time = tighter(asked, cfg.max_wall_time);
-        Ok(())
-    }
-}
-
 /// A session's engine and what it was built from.
 pub struct Hosted {
     pub engine: AgentEngine,
-    /// The config the engine was built from (custom commands, limits).
-    pub cfg: Config,
     pub mode: PermissionMode,
+    /// How the session's prompts are prepared (`/command`, `$skill`,
+    /// `@server:uri`).
+    pub prompts: Prompts,
     /// Makes each run's telemetry observer, when telemetry is on.
     observers: Option<rein_telemetry::Observers>,
     /// Kept alive for the engine's MCP servers and tools.
@@ -145,10 +93,11 @@ impl Host {
     /// The config of `workspace` (trusted or not, as the user said), with
     /// the model flags over it.
     pub fn config(&self, workspace: &Path) -> Result<Config, HostError> {
-        let trusted = crate::trust::command::trusted_for_run(workspace, false)
+        let trusted = crate::trust_cmd::trusted_for_run(workspace, false)
             .map_err(|f| HostError::Internal(format!("{:#}", f.error)))?;
-        let (mut cfg, _) = crate::exec::load_config(workspace, self.models.clone(), trusted)
-            .map_err(|f| HostError::Usage(format!("{:#}", f.error)))?;
+        let (mut cfg, _) =
+            crate::setup::settings::load_config(workspace, self.models.clone(), trusted)
+                .map_err(|f| HostError::Usage(format!("{:#}", f.error)))?;
         cfg.store = self.store_setting.clone();
         Ok(cfg)
     }
@@ -158,33 +107,32 @@ impl Host {
     pub async fn engine(&self, workspace: &Path, cfg: Config) -> Result<Hosted, HostError> {
         cfg.validate()
             .map_err(|e| HostError::Usage(format!("{e:#}")))?;
-        let mode = self.mode.or(cfg.permissions.mode).unwrap_or_default();
+        let mode = crate::setup::settings::mode_over(self.mode, &cfg);
         let provider = self.provider(&cfg)?;
-        let extras = LoadedExtras::load(&cfg, workspace, provider.as_ref()).await;
-        for note in &extras.notes {
-            crate::output::err(&format!("note: {note}"));
-        }
-        let engine = crate::run_setup::engine_builder(
-            &cfg,
+        let opening = Opening {
+            cfg: &cfg,
             workspace,
             mode,
             provider,
-            self.store.clone(),
-            &extras.extras(),
-        )
-        .approvals(Approvals::Events)
-        .build()
-        .map_err(|e| HostError::Internal(format!("cannot start the engine: {e}")))?;
-        if let Some(hub) = &extras.mcp {
-            let lazy = crate::mcp::lazy_tools(&cfg, &engine);
-            crate::mcp::follow(hub, &engine, lazy, |line| {
-                crate::output::err(&format!("note: {line}"));
-            });
+            store: self.store.clone(),
+            approvals: Approvals::Events,
+            life: EngineLife::Session,
+            allowed_tools: Vec::new(),
+        };
+        let Session {
+            engine,
+            prompts,
+            extras,
+        } = Session::open(opening, |line| crate::output::err(&format!("note: {line}")))
+            .await
+            .map_err(|e| HostError::Internal(format!("{e:#}")))?;
+        for note in &extras.notes {
+            crate::output::err(&format!("note: {note}"));
         }
         Ok(Hosted {
             engine,
-            cfg,
             mode,
+            prompts,
             observers: self.observers.clone(),
             _extras: extras,
         })
@@ -203,139 +151,5 @@ impl Host {
         let built = crate::providers::build(cfg).map_err(|e| HostError::Usage(format!("{e:#}")))?;
         providers.insert(key, built.clone());
         Ok(built)
-    }
-}
-
-/// Where sessions and memories are kept, as the user said it: `store` in
-/// their config.toml, then `REIN_STORE`, then `--store` (a project's
-/// `store` never counts, trusted or not).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreChoice {
-    /// The SQLite files under the rein home: the default, or `sqlite`.
-    Sqlite,
-    /// A PostgreSQL database shared by several processes, by its
-    /// connection string.
-    Postgres(String),
-}
-
-impl StoreChoice {
-    /// The choice `cfg` holds. Anything but `sqlite` or a PostgreSQL
-    /// connection string is refused (never echoed: it may hold a password).
-    pub fn of(cfg: &Config) -> anyhow::Result<StoreChoice> {
-        match cfg.store.as_deref().map(str::trim) {
-            None | Some("" | "sqlite") => Ok(StoreChoice::Sqlite),
-            Some(url) if is_postgres(url) => Ok(StoreChoice::Postgres(url.to_string())),
-            Some(_) => Err(anyhow::anyhow!(
-                "the store (--store, REIN_STORE or `store` in config.toml) is neither `sqlite` \
-                 nor a PostgreSQL connection string (postgres://… or host=… dbname=…)"
-            )),
-        }
-    }
-}
-
-/// The session store `cfg` chooses ([`StoreChoice`]), with at most
-/// `connections` to PostgreSQL (0 is read as 1). The PostgreSQL store is returned again for
-/// what only it can do (leases).
-pub async fn open_store(
-    cfg: &Config,
-    connections: usize,
-) -> Result<(Arc<dyn SessionStore>, Option<rein_store::PgStore>), crate::exit::Failure> {
-    use crate::exit::Failure;
-    use anyhow::anyhow;
-    match StoreChoice::of(cfg).map_err(Failure::usage)? {
-        StoreChoice::Postgres(url) => {
-            let options = rein_store::PgOptions {
-                max_connections: connections,
-            };
-            let store = rein_store::PgStore::connect_with(&url, options)
-                .await
-                .map_err(|e| Failure::usage(anyhow!("store: {e}")))?;
-            Ok((Arc::new(store.clone()), Some(store)))
-        }
-        StoreChoice::Sqlite => Ok((crate::exec::open_sqlite(cfg)?, None)),
-    }
-}
-
-/// Whether `url` names a PostgreSQL database: a `postgres://` URL or
-/// libpq's `key=value` form.
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://")
-        || url.starts_with("postgresql://")
-        || url
-            .split_whitespace()
-            .any(|kv| kv.starts_with("host=") || kv.starts_with("dbname="))
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use std::time::Duration;
-
-    fn config(max_turns: u32, max_tokens: Option<u64>, wall: Option<u64>) -> Config {
-        let mut cfg = Config::defaults(std::path::PathBuf::from("/home/u/.rein"));
-        cfg.max_turns = max_turns;
-        cfg.max_tokens = max_tokens;
-        cfg.max_wall_time = wall.map(Duration::from_secs);
-        cfg
-    }
-
-    #[test]
-    fn a_budget_tightens_the_config_and_never_loosens_it() {
-        let mut cfg = config(3, Some(5), Some(60));
-        let looser = Budget {
-            max_turns: Some(10),
-            max_tokens: Some(50),
-            max_cost_usd: Some(9.0),
-            max_wall_time_secs: Some(600),
-        };
-        looser.apply(&mut cfg).unwrap();
-        assert_eq!(cfg.max_turns, 3);
-        assert_eq!(cfg.max_tokens, Some(5));
-        assert_eq!(cfg.max_wall_time, Some(Duration::from_secs(60)));
-        // No cost limit was set: the budget's counts.
-        assert_eq!(cfg.max_cost_usd, Some(9.0));
-        let tighter = Budget {
-            max_turns: Some(2),
-            max_tokens: Some(4),
-            max_cost_usd: Some(1.0),
-            max_wall_time_secs: Some(30),
-        };
-        tighter.apply(&mut cfg).unwrap();
-        assert_eq!(cfg.max_turns, 2);
-        assert_eq!(cfg.max_tokens, Some(4));
-        assert_eq!(cfg.max_cost_usd, Some(1.0));
-        assert_eq!(cfg.max_wall_time, Some(Duration::from_secs(30)));
-    }
-
-    #[test]
-    fn a_budget_of_zero_a_wall_time_past_a_year_or_a_bad_cost_is_refused() {
-        let bad = [
-            Budget {
-                max_turns: Some(0),
-                ..Default::default()
-            },
-            Budget {
-                max_wall_time_secs: Some(0),
-                ..Default::default()
-            },
-            Budget {
-                max_wall_time_secs: Some(MAX_WALL_TIME_SECS + 1),
-                ..Default::default()
-            },
-            Budget {
-                max_cost_usd: Some(f64::NAN),
-                ..Default::default()
-            },
-            Budget {
-                max_cost_usd: Some(-1.0),
-                ..Default::default()
-            },
-        ];
-        for budget in bad {
-            let mut cfg = config(3, None, None);
-            assert!(budget.apply(&mut cfg).is_err(), "{budget:?}");
-            assert_eq!(cfg.max_turns, 3, "{budget:?} changed the config");
-        }
     }
 }

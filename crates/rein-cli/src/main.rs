@@ -4,7 +4,6 @@ mod acp;
 mod agents;
 mod cli;
 mod cmdline;
-mod commands;
 mod config;
 mod context_cmd;
 mod eval;
@@ -12,25 +11,28 @@ mod exec;
 mod exit;
 mod home;
 mod hooks;
+mod hooks_cmd;
 mod hosting;
 mod mcp;
+mod mcp_cmd;
 mod memory;
+mod memory_cmd;
 mod model;
 mod otel;
 mod output;
 mod permissions;
 mod providers;
 mod rewind;
-mod run_setup;
 mod sandbox_config;
 mod sandbox_run;
 mod serve;
 mod sessions;
 mod settings_file;
+mod setup;
 mod skills;
 mod trust;
+mod trust_cmd;
 mod tui;
-mod workspace_check;
 
 fn main() {
     let cli = match cli::Cli::parse_args(std::env::args_os().collect()) {
@@ -69,13 +71,13 @@ fn main() {
             Some(cli::Command::Compact(args)) => exec::compact(args).await,
             Some(cli::Command::Sessions(cmd)) => sessions::run(cmd).await,
             Some(cli::Command::Model(cmd)) => model::run(cmd),
-            Some(cli::Command::Memory(cmd)) => memory::run(cmd).await,
-            Some(cli::Command::Trust(args)) => trust::command::run(args),
-            Some(cli::Command::Mcp(cmd)) => mcp::command::run(cmd).await,
+            Some(cli::Command::Memory(cmd)) => memory_cmd::run(cmd).await,
+            Some(cli::Command::Trust(args)) => trust_cmd::run(args),
+            Some(cli::Command::Mcp(cmd)) => mcp_cmd::run(cmd).await,
             Some(cli::Command::Eval(args)) => eval::run(args).await,
             Some(cli::Command::Context(args)) => context_cmd::run(args),
             Some(cli::Command::Hooks(cmd)) => match cmd {
-                cli::HooksCommand::List(args) => hooks::list(args),
+                cli::HooksCommand::List(args) => hooks_cmd::list(args),
             },
             Some(cli::Command::Agents(args)) => agents::list_agents(args),
             Some(cli::Command::Worktrees(args)) => agents::list_worktrees(args),

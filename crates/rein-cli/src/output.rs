@@ -142,6 +142,23 @@ pub fn progress_line(progress: &rein_core::ModelProgress) -> String {
     )
 }
 
+/// A sub-agent's start, calls and end, one line each.
+fn subagent_line(agent: &str, description: &str, event: &Event) {
+    match event {
+        Event::RunStarted { session_id, .. } => err(&format!(
+            "→ sub-agent {agent}: {} (session {session_id})",
+            one_line(description, 120)
+        )),
+        Event::ToolStarted { name, .. } => err(&format!("  {agent} › {name}")),
+        Event::Stopped { reason, turns, .. } => err(&format!(
+            "← sub-agent {agent}: {} after {turns} turn{}",
+            reason.as_str(),
+            if *turns == 1 { "" } else { "s" }
+        )),
+        _ => {}
+    }
+}
+
 /// Prints a run's progress on stderr and its answer on stdout.
 #[derive(Default)]
 pub struct HumanOutput {
@@ -253,60 +270,59 @@ impl HumanOutput {
                 error,
                 totals,
                 refused,
-            } => {
-                if *reason == StopReason::Completed {
-                    out(final_text.trim_end());
-                }
-                self.refusals.report();
-                let mut tokens = format!(
-                    "{turns} turn{} · {} input / {} output tokens",
-                    if *turns == 1 { "" } else { "s" },
-                    usage.input_tokens,
-                    usage.output_tokens
-                );
-                if totals.calls > 0 {
-                    tokens.push_str(&format!(" · {}", totals.cost_text()));
-                }
-                let id = self.session_id.as_deref().unwrap_or("-");
-                match reason {
-                    StopReason::Completed if !refused.is_empty() => err(&format!(
-                        "done, but {} call{} refused (exit {}) · {tokens} · session {id}",
-                        refused.len(),
-                        if refused.len() == 1 { " was" } else { "s were" },
-                        crate::exit::REFUSED
-                    )),
-                    StopReason::Completed => err(&format!("done · {tokens} · session {id}")),
-                    other => {
-                        let why = match error {
-                            Some(e) => format!(": {}", one_line(e, 300)),
-                            None => String::new(),
-                        };
-                        err(&format!("stopped ({}){why} · {tokens}", other.as_str()));
-                        if self.session_id.is_some() {
-                            err(&format!("continue with: rein exec --resume {id} \"…\""));
-                        }
-                    }
-                }
-            }
+            } => self.stopped(*reason, (*turns, usage, totals), final_text, error, refused),
             Event::Subagent {
                 agent,
                 description,
                 event,
                 ..
-            } => match event.as_ref() {
-                Event::RunStarted { session_id, .. } => err(&format!(
-                    "→ sub-agent {agent}: {} (session {session_id})",
-                    one_line(description, 120)
-                )),
-                Event::ToolStarted { name, .. } => err(&format!("  {agent} › {name}")),
-                Event::Stopped { reason, turns, .. } => err(&format!(
-                    "← sub-agent {agent}: {} after {turns} turn{}",
-                    reason.as_str(),
-                    if *turns == 1 { "" } else { "s" }
-                )),
-                _ => {}
-            },
+            } => subagent_line(agent, description, event),
             _ => {}
+        }
+    }
+
+    /// The run's end: the answer on stdout, the totals and how it ended on
+    /// stderr.
+    fn stopped(
+        &mut self,
+        reason: StopReason,
+        (turns, usage, totals): (u32, &rein_core::Usage, &rein_core::LedgerTotals),
+        final_text: &str,
+        error: &Option<String>,
+        refused: &[rein_core::RefusedCall],
+    ) {
+        if reason == StopReason::Completed {
+            out(final_text.trim_end());
+        }
+        self.refusals.report();
+        let mut tokens = format!(
+            "{turns} turn{} · {} input / {} output tokens",
+            if turns == 1 { "" } else { "s" },
+            usage.input_tokens,
+            usage.output_tokens
+        );
+        if totals.calls > 0 {
+            tokens.push_str(&format!(" · {}", totals.cost_text()));
+        }
+        let id = self.session_id.as_deref().unwrap_or("-");
+        match reason {
+            StopReason::Completed if !refused.is_empty() => err(&format!(
+                "done, but {} call{} refused (exit {}) · {tokens} · session {id}",
+                refused.len(),
+                if refused.len() == 1 { " was" } else { "s were" },
+                crate::exit::REFUSED
+            )),
+            StopReason::Completed => err(&format!("done · {tokens} · session {id}")),
+            other => {
+                let why = match error {
+                    Some(e) => format!(": {}", one_line(e, 300)),
+                    None => String::new(),
+                };
+                err(&format!("stopped ({}){why} · {tokens}", other.as_str()));
+                if self.session_id.is_some() {
+                    err(&format!("continue with: rein exec --resume {id} \"…\""));
+                }
+            }
         }
     }
 }

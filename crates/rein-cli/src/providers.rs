@@ -371,9 +371,38 @@ pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
     Ok(Arc::new(provider))
 }
 
+/// Split `/model` text: `provider:model`, a provider name, or a model name.
+pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>) {
+    let text = text.trim();
+    if let Some((p, m)) = text.split_once(':')
+        && (BuiltinProvider::named(p).is_some() || cfg.providers.contains_key(p))
+    {
+        let m = m.trim();
+        return (Some(p.to_string()), (!m.is_empty()).then(|| m.to_string()));
+    }
+    if BuiltinProvider::named(text).is_some() || cfg.providers.contains_key(text) {
+        return (Some(text.to_string()), None);
+    }
+    (None, Some(text.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_choice_tells_providers_from_models() {
+        let cfg = Config::defaults(std::path::PathBuf::from("/nonexistent"));
+        assert_eq!(
+            model_choice(&cfg, "anthropic:claude-sonnet-4-5"),
+            (Some("anthropic".into()), Some("claude-sonnet-4-5".into()))
+        );
+        assert_eq!(model_choice(&cfg, "local"), (Some("local".into()), None));
+        assert_eq!(
+            model_choice(&cfg, "gpt-4.1"),
+            (None, Some("gpt-4.1".into()))
+        );
+    }
 
     #[test]
     fn model_files_are_checked_before_loading() {

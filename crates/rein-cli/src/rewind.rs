@@ -191,10 +191,10 @@ async fn fork(
 
 /// `rein rewind`.
 pub async fn run(args: RewindArgs) -> Result<i32, Failure> {
-    let workspace = crate::exec::resolve_workspace(args.workspace.as_deref())?;
-    let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
+    let workspace = crate::setup::workspace::resolve_workspace(args.workspace.as_deref())?;
+    let trusted = crate::trust_cmd::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
-    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
+    let (store, _) = crate::setup::store::open_store(&cfg, 2).await?;
     let session = match &args.session {
         Some(id) => store.get_session(id).await,
         None => latest(store.as_ref(), &workspace).await,

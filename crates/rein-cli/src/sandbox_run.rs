@@ -27,13 +27,12 @@
 
 mod spec;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
 use rein_tools::bash::{self, Ending};
 use rein_tools::sandbox;
 
+use crate::cli::SandboxRunArgs;
 use crate::exit;
 pub use spec::{Spec, Written};
 
@@ -41,17 +40,6 @@ pub use spec::{Spec, Written};
 pub const TIMED_OUT: i32 = 124;
 /// The exit code when the command could not be run at all.
 pub const NOT_RUN: i32 = 125;
-
-/// `rein sandbox-run`.
-#[derive(Debug, Args)]
-pub struct SandboxRunArgs {
-    /// The spec rein wrote (read once, then deleted).
-    #[arg(long, value_name = "FILE")]
-    pub spec: PathBuf,
-    /// The spec's SHA-256, in hex: anything else is refused.
-    #[arg(long, value_name = "HEX")]
-    pub sha256: String,
-}
 
 /// Run the command of `args.spec`; the process's exit code. Called before
 /// any runtime or thread exists: the environment is replaced here.

@@ -23,15 +23,13 @@ mod served;
 mod state;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use clap::Args;
 use rein_core::{PermissionMode, SessionStore};
 
-use crate::cli::ModelArgs;
+use crate::cli::ServeArgs;
 use crate::exit::{self, Failure};
 use crate::hosting::Host;
 use state::Server;
@@ -39,67 +37,12 @@ use state::Server;
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `rein serve`.
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    pub models: ModelArgs,
-    /// The address to listen on.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
-    pub listen: SocketAddr,
-    /// The folder whose subfolders are the sessions' workspaces (default:
-    /// the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
-    /// The mode sessions start in (default: each workspace's configured
-    /// mode). Clients may switch to bypass only when this is bypass.
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
-    /// Where sessions are stored: `postgres://…` to share them between
-    /// servers, or `sqlite` for the file under the rein home (default:
-    /// `REIN_STORE`, else `store` in config.toml, else `sqlite`). Keep a
-    /// password out of it (the process list shows it until rein blanks
-    /// it): give it in `REIN_STORE`, config.toml or `PGPASSWORD`.
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
-    /// Web pages of this origin may call (exactly as the browser sends
-    /// it, e.g. `https://app.example`); repeatable. Others are refused.
-    #[arg(long, value_name = "ORIGIN")]
-    pub allow_origin: Vec<String>,
-    /// Serve HTTPS with this certificate chain (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The private key of `--tls-cert` (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// Listen on a non-loopback address without TLS (the token then
-    /// crosses the network in the clear).
-    #[arg(long)]
-    pub allow_insecure_remote: bool,
-    /// How long a session's lease lasts without a heartbeat (PostgreSQL
-    /// store): a server that dies loses its sessions after this.
-    #[arg(long, value_name = "SECS", default_value_t = 30,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub lease_secs: u64,
-    /// Most connections to the PostgreSQL store at once.
-    #[arg(long, value_name = "N", default_value = "16")]
-    pub store_connections: std::num::NonZeroUsize,
-    #[command(flatten)]
-    pub otel: crate::otel::OtelArgs,
-}
-
 /// Serve until Ctrl-C or SIGTERM, then cancel the runs and stop.
 pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     let tls = listen_policy(&args)?;
-    let root = crate::workspace_check::session_workspace(args.root.as_deref())?;
-    let mode = match args.mode.as_deref() {
-        Some(m) => Some(
-            m.parse::<PermissionMode>()
-                .map_err(|e| Failure::usage(anyhow!("--mode: {e}")))?,
-        ),
-        None => None,
-    };
-    let (mut cfg, _) = crate::exec::load_config(&root, args.models.clone(), false)?;
+    let root = crate::setup::workspace::session_workspace(args.root.as_deref())?;
+    let mode = crate::setup::settings::parse_mode(args.mode.as_deref())?;
+    let (mut cfg, _) = crate::setup::settings::load_config(&root, args.models.clone(), false)?;
     if let Some(store) = &args.store {
         cfg.store = Some(store.clone());
     }
@@ -201,7 +144,7 @@ async fn open_store(
     args: &ServeArgs,
     cfg: &crate::config::Config,
 ) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
-    let (store, pg) = crate::hosting::open_store(cfg, args.store_connections.get()).await?;
+    let (store, pg) = crate::setup::store::open_store(cfg, args.store_connections.get()).await?;
     let Some(pg) = pg else {
         return Ok((store, None));
     };

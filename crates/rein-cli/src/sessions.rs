@@ -7,9 +7,9 @@ use rein_core::{ContentPart, Message, SessionStore, StoreError};
 
 use crate::cli::SessionsCommand;
 use crate::config::Config;
-use crate::exec::resolve_workspace;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::{one_line, out};
+use crate::setup::workspace::resolve_workspace;
 
 fn store_failure(e: StoreError) -> Failure {
     match e {
@@ -22,7 +22,7 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
     let cwd = resolve_workspace(None)?;
     // Only the home matters here: the project's settings are not used.
     let (cfg, _) = Config::load(&cwd, false).map_err(Failure::usage)?;
-    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
+    let (store, _) = crate::setup::store::open_store(&cfg, 2).await?;
     match cmd {
         SessionsCommand::List {
             workspace,

@@ -14,7 +14,6 @@
 //! Which folders are trusted is recorded in `$REIN_HOME/trusted.json`
 //! ([`store`]); `rein trust` and the app's question are in [`command`].
 
-pub mod command;
 pub mod store;
 
 use std::fmt;
@@ -245,7 +244,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
     let secs = |d: std::time::Duration| Some(d.as_secs());
     let kept = ConfigFile {
         max_turns: max_turns
-            .and_then(|n| s.limit("max_turns", n, limit(n, Some(current.max_turns)))),
+            .and_then(|n| s.limit("max_turns", n, limit(n, Some(current.budget.max_turns)))),
         tool_timeout_secs: tool_timeout_secs
             .and_then(|n| s.limit("tool_timeout_secs", n, limit(n, secs(current.tool_timeout)))),
         max_concurrent_tools: max_concurrent_tools.and_then(|n| {
@@ -275,14 +274,15 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
                 limit(n, secs(current.stream_idle_timeout)),
             )
         }),
-        max_tokens: max_tokens.and_then(|n| s.limit("max_tokens", n, limit(n, current.max_tokens))),
+        max_tokens: max_tokens
+            .and_then(|n| s.limit("max_tokens", n, limit(n, current.budget.max_tokens))),
         max_cost_usd: max_cost_usd
-            .and_then(|n| s.limit("max_cost_usd", n, limit(n, current.max_cost_usd))),
+            .and_then(|n| s.limit("max_cost_usd", n, limit(n, current.budget.max_cost_usd))),
         max_wall_time_secs: max_wall_time_secs.and_then(|n| {
             s.limit(
                 "max_wall_time_secs",
                 n,
-                limit(n, current.max_wall_time.and_then(secs)),
+                limit(n, current.budget.max_wall_time.and_then(secs)),
             )
         }),
         compaction: compaction.map(|c| restrict_compaction(c, current, &mut s)),

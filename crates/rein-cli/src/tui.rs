@@ -8,27 +8,12 @@ use rein_core::{Approvals, SessionStore};
 use rein_tui::{CheckpointRow, RewindFailure, RewindOutcome, RewindRequest, RewindView};
 
 use crate::cli::AppArgs;
-use crate::config::Config;
-use crate::exec::{
-    engine_builder, load_config, mcp_servers, resume_target, safety_warning, start_mode,
-};
 use crate::exit::Failure;
 use crate::providers;
-
-/// Split `/model` text: `provider:model`, a provider name, or a model name.
-pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>) {
-    let text = text.trim();
-    if let Some((p, m)) = text.split_once(':')
-        && (providers::BuiltinProvider::named(p).is_some() || cfg.providers.contains_key(p))
-    {
-        let m = m.trim();
-        return (Some(p.to_string()), (!m.is_empty()).then(|| m.to_string()));
-    }
-    if providers::BuiltinProvider::named(text).is_some() || cfg.providers.contains_key(text) {
-        return (Some(text.to_string()), None);
-    }
-    (None, Some(text.to_string()))
-}
+use crate::setup::prompt::{Attachments, CommandSet, EngineLife};
+use crate::setup::session::{Opening, Session};
+use crate::setup::settings::{RunSettings, load_config, safety_warning};
+use crate::setup::store::{open_store, resume_target};
 
 pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     rein_tui::check_terminal().map_err(|e| Failure::usage(anyhow!(e)))?;
@@ -37,122 +22,70 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     // failures become a notice in the app, never lines over the screen.
     let (reporter, telemetry_notes) = crate::otel::app_reporter();
     let telemetry = crate::otel::start_reporting(args.otel, reporter)?;
-    let workspace = crate::workspace_check::session_workspace(args.workspace.as_deref())?;
+    let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     // Asked before the app takes the terminal, on the terminal.
-    let trusted = crate::trust::command::trusted_for_app(&workspace, args.trust)?;
+    let trusted = crate::trust_cmd::trusted_for_app(&workspace, args.trust)?;
     let (cfg, report) = load_config(&workspace, args.models, trusted)?;
     cfg.validate().map_err(Failure::usage)?;
-    // Asked on the terminal too: the project's hooks whose files changed
-    // since the folder was trusted, and its MCP servers not approved.
-    crate::hooks::ask_changed(
-        &cfg,
-        &workspace,
-        &mut std::io::stdin().lock(),
-        &mut std::io::stderr(),
-    )
-    .map_err(Failure::usage)?;
-    crate::mcp::project::ask_unapproved(
-        &cfg.home,
-        &workspace,
-        &cfg.project_mcp_servers,
-        &mut std::io::stdin().lock(),
-        &mut std::io::stderr(),
-    )
-    .map_err(Failure::usage)?;
-    let mode = start_mode(&cfg, &args.session)?;
-    let (store, _) = crate::hosting::open_store(&cfg, 2).await?;
-    let resume = resume_target(store.as_ref(), &workspace, &args.session).await?;
+    ask_on_terminal(&cfg, &workspace)?;
+    let settings = RunSettings::resolve(&args.session, None, &cfg)?;
+    let mode = settings.mode;
+    let (store, _) = open_store(&cfg, 2).await?;
+    let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
     // Fail before the screen changes when there is no model to talk to.
     let first = providers::build_or_offer(&cfg).map_err(Failure::usage)?;
     let model = first.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
-    let memory = crate::memory::for_run(&cfg, &workspace).await;
-    let (mcp, mcp_note) = mcp_servers(&cfg, &workspace, first.as_ref());
+    // Servers that fail after the app opened are told as notices; `/mcp`
+    // shows them all.
+    let (tx, mcp_notes) = tokio::sync::mpsc::unbounded_channel();
+    let opening = Opening {
+        cfg: &cfg,
+        workspace: &workspace,
+        mode,
+        provider: first,
+        store: store.clone(),
+        approvals: Approvals::Events,
+        life: EngineLife::Session,
+        allowed_tools: Vec::new(),
+    };
+    let Session {
+        engine,
+        prompts,
+        extras,
+    } = Session::open(opening, move |line| {
+        let _ = tx.send(line);
+    })
+    .await
+    .map_err(Failure::usage)?;
 
     let mut notices: Vec<String> = safety_warning(mode).into_iter().collect();
     if !trusted {
         notices.extend(report.untrusted_line());
     }
-    notices.extend(mcp_note);
-    let (commands, warnings) = crate::commands::for_app(&cfg, &workspace);
-    notices.extend(warnings);
-
+    notices.extend(extras.notes.iter().cloned());
+    notices.extend(prompts.commands.warnings().iter().cloned());
     let home = cfg.home.clone();
     let model_choices = crate::model::choices(&cfg.home);
     let alternate_screen = args.alt_screen || cfg.alternate_screen;
-    let skills = crate::skills::for_run(&cfg, &workspace);
-    notices.extend(skills.warnings.iter().cloned());
-    notices.extend(crate::skills::prompt_section(&skills, first.capabilities().context_window).1);
-    let skill_list: Vec<(String, String)> = skills
+    let skill_list: Vec<(String, String)> = extras
+        .skills
         .skills
         .iter()
         .map(|s| (s.name.clone(), s.description.clone()))
         .collect();
-    let attach_skills: Option<rein_tui::AttachSkills> = (!skills.skills.is_empty()).then(|| {
-        let skills = skills.clone();
-        Arc::new(move |message: String| skills.attach_mentions(&message)) as rein_tui::AttachSkills
-    });
-    let hooks = crate::hooks::load(&cfg, &workspace);
-    notices.extend(hooks.notes.iter().cloned());
-    let agents = crate::run_setup::agents(&cfg, &workspace);
-    notices.extend(agents.warnings.iter().cloned());
-    let extras = crate::exec::RunExtras {
-        memory: &memory,
-        mcp: mcp.as_ref(),
-        skills: &skills,
-        hooks: &hooks,
-        agents: &agents,
-    };
-    let engine = engine_builder(&cfg, &workspace, mode, first, store.clone(), &extras)
-        .approvals(Approvals::Events)
-        .build()
-        .context("cannot start the engine")
-        .map_err(Failure::usage)?;
-    // Servers that fail after the app opened are told as notices; `/mcp`
-    // shows them all.
-    let lazy = crate::mcp::lazy_tools(&cfg, &engine);
-    let mcp = mcp.map(|hub| {
-        let (tx, notes) = tokio::sync::mpsc::unbounded_channel();
-        crate::mcp::follow(&hub, &engine, lazy, move |line| {
-            let _ = tx.send(line);
-        });
-        let (for_attach, for_prompt) = (hub.clone(), hub.clone());
-        rein_tui::McpView {
-            status: Box::new(move || crate::mcp::status_lines(&hub)),
-            notes,
-            attach: Arc::new(move |message: String| {
-                let hub = for_attach.clone();
-                Box::pin(async move { hub.attach_mentions(&message).await })
-                    as rein_tui::McpFuture<(String, Vec<String>)>
-            }),
-            prompt: Arc::new(move |command: String, args: String| {
-                let hub = for_prompt.clone();
-                Box::pin(async move { hub.prompt_text(&command, &args).await })
-                    as rein_tui::McpFuture<Result<String, String>>
-            }),
-        }
-    });
+    let mcp = extras
+        .mcp
+        .clone()
+        .map(|hub| mcp_view(hub, &prompts.attachments, mcp_notes));
     let rewind = cfg
         .checkpoints
         .then(|| rewind_view(&cfg.home, store.clone()));
-    // `/model`: only a provider is built; the engine switches to it.
     let idle_notify = cfg.idle_notify;
-    let providers = move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
-        let mut c = cfg.clone();
-        let (p, m) = model_choice(&c, text);
-        if p.is_some() {
-            c.provider = p;
-            c.model = None;
-        }
-        if m.is_some() {
-            c.model = m;
-        }
-        providers::build(&c)
-    };
     let setup = rein_tui::Setup {
         home,
         engine,
-        providers: Box::new(providers),
+        providers: provider_factory(cfg),
         model_choices,
         mode,
         resume,
@@ -161,9 +94,10 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         idle_notify,
         prompt: args.prompt,
         mcp,
-        commands,
+        commands: prompts.commands.commands().to_vec(),
+        expand_command: Some(expand_command(&prompts.commands)),
         skills: skill_list,
-        attach_skills,
+        attach_skills: attach_skills(&prompts.attachments),
         rewind,
         // Each run the app starts is observed; the conversation id is the
         // session's.
@@ -173,6 +107,8 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         notes: telemetry.is_some().then_some(telemetry_notes),
     };
     let session = rein_tui::run(setup).await;
+    // The MCP servers, memory and hooks lived as long as the app.
+    drop(extras);
     // However the app ended (/quit, Ctrl+C twice, a signal), say how to
     // come back.
     if let Ok(Some(id)) = &session {
@@ -183,6 +119,94 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     crate::otel::finish(telemetry).await;
     session.map_err(|e| Failure::harness(anyhow!("{e:#}")))?;
     Ok(0)
+}
+
+/// Asked on the terminal before the app takes it: the project's hooks
+/// whose files changed since the folder was trusted, and its MCP servers
+/// not approved.
+fn ask_on_terminal(cfg: &crate::config::Config, workspace: &Path) -> Result<(), Failure> {
+    crate::hooks::ask_changed(
+        cfg,
+        workspace,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stderr(),
+    )
+    .map_err(Failure::usage)?;
+    crate::mcp::project::ask_unapproved(
+        &cfg.home,
+        workspace,
+        &cfg.project_mcp_servers,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stderr(),
+    )
+    .map_err(Failure::usage)?;
+    Ok(())
+}
+
+/// `/model`: only a provider is built; the engine switches to it.
+fn provider_factory(cfg: crate::config::Config) -> rein_tui::ProviderFactory {
+    Box::new(
+        move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
+            let mut c = cfg.clone();
+            let (p, m) = providers::model_choice(&c, text);
+            if p.is_some() {
+                c.provider = p;
+                c.model = None;
+            }
+            if m.is_some() {
+                c.model = m;
+            }
+            providers::build(&c)
+        },
+    )
+}
+
+/// Prompts are prepared as in every front end: a custom command expanded
+/// (or refused) by the shared preparation.
+fn expand_command(commands: &CommandSet) -> rein_tui::ExpandCommand {
+    let commands = commands.clone();
+    Arc::new(move |name: &str, args: &str| {
+        commands
+            .expand_named(name, args)
+            .map(|e| e.text)
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// The skills a message names (`$name`), attached by the shared
+/// preparation; none when there are no skills.
+fn attach_skills(attachments: &Attachments) -> Option<rein_tui::AttachSkills> {
+    let attachments = attachments.clone();
+    (!attachments.skills.skills.is_empty()).then(|| {
+        Arc::new(move |message: String| attachments.attach_skills(&message))
+            as rein_tui::AttachSkills
+    })
+}
+
+/// The MCP servers as the app shows them: their status, the notes that
+/// come later, the resources a message names (attached by the shared
+/// preparation) and the servers' prompts.
+fn mcp_view(
+    hub: Arc<rein_mcp::McpHub>,
+    attachments: &Attachments,
+    notes: tokio::sync::mpsc::UnboundedReceiver<String>,
+) -> rein_tui::McpView {
+    let for_prompt = hub.clone();
+    let attachments = attachments.clone();
+    rein_tui::McpView {
+        status: Box::new(move || crate::mcp::status_lines(&hub)),
+        notes,
+        attach: Arc::new(move |message: String| {
+            let attachments = attachments.clone();
+            Box::pin(async move { attachments.attach_resources(&message).await })
+                as rein_tui::McpFuture<(String, Vec<String>)>
+        }),
+        prompt: Arc::new(move |command: String, args: String| {
+            let hub = for_prompt.clone();
+            Box::pin(async move { hub.prompt_text(&command, &args).await })
+                as rein_tui::McpFuture<Result<String, String>>
+        }),
+    }
 }
 
 /// The app's rewind (Esc Esc, `/rewind`): a session's checkpoints with
@@ -280,24 +304,5 @@ async fn apply_rewind(
         }
         Err(RewindError::ChangedOutside(files)) => Err(RewindFailure::ChangedOutside(files)),
         Err(e) => Err(other(e.into())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_choice_tells_providers_from_models() {
-        let cfg = Config::defaults(std::path::PathBuf::from("/nonexistent"));
-        assert_eq!(
-            model_choice(&cfg, "anthropic:claude-sonnet-4-5"),
-            (Some("anthropic".into()), Some("claude-sonnet-4-5".into()))
-        );
-        assert_eq!(model_choice(&cfg, "local"), (Some("local".into()), None));
-        assert_eq!(
-            model_choice(&cfg, "gpt-4.1"),
-            (None, Some("gpt-4.1".into()))
-        );
     }
 }

@@ -23,6 +23,7 @@ mod cli {
     mod permissions;
     mod postgres;
     mod rewind;
+    mod same_prompt;
     mod sandbox;
     pub mod serve;
     mod sessions;

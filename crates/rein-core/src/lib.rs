@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod approval;
 pub mod assemble;
+pub mod budget;
 pub mod command_files;
 pub mod commands;
 pub mod compaction;
@@ -39,6 +40,7 @@ pub use approval::{
     ProjectRules, ProjectRulesError,
 };
 pub use assemble::AssistantAssembler;
+pub use budget::{Budget, BudgetCap, BudgetError, BudgetLimit};
 pub use engine::{
     AgentEngine, AgentEngineBuilder, AgentTag, ChildPolicy, EngineConfig, EngineError, FixedTokens,
     RunControl, RunOutcome, RunRequest, RunStream, SubagentConfig, TitleError,

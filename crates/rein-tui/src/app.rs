@@ -201,6 +201,9 @@ pub struct App {
     pre_plan_mode: Option<PermissionMode>,
     /// The project's and the user's custom commands (`/NAME ARGS`).
     pub commands: Vec<rein_core::commands::CustomCommand>,
+    /// Expands `/NAME ARGS` (name, arguments) as every front end does, or
+    /// says why not; without it a command's own expansion is used.
+    pub expand_command: Option<crate::run::ExpandCommand>,
     /// The skills of the run, name and description (`/skills`).
     pub skills: Vec<(String, String)>,
 }
@@ -247,6 +250,7 @@ impl App {
             approval_shown: None,
             approval_guard: APPROVAL_GUARD,
             commands: Vec::new(),
+            expand_command: None,
             skills: Vec::new(),
         }
     }

@@ -33,8 +33,8 @@ use paint::{paint, redraw_all};
 use reports::{refresh_cost, show_context, show_cost};
 use sessions::{resume, spawn_title};
 pub use setup::{
-    AttachSkills, McpAttach, McpFuture, McpPrompt, McpView, ProviderFactory, RunWatcher, Setup,
-    WatchRuns,
+    AttachSkills, ExpandCommand, McpAttach, McpFuture, McpPrompt, McpView, ProviderFactory,
+    RunWatcher, Setup, WatchRuns,
 };
 use watch::WatchedSink;
 
@@ -230,6 +230,7 @@ impl Loop {
         let history = InputHistory::load(setup.home.join("history.jsonl"));
         let mut app = App::new(Theme::detect(), workspace.clone(), history, status);
         app.commands = std::mem::take(&mut setup.commands);
+        app.expand_command = setup.expand_command.take();
         app.skills = std::mem::take(&mut setup.skills);
         for n in &setup.notices {
             app.notice(n.clone());

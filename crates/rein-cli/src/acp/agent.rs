@@ -88,7 +88,7 @@ impl AcpAgent {
                 cwd.display()
             )));
         }
-        let workspace = crate::workspace_check::session_workspace(Some(cwd)).map_err(failure)?;
+        let workspace = crate::setup::workspace::session_workspace(Some(cwd)).map_err(failure)?;
         let mut cfg = self.host.config(&workspace).map_err(host_error)?;
         cfg.mcp_servers.extend(super::mcp::servers(mcp)?);
         let model = self

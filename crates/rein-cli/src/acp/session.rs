@@ -13,13 +13,14 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Client, Error as AcpError, ErrorCode};
 use rein_core::{
-    ApprovalReply, ApprovalRequest, CancellationToken, Event, FnSink, PermissionMode, RunControl,
-    RunRequest, StopReason,
+    ApprovalReply, ApprovalRequest, CancellationToken, Event, EventSink, FnSink, PermissionMode,
+    RunControl, RunRequest, StopReason,
 };
 
 use super::client_terminal::TerminalCalls;
 use super::updates::Updates;
 use super::{permission, transcript};
+use crate::setup::prompt::Expanded;
 
 /// The modes a client may switch a session to (bypass only when `rein
 /// acp` itself was started in it: an editor's mode menu never turns the
@@ -121,9 +122,11 @@ impl AcpSession {
 
     /// The project's custom commands, as the client's `/` menu.
     pub fn commands_update(&self) -> SessionUpdate {
-        let found = crate::commands::discover(&self.hosted.cfg, &self.workspace);
-        let commands = found
+        let commands = self
+            .hosted
+            .prompts
             .commands
+            .commands()
             .iter()
             .map(|c| {
                 let mut help = c.description.clone().unwrap_or_default();
@@ -148,7 +151,20 @@ impl AcpSession {
     /// one run slot, taken at once (in the order requests arrive, so a
     /// second prompt is refused, never the first).
     pub fn begin(self: &Arc<Self>, blocks: &[ContentBlock]) -> Result<Turn, AcpError> {
-        let prompt = self.prompt_text(blocks)?;
+        let (typed, context) = self.prompt_text(blocks)?;
+        let expanded = if typed.trim().is_empty() {
+            Expanded {
+                text: typed,
+                command: None,
+                notes: Vec::new(),
+            }
+        } else {
+            self.hosted
+                .prompts
+                .commands
+                .expand(&typed)
+                .map_err(|e| invalid(e.to_string()))?
+        };
         let cancel = CancellationToken::new();
         let control = RunControl::new();
         let mut running = lock(&self.running);
@@ -163,7 +179,8 @@ impl AcpSession {
         });
         Ok(Turn {
             session: self.clone(),
-            prompt,
+            expanded,
+            context,
             cancel,
             control,
         })
@@ -185,9 +202,9 @@ impl AcpSession {
         }
     }
 
-    /// The prompt's text: its text blocks, with embedded files and links
-    /// after it. A custom command (`/name args`) is expanded.
-    fn prompt_text(&self, blocks: &[ContentBlock]) -> Result<String, AcpError> {
+    /// The prompt's typed text (its text blocks), and the embedded files
+    /// and links that go after it once it is prepared.
+    fn prompt_text(&self, blocks: &[ContentBlock]) -> Result<(String, String), AcpError> {
         let mut text = String::new();
         let mut context = String::new();
         for block in blocks {
@@ -214,16 +231,7 @@ impl AcpSession {
         if text.trim().is_empty() && context.is_empty() {
             return Err(invalid("the prompt is empty"));
         }
-        if let Some(command) = text.trim_start().strip_prefix('/') {
-            let (name, args) = command
-                .split_once(char::is_whitespace)
-                .unwrap_or((command, ""));
-            let (_, message) =
-                crate::commands::expand(&self.hosted.cfg, &self.workspace, name, args)
-                    .map_err(|f| invalid(format!("{:#}", f.error)))?;
-            text = message;
-        }
-        Ok(format!("{text}{context}"))
+        Ok((text, context))
     }
 
     /// A session made by `session/new` has no title until its first prompt.
@@ -243,7 +251,10 @@ impl AcpSession {
 /// it is dropped, however the run ends.
 pub struct Turn {
     session: Arc<AcpSession>,
-    prompt: String,
+    /// The typed text, its command expanded.
+    expanded: Expanded,
+    /// The embedded files and links, after the prepared text.
+    context: String,
     cancel: CancellationToken,
     control: RunControl,
 }
@@ -253,9 +264,19 @@ impl Turn {
     /// updates to the client and asking it for approvals.
     pub async fn run(self, client: &ConnectionTo<Client>) -> Result<AcpStop, AcpError> {
         let s = &self.session;
-        s.title_if_new(&self.prompt).await;
+        // Skills and resources the typed text names go with it; what is
+        // embedded is the client's and attaches nothing.
+        let (text, notes) = s
+            .hosted
+            .prompts
+            .attachments
+            .attach(&self.expanded.text)
+            .await;
+        let notes = self.expanded.notes.iter().cloned().chain(notes);
+        let prompt = format!("{text}{}", self.context);
+        s.title_if_new(&prompt).await;
         let request = RunRequest {
-            prompt: self.prompt.clone(),
+            prompt,
             resume: Some(s.id.clone()),
             mode: Some(s.mode()),
             control: Some(self.control.clone()),
@@ -268,6 +289,9 @@ impl Turn {
             crate::otel::observe(&mut observer, &event);
             s.forward(&mut updates, event, client)
         });
+        for message in notes {
+            sink.emit(Event::Notice { message });
+        }
         let outcome = s
             .hosted
             .engine

@@ -14,6 +14,7 @@ use rein_store::{LeaseError, PgStore};
 use super::http::Failure;
 use super::served::{Served, Work};
 use super::state::Server;
+use crate::setup::prompt::Expanded;
 
 /// The leases of one server.
 pub struct Leases {
@@ -33,18 +34,18 @@ impl Leases {
     }
 }
 
-/// Start `prompt` on `served`: its run slot, then (with leases) its lease,
-/// then the run.
+/// Start `prompt` (its command expanded) on `served`: its run slot, then
+/// (with leases) its lease, then the run.
 pub async fn start_run(
     server: &Arc<Server>,
     served: &Arc<Served>,
-    prompt: String,
+    prompt: Expanded,
 ) -> Result<(), Failure> {
     let slot = served
         .reserve()
         .map_err(|e| Failure::conflict(e.to_string()))?;
     let Some(leases) = &server.leases else {
-        slot.launch(Work::Prompt(prompt), None, || {});
+        slot.launch(Work::Prompt(Box::new(prompt)), None, || {});
         return Ok(());
     };
     let lease = leases
@@ -57,7 +58,7 @@ pub async fn start_run(
         })?;
     let heartbeat = lease.keep_alive();
     let lost = heartbeat.lost();
-    slot.launch(Work::Prompt(prompt), Some(lost), move || {
+    slot.launch(Work::Prompt(Box::new(prompt)), Some(lost), move || {
         tokio::spawn(async move {
             if let Err(e) = heartbeat.release().await {
                 crate::output::err(&format!("rein serve: {e}"));

@@ -208,7 +208,13 @@ async fn prompt(
         return Err(Failure::bad_request("the prompt is empty"));
     }
     let served = server.session(id).await?;
-    super::leases::start_run(server, &served, body.text).await?;
+    let expanded = served
+        .hosted
+        .prompts
+        .commands
+        .expand(&body.text)
+        .map_err(|e| Failure::bad_request(e.to_string()))?;
+    super::leases::start_run(server, &served, expanded).await?;
     Ok(json(
         StatusCode::ACCEPTED,
         &serde_json::json!({"session_id": id}),

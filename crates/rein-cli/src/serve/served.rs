@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rein_core::{
-    ApprovalDecision, ApprovalReply, ApprovalRequest, CancellationToken, Event, FnSink,
+    ApprovalDecision, ApprovalReply, ApprovalRequest, CancellationToken, Event, EventSink, FnSink,
     PermissionMode, RunControl, RunRequest,
 };
 use serde::Serialize;
@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use super::events::EventLog;
 use crate::hosting::Hosted;
+use crate::setup::prompt::Expanded;
 
 /// A session being served.
 pub struct Served {
@@ -185,8 +186,9 @@ impl Served {
 
 /// What a run does.
 pub enum Work {
-    /// The user's prompt.
-    Prompt(String),
+    /// The user's prompt, its command expanded; its skills and resources
+    /// are attached when it runs.
+    Prompt(Box<Expanded>),
     /// Go on with a run another server left unfinished.
     Continue,
 }
@@ -211,15 +213,22 @@ impl Reservation {
         let Some(served) = self.served.take() else {
             return;
         };
-        let mut request = match work {
-            Work::Prompt(prompt) => RunRequest::new(prompt),
-            Work::Continue => RunRequest::default(),
-        };
-        request.resume = Some(served.id.clone());
-        request.mode = Some(served.mode());
-        request.control = Some(self.control.clone());
+        let mode = served.mode();
+        let control = self.control.clone();
         let cancel = self.cancel.clone();
         tokio::spawn(async move {
+            let (mut request, notes) = match work {
+                Work::Prompt(expanded) => {
+                    let attachments = &served.hosted.prompts.attachments;
+                    let (text, attached) = attachments.attach(&expanded.text).await;
+                    let notes: Vec<String> = expanded.notes.into_iter().chain(attached).collect();
+                    (RunRequest::new(text), notes)
+                }
+                Work::Continue => (RunRequest::default(), Vec::new()),
+            };
+            request.resume = Some(served.id.clone());
+            request.mode = Some(mode);
+            request.control = Some(control);
             let ended = CancellationToken::new();
             if let Some(lost) = lost {
                 let (ended, cancel) = (ended.clone(), cancel.clone());
@@ -235,6 +244,9 @@ impl Reservation {
                 crate::otel::observe(&mut observer, &event);
                 served.on_event(event)
             });
+            for message in notes {
+                sink.emit(Event::Notice { message });
+            }
             served.hosted.engine.run(request, cancel, &mut sink).await;
             ended.cancel();
             done();

@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rein_core::{NewSession, PermissionMode, SessionInfo};
+use rein_core::{BudgetCap, NewSession, PermissionMode, SessionInfo};
 
 use super::auth::Guard;
 use super::http::Failure;
 use super::leases::Leases;
 use super::served::Served;
-use crate::hosting::{Budget, Host};
+use crate::hosting::{Host, HostError};
 
 /// The server's state, shared by every connection.
 pub struct Server {
@@ -42,7 +42,33 @@ pub struct CreateSession {
     pub title: Option<String>,
     pub mode: Option<String>,
     #[serde(default)]
-    pub budget: Budget,
+    pub budget: BudgetBody,
+}
+
+/// A session's limits as a client asks for them (`None`: the config's).
+/// They only lower the workspace's own ([`rein_core::Budget::tightened_by`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetBody {
+    pub max_turns: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_time_secs: Option<u64>,
+}
+
+impl BudgetBody {
+    /// The limits asked for, checked.
+    pub fn cap(&self) -> Result<BudgetCap, HostError> {
+        let cap = BudgetCap {
+            max_turns: self.max_turns,
+            max_tokens: self.max_tokens,
+            max_cost_usd: self.max_cost_usd,
+            max_wall_time: self.max_wall_time_secs.map(std::time::Duration::from_secs),
+        };
+        cap.validate()
+            .map_err(|e| HostError::Usage(format!("{} {e}", e.limit().key())))?;
+        Ok(cap)
+    }
 }
 
 impl Server {
@@ -85,7 +111,7 @@ impl Server {
         };
         let workspace = self.workspace(&name)?;
         let mut cfg = self.host.config(&workspace)?;
-        body.budget.apply(&mut cfg)?;
+        cfg.budget = cfg.budget.tightened_by(&body.budget.cap()?);
         let model = self.host.provider(&cfg)?.model().to_string();
         let info = self
             .host
@@ -228,7 +254,7 @@ impl Server {
     /// `workspace` (canonical) unless no session may work there (see
     /// [`crate::workspace_check`]).
     fn fit(workspace: &Path) -> Result<(), Failure> {
-        match crate::workspace_check::unfit(workspace, workspace) {
+        match crate::setup::workspace::unfit(workspace, workspace) {
             Some(why) => Err(Failure::bad_request(why)),
             None => Ok(()),
         }

@@ -9,12 +9,12 @@ use super::*;
 /// The user's own settings these rows compare with.
 fn user() -> Config {
     let mut c = Config::defaults(PathBuf::from("/home/u/.rein"));
-    c.max_turns = 50;
+    c.budget.max_turns = 50;
     c.tool_timeout = Duration::from_secs(120);
     c.max_concurrent_tools = Some(8);
-    c.max_tokens = Some(100_000);
-    c.max_cost_usd = Some(5.0);
-    c.max_wall_time = Some(Duration::from_secs(600));
+    c.budget.max_tokens = Some(100_000);
+    c.budget.max_cost_usd = Some(5.0);
+    c.budget.max_wall_time = Some(Duration::from_secs(600));
     c.permissions.mode = Some(PermissionMode::AcceptEdits);
     c
 }
@@ -94,12 +94,12 @@ fn lower_limits_are_kept_and_higher_ones_ignored() {
         "max_turns = 5\ntool_timeout_secs = 10\nmax_concurrent_tools = 2\nmax_tokens = 1000\nmax_cost_usd = 0.5\nmax_wall_time_secs = 60\nprovider_retries = 1\nstream_idle_timeout_secs = 30\n",
     );
     assert!(ignored.is_empty(), "{ignored:?}");
-    assert_eq!(cfg.max_turns, 5);
+    assert_eq!(cfg.budget.max_turns, 5);
     assert_eq!(cfg.tool_timeout, Duration::from_secs(10));
     assert_eq!(cfg.max_concurrent_tools, Some(2));
-    assert_eq!(cfg.max_tokens, Some(1000));
-    assert_eq!(cfg.max_cost_usd, Some(0.5));
-    assert_eq!(cfg.max_wall_time, Some(Duration::from_secs(60)));
+    assert_eq!(cfg.budget.max_tokens, Some(1000));
+    assert_eq!(cfg.budget.max_cost_usd, Some(0.5));
+    assert_eq!(cfg.budget.max_wall_time, Some(Duration::from_secs(60)));
     assert_eq!(cfg.provider_retries, 1);
     assert_eq!(cfg.stream_idle_timeout, Duration::from_secs(30));
 
@@ -107,12 +107,12 @@ fn lower_limits_are_kept_and_higher_ones_ignored() {
         "max_turns = 500\ntool_timeout_secs = 9999\nmax_concurrent_tools = 500\nmax_tokens = 9000000\nmax_cost_usd = 100.0\nmax_wall_time_secs = 86400\nprovider_retries = 50\nstream_idle_timeout_secs = 9999\n",
     );
     let u = user();
-    assert_eq!(cfg.max_turns, u.max_turns);
+    assert_eq!(cfg.budget.max_turns, u.budget.max_turns);
     assert_eq!(cfg.tool_timeout, u.tool_timeout);
     assert_eq!(cfg.max_concurrent_tools, u.max_concurrent_tools);
-    assert_eq!(cfg.max_tokens, u.max_tokens);
-    assert_eq!(cfg.max_cost_usd, u.max_cost_usd);
-    assert_eq!(cfg.max_wall_time, u.max_wall_time);
+    assert_eq!(cfg.budget.max_tokens, u.budget.max_tokens);
+    assert_eq!(cfg.budget.max_cost_usd, u.budget.max_cost_usd);
+    assert_eq!(cfg.budget.max_wall_time, u.budget.max_wall_time);
     assert_eq!(cfg.provider_retries, u.provider_retries);
     assert_eq!(cfg.stream_idle_timeout, u.stream_idle_timeout);
     assert_eq!(
@@ -133,9 +133,9 @@ fn lower_limits_are_kept_and_higher_ones_ignored() {
 #[test]
 fn a_budget_the_user_did_not_set_is_a_limit_the_project_may_add() {
     let mut u = user();
-    u.max_tokens = None;
-    u.max_cost_usd = None;
-    u.max_wall_time = None;
+    u.budget.max_tokens = None;
+    u.budget.max_cost_usd = None;
+    u.budget.max_wall_time = None;
     u.max_concurrent_tools = None;
     let file: ConfigFile = toml::from_str(
         "max_tokens = 9000000\nmax_cost_usd = 100.0\nmax_wall_time_secs = 86400\nmax_concurrent_tools = 64\n",

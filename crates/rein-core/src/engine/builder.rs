@@ -24,8 +24,6 @@ use crate::tool::{LateTools, OutputSpill, Tool};
 /// Loop settings, all with defaults.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Most model calls in one run (default 50).
-    pub max_turns: u32,
     /// Retries of a failed model call before the run stops (default 4).
     pub provider_retries: u32,
     /// First retry delay; doubles each time, with jitter (default 1 s).
@@ -35,12 +33,8 @@ pub struct EngineConfig {
     pub permissions: Permissions,
     /// Who answers approval requests (default: nobody, so they are refused).
     pub approvals: Approvals,
-    /// Most input + output tokens over all model calls of a run.
-    pub max_tokens: Option<u64>,
-    /// Most spent on model calls in a run, in US dollars (known prices only).
-    pub max_cost_usd: Option<f64>,
-    /// Longest a run may take.
-    pub max_wall_time: Option<Duration>,
+    /// Turns, tokens, dollars and wall time a run may spend.
+    pub budget: crate::budget::Budget,
     pub loop_guard: LoopGuardConfig,
     pub compaction: CompactionConfig,
     /// Extra text at the end of the system prompt (long-term memory).
@@ -67,15 +61,12 @@ impl EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            max_turns: 50,
             provider_retries: 4,
             retry_base_delay: Duration::from_secs(1),
             limits: GateLimits::default(),
             permissions: Permissions::new(PermissionMode::Default),
             approvals: Approvals::Refuse,
-            max_tokens: None,
-            max_cost_usd: None,
-            max_wall_time: None,
+            budget: crate::budget::Budget::default(),
             loop_guard: LoopGuardConfig::default(),
             compaction: CompactionConfig::default(),
             system_note: None,
@@ -92,13 +83,10 @@ impl Default for EngineConfig {
 /// tool calls (the gate keeps them), so each is kept once.
 #[derive(Debug, Clone)]
 pub(super) struct LoopConfig {
-    pub max_turns: u32,
     pub provider_retries: u32,
     pub retry_base_delay: Duration,
     pub approvals: Approvals,
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_wall_time: Option<Duration>,
+    pub budget: crate::budget::Budget,
     pub loop_guard: LoopGuardConfig,
     pub compaction: CompactionConfig,
     pub system_note: Option<String>,
@@ -113,15 +101,12 @@ impl LoopConfig {
     /// and the gate's limits.
     fn split(config: EngineConfig) -> (LoopConfig, Permissions, GateLimits) {
         let EngineConfig {
-            max_turns,
             provider_retries,
             retry_base_delay,
             limits,
             permissions,
             approvals,
-            max_tokens,
-            max_cost_usd,
-            max_wall_time,
+            budget,
             loop_guard,
             compaction,
             system_note,
@@ -131,13 +116,10 @@ impl LoopConfig {
             without,
         } = config;
         let config = LoopConfig {
-            max_turns,
             provider_retries,
             retry_base_delay,
             approvals,
-            max_tokens,
-            max_cost_usd,
-            max_wall_time,
+            budget,
             loop_guard,
             compaction,
             system_note,
@@ -191,21 +173,27 @@ impl AgentEngineBuilder {
         self
     }
 
+    /// Every limit of a run at once.
+    pub fn budget(mut self, budget: crate::budget::Budget) -> Self {
+        self.config.budget = budget;
+        self
+    }
+
     /// Token budget of a run (input + output over every call).
     pub fn max_tokens(mut self, n: u64) -> Self {
-        self.config.max_tokens = Some(n);
+        self.config.budget.max_tokens = Some(n);
         self
     }
 
     /// Cost budget of a run in US dollars.
     pub fn max_cost_usd(mut self, usd: f64) -> Self {
-        self.config.max_cost_usd = Some(usd);
+        self.config.budget.max_cost_usd = Some(usd);
         self
     }
 
     /// Wall-clock budget of a run.
     pub fn max_wall_time(mut self, d: Duration) -> Self {
-        self.config.max_wall_time = Some(d);
+        self.config.budget.max_wall_time = Some(d);
         self
     }
 
@@ -316,7 +304,7 @@ impl AgentEngineBuilder {
     }
 
     pub fn max_turns(mut self, n: u32) -> Self {
-        self.config.max_turns = n;
+        self.config.budget.max_turns = n;
         self
     }
 

@@ -89,12 +89,11 @@ impl AgentEngine {
         let mut permissions = (*inner.permissions).clone();
         permissions.mode = mode;
         let mut config = inner.config.clone();
-        if let Some(n) = policy.max_turns {
-            config.max_turns = config.max_turns.min(n);
-        }
-        if let Some(d) = policy.deadline {
-            config.max_wall_time = Some(config.max_wall_time.map_or(d, |p| p.min(d)));
-        }
+        config.budget = config.budget.tightened_by(&crate::budget::BudgetCap {
+            max_turns: policy.max_turns,
+            max_wall_time: policy.deadline,
+            ..Default::default()
+        });
         if policy.refuse_approvals {
             config.approvals = Approvals::Refuse;
         }

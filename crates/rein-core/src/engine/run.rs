@@ -120,9 +120,9 @@ impl AgentEngine {
     pub(super) fn open_account(&self) -> Arc<Budget> {
         let cfg = &self.inner.config;
         let limits = budget::Limits {
-            max_tokens: cfg.max_tokens,
-            max_cost_usd: cfg.max_cost_usd,
-            max_wall_time: cfg.max_wall_time,
+            max_tokens: cfg.budget.max_tokens,
+            max_cost_usd: cfg.budget.max_cost_usd,
+            max_wall_time: cfg.budget.max_wall_time,
             max_children: self
                 .inner
                 .subagents
@@ -190,7 +190,7 @@ impl<'e> RunLoop<'e> {
             },
             guard: LoopGuard::new(inner.config.loop_guard.clone()),
         };
-        if inner.config.max_cost_usd.is_some() && provider.pricing().is_none() {
+        if inner.config.budget.max_cost_usd.is_some() && provider.pricing().is_none() {
             ctx.emit(Event::Notice {
                 message: format!(
                     "max_cost_usd is set but the prices of {} are unknown: the cost budget cannot stop this run",
@@ -374,7 +374,7 @@ impl<'e> RunLoop<'e> {
     /// its budget tree (what it, its children and, for a child, its
     /// parent's whole tree spent; the time of every run above it).
     fn budget_exceeded(&self, ctx: &RunCtx<'_>) -> Option<StopReason> {
-        if ctx.st.turns >= self.engine.inner.config.max_turns {
+        if ctx.st.turns >= self.engine.inner.config.budget.max_turns {
             return Some(StopReason::MaxTurns);
         }
         ctx.budget.as_ref().and_then(|b| b.exceeded())

@@ -310,10 +310,20 @@ impl App {
                 args: arg.unwrap_or_default(),
             }],
             custom if self.custom_command(custom).is_some() => {
-                let text = self
-                    .custom_command(custom)
-                    .map(|c| c.expand(arg.as_deref().unwrap_or("")))
-                    .unwrap_or_default();
+                let args = arg.as_deref().unwrap_or("");
+                let text = match &self.expand_command {
+                    Some(expand) => match expand(custom.trim_start_matches('/'), args) {
+                        Ok(text) => text,
+                        Err(why) => {
+                            self.error(why);
+                            return Vec::new();
+                        }
+                    },
+                    None => self
+                        .custom_command(custom)
+                        .map(|c| c.expand(args))
+                        .unwrap_or_default(),
+                };
                 if text.trim().is_empty() {
                     self.error(format!("{custom}: the command is empty"));
                     return Vec::new();
@@ -321,11 +331,21 @@ impl App {
                 self.send_message(text)
             }
             other => {
-                let msg = match complete::suggest_command(other) {
-                    Some(s) => {
+                // Refused in the words every front end uses, when the
+                // command gave them.
+                let shared = self
+                    .expand_command
+                    .as_ref()
+                    .and_then(|expand| expand(other.trim_start_matches('/'), "").err());
+                let msg = match (shared, complete::suggest_command(other)) {
+                    (None, Some(s)) => {
                         format!("unknown command {other}: did you mean {s}? (/help lists them)")
                     }
-                    None => format!("unknown command {other} (/help lists them)"),
+                    (None, None) => format!("unknown command {other} (/help lists them)"),
+                    (Some(why), Some(s)) => {
+                        format!("{why} (did you mean {s}? /help lists them)")
+                    }
+                    (Some(why), None) => format!("{why} (/help lists them)"),
                 };
                 self.error(msg);
                 Vec::new()

@@ -43,6 +43,8 @@ pub struct Setup {
     /// The custom commands (`.rein/commands/`, `.claude/commands/`,
     /// `$REIN_HOME/commands/`), offered as `/NAME`.
     pub commands: Vec<rein_core::commands::CustomCommand>,
+    /// Expands a custom command as every front end does (or refuses it).
+    pub expand_command: Option<ExpandCommand>,
     /// The skills (name, description) `/skills` lists.
     pub skills: Vec<(String, String)>,
     /// Attaches the skills a message names as `$name`.
@@ -57,6 +59,10 @@ pub struct Setup {
     /// shown as notices as they come.
     pub notes: Option<mpsc::UnboundedReceiver<String>>,
 }
+
+/// The message a custom command makes of its arguments (name, arguments),
+/// or the one line saying why it cannot run.
+pub type ExpandCommand = Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>;
 
 /// A message with the skills it names (`$name`) attached.
 pub type AttachSkills = Arc<dyn Fn(String) -> String + Send + Sync>;

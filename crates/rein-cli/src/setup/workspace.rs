@@ -20,10 +20,30 @@ use rein_core::permission::normalise;
 
 use crate::exit::Failure;
 
+/// Canonical workspace from `-C` or the current directory.
+pub fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::usage(anyhow!("cannot read the current directory: {e}")))?,
+    };
+    match std::fs::canonicalize(&dir) {
+        Ok(p) if p.is_dir() => Ok(p),
+        Ok(_) => Err(Failure::usage(anyhow!(
+            "workspace {} is not a directory",
+            dir.display()
+        ))),
+        Err(e) => Err(Failure::usage(anyhow!(
+            "workspace {} does not exist or cannot be read: {e}",
+            dir.display()
+        ))),
+    }
+}
+
 /// `dir` (default: the current folder), resolved and checked: a usage
 /// error naming why when it cannot be a session's workspace.
 pub fn session_workspace(dir: Option<&Path>) -> Result<PathBuf, Failure> {
-    let canonical = crate::exec::resolve_workspace(dir)?;
+    let canonical = resolve_workspace(dir)?;
     let given = match dir {
         Some(d) => d.to_path_buf(),
         None => canonical.clone(),

@@ -6,10 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rein_core::{AgentEngine, Lever, PermissionMode, Profile};
+use rein_core::{AgentEngine, Lever, PermissionMode, Permissions, Profile};
 
 use crate::config::Config;
-use crate::exec::permissions;
 use crate::permissions::ProjectRulesFile;
 
 /// What a run adds to the built-in tools: long-term memory, the MCP
@@ -88,7 +87,7 @@ impl rein_core::agents::ModelSource for ConfigModels {
         model: &str,
     ) -> Result<Arc<dyn rein_core::Provider>, rein_core::agents::ModelUnavailable> {
         let mut c = self.0.clone();
-        let (provider, m) = crate::tui::model_choice(&c, model);
+        let (provider, m) = crate::providers::model_choice(&c, model);
         if provider.is_some() {
             c.provider = provider;
             c.model = None;
@@ -122,6 +121,18 @@ impl rein_core::rewind::Checkpointer for Unavailable {
     ) -> Result<(), rein_core::rewind::CheckpointFailure> {
         Ok(())
     }
+}
+
+/// The engine's permission settings from the layered config.
+pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
+    let mut p = Permissions::new(mode);
+    p.rules = cfg.permissions.rules.clone();
+    p.network = cfg.permissions.network;
+    p.env_allow = cfg.permissions.env_allow.clone();
+    p.state_dir = Some(cfg.home.clone());
+    p.read_paths = cfg.sandbox.read_paths.clone();
+    p.limits = cfg.sandbox.limits;
+    p
 }
 
 /// The sub-agents of a run here: the project's definitions, the user's
@@ -251,7 +262,7 @@ pub fn engine_builder(
         builder = builder.hook(Arc::new(rein_tools::ReadBeforeOverwrite::new(workspace)));
     }
     builder = builder
-        .max_turns(cfg.max_turns)
+        .budget(cfg.budget)
         .tool_timeout(cfg.tool_timeout)
         .provider_retries(cfg.provider_retries)
         .permissions({
@@ -271,23 +282,19 @@ pub fn engine_builder(
             workspace,
             cfg.trusted,
         )))
-        .global_instructions(crate::context_cmd::global_instructions(cfg));
+        .global_instructions(global_instructions(cfg));
     if let Some(n) = cfg.max_tool_calls_per_turn {
         builder = builder.max_tool_calls_per_turn(n);
     }
     if let Some(n) = cfg.max_concurrent_tools {
         builder = builder.max_concurrent_tools(n);
     }
-    if let Some(n) = cfg.max_tokens {
-        builder = builder.max_tokens(n);
-    }
-    if let Some(c) = cfg.max_cost_usd {
-        builder = builder.max_cost_usd(c);
-    }
-    if let Some(t) = cfg.max_wall_time {
-        builder = builder.max_wall_time(t);
-    }
     builder
+}
+
+/// The user's own instructions file.
+pub fn global_instructions(cfg: &Config) -> std::path::PathBuf {
+    cfg.home.join("AGENTS.md")
 }
 
 /// The run's MCP servers, started in the background; none when there are

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use rein_mcp::{LoginOutcome, LoginUi, McpServerConfig, TokenFile};
 
-use super::command::{find, load};
-use super::project::Approvals;
+use super::{find, load};
 use crate::exit::{COMPLETED, Failure};
+use crate::mcp::project::Approvals;
 use crate::output::{err, out};
 
 /// `rein mcp login NAME`: ask the server how it wants to be signed in to,
@@ -32,7 +32,7 @@ pub async fn login(
              `rein mcp approve {name}`"
         )));
     }
-    let tokens = TokenFile::new(&super::auth_dir(&cfg), url);
+    let tokens = TokenFile::new(&crate::mcp::auth_dir(&cfg), url);
     let path = tokens.path().to_path_buf();
     let mut ui = Terminal {
         server: name.to_string(),
@@ -58,7 +58,7 @@ pub fn logout(name: &str, workspace: Option<PathBuf>) -> Result<i32, Failure> {
     let (cfg, _) = load(workspace)?;
     let (config, _) = find(&cfg, name)?;
     let url = remote_url(&config)?;
-    let tokens = TokenFile::new(&super::auth_dir(&cfg), url);
+    let tokens = TokenFile::new(&crate::mcp::auth_dir(&cfg), url);
     match std::fs::remove_file(tokens.path()) {
         Ok(()) => out(&format!("signed out of `{name}`: its tokens are deleted")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -1,15 +1,17 @@
 //! `rein mcp`: list the servers (started as a run starts them), show one,
 //! add or remove one of the user's own, approve one of a project's.
 
+mod login;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
-use rein_mcp::{McpServerConfig, McpTransport, ServerReport, ServerStatus};
+use rein_mcp::{McpServerConfig, McpTransport, ServerStatus};
 
-use super::project::{self, Approvals};
 use crate::cli::McpCommand;
 use crate::config::Config;
 use crate::exit::{COMPLETED, Failure, HARNESS_ERROR};
+use crate::mcp::project::{self, Approvals};
 use crate::output::out;
 
 pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
@@ -46,16 +48,16 @@ pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
             name,
             no_browser,
             workspace,
-        } => super::login::login(&name, no_browser, workspace).await,
-        McpCommand::Logout { name, workspace } => super::login::logout(&name, workspace),
+        } => login::login(&name, no_browser, workspace).await,
+        McpCommand::Logout { name, workspace } => login::logout(&name, workspace),
         McpCommand::Approve { name, workspace } => approve(&name, workspace),
     }
 }
 
 /// The folder's config, trusted as a run would trust it.
 pub(super) fn load(workspace: Option<PathBuf>) -> Result<(Config, PathBuf), Failure> {
-    let workspace = crate::exec::resolve_workspace(workspace.as_deref())?;
-    let trusted = crate::trust::command::trusted_for_run(&workspace, false)?;
+    let workspace = crate::setup::workspace::resolve_workspace(workspace.as_deref())?;
+    let trusted = crate::trust_cmd::trusted_for_run(&workspace, false)?;
     let (cfg, _) = Config::load(&workspace, trusted).map_err(Failure::usage)?;
     Ok((cfg, workspace))
 }
@@ -77,7 +79,7 @@ async fn list(json: bool, workspace: Option<PathBuf>) -> Result<i32, Failure> {
     for server in cfg.mcp_servers.iter().filter(|s| !s.enabled) {
         out(&describe_disabled(&server.name, json));
     }
-    let (hub, notes) = super::start(&cfg, &workspace);
+    let (hub, notes) = crate::mcp::start(&cfg, &workspace);
     for note in &notes {
         crate::output::err(&format!("note: {note}"));
     }
@@ -88,7 +90,7 @@ async fn list(json: bool, workspace: Option<PathBuf>) -> Result<i32, Failure> {
     hub.settled().await;
     let reports = hub.reports();
     for report in &reports {
-        out(&describe(report, json));
+        out(&crate::mcp::describe(report, json));
     }
     let failed = reports.iter().any(|r| r.status != ServerStatus::Ready);
     Ok(if failed { HARNESS_ERROR } else { COMPLETED })
@@ -107,7 +109,8 @@ async fn get(name: &str, json: bool, workspace: Option<PathBuf>) -> Result<i32, 
     };
     let mut report = None;
     if config.enabled && approved {
-        let hub = rein_mcp::McpHub::start(vec![config.clone()], super::launch(&cfg, &workspace));
+        let hub =
+            rein_mcp::McpHub::start(vec![config.clone()], crate::mcp::launch(&cfg, &workspace));
         hub.settled().await;
         report = hub.reports().into_iter().next();
     }
@@ -128,7 +131,7 @@ async fn get(name: &str, json: bool, workspace: Option<PathBuf>) -> Result<i32, 
             ));
         }
         if let Some(r) = &report {
-            out(&format!("  {}", describe(r, false)));
+            out(&format!("  {}", crate::mcp::describe(r, false)));
         }
     }
     let ok = report.is_none_or(|r| r.status == ServerStatus::Ready);
@@ -397,28 +400,6 @@ fn describe_disabled(name: &str, json: bool) -> String {
             .to_string()
     } else {
         format!("{name}: disabled")
-    }
-}
-
-/// One server's line (or JSON object).
-pub(crate) fn describe(report: &ServerReport, json: bool) -> String {
-    if json {
-        return serde_json::to_string(report).unwrap_or_default();
-    }
-    let name = &report.server;
-    let restarted = if report.restarts > 0 {
-        " (restarted once)"
-    } else {
-        ""
-    };
-    match report.status {
-        ServerStatus::Starting => format!("{name}: starting"),
-        ServerStatus::Failed => format!("{name}: not running: {}", super::why(report)),
-        ServerStatus::Ready => format!(
-            "{name}: {} tools{restarted}: {}",
-            report.tools.len(),
-            report.tools.join(", ")
-        ),
     }
 }
 

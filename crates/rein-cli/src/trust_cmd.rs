@@ -7,13 +7,13 @@ use std::path::Path;
 
 use anyhow::anyhow;
 
-use super::ProjectReport;
-use super::store::{Answer, Lookup, TrustStore};
 use crate::cli::TrustArgs;
 use crate::config::{Config, rein_home};
-use crate::exec::resolve_workspace;
 use crate::exit::{COMPLETED, Failure};
 use crate::output::{err, out};
+use crate::setup::workspace::resolve_workspace;
+use crate::trust::ProjectReport;
+use crate::trust::store::{Answer, Lookup, TrustStore};
 
 /// The trust store of `$REIN_HOME`.
 fn open_store() -> Result<TrustStore, Failure> {

@@ -1,0 +1,270 @@
+//! One prompt preparation for every front end (`rein exec`, the app,
+//! `rein acp`, `rein serve`). A prompt is prepared in two steps:
+//!
+//! 1. [`CommandSet::expand`]: text starting with `/NAME` (a command name:
+//!    letters, digits, `-`, `_`, `:`) is a custom command. A known one is
+//!    expanded with what followed its name; an unknown one is refused.
+//!    Trust rules come with the commands ([`rein_core::commands`]): a
+//!    project's command in an untrusted folder chooses no model and its
+//!    own `@server:uri` mentions come out escaped.
+//! 2. [`Attachments::attach`]: the skills the text names (`$name`) and the
+//!    MCP resources it names (`@server:uri`) go after it; a resource that
+//!    cannot be read is a note, not a failure.
+//!
+//! A command's `model` and `allowed-tools` hold for a whole engine. `rein
+//! exec` builds one engine for one run, so it honours them
+//! ([`EngineLife::OneRun`]); the app, `rein acp` and `rein serve` keep one
+//! engine for every prompt of a session ([`EngineLife::Session`]) and
+//! refuse such a command, each with the same message.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rein_core::commands::{Commands, CustomCommand};
+use rein_mcp::McpHub;
+use rein_tools::skills::Skills;
+
+use crate::config::Config;
+
+/// How many prompts the engine a prompt runs on serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineLife {
+    /// An engine built for this prompt alone (`rein exec`).
+    OneRun,
+    /// An engine shared by a session's prompts (the app, acp, serve).
+    Session,
+}
+
+/// Why a prompt was refused before it reached the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error("the prompt is empty")]
+    Empty,
+    #[error("no command named `{name}`: {known}")]
+    UnknownCommand { name: String, known: String },
+    #[error("the command `{0}` is empty")]
+    EmptyCommand(String),
+    #[error(
+        "the command `{name}` sets `{field}`, which holds for a whole engine: \
+         run it with `rein exec --command {name}`"
+    )]
+    NeedsItsOwnEngine { name: String, field: &'static str },
+}
+
+/// A prompt after step 1: its text, and the command it came from.
+#[derive(Debug, Clone)]
+pub struct Expanded {
+    pub text: String,
+    pub command: Option<CustomCommand>,
+    /// When a command was named: what discovering the commands found
+    /// wrong (one line each, without a `note:` prefix).
+    pub notes: Vec<String>,
+}
+
+/// The custom commands of one workspace, for step 1.
+#[derive(Debug, Clone)]
+pub struct CommandSet {
+    found: Commands,
+    life: EngineLife,
+}
+
+impl CommandSet {
+    /// The commands of `workspace` (`.rein/commands/`, `.claude/commands/`)
+    /// and the user's (`$REIN_HOME/commands/`); rein's own slash commands
+    /// keep their names. In a folder the user has not trusted, the
+    /// project's choose no model and name no MCP resources.
+    pub fn discover(cfg: &Config, workspace: &Path, life: EngineLife) -> CommandSet {
+        let reserved: Vec<&str> = rein_tui::complete::SLASH_COMMANDS
+            .iter()
+            .map(|(name, _)| name.trim_start_matches('/'))
+            .collect();
+        let user = cfg.home.join("commands");
+        CommandSet {
+            found: Commands::discover(workspace, Some(&user), &reserved, cfg.trusted),
+            life,
+        }
+    }
+
+    /// What discovering the commands found wrong (one line each).
+    pub fn warnings(&self) -> &[String] {
+        &self.found.warnings
+    }
+
+    pub fn commands(&self) -> &[CustomCommand] {
+        &self.found.commands
+    }
+
+    /// Step 1 for typed text: `/NAME ARGS` expanded, anything else as it is.
+    pub fn expand(&self, text: &str) -> Result<Expanded, PromptError> {
+        if text.trim().is_empty() {
+            return Err(PromptError::Empty);
+        }
+        match slash_command(text) {
+            Some((name, args)) => self.expand_named(name, args),
+            None => Ok(Expanded {
+                text: text.to_string(),
+                command: None,
+                notes: Vec::new(),
+            }),
+        }
+    }
+
+    /// Step 1 for a command chosen by name (`rein exec --command NAME`).
+    pub fn expand_named(&self, name: &str, args: &str) -> Result<Expanded, PromptError> {
+        let name = name.trim_start_matches('/');
+        let Some(command) = self.found.get(name) else {
+            let known: Vec<&str> = self
+                .found
+                .commands
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            let known = if known.is_empty() {
+                "none here (.rein/commands/NAME.md, .claude/commands/NAME.md or \
+                 $REIN_HOME/commands/NAME.md)"
+                    .to_string()
+            } else {
+                known.join(", ")
+            };
+            return Err(PromptError::UnknownCommand {
+                name: name.to_string(),
+                known,
+            });
+        };
+        if self.life == EngineLife::Session {
+            let field = if command.model.is_some() {
+                Some("model")
+            } else if !command.allowed_tools.is_empty() {
+                Some("allowed-tools")
+            } else {
+                None
+            };
+            if let Some(field) = field {
+                return Err(PromptError::NeedsItsOwnEngine {
+                    name: name.to_string(),
+                    field,
+                });
+            }
+        }
+        let text = command.expand(args);
+        if text.trim().is_empty() {
+            return Err(PromptError::EmptyCommand(name.to_string()));
+        }
+        Ok(Expanded {
+            text,
+            command: Some(command.clone()),
+            notes: self.found.warnings.clone(),
+        })
+    }
+}
+
+/// `/NAME ARGS` split, when `text` starts with a command name; a path
+/// such as `/usr/bin/env` is not one.
+fn slash_command(text: &str) -> Option<(&str, &str)> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let is_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':'));
+    is_name.then_some((name, args))
+}
+
+/// What step 2 attaches from: the run's skills and MCP servers.
+#[derive(Clone)]
+pub struct Attachments {
+    pub skills: Arc<Skills>,
+    pub mcp: Option<Arc<McpHub>>,
+}
+
+impl Attachments {
+    /// Step 2: the skills (`$name`), then the resources (`@server:uri`).
+    pub async fn attach(&self, text: &str) -> (String, Vec<String>) {
+        let text = self.attach_skills(text);
+        self.attach_resources(&text).await
+    }
+
+    /// The skills `text` names as `$name`, after it.
+    pub fn attach_skills(&self, text: &str) -> String {
+        self.skills.attach_mentions(text)
+    }
+
+    /// The resources `text` names as `@server:uri`, after it, and a note
+    /// for each that could not be read.
+    pub async fn attach_resources(&self, text: &str) -> (String, Vec<String>) {
+        match &self.mcp {
+            Some(hub) => hub.attach_mentions(text).await,
+            None => (text.to_string(), Vec::new()),
+        }
+    }
+}
+
+/// Both steps for one session's prompts (the app, acp, serve).
+#[derive(Clone)]
+pub struct Prompts {
+    pub commands: CommandSet,
+    pub attachments: Attachments,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn set(dir: &Path, life: EngineLife, trusted: bool) -> CommandSet {
+        let mut cfg = Config::defaults(dir.join("home"));
+        cfg.trusted = trusted;
+        CommandSet::discover(&cfg, dir, life)
+    }
+
+    fn command(dir: &Path, name: &str, text: &str) {
+        let path = dir.join(".rein/commands").join(format!("{name}.md"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_known_command_expands_an_unknown_is_refused_and_a_path_is_plain_text() {
+        let dir = tempfile::tempdir().unwrap();
+        command(dir.path(), "greet", "Say hello to $1.\n");
+        let set = set(dir.path(), EngineLife::Session, false);
+        let e = set.expand("/greet Ada").unwrap();
+        assert_eq!(e.text, "Say hello to Ada.");
+        assert_eq!(e.command.unwrap().name, "greet");
+        assert_eq!(
+            set.expand("/nope x").unwrap_err().to_string(),
+            "no command named `nope`: greet"
+        );
+        let plain = set.expand("/usr/bin/env is missing").unwrap();
+        assert_eq!(plain.text, "/usr/bin/env is missing");
+        assert!(plain.command.is_none());
+        assert_eq!(set.expand("  ").unwrap_err(), PromptError::Empty);
+    }
+
+    #[test]
+    fn a_command_choosing_its_model_or_tools_runs_only_on_an_engine_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        command(dir.path(), "fast", "---\nmodel: m\n---\nGo.\n");
+        command(
+            dir.path(),
+            "narrow",
+            "---\nallowed-tools: [Read]\n---\nGo.\n",
+        );
+        let session = set(dir.path(), EngineLife::Session, true);
+        for (name, field) in [("fast", "model"), ("narrow", "allowed-tools")] {
+            assert_eq!(
+                session.expand(&format!("/{name}")).unwrap_err(),
+                PromptError::NeedsItsOwnEngine {
+                    name: name.into(),
+                    field
+                }
+            );
+        }
+        let one_run = set(dir.path(), EngineLife::OneRun, true);
+        assert_eq!(one_run.expand("/fast").unwrap().text, "Go.");
+        assert_eq!(one_run.expand("/narrow").unwrap().text, "Go.");
+        // Untrusted, the project's command chooses no model: it runs.
+        let untrusted = set(dir.path(), EngineLife::Session, false);
+        assert_eq!(untrusted.expand("/fast").unwrap().text, "Go.");
+    }
+}

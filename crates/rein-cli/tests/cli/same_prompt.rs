@@ -1,0 +1,387 @@
+//! The same prompt text behaves the same in every front end: `rein exec`,
+//! the app (in tmux), `rein acp` and `rein serve` each send it to a local
+//! OpenAI-compatible server, and the user message each run's request
+//! carried is compared: a known `/command` expanded, `$skill` attached,
+//! `@server:uri` attached (an MCP server built with the Python SDK), an
+//! unknown `/command` refused before any request, and a command that
+//! narrows the tools (`allowed-tools`, which holds for a whole engine) run
+//! by `rein exec` only and refused alike by the three that keep one engine
+//! per session.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use rein_providers::mock_server::{MockResponse, MockServer};
+use serde_json::{Value, json};
+
+use super::serve::Served;
+use super::support::*;
+use super::tui::{Tmux, quit};
+
+/// How long one answer may take (an MCP server starts with the Python
+/// SDK before its resource is read).
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The prompts every front end is given, and what the model must get.
+const KNOWN_COMMAND: &str = "/greet Ada";
+const SKILL: &str = "Use $greeter for this";
+const RESOURCE: &str = "Summarise @py:note://greeting please";
+const UNKNOWN_COMMAND: &str = "/nope at all";
+const NARROWING_COMMAND: &str = "/narrow";
+/// How the front ends that keep one engine per session refuse it.
+const NARROWING_REFUSED: &str = "the command `narrow` sets `allowed-tools`";
+
+/// A home whose provider is the mock server and whose MCP server is the
+/// Python SDK's, and a project folder `w` (under the workspace, for
+/// `rein serve`'s root) with a command and a skill. `None` when the
+/// Python MCP SDK is not installed (the resource tests skip then too).
+fn setup(server: &MockServer) -> Option<(Env, PathBuf)> {
+    let env = Env::new();
+    if !super::mcp::with_python_server(&env) {
+        return None;
+    }
+    let config = env.home.path().join("config.toml");
+    let servers = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "provider = \"mock\"\n{servers}\n[providers.mock]\nkind = \"openai\"\n\
+             base_url = \"{}/v1\"\napi_key_env = \"REIN_TEST_UNSET_KEY\"\nmodel = \"m\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let project = env.ws.path().join("w");
+    let commands = project.join(".rein/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("greet.md"),
+        "---\ndescription: Greet someone\n---\nSay hello to $1.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        commands.join("narrow.md"),
+        "---\nallowed-tools: [Read]\n---\nRead the notes.\n",
+    )
+    .unwrap();
+    let skill = project.join(".rein/skills/greeter");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greeter\ndescription: Greets people warmly.\n---\nBe warm to everyone.\n",
+    )
+    .unwrap();
+    Some((env, project))
+}
+
+/// A model that answers every request with one line.
+fn answering_server() -> (tokio::runtime::Runtime, MockServer) {
+    let (rt, server) = mock_server();
+    server.respond_with(Arc::new(|_| {
+        let chunk = json!({"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]});
+        MockResponse::sse(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+    }));
+    (rt, server)
+}
+
+/// The text of a message's content (a string or text parts).
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The user message of each run request (one offering tools) the server
+/// got after the first `seen`.
+fn prompts_after(server: &MockServer, seen: usize) -> Vec<String> {
+    server.requests()[seen..]
+        .iter()
+        .map(|r| r.json())
+        .filter(|body| body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .filter_map(|body| {
+            let messages = body["messages"].as_array()?.clone();
+            let user = messages.iter().rev().find(|m| m["role"] == "user")?;
+            Some(text_of(&user["content"]))
+        })
+        .collect()
+}
+
+/// Wait until a run request came after the first `seen`; its prompt.
+fn next_prompt(server: &MockServer, seen: usize) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(p) = prompts_after(server, seen).into_iter().next() {
+            return p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no run reached the model in {WAIT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What the model got for each prompt, or the refusal of the unknown
+/// command (the model got nothing for it).
+#[derive(Debug)]
+struct Seen {
+    command: String,
+    skill: String,
+    resource: String,
+    refusal: String,
+    /// What became of the narrowing command: the message the model got
+    /// (exec), or the refusal.
+    narrowing: String,
+}
+
+/// The expectations every front end meets.
+fn assert_prepared(front: &str, seen: &Seen) {
+    assert_eq!(seen.command, "Say hello to Ada.", "{front}: {seen:#?}");
+    assert!(
+        seen.skill.starts_with(SKILL) && seen.skill.contains("Be warm to everyone."),
+        "{front}: the skill is not attached: {seen:#?}"
+    );
+    assert!(
+        seen.resource.starts_with(RESOURCE) && seen.resource.contains("hello from the note"),
+        "{front}: the resource is not attached: {seen:#?}"
+    );
+    assert!(
+        seen.refusal.contains("no command named `nope`: greet"),
+        "{front}: the unknown command is not refused as elsewhere: {seen:#?}"
+    );
+    if front == "rein exec" {
+        assert_eq!(seen.narrowing, "Read the notes.", "{seen:#?}");
+    } else {
+        assert!(
+            seen.narrowing.contains(NARROWING_REFUSED),
+            "{front}: the narrowing command is not refused as elsewhere: {seen:#?}"
+        );
+    }
+}
+
+fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
+    let run = |prompt: &str| {
+        let seen = server.requests().len();
+        let o = env.rein(&["exec", "-C", project.to_str().unwrap(), prompt]);
+        assert_eq!(o.status.code(), Some(0), "{prompt}: {}", stderr(&o));
+        next_prompt(server, seen)
+    };
+    let seen = server.requests().len();
+    let refused = env.rein(&["exec", "-C", project.to_str().unwrap(), UNKNOWN_COMMAND]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(prompts_after(server, seen).is_empty());
+    Seen {
+        command: run(KNOWN_COMMAND),
+        skill: run(SKILL),
+        resource: run(RESOURCE),
+        refusal: stderr(&refused),
+        narrowing: run(NARROWING_COMMAND),
+    }
+}
+
+fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
+    let app = Tmux::start(env, &["-C", project.to_str().unwrap()]);
+    app.wait_for("/help");
+    let answers = || app.capture().matches("• Done.").count();
+    let run = |prompt: &str| {
+        let (seen, answered) = (server.requests().len(), answers());
+        app.type_text(prompt);
+        app.keys(&["Enter"]);
+        let got = next_prompt(server, seen);
+        // The run has ended before the next prompt is typed.
+        let deadline = Instant::now() + WAIT;
+        while answers() == answered {
+            assert!(Instant::now() < deadline, "{}", app.capture());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        got
+    };
+    let command = run(KNOWN_COMMAND);
+    let skill = run(SKILL);
+    let resource = run(RESOURCE);
+    let seen = server.requests().len();
+    app.type_text(UNKNOWN_COMMAND);
+    app.keys(&["Enter"]);
+    let refusal = app.wait_for("no command named");
+    app.type_text(NARROWING_COMMAND);
+    app.keys(&["Enter"]);
+    let narrowing = app.wait_for("sets `allowed-tools`");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(prompts_after(server, seen).is_empty());
+    quit(&app);
+    // The screen wraps lines: join them.
+    let joined = |screen: String| {
+        screen
+            .lines()
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Seen {
+        command,
+        skill,
+        resource,
+        refusal: joined(refusal),
+        narrowing: joined(narrowing),
+    }
+}
+
+/// A bare ACP client: JSON-RPC lines on the binary's stdin and stdout.
+struct Acp {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl Acp {
+    fn start(env: &Env) -> Acp {
+        let mut child = env
+            .command()
+            .arg("acp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut acp = Acp {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        acp.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        acp
+    }
+
+    /// Send a request and read until its response.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let line = self.lines.recv_timeout(WAIT).expect("rein acp went quiet");
+            let m: Value = serde_json::from_str(&line).unwrap();
+            if m["id"] == id && m.get("method").is_none() {
+                return m;
+            }
+        }
+    }
+}
+
+impl Drop for Acp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
+    let mut acp = Acp::start(env);
+    let opened = acp.request("session/new", json!({"cwd": project, "mcpServers": []}));
+    let session = opened["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{opened}"))
+        .to_string();
+    let mut prompt = |text: &str| {
+        acp.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    };
+    let mut run = |text: &str| {
+        let seen = server.requests().len();
+        let done = prompt(text);
+        assert_eq!(done["result"]["stopReason"], "end_turn", "{text}: {done}");
+        next_prompt(server, seen)
+    };
+    let command = run(KNOWN_COMMAND);
+    let skill = run(SKILL);
+    let resource = run(RESOURCE);
+    let seen = server.requests().len();
+    let refused = prompt(UNKNOWN_COMMAND);
+    let narrowing = prompt(NARROWING_COMMAND);
+    assert!(prompts_after(server, seen).is_empty());
+    Seen {
+        command,
+        skill,
+        resource,
+        refusal: refused["error"]["message"].to_string(),
+        narrowing: narrowing["error"]["message"].to_string(),
+    }
+}
+
+fn via_serve(env: &Env, server: &MockServer) -> Seen {
+    let s = Served::start(env, &[]);
+    let (status, created) = s.call("POST", "/sessions", Some(json!({"workspace": "w"})));
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    let prompt = |text: &str| {
+        s.call(
+            "POST",
+            &format!("/sessions/{id}/prompt"),
+            Some(json!({"text": text})),
+        )
+    };
+    let run = |text: &str| {
+        let seen = server.requests().len();
+        let (status, body) = prompt(text);
+        assert_eq!(status, 202, "{text}: {body}");
+        let got = next_prompt(server, seen);
+        s.wait_idle(&id);
+        got
+    };
+    let command = run(KNOWN_COMMAND);
+    let skill = run(SKILL);
+    let resource = run(RESOURCE);
+    let seen = server.requests().len();
+    let (status, refused) = prompt(UNKNOWN_COMMAND);
+    assert_eq!(status, 400, "{refused}");
+    let (status, narrowing) = prompt(NARROWING_COMMAND);
+    assert_eq!(status, 400, "{narrowing}");
+    assert!(prompts_after(server, seen).is_empty());
+    Seen {
+        command,
+        skill,
+        resource,
+        refusal: refused.to_string(),
+        narrowing: narrowing.to_string(),
+    }
+}
+
+#[test]
+fn every_front_end_prepares_the_same_prompt_the_same_way() {
+    let (_rt, server) = answering_server();
+    let Some((env, project)) = setup(&server) else {
+        return;
+    };
+    assert_prepared("rein exec", &via_exec(&env, &project, &server));
+    assert_prepared("the app", &via_app(&env, &project, &server));
+    assert_prepared("rein acp", &via_acp(&env, &project, &server));
+    assert_prepared("rein serve", &via_serve(&env, &server));
+}
