@@ -5,6 +5,10 @@
 //! `~/.cache/rein/pymcp`; `REIN_MCP_EVERYTHING` names another copy of the
 //! reference server. Without them these tests say so and pass (they cannot
 //! run).
+//!
+//! The reference server through the gate and a server offered through
+//! `tool_search` are tested here; failing, changing, Python SDK and remote
+//! servers in the submodules, which share the helpers of this file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;

@@ -27,6 +27,7 @@ use rein_providers::local::{LocalConfig, LocalProvider};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
 
+/// The other tests, by subject; they share the helpers of this file.
 mod local_model {
     mod limits;
     mod measurements;

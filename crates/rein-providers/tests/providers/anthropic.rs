@@ -1,6 +1,9 @@
 //! The Anthropic Messages protocol: every recorded fixture under
 //! `anthropic/` and `errors/anthropic_*` (each streaming one in every SSE
 //! variant), the exact request body, and the rule-breaking streams.
+//!
+//! This module holds the shared helpers and the coverage check; the tests
+//! live in its submodules, one per kind of behaviour.
 
 use rein_core::*;
 use rein_providers::anthropic::Anthropic;

@@ -3,6 +3,10 @@
 //! asserting the text, reasoning, tool calls, usage and finish reason read
 //! from it (values taken from the fixture, written as literals), and every
 //! stream must read the same in every SSE variant.
+//!
+//! This module holds the shared helpers and the coverage check; the tests
+//! live in its submodules: the `openai-chat/` and `openai-compatible/`
+//! recordings, errors, requests and edge cases.
 
 use rein_core::{
     AssistantAssembler, AssistantMessage, FinishReason, ProviderError, StreamChunk, ToolCall, Usage,

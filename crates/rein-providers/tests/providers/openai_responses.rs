@@ -1,6 +1,9 @@
 //! The OpenAI Responses protocol against recorded traffic: every fixture
 //! under `openai-responses/`, the Responses error fixtures, the OpenAPI
 //! spec's example events, and the exact request rein sends.
+//!
+//! This module holds the fixture names, the shared helpers and the
+//! coverage check; the tests live in its submodules.
 
 use rein_core::{
     AssistantMessage, FinishReason, ProviderError, ReasoningBlock, StreamChunk, ToolCall, Usage,

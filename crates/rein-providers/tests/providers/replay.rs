@@ -1,5 +1,8 @@
 //! The replay provider: playing scripts, injected failures, cancellation,
 //! recording, and precise script errors.
+//!
+//! Playing, timing and recording are tested here; script errors and runs
+//! of the engine in the submodules.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,5 +1,8 @@
 //! `SqliteMemory` against real database files: search ranking, dedup,
 //! scoping, the uses counter, the prompt budget, locking.
+//!
+//! Search, dedup, updates and removal are tested here; project scoping,
+//! the prompt section and the database file in the submodules.
 
 use std::path::Path;
 

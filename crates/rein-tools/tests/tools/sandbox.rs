@@ -7,6 +7,9 @@
 //! The workspace and the "outside" folder both live under the target
 //! folder (not /tmp, which is private under bubblewrap and writable under
 //! Landlock), on one filesystem, so hard links between them are possible.
+//!
+//! This module holds the fixture (`Sbx`) and its helpers; the checks every
+//! sandbox must pass, and the tests of each sandbox, live in submodules.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
