@@ -318,16 +318,56 @@ impl<'m> Worker<'m> {
         Ok((keep, last_idx))
     }
 
+    /// Answer one job: the prompt's tokens, the KV cache brought to them,
+    /// generation, then the stream closed with usage and finish reason.
     fn run(&mut self, job: Job) -> Result<(), ProviderError> {
-        let cancelled = || ProviderError::new(ProviderErrorKind::Cancelled, "cancelled");
-        let request = &job.request;
+        let (prompt, tokens) = self.tokenize_prompt(&job.request)?;
+        let mut progress = ProgressReporter::new(&job.tx);
+        let (keep, last_idx) = self.evaluate(&tokens, &job.cancel, &mut progress)?;
+        progress.prompt_read();
+        let prompt_time = progress.elapsed();
+        let mut output = OutputBuilder::new(&job.request.tools);
+        let mut decoder = PieceDecoder::default();
+        let Some(generation) =
+            self.generate(&job, last_idx, &mut progress, &mut output, &mut decoder)?
+        else {
+            return Ok(());
+        };
+        if std::env::var_os("REIN_LOCAL_TRACE").is_some() {
+            eprintln!(
+                "---- PROMPT (cached {keep} of {}, {prompt_time:?})\n{prompt}\n---- OUTPUT ({:?}, {} tokens in {:?})\n{}\n----",
+                tokens.len(),
+                generation.finish,
+                generation.tokens,
+                progress.elapsed() - prompt_time,
+                generation.raw,
+            );
+        }
+        let usage = Usage {
+            input_tokens: tokens.len() as u64,
+            output_tokens: generation.tokens,
+            cached_input_tokens: keep as u64,
+            reasoning_tokens: 0,
+        };
+        close_stream(&job.tx, output, decoder, usage, generation.finish);
+        Ok(())
+    }
+
+    /// The request rendered with the chat template, and its tokens; refused
+    /// when empty or when it does not fit the context.
+    fn tokenize_prompt(
+        &self,
+        request: &ModelRequest,
+    ) -> Result<(String, Vec<LlamaToken>), ProviderError> {
         let prompt = self
             .template
             .render(request, self.config.tool_results_as_user)
             .map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e))?;
-        let vocab = self.model.vocab();
         let add_bos = !self.bos_text.is_empty() && !prompt.starts_with(&self.bos_text);
-        let tokens = vocab.tokenize(prompt.as_bytes(), add_bos, true);
+        let tokens = self
+            .model
+            .vocab()
+            .tokenize(prompt.as_bytes(), add_bos, true);
         let n_ctx = self.ctx.n_ctx() as usize;
         if tokens.len() >= n_ctx {
             return Err(ProviderError::new(
@@ -344,33 +384,36 @@ impl<'m> Worker<'m> {
                 "the prompt is empty",
             ));
         }
+        Ok((prompt, tokens))
+    }
 
-        let mut progress = ProgressReporter::new(&job.tx);
-        let (keep, mut last_idx) = self.evaluate(&tokens, &job.cancel, &mut progress)?;
-        progress.prompt_read();
-        let mut batch = LlamaBatch::new(1, 1);
-
-        // Generate.
-        let max_new = request
+    /// The most tokens to generate: the request's cap within the
+    /// configured one, at least one.
+    fn output_cap(&self, request: &ModelRequest) -> u32 {
+        request
             .max_output_tokens
             .map_or(self.config.max_output_tokens, |m| {
                 m.min(self.config.max_output_tokens)
             })
-            .max(1);
+            .max(1)
+    }
+
+    /// The sampler for `request`, with the tool-call grammar when tools
+    /// are offered; without it when llama.cpp refuses the grammar.
+    fn sampler_for(&mut self, request: &ModelRequest) -> Result<TokenSampler, ProviderError> {
         let grammar = self.grammar_for(&request.tools);
         let shape = CallShape {
             forced: request.tool_choice.forces_call(&request.tools),
             single: request.single_tool_call,
         };
-        let mut sampler = match TokenSampler::new(
+        match TokenSampler::new(
             self.model,
             self.config.temperature,
             self.config.seed,
             grammar.as_ref(),
             shape,
         ) {
-            Ok(s) => s,
-            // A grammar llama.cpp refuses: generate without it.
+            Ok(s) => Ok(s),
             Err(_) => TokenSampler::new(
                 self.model,
                 self.config.temperature,
@@ -378,23 +421,39 @@ impl<'m> Worker<'m> {
                 None,
                 CallShape::default(),
             )
-            .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))?,
-        };
-        let mut decoder = PieceDecoder::default();
-        let mut output = OutputBuilder::new(&request.tools);
-        let send = |chunk: StreamChunk| {
-            let _ = job.tx.send(Ok(chunk));
-        };
-        let prompt_time = progress.elapsed();
+            .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e)),
+        }
+    }
+
+    /// Sample and evaluate one token at a time, streaming the text through
+    /// `output`, until the model ends its turn, repeats itself or runs away,
+    /// or the output cap or the context is reached. `None` when the
+    /// receiver has gone; an error when cancelled or evaluation fails.
+    fn generate(
+        &mut self,
+        job: &Job,
+        mut last_idx: i32,
+        progress: &mut ProgressReporter<'_>,
+        output: &mut OutputBuilder,
+        decoder: &mut PieceDecoder,
+    ) -> Result<Option<Generation>, ProviderError> {
+        let vocab = self.model.vocab();
+        let max_new = self.output_cap(&job.request);
+        let n_ctx = self.ctx.n_ctx() as usize;
+        let mut sampler = self.sampler_for(&job.request)?;
+        let mut batch = LlamaBatch::new(1, 1);
         let mut generated: u64 = 0;
         let mut produced: Vec<i32> = Vec::new();
         let mut raw = String::new();
         let finish = loop {
             if job.cancel.is_cancelled() {
-                return Err(cancelled());
+                return Err(ProviderError::new(
+                    ProviderErrorKind::Cancelled,
+                    "cancelled",
+                ));
             }
             if job.tx.is_closed() {
-                return Ok(());
+                return Ok(None);
             }
             let token = match sampler.sample(&self.ctx, last_idx, |t| vocab.is_eog(t)) {
                 Ok(t) => t,
@@ -408,7 +467,7 @@ impl<'m> Worker<'m> {
             let text = decoder.push(&vocab.token_to_piece(token, false, None));
             raw.push_str(&text);
             for chunk in output.push(&text) {
-                send(chunk);
+                let _ = job.tx.send(Ok(chunk));
             }
             if output.repeated() {
                 break FinishReason::Stop;
@@ -431,32 +490,46 @@ impl<'m> Worker<'m> {
             self.cached.push(token);
             last_idx = 0;
         };
-        if std::env::var_os("REIN_LOCAL_TRACE").is_some() {
-            eprintln!(
-                "---- PROMPT (cached {keep} of {}, {prompt_time:?})\n{prompt}\n---- OUTPUT ({finish:?}, {generated} tokens in {:?})\n{raw}\n----",
-                tokens.len(),
-                progress.elapsed() - prompt_time
-            );
-        }
-        let tail = decoder.finish();
-        for chunk in output.push(&tail) {
-            send(chunk);
-        }
-        let (rest, made_calls) = output.finish();
-        for chunk in rest {
-            send(chunk);
-        }
-        send(StreamChunk::Usage(Usage {
-            input_tokens: tokens.len() as u64,
-            output_tokens: generated,
-            cached_input_tokens: keep as u64,
-            reasoning_tokens: 0,
-        }));
-        send(StreamChunk::Done(if made_calls {
-            FinishReason::ToolCalls
-        } else {
-            finish
-        }));
-        Ok(())
+        Ok(Some(Generation {
+            finish,
+            tokens: generated,
+            raw,
+        }))
     }
+}
+
+/// What generation produced once it stopped.
+struct Generation {
+    finish: FinishReason,
+    /// Tokens generated.
+    tokens: u64,
+    /// The text as generated, for `REIN_LOCAL_TRACE`.
+    raw: String,
+}
+
+/// Send the text held back by `decoder` and `output`, the usage, and
+/// `Done` — with `ToolCalls` when the answer made calls.
+fn close_stream(
+    tx: &UnboundedSender<ChunkResult>,
+    mut output: OutputBuilder,
+    mut decoder: PieceDecoder,
+    usage: Usage,
+    finish: FinishReason,
+) {
+    let send = |chunk: StreamChunk| {
+        let _ = tx.send(Ok(chunk));
+    };
+    for chunk in output.push(&decoder.finish()) {
+        send(chunk);
+    }
+    let (rest, made_calls) = output.finish();
+    for chunk in rest {
+        send(chunk);
+    }
+    send(StreamChunk::Usage(usage));
+    send(StreamChunk::Done(if made_calls {
+        FinishReason::ToolCalls
+    } else {
+        finish
+    }));
 }

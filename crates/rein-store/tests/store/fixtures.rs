@@ -1,14 +1,28 @@
-//! Shared helpers: temp databases, a raw second connection, sample messages.
+//! Shared helpers: temp databases, a raw second connection, sample messages
+//! and todos, a tick of the clock.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rein_core::{
     AssistantMessage, ContentPart, FinishReason, Message, NewSession, ReasoningBlock, SessionInfo,
-    SessionStore, ToolCall, ToolResult, Usage,
+    SessionStore, Todo, TodoStatus, ToolCall, ToolResult, Usage,
 };
 use rein_store::{SqliteOptions, SqliteStore};
 use tempfile::TempDir;
+
+/// Let the millisecond clock move so `updated_at` values differ.
+pub async fn tick() {
+    tokio::time::sleep(Duration::from_millis(3)).await;
+}
+
+pub fn todo(id: &str, content: &str, status: TodoStatus) -> Todo {
+    Todo {
+        id: id.into(),
+        content: content.into(),
+        status,
+    }
+}
 
 /// A temporary directory holding `sessions.db` (not created yet).
 pub struct TempDb {
@@ -33,6 +47,12 @@ pub fn open_with_timeout(path: &Path, busy_timeout: Duration) -> SqliteStore {
 /// A plain rusqlite connection to the same file, as another process would have.
 pub fn raw(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()
+}
+
+/// The schema version a database file records.
+pub fn user_version(conn: &rusqlite::Connection) -> i64 {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
 }
 
 pub async fn session(store: &dyn SessionStore, workspace: &str, title: &str) -> SessionInfo {

@@ -74,6 +74,19 @@ fn failed(span: &Span) -> bool {
 #[tokio::test]
 async fn a_run_is_one_trace_of_genai_spans_parented_by_the_events() {
     let receiver = exported(false).await;
+    assert_sent_as_protobuf_with_the_headers_and_resource(&receiver);
+    let spans = receiver.spans();
+    assert_one_trace(&spans);
+    let root = assert_the_run_span(&spans);
+    assert_the_runs_model_calls(&spans, root);
+    assert_the_concurrent_tool_calls(&spans, root);
+    assert_the_sub_agent_sits_under_its_task_call(&spans);
+    assert_no_content_without_capture(&spans);
+}
+
+/// Traces reached `/v1/traces`; every request was protobuf with the
+/// configured header, under the configured service name.
+fn assert_sent_as_protobuf_with_the_headers_and_resource(receiver: &Receiver) {
     let requests = receiver.requests();
     let traces: Vec<_> = requests.iter().filter(|r| r.path == "/v1/traces").collect();
     assert!(!traces.is_empty(), "{requests:?}");
@@ -92,9 +105,11 @@ async fn a_run_is_one_trace_of_genai_spans_parented_by_the_events() {
         find(&resource.attributes, "service.name").and_then(|kv| kv.as_str()),
         Some("rein-test")
     );
+}
 
-    let spans = receiver.spans();
-    assert_eq!(spans.len(), 11, "{:?}", names(&spans));
+/// Eleven spans of one trace, with well-formed ids and times.
+fn assert_one_trace(spans: &[Span]) {
+    assert_eq!(spans.len(), 11, "{:?}", names(spans));
     let trace = &spans[0].trace_id;
     assert_eq!(trace.len(), 16);
     assert!(spans.iter().all(|s| &s.trace_id == trace), "one trace");
@@ -104,8 +119,11 @@ async fn a_run_is_one_trace_of_genai_spans_parented_by_the_events() {
             .iter()
             .all(|s| s.end_time_unix_nano >= s.start_time_unix_nano)
     );
+}
 
-    let root = one(&spans, "invoke_agent rein");
+/// The run is the one root span, with the run's attributes and usage.
+fn assert_the_run_span(spans: &[Span]) -> &Span {
+    let root = one(spans, "invoke_agent rein");
     assert!(root.parent_span_id.is_empty());
     assert_eq!(
         spans.iter().filter(|s| s.parent_span_id.is_empty()).count(),
@@ -122,9 +140,12 @@ async fn a_run_is_one_trace_of_genai_spans_parented_by_the_events() {
     assert_eq!(int(root, semconv::USAGE_OUTPUT_TOKENS), 170);
     assert_eq!(int(root, semconv::USAGE_CACHE_READ_INPUT_TOKENS), 2200);
     assert!(!failed(root));
+    root
+}
 
-    // Two model calls of the run, under it, with their usage.
-    let chats = named(&spans, "chat gpt-test");
+/// Two model calls of the run, under it, with their usage.
+fn assert_the_runs_model_calls(spans: &[Span], root: &Span) {
+    let chats = named(spans, "chat gpt-test");
     assert_eq!(chats.len(), 4, "two of the run, two of the sub-agent");
     let mine: Vec<_> = chats
         .iter()
@@ -149,35 +170,42 @@ async fn a_run_is_one_trace_of_genai_spans_parented_by_the_events() {
             KeyValue::strings("x", ["tool_calls".to_string()]).value
         )
     );
+}
 
-    // The concurrent calls: each its own span under the run, by call id.
+/// The concurrent calls: each its own span under the run, by call id,
+/// failed with the kind of its failure.
+fn assert_the_concurrent_tool_calls(spans: &[Span], root: &Span) {
     for (name, id) in [
         ("execute_tool read", "call_read"),
         ("execute_tool shell", "call_sh"),
         ("execute_tool write", "call_write"),
         ("execute_tool task", "call_task"),
     ] {
-        let tool = one(&spans, name);
+        let tool = one(spans, name);
         assert_eq!(tool.parent_span_id, root.span_id, "{name}");
         assert_eq!(text(tool, semconv::TOOL_CALL_ID), id);
         assert_eq!(text(tool, semconv::OPERATION_NAME), "execute_tool");
     }
-    let read = one(&spans, "execute_tool read");
+    let read = one(spans, "execute_tool read");
     assert!(!failed(read) && attr(read, semconv::ERROR_TYPE).is_none());
-    let shell = one(&spans, "execute_tool shell");
+    let shell = one(spans, "execute_tool shell");
     assert!(failed(shell));
     assert_eq!(text(shell, semconv::ERROR_TYPE), "tool_error");
-    let write = one(&spans, "execute_tool write");
+    let write = one(spans, "execute_tool write");
     assert!(failed(write));
     assert_eq!(text(write, semconv::ERROR_TYPE), "permission_denied");
+}
 
-    // The sub-agent's run sits under the task call that started it.
-    let task = one(&spans, "execute_tool task");
-    let child = one(&spans, "invoke_agent explore");
+/// The sub-agent's run sits under the task call that started it, with its
+/// own tool and model calls under it.
+fn assert_the_sub_agent_sits_under_its_task_call(spans: &[Span]) {
+    let chats = named(spans, "chat gpt-test");
+    let task = one(spans, "execute_tool task");
+    let child = one(spans, "invoke_agent explore");
     assert_eq!(child.parent_span_id, task.span_id);
     assert_eq!(text(child, semconv::AGENT_NAME), "explore");
     assert_eq!(text(child, semconv::CONVERSATION_ID), "sess-child");
-    let grep = one(&spans, "execute_tool grep");
+    let grep = one(spans, "execute_tool grep");
     assert_eq!(grep.parent_span_id, child.span_id);
     assert_eq!(
         chats
@@ -186,9 +214,12 @@ async fn a_run_is_one_trace_of_genai_spans_parented_by_the_events() {
             .count(),
         2
     );
+}
 
-    // No content without capture.
-    for span in &spans {
+/// No content attribute, and no file name from the tool arguments, when
+/// content is not captured.
+fn assert_no_content_without_capture(spans: &[Span]) {
+    for span in spans {
         for key in semconv::CONTENT_ATTRIBUTES {
             assert!(attr(span, key).is_none(), "{} has {key}", span.name);
         }

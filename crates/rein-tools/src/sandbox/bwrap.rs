@@ -255,8 +255,6 @@ pub fn bwrap_args_with(
     // Bound even in read-only mode: a workspace under /tmp would otherwise
     // vanish under the private /tmp.
     args.bind(if writable { "--bind" } else { "--ro-bind" }, workspace);
-    let mut mounted: BTreeSet<PathBuf> = BTreeSet::new();
-    mounted.insert(workspace.to_path_buf());
     for root in &inner_roots {
         args.push("--tmpfs");
         args.push(root);
@@ -268,44 +266,80 @@ pub fn bwrap_args_with(
     }
 
     if writable {
-        let mut protected: Vec<PathBuf> = PROTECTED
-            .iter()
-            .map(|p| workspace.join(p))
-            .chain(policy.read_only.iter().map(|p| workspace.join(p)))
-            .filter_map(|p| lookup(&p))
-            .map(|e| e.path)
-            // The workspace itself stays writable.
-            .filter(|p| !workspace.starts_with(p))
-            .collect();
-        protected.sort();
-        protected.dedup();
-        for path in protected {
-            if path.starts_with(workspace) {
-                // Each folder between the workspace and the protected path
-                // becomes a mount point of its own, which cannot be renamed:
-                // otherwise `mv .git x && mkdir -p .git/hooks` would put a
-                // writable hooks folder where the host looks for one.
-                let mut between = Vec::new();
-                let mut at = path.parent();
-                while let Some(dir) = at {
-                    if dir == workspace || !dir.starts_with(workspace) {
-                        break;
-                    }
-                    between.push(dir.to_path_buf());
-                    at = dir.parent();
+        protect(&mut args, policy, workspace, &lookup);
+    }
+    hide(&mut args, policy, &scope, workspace, always_hidden, &lookup);
+
+    for root in scope.hidden_roots.iter().filter(|r| *r != workspace) {
+        args.push("--remount-ro");
+        args.push(root);
+    }
+    args.push("--chdir");
+    args.push(workspace);
+    args.push_all(["--", "bash", "-c"]);
+    args.push(script);
+    args.0
+}
+
+/// Bind `PROTECTED` and the policy's read-only paths read-only
+/// over the writable workspace, each folder between the workspace and a
+/// protected path a mount point of its own.
+fn protect(
+    args: &mut Args,
+    policy: &SandboxPolicy,
+    workspace: &Path,
+    lookup: &impl Fn(&Path) -> Option<BwrapEntry>,
+) {
+    let mut mounted: BTreeSet<PathBuf> = BTreeSet::new();
+    mounted.insert(workspace.to_path_buf());
+    let mut protected: Vec<PathBuf> = PROTECTED
+        .iter()
+        .map(|p| workspace.join(p))
+        .chain(policy.read_only.iter().map(|p| workspace.join(p)))
+        .filter_map(|p| lookup(&p))
+        .map(|e| e.path)
+        // The workspace itself stays writable.
+        .filter(|p| !workspace.starts_with(p))
+        .collect();
+    protected.sort();
+    protected.dedup();
+    for path in protected {
+        if path.starts_with(workspace) {
+            // Each folder between the workspace and the protected path
+            // becomes a mount point of its own, which cannot be renamed:
+            // otherwise `mv .git x && mkdir -p .git/hooks` would put a
+            // writable hooks folder where the host looks for one.
+            let mut between = Vec::new();
+            let mut at = path.parent();
+            while let Some(dir) = at {
+                if dir == workspace || !dir.starts_with(workspace) {
+                    break;
                 }
-                for dir in between.into_iter().rev() {
-                    if mounted.insert(dir.clone()) {
-                        args.bind("--bind", &dir);
-                    }
-                }
+                between.push(dir.to_path_buf());
+                at = dir.parent();
             }
-            if mounted.insert(path.clone()) {
-                args.bind("--ro-bind", &path);
+            for dir in between.into_iter().rev() {
+                if mounted.insert(dir.clone()) {
+                    args.bind("--bind", &dir);
+                }
             }
         }
+        if mounted.insert(path.clone()) {
+            args.bind("--ro-bind", &path);
+        }
     }
+}
 
+/// Hide the policy's and the scope's hidden paths and `always_hidden`:
+/// folders under an empty read-only tmpfs, files under `/dev/null`.
+fn hide(
+    args: &mut Args,
+    policy: &SandboxPolicy,
+    scope: &Scope,
+    workspace: &Path,
+    always_hidden: &[PathBuf],
+    lookup: &impl Fn(&Path) -> Option<BwrapEntry>,
+) {
     // Scope paths are hidden where commands see them too (a toolchain
     // folder reached through a symlink is bound at the link's place).
     let seen_at = scope.hidden.iter().filter_map(|p| {
@@ -342,16 +376,6 @@ pub fn bwrap_args_with(
             args.push(&entry.path);
         }
     }
-
-    for root in scope.hidden_roots.iter().filter(|r| *r != workspace) {
-        args.push("--remount-ro");
-        args.push(root);
-    }
-    args.push("--chdir");
-    args.push(workspace);
-    args.push_all(["--", "bash", "-c"]);
-    args.push(script);
-    args.0
 }
 
 /// [`BASE`] with `/tmp` and `/var/tmp` capped at `tmp_size` bytes each

@@ -17,6 +17,7 @@ use std::path::Path;
 
 mod bounded;
 mod classify;
+mod git;
 mod parse;
 mod paths;
 mod reach;

@@ -48,7 +48,7 @@ pub(crate) fn check(inv: &Invocation, scene: &Scene<'_>, flag: &mut dyn FnMut(St
         "chown" | "chgrp" => chown(inv, scene, flag),
         "tee" => tee(inv, scene, flag),
         "cp" | "install" => copy(inv, scene, flag),
-        "git" => super::classify::git(inv, flag),
+        "git" => super::git::git(inv, flag),
         "mkswap" | "fdisk" | "sfdisk" | "cfdisk" | "gdisk" | "sgdisk" | "parted" | "wipefs"
         | "blkdiscard" => flag(format!("partitions or wipes a disk ({name})")),
         n if n.starts_with("mkfs") => flag(format!("formats a file system ({name})")),

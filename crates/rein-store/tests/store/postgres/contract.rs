@@ -4,27 +4,13 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rein_core::{
     CallKind, CompactionRecord, LedgerEntry, Message, NewSession, Rule, SessionStore, StopReason,
-    StoreError, Todo, TodoStatus, Usage,
+    StoreError, TodoStatus, Usage,
 };
 
-use crate::fixtures::{every_kind_of_message, session};
-
-/// Let the millisecond clock move so `updated_at` values differ.
-async fn tick() {
-    tokio::time::sleep(Duration::from_millis(3)).await;
-}
-
-fn todo(id: &str, content: &str, status: TodoStatus) -> Todo {
-    Todo {
-        id: id.into(),
-        content: content.into(),
-        status,
-    }
-}
+use crate::fixtures::{every_kind_of_message, session, tick, todo};
 
 pub fn ledger_entry(n: u64) -> LedgerEntry {
     LedgerEntry {

@@ -3,8 +3,6 @@
 //! title matches ranked first, deduplication, scopes, ids never reused,
 //! use counts and the prompt selection.
 
-use std::time::Duration;
-
 use rein_core::memory::prompt_section;
 use rein_core::{
     Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
@@ -13,6 +11,7 @@ use rein_core::{
 use rein_store::{PG_MEMORY_SCHEMA_VERSION, PgMemory};
 
 use super::server;
+use crate::fixtures::tick;
 
 /// A fresh database and a memory on it, or return (skipped).
 macro_rules! pg_memory {
@@ -46,10 +45,6 @@ async fn add(m: &PgMemory, title: &str, content: &str, project: Option<&str>) ->
 
 fn ids(entries: &[MemoryEntry]) -> Vec<&str> {
     entries.iter().map(|e| e.id.as_str()).collect()
-}
-
-async fn tick() {
-    tokio::time::sleep(Duration::from_millis(3)).await;
 }
 
 #[tokio::test]

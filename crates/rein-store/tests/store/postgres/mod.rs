@@ -48,8 +48,8 @@ async fn sqlite_store_passes_the_same_shared_checks() {
 async fn pg_store_behaves_like_the_memory_store_in_the_parity_scripts() {
     let (_url, pg) = pg_store!("parity");
     assert_eq!(
-        crate::script(&pg).await,
-        crate::script(&InMemorySessionStore::new()).await
+        crate::parity::script(&pg).await,
+        crate::parity::script(&InMemorySessionStore::new()).await
     );
     assert_eq!(
         crate::ledger::ledger_script(&pg).await,
