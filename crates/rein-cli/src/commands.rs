@@ -20,7 +20,13 @@ pub fn discover(cfg: &Config, workspace: &Path) -> Commands {
         .map(|(name, _)| name.trim_start_matches('/'))
         .collect();
     let user = cfg.home.join("commands");
-    Commands::discover(workspace, Some(&user), &reserved, cfg.trusted)
+    Commands::discover(
+        workspace,
+        Some(&user),
+        &reserved,
+        cfg.trusted,
+        &crate::run_setup::front_end_commands(),
+    )
 }
 
 /// The command `name` and the message it makes of `args`; an unknown name

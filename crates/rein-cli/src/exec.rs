@@ -217,9 +217,15 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         .build()
         .context("cannot start the engine")
         .map_err(Failure::usage)?;
-    // A command's `allowed-tools` narrows what the model is offered.
+    // A command's `allowed-tools` narrows what the model is offered
+    // (Claude's names are read as rein's; a `Bash(git:*)` pattern as the
+    // whole tool).
     if let Some((command, _)) = &command {
-        let allowed = command.allowed_tool_names();
+        let allowed: Vec<String> = command
+            .allowed_tools
+            .iter()
+            .map(|t| rein_tools::claude_names::rein_name(t))
+            .collect();
         if !allowed.is_empty() {
             engine.replace_tools(|name| !allowed.iter().any(|a| a == name), Vec::new());
         }

@@ -10,6 +10,7 @@ pub mod compaction;
 pub mod context;
 pub mod engine;
 pub mod event;
+pub mod front_end;
 pub mod frontmatter;
 pub mod gate;
 pub mod glob;
@@ -45,6 +46,7 @@ pub use engine::{
     title_of as prompt_title,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
+pub use front_end::FrontEndCommands;
 pub use gate::{
     AfterCall, CallEffects, CallHook, Gate, GateEvents, GateLimits, HookRun, HookVerdict,
     PermissionAnswer, Refusal, RunPolicy, ToolRegistry, no_events,
@@ -75,6 +77,6 @@ pub use store::{CompactionRecord, NewSession, SessionInfo, SessionStore, StoreEr
 pub use tokens::{CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, Pricing, TokenCounter};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    LateTools, OutputSpill, PathLock, SpillError, Tool, ToolAccess, ToolContext, ToolError,
-    ToolOutput,
+    LateTools, OutputSpill, PathLock, SessionHandle, SpillError, Tool, ToolAccess, ToolContext,
+    ToolError, ToolOutput,
 };

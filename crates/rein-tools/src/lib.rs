@@ -15,6 +15,7 @@ use serde_json::Value;
 
 pub mod bash;
 pub mod beneath;
+pub mod claude_names;
 pub mod edit_file;
 mod edit_match;
 pub mod fileio;
@@ -134,6 +135,16 @@ pub(crate) fn path_assessment(
         Err(_) => a.subjects = vec![raw.unwrap_or(".").to_string()],
     }
     a
+}
+
+/// Where a call whose path argument is `key` works (for
+/// [`rein_core::Tool::touches`]): that path as the model wrote it.
+pub(crate) fn path_arg(args: &Value, key: &str) -> Vec<std::path::PathBuf> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .collect()
 }
 
 /// A string argument, or "" (for descriptions only).

@@ -437,7 +437,10 @@ mod tests {
             session_id: "s".into(),
             call_id: "c".into(),
             cancel: rein_core::CancellationToken::new(),
-            store: Arc::new(rein_core::InMemorySessionStore::new()),
+            session: rein_core::SessionHandle::new(
+                Arc::new(rein_core::InMemorySessionStore::new()),
+                "s",
+            ),
             sandbox: rein_core::SandboxPolicy::default(),
             read_roots: Vec::new(),
             events: None,

@@ -211,6 +211,10 @@ macro_rules! as_builtin {
             $builtin.locks(args, ctx)
         }
 
+        fn touches(&self, args: &Value) -> Vec<std::path::PathBuf> {
+            $builtin.touches(args)
+        }
+
         fn timeout(&self, args: &Value) -> Option<std::time::Duration> {
             $builtin.timeout(args)
         }
