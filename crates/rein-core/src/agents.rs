@@ -203,8 +203,8 @@ fn valid_name(name: &str) -> bool {
 
 /// Read one definition: a regular file (no symlink), bounded.
 fn read(path: &Path, tool_names: ToolNames) -> Result<AgentDef, String> {
-    let text = crate::frontmatter::read_file(path, MAX_BYTES)?;
-    let (fields, body) = crate::frontmatter::split(&text)?;
+    let text = crate::frontmatter::read_file(path, MAX_BYTES).map_err(|e| e.to_string())?;
+    let (fields, body) = crate::frontmatter::split(&text).map_err(|e| e.to_string())?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let mut agent = AgentDef {
         name: stem.to_string(),

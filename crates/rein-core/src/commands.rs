@@ -157,8 +157,8 @@ fn valid_name(name: &str) -> bool {
 
 /// Read one command file: a regular file (no symlink), bounded.
 fn read(path: &Path, name: &str) -> Result<CustomCommand, String> {
-    let text = crate::frontmatter::read_file(path, MAX_BYTES)?;
-    let (fields, body) = crate::frontmatter::split(&text)?;
+    let text = crate::frontmatter::read_file(path, MAX_BYTES).map_err(|e| e.to_string())?;
+    let (fields, body) = crate::frontmatter::split(&text).map_err(|e| e.to_string())?;
     let mut command = CustomCommand {
         name: name.to_string(),
         path: path.to_path_buf(),

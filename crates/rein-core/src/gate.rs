@@ -331,7 +331,7 @@ fn admit(
     schema_check::check(&args, &entry.spec.parameters).map_err(|error| {
         Refusal::InvalidArguments {
             tool: call.name.clone(),
-            error,
+            error: error.to_string(),
         }
     })?;
     Ok(args)

@@ -182,8 +182,8 @@ fn valid_name(name: &str) -> bool {
 
 /// Read and check one SKILL.md; the error names the line when it can.
 fn read_skill(folder: &Path, file: &Path, trusted: bool) -> Result<Skill, String> {
-    let text = frontmatter::read_file(file, MAX_SKILL_BYTES)?;
-    let (fields, body) = frontmatter::split(&text)?;
+    let text = frontmatter::read_file(file, MAX_SKILL_BYTES).map_err(|e| e.to_string())?;
+    let (fields, body) = frontmatter::split(&text).map_err(|e| e.to_string())?;
     if fields.is_empty() {
         return Err("line 1: no frontmatter (`---`, `name:`, `description:`, `---`)".into());
     }
