@@ -209,7 +209,7 @@ pub struct Config {
     pub max_cost_usd: Option<f64>,
     pub max_wall_time: Option<Duration>,
     pub compaction: rein_core::compaction::CompactionConfig,
-    pub loop_guard: rein_core::engine::LoopGuardConfig,
+    pub loop_guard: rein_core::LoopGuardConfig,
     /// `[tui] alternate_screen`.
     pub alternate_screen: bool,
     /// `[tui] idle_notify_secs`.

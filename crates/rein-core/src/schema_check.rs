@@ -15,7 +15,8 @@ use serde_json::Value;
 pub struct SchemaError {
     /// The path of the offending value, from `arguments`.
     pub at: String,
-    pub problem: SchemaProblem,
+    /// Boxed: a result carrying it stays small on the path where all is well.
+    pub problem: Box<SchemaProblem>,
 }
 
 /// What is wrong with one value.
@@ -61,7 +62,7 @@ pub fn check(value: &Value, schema: &Value) -> Result<(), SchemaError> {
 fn fail(at: &str, problem: SchemaProblem) -> Result<(), SchemaError> {
     Err(SchemaError {
         at: at.to_string(),
-        problem,
+        problem: Box::new(problem),
     })
 }
 
@@ -251,7 +252,7 @@ mod tests {
             e,
             SchemaError {
                 at: "arguments".into(),
-                problem: SchemaProblem::MissingField("todos".into())
+                problem: Box::new(SchemaProblem::MissingField("todos".into()))
             }
         );
         assert_eq!(e.to_string(), "arguments: missing required field `todos`");

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fixtures::{every_kind_of_message, open, open_with_timeout, raw, session, temp_db};
+use rein_core::InMemorySessionStore;
 use rein_core::{Message, SessionStore, StoreError, Todo, TodoStatus};
-use rein_store::{InMemorySessionStore, SCHEMA_VERSION, SqliteStore};
+use rein_store::{SCHEMA_VERSION, SqliteStore};
 
 fn todo(id: &str, content: &str, status: TodoStatus) -> Todo {
     Todo {

@@ -84,12 +84,8 @@ pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
 
 /// Parse checked arguments into the tool's argument struct.
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| {
-        ToolError::new(format!(
-            "{}{tool}`: {e}",
-            rein_core::gate::INVALID_ARGUMENTS
-        ))
-    })
+    serde_json::from_value(args)
+        .map_err(|e| ToolError::new(format!("{}{tool}`: {e}", rein_core::INVALID_ARGUMENTS)))
 }
 
 /// The permission facts of a call that touches one path given in `key`:

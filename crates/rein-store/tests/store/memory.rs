@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use rein_core::memory::{PROMPT_HEADING, prompt_section};
 use rein_core::{
-    Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
-    NewMemory,
+    memory::Added, memory::Denial, memory::EditScope, memory::LongTermMemory, memory::MemoryChange,
+    memory::MemoryEntry, memory::MemoryError, memory::MemoryOrigin, memory::NewMemory,
 };
 use rein_store::{MEMORY_SCHEMA_VERSION, SqliteMemory, SqliteOptions};
 
