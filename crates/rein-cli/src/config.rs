@@ -55,7 +55,7 @@ pub struct Config {
     /// `[permissions]` and the rules files, layered.
     pub permissions: PermissionSettings,
     pub compaction: rein_core::compaction::CompactionConfig,
-    pub loop_guard: rein_core::engine::LoopGuardConfig,
+    pub loop_guard: rein_core::LoopGuardConfig,
     /// `[tui] alternate_screen`.
     pub alternate_screen: bool,
     /// `[tui] idle_notify_secs`.

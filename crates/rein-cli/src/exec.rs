@@ -149,10 +149,17 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         store,
         approvals: Approvals::Refuse,
         life: EngineLife::OneRun,
-        // A command's `allowed-tools` narrows what the model is offered.
+        // A command's `allowed-tools` narrows what the model is offered
+        // (Claude's names are read as rein's; a `Bash(git:*)` pattern as
+        // the whole tool).
         allowed_tools: command
             .as_ref()
-            .map(|c| c.allowed_tool_names())
+            .map(|c| {
+                c.allowed_tools
+                    .iter()
+                    .map(|t| rein_tools::claude_names::rein_name(t))
+                    .collect()
+            })
             .unwrap_or_default(),
     };
     let session = Session::open(opening, |line| output::err(&format!("note: {line}")))

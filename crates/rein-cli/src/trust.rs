@@ -257,7 +257,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         max_tool_calls_per_turn: max_tool_calls_per_turn.and_then(|n| {
             let now = current
                 .max_tool_calls_per_turn
-                .unwrap_or(rein_core::gate::DEFAULT_MAX_TOOL_CALLS_PER_TURN);
+                .unwrap_or(rein_core::DEFAULT_MAX_TOOL_CALLS_PER_TURN);
             s.limit("max_tool_calls_per_turn", n, limit(n, Some(now)))
         }),
         provider_retries: provider_retries.and_then(|n| {

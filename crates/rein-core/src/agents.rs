@@ -19,7 +19,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::front_end::FrontEndCommands;
 use crate::permission::PermissionMode;
+
+/// How a definition's tool names are read as the names of the tools the
+/// front end offers (Claude Code's `Read` as rein's `read_file`): the front
+/// end knows its tools; core does not.
+pub type ToolNames = fn(&str) -> String;
 
 /// Folders of a project that hold agent definitions, in the order they win.
 pub const PROJECT_DIRS: [&str; 2] = [".rein/agents", ".claude/agents"];
@@ -88,23 +94,27 @@ impl AgentCatalog {
     /// The project's definitions, the user's own, then the built-ins; the
     /// first of a name wins. In a folder the user has not trusted
     /// (`project_trusted` false) a project's definition never replaces a
-    /// built-in or the user's own, and names no model.
+    /// built-in or the user's own, and names no model. `tool_names` reads
+    /// the tools definitions name; `front_end` names the command that
+    /// trusts a folder in the warnings.
     pub fn discover(
         workspace: &Path,
         user_dir: Option<&Path>,
         project_trusted: bool,
+        tool_names: ToolNames,
+        front_end: &FrontEndCommands,
     ) -> AgentCatalog {
         let mut user = AgentCatalog::default();
         if let Some(dir) = user_dir {
-            user.read_dir(dir);
+            user.read_dir(dir, tool_names);
         }
         let built_in = AgentCatalog::built_in();
         let mut found = AgentCatalog::default();
         for dir in PROJECT_DIRS.iter().map(|d| workspace.join(d)) {
-            found.read_dir(&dir);
+            found.read_dir(&dir, tool_names);
         }
         if !project_trusted {
-            found.distrust(&user, &built_in);
+            found.distrust(&user, &built_in, front_end);
         }
         found.warnings.append(&mut user.warnings);
         for agent in user.agents.into_iter().chain(built_in.agents) {
@@ -118,7 +128,12 @@ impl AgentCatalog {
     /// The project's definitions (all of `self`) as an untrusted folder
     /// may have them: none named as one of `user`'s or a built-in, none
     /// with a model.
-    fn distrust(&mut self, user: &AgentCatalog, built_in: &AgentCatalog) {
+    fn distrust(
+        &mut self,
+        user: &AgentCatalog,
+        built_in: &AgentCatalog,
+        front_end: &FrontEndCommands,
+    ) {
         let mut kept = Vec::new();
         for mut agent in std::mem::take(&mut self.agents) {
             let shown = match &agent.source {
@@ -133,9 +148,13 @@ impl AgentCatalog {
                 None
             };
             if let Some(whose) = whose {
+                let way_out = match &front_end.trust {
+                    Some(trust) => format!("{trust}, or another name"),
+                    None => "trust the folder, or use another name".to_string(),
+                };
                 self.warnings.push(format!(
                     "{shown}: not used: `{}` is the name of {whose}, which a folder you have \
-                     not trusted cannot replace (`rein trust`, or another name)",
+                     not trusted cannot replace ({way_out})",
                     agent.name
                 ));
                 continue;
@@ -143,8 +162,9 @@ impl AgentCatalog {
             if let Some(model) = agent.model.take() {
                 self.warnings.push(format!(
                     "agent `{}`: its `model: {model}` is not used, because this folder is not \
-                     trusted (`rein trust`); it runs on the parent's model",
-                    agent.name
+                     trusted{}; it runs on the parent's model",
+                    agent.name,
+                    front_end.trust_aside()
                 ));
             }
             kept.push(agent);
@@ -161,9 +181,9 @@ impl AgentCatalog {
         self.agents.iter().map(|a| a.name.as_str()).collect()
     }
 
-    fn read_dir(&mut self, dir: &Path) {
+    fn read_dir(&mut self, dir: &Path, tool_names: ToolNames) {
         for path in crate::frontmatter::markdown_files(dir) {
-            match read(&path) {
+            match read(&path, tool_names) {
                 Ok(agent) if self.get(&agent.name).is_none() => self.agents.push(agent),
                 Ok(_) => {}
                 Err(why) => self.warnings.push(format!("{}: {why}", path.display())),
@@ -182,9 +202,9 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// Read one definition: a regular file (no symlink), bounded.
-fn read(path: &Path) -> Result<AgentDef, String> {
-    let text = crate::frontmatter::read_file(path, MAX_BYTES)?;
-    let (fields, body) = crate::frontmatter::split(&text)?;
+fn read(path: &Path, tool_names: ToolNames) -> Result<AgentDef, String> {
+    let text = crate::frontmatter::read_file(path, MAX_BYTES).map_err(|e| e.to_string())?;
+    let (fields, body) = crate::frontmatter::split(&text).map_err(|e| e.to_string())?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let mut agent = AgentDef {
         name: stem.to_string(),
@@ -210,10 +230,7 @@ fn read(path: &Path) -> Result<AgentDef, String> {
                 .collect(),
             other => other.list(),
         };
-        items
-            .iter()
-            .map(|t| crate::commands::rein_tool_name(t))
-            .collect()
+        items.iter().map(|t| tool_names(t)).collect()
     };
     for field in fields {
         let line = field.line;
@@ -339,7 +356,7 @@ pub enum WorktreeEnd {
     /// when the sub-agent committed to it (`commits` > 0), else it is
     /// deleted too.
     Removed { commits: usize },
-    /// Uncommitted changes: the worktree is kept (`rein worktrees`).
+    /// Uncommitted changes: the worktree is kept (the front end lists it).
     Kept { changed: usize, commits: usize },
 }
 
@@ -383,6 +400,19 @@ pub fn agent_of(system: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
+    /// A front end's reading of tool names: `Bash(git:*)` is `bash`.
+    fn lower(name: &str) -> String {
+        name.split('(').next().unwrap_or(name).trim().to_lowercase()
+    }
+
+    /// What the `rein` command tells core about itself.
+    fn rein_cli() -> FrontEndCommands {
+        FrontEndCommands {
+            trust: Some("`rein trust`".into()),
+            worktrees: Some("`rein worktrees`".into()),
+        }
+    }
+
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
@@ -412,17 +442,17 @@ mod tests {
             &ws.path().join(".rein/agents/turns.md"),
             "---\nname: turns\ndescription: d\nmaxTurns: lots\n---\n",
         );
-        let c = AgentCatalog::discover(ws.path(), Some(home.path()), true);
+        let c = AgentCatalog::discover(ws.path(), Some(home.path()), true, lower, &rein_cli());
         let r = c.get("reviewer").unwrap();
         assert_eq!(r.description, "Reviews a diff");
-        assert_eq!(r.tools.as_deref().unwrap(), ["read_file", "grep", "bash"]);
-        assert_eq!(r.disallowed_tools, ["write_file"]);
+        assert_eq!(r.tools.as_deref().unwrap(), ["read", "grep", "bash"]);
+        assert_eq!(r.disallowed_tools, ["write"]);
         assert_eq!(
             (r.model.clone(), r.mode, r.max_turns),
             (None, Some(PermissionMode::AcceptEdits), Some(12))
         );
         assert_eq!(r.prompt, "Review carefully.");
-        assert!(r.allows("grep") && !r.allows("write_file") && !r.allows("edit_file"));
+        assert!(r.allows("grep") && !r.allows("write") && !r.allows("edit"));
         assert!(c.get("explore").is_some() && c.get("general").is_some());
         assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
         assert!(
@@ -431,7 +461,7 @@ mod tests {
             c.warnings
         );
         // An untrusted project's definition does not replace the user's.
-        let c = AgentCatalog::discover(ws.path(), Some(home.path()), false);
+        let c = AgentCatalog::discover(ws.path(), Some(home.path()), false, lower, &rein_cli());
         assert_eq!(c.get("reviewer").unwrap().description, "the user's");
     }
 
@@ -458,7 +488,7 @@ mod tests {
             &home.path().join("reviewer.md"),
             "---\nname: reviewer\ndescription: the user's\ntools: Read\n---\nx\n",
         );
-        let c = AgentCatalog::discover(ws.path(), Some(home.path()), false);
+        let c = AgentCatalog::discover(ws.path(), Some(home.path()), false, lower, &rein_cli());
         let explore = c.get("explore").unwrap();
         assert_eq!(explore.source, AgentSource::BuiltIn);
         assert_eq!(explore.mode, Some(PermissionMode::Plan));
@@ -470,9 +500,11 @@ mod tests {
         );
         assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
         assert!(
-            c.warnings
-                .iter()
-                .any(|w| w.contains("`explore` is the name of a built-in agent")),
+            c.warnings.iter().any(|w| w.contains(
+                "`explore` is the name of a built-in agent, which a folder \
+                                     you have not trusted cannot replace (`rein trust`, or \
+                                     another name)"
+            )),
             "{:?}",
             c.warnings
         );
@@ -481,14 +513,13 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("`reviewer` is the name of your own agent"))
         );
-        assert!(
-            c.warnings
-                .iter()
-                .any(|w| w.contains("`model: evil:model` is not used"))
-        );
+        assert!(c.warnings.iter().any(|w| w.contains(
+            "`model: evil:model` is not used, because this folder \
+                                     is not trusted (`rein trust`); it runs"
+        )));
         assert_eq!(c.agents.iter().filter(|a| a.name == "explore").count(), 1);
         // Trusted, the project's definitions are the user's word.
-        let c = AgentCatalog::discover(ws.path(), Some(home.path()), true);
+        let c = AgentCatalog::discover(ws.path(), Some(home.path()), true, lower, &rein_cli());
         assert_eq!(
             c.get("explore").unwrap().description,
             "Explores (really: anything)"

@@ -21,6 +21,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::front_end::FrontEndCommands;
+
 /// Folders of a project that hold commands, in the order they win.
 pub const PROJECT_DIRS: [&str; 2] = [".rein/commands", ".claude/commands"];
 
@@ -37,7 +39,8 @@ pub struct CustomCommand {
     pub argument_hint: Option<String>,
     /// The model to run the message on (`rein exec` when none is chosen).
     pub model: Option<String>,
-    /// The tools the model is offered for it (empty: all).
+    /// The tools the model is offered for it, as the file names them
+    /// (empty: all).
     pub allowed_tools: Vec<String>,
     /// The text, before arguments are put in.
     pub body: String,
@@ -58,18 +61,20 @@ impl Commands {
     /// The commands of `workspace` and of the user (`user_dir`), project
     /// ones first; `reserved` names (rein's own) are skipped with a
     /// warning. `project_trusted`: the user trusts the workspace.
+    /// `front_end` names the command that trusts a folder in the warnings.
     pub fn discover(
         workspace: &Path,
         user_dir: Option<&Path>,
         reserved: &[&str],
         project_trusted: bool,
+        front_end: &FrontEndCommands,
     ) -> Commands {
         let mut found = Commands::default();
         for dir in PROJECT_DIRS.iter().map(|d| workspace.join(d)) {
-            found.read_dir(&dir, reserved, project_trusted);
+            found.read_dir(&dir, reserved, project_trusted, front_end);
         }
         if let Some(dir) = user_dir {
-            found.read_dir(dir, reserved, true);
+            found.read_dir(dir, reserved, true, front_end);
         }
         found
     }
@@ -78,7 +83,13 @@ impl Commands {
         self.commands.iter().find(|c| c.name == name)
     }
 
-    fn read_dir(&mut self, dir: &Path, reserved: &[&str], trusted: bool) {
+    fn read_dir(
+        &mut self,
+        dir: &Path,
+        reserved: &[&str],
+        trusted: bool,
+        front_end: &FrontEndCommands,
+    ) {
         for path in crate::frontmatter::markdown_files(dir) {
             let Some(name) = path
                 .file_stem()
@@ -107,7 +118,7 @@ impl Commands {
             match read(&path, &name) {
                 Ok(command) if trusted => self.commands.push(command),
                 Ok(command) => {
-                    let command = self.distrusted(command);
+                    let command = self.distrusted(command, front_end);
                     self.commands.push(command);
                 }
                 Err(why) => self.warnings.push(format!("{}: {why}", path.display())),
@@ -119,13 +130,17 @@ impl Commands {
 impl Commands {
     /// A command from a folder the user has not trusted: it chooses no
     /// model (said once).
-    fn distrusted(&mut self, mut command: CustomCommand) -> CustomCommand {
+    fn distrusted(
+        &mut self,
+        mut command: CustomCommand,
+        front_end: &FrontEndCommands,
+    ) -> CustomCommand {
         command.trusted = false;
         if let Some(model) = command.model.take() {
             self.warnings.push(format!(
-                "{}: its `model: {model}` is not used, because this folder is not trusted \
-                 (`rein trust`)",
-                command.path.display()
+                "{}: its `model: {model}` is not used, because this folder is not trusted{}",
+                command.path.display(),
+                front_end.trust_aside()
             ));
         }
         command
@@ -142,8 +157,8 @@ fn valid_name(name: &str) -> bool {
 
 /// Read one command file: a regular file (no symlink), bounded.
 fn read(path: &Path, name: &str) -> Result<CustomCommand, String> {
-    let text = crate::frontmatter::read_file(path, MAX_BYTES)?;
-    let (fields, body) = crate::frontmatter::split(&text)?;
+    let text = crate::frontmatter::read_file(path, MAX_BYTES).map_err(|e| e.to_string())?;
+    let (fields, body) = crate::frontmatter::split(&text).map_err(|e| e.to_string())?;
     let mut command = CustomCommand {
         name: name.to_string(),
         path: path.to_path_buf(),
@@ -193,15 +208,6 @@ impl CustomCommand {
         }
         text
     }
-
-    /// The built-in tool names `allowed-tools` allows (Claude's names are
-    /// read as rein's; a `Bash(git:*)` pattern as the whole tool).
-    pub fn allowed_tool_names(&self) -> Vec<String> {
-        self.allowed_tools
-            .iter()
-            .map(|t| rein_tool_name(t))
-            .collect()
-    }
 }
 
 /// `text` with a backslash before each `@` that could start an
@@ -236,26 +242,17 @@ fn names_a_resource(rest: &str) -> bool {
         .is_some_and(|word| word.contains(':'))
 }
 
-/// rein's name for a tool named the Claude Code way (`Bash`, `Read`...;
-/// a pattern like `Bash(git:*)` names the whole tool); other names as
-/// they are.
-pub fn rein_tool_name(name: &str) -> String {
-    let base = name.split('(').next().unwrap_or(name).trim();
-    match base {
-        "Bash" => "bash",
-        "Read" => "read_file",
-        "Edit" | "MultiEdit" => "edit_file",
-        "Write" => "write_file",
-        "Grep" => "grep",
-        "Glob" | "LS" => "glob",
-        other => other,
-    }
-    .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the `rein` command tells core about itself.
+    fn rein_cli() -> FrontEndCommands {
+        FrontEndCommands {
+            trust: Some("`rein trust`".into()),
+            worktrees: Some("`rein worktrees`".into()),
+        }
+    }
 
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -277,14 +274,14 @@ mod tests {
         write(&home.path().join("fix.md"), "the user's fix: not used here");
         write(&home.path().join("mine.md"), "Say hello.");
         write(&home.path().join("help.md"), "shadows /help");
-        let found = Commands::discover(ws.path(), Some(home.path()), &["help"], true);
+        let found = Commands::discover(ws.path(), Some(home.path()), &["help"], true, &rein_cli());
         let names: Vec<&str> = found.commands.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["fix", "review", "mine"]);
         assert_eq!(found.get("fix").unwrap().body, "Fix the failing test.");
         let review = found.get("review").unwrap();
         assert_eq!(review.description.as_deref(), Some("Review a file"));
         assert_eq!(review.argument_hint.as_deref(), Some("<file>"));
-        assert_eq!(review.allowed_tool_names(), ["read_file", "bash"]);
+        assert_eq!(review.allowed_tools, ["Read", "Bash(git diff:*)"]);
         assert_eq!(
             review.expand("src/a.rs  speed"),
             "Review src/a.rs carefully. Focus: src/a.rs  speed"
@@ -324,7 +321,7 @@ mod tests {
             &ws.path().join(".rein/commands/open.md"),
             "---\ndescription: never closed\n",
         );
-        let found = Commands::discover(ws.path(), None, &[], true);
+        let found = Commands::discover(ws.path(), None, &[], true, &rein_cli());
         assert!(found.commands.is_empty(), "{:?}", found.commands);
         assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
         assert!(
@@ -351,17 +348,20 @@ mod tests {
             &home.path().join("mine.md"),
             "---\nmodel: small\n---\nMine.",
         );
-        let found = Commands::discover(ws.path(), Some(home.path()), &[], false);
+        let found = Commands::discover(ws.path(), Some(home.path()), &[], false, &rein_cli());
         let fast = found.get("fast").unwrap();
         assert_eq!((fast.model.as_deref(), fast.trusted), (None, false));
         assert_eq!(found.get("mine").unwrap().model.as_deref(), Some("small"));
         assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
         assert!(
-            found.warnings[0].contains("fast.md: its `model: evil:exfil` is not used"),
+            found.warnings[0].ends_with(
+                "fast.md: its `model: evil:exfil` is not used, because this folder is not \
+                 trusted (`rein trust`)"
+            ),
             "{:?}",
             found.warnings
         );
-        let trusted = Commands::discover(ws.path(), Some(home.path()), &[], true);
+        let trusted = Commands::discover(ws.path(), Some(home.path()), &[], true, &rein_cli());
         assert_eq!(
             trusted.get("fast").unwrap().model.as_deref(),
             Some("evil:exfil")

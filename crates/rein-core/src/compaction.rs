@@ -225,20 +225,33 @@ pub fn summary_request(transcript: &str, max_output_tokens: u32) -> ModelRequest
     }
 }
 
+/// Why a compaction has no summary (the turns are then dropped instead).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SummaryError {
+    #[error("the summary came back empty")]
+    Empty,
+    #[error("the summary is too big ({bytes} bytes, limit {limit})")]
+    TooBig { bytes: usize, limit: usize },
+    #[error("the summary is malformed")]
+    Malformed,
+    #[error("the summary call failed: {0}")]
+    CallFailed(#[from] crate::provider::ProviderError),
+}
+
 /// A usable summary, or why not.
-pub fn check_summary(text: &str, max_bytes: usize) -> Result<String, String> {
+pub fn check_summary(text: &str, max_bytes: usize) -> Result<String, SummaryError> {
     let t = text.trim();
     if t.is_empty() {
-        return Err("the summary came back empty".into());
+        return Err(SummaryError::Empty);
     }
     if t.len() > max_bytes {
-        return Err(format!(
-            "the summary is too big ({} bytes, limit {max_bytes})",
-            t.len()
-        ));
+        return Err(SummaryError::TooBig {
+            bytes: t.len(),
+            limit: max_bytes,
+        });
     }
     if t.len() < 20 || !t.chars().any(char::is_alphanumeric) {
-        return Err("the summary is malformed".into());
+        return Err(SummaryError::Malformed);
     }
     Ok(t.to_string())
 }

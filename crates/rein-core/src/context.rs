@@ -16,7 +16,7 @@ pub struct PromptFacts<'a> {
     pub plan: bool,
     /// The project's instructions (see [`crate::instructions`]), if any.
     pub agents_md: Option<&'a str>,
-    /// The small profile's short instructions (see [`crate::profile`]):
+    /// The small profile's short instructions (see [`crate::Profile`]):
     /// the tools are not listed again (their specs name them).
     pub lean: bool,
     /// The workspace's files (see [`list_files`]), shown in a lean prompt.

@@ -5,6 +5,50 @@
 //! folded or literal block scalars (`>`, `|`). Anything else is an error
 //! naming the line, so a broken file is one clear warning.
 
+/// Why a Markdown file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadFileError {
+    #[error("not a regular file (a symbolic link)")]
+    Symlink,
+    #[error("not a regular file")]
+    NotRegular,
+    #[error("larger than {} KiB", .max / 1024)]
+    TooLarge { max: u64 },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Why a frontmatter block could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrontmatterError {
+    #[error("the frontmatter (from line 1) is never closed with `---`")]
+    Unclosed,
+    #[error("line {line}: {problem}")]
+    Line { line: usize, problem: LineProblem },
+}
+
+/// What is wrong with one line of the block.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineProblem {
+    #[error("indented, but under no key")]
+    IndentedUnderNoKey,
+    #[error("not `key: value`")]
+    NotKeyValue,
+    #[error("indented, but `{0}` has a value")]
+    IndentedUnderValue(String),
+    #[error("not `key: value` under the key")]
+    NotKeyValueUnderKey,
+    #[error("a list that does not end with `]`")]
+    UnclosedList,
+    #[error("a quote that is never closed")]
+    UnclosedQuote,
+}
+
+/// `problem` at line `line`.
+fn at(line: usize, problem: LineProblem) -> FrontmatterError {
+    FrontmatterError::Line { line, problem }
+}
+
 /// One `key: value` of the block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
@@ -65,7 +109,7 @@ pub fn markdown_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// A Markdown file's text (a command, an agent, a skill): a regular file,
 /// never read through a symlink nor from a FIFO or device, of at most
 /// `max` bytes (a larger one is an error).
-pub fn read_file(path: &std::path::Path, max: u64) -> Result<String, String> {
+pub fn read_file(path: &std::path::Path, max: u64) -> Result<String, ReadFileError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -73,26 +117,24 @@ pub fn read_file(path: &std::path::Path, max: u64) -> Result<String, String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => "not a regular file (a symbolic link)".to_string(),
-            _ => e.to_string(),
+            Some(libc::ELOOP) => ReadFileError::Symlink,
+            _ => ReadFileError::Io(e),
         })?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(ReadFileError::NotRegular);
     }
     if meta.len() > max {
-        return Err(format!("larger than {} KiB", max / 1024));
+        return Err(ReadFileError::TooLarge { max });
     }
     let mut text = String::new();
-    file.take(max)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
+    file.take(max).read_to_string(&mut text)?;
     Ok(text)
 }
 
 /// The fields and the body after the block; a file without frontmatter is
 /// all body.
-pub fn split(text: &str) -> Result<(Vec<Field>, &str), String> {
+pub fn split(text: &str) -> Result<(Vec<Field>, &str), FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
     let Some(first) = lines.next() else {
@@ -110,7 +152,7 @@ pub fn split(text: &str) -> Result<(Vec<Field>, &str), String> {
         }
         block.push(line.trim_end_matches(['\n', '\r']));
     }
-    Err("the frontmatter (from line 1) is never closed with `---`".into())
+    Err(FrontmatterError::Unclosed)
 }
 
 fn indented(line: &str) -> bool {
@@ -123,7 +165,7 @@ fn skip(line: &str) -> bool {
 }
 
 /// The block's lines (without the `---`s) as fields.
-fn parse(block: &[&str]) -> Result<Vec<Field>, String> {
+fn parse(block: &[&str]) -> Result<Vec<Field>, FrontmatterError> {
     let mut fields = Vec::new();
     let mut i = 0;
     while i < block.len() {
@@ -134,10 +176,10 @@ fn parse(block: &[&str]) -> Result<Vec<Field>, String> {
             continue;
         }
         if indented(line) {
-            return Err(format!("line {number}: indented, but under no key"));
+            return Err(at(number, LineProblem::IndentedUnderNoKey));
         }
         let Some((key, rest)) = line.split_once(':') else {
-            return Err(format!("line {number}: not `key: value`"));
+            return Err(at(number, LineProblem::NotKeyValue));
         };
         let key = key.trim().to_string();
         let rest = rest.trim();
@@ -158,10 +200,7 @@ fn parse(block: &[&str]) -> Result<Vec<Field>, String> {
             r if r.starts_with('[') => Value::List(flow_list(r, number)?),
             r => {
                 if !nested.is_empty() {
-                    return Err(format!(
-                        "line {}: indented, but `{key}` has a value",
-                        number + 1
-                    ));
+                    return Err(at(number + 1, LineProblem::IndentedUnderValue(key)));
                 }
                 Value::Text(scalar(r))
             }
@@ -176,7 +215,7 @@ fn parse(block: &[&str]) -> Result<Vec<Field>, String> {
 }
 
 /// A block list (`- a`) or a one-level map (`k: v`).
-fn nested_value(lines: &[&str], number: usize) -> Result<Value, String> {
+fn nested_value(lines: &[&str], number: usize) -> Result<Value, FrontmatterError> {
     if lines.iter().all(|l| l.trim_start().starts_with('-')) {
         return Ok(Value::List(
             lines
@@ -191,10 +230,10 @@ fn nested_value(lines: &[&str], number: usize) -> Result<Value, String> {
             let (k, v) = l
                 .trim()
                 .split_once(':')
-                .ok_or_else(|| format!("line {}: not `key: value` under the key", number + 1))?;
+                .ok_or_else(|| at(number + 1, LineProblem::NotKeyValueUnderKey))?;
             Ok((k.trim().to_string(), scalar(v.trim())))
         })
-        .collect::<Result<Vec<_>, String>>()
+        .collect::<Result<Vec<_>, FrontmatterError>>()
         .map(Value::Map)
 }
 
@@ -214,11 +253,11 @@ fn block_scalar(indicator: &str, lines: &[&str]) -> String {
 }
 
 /// `[a, "b, c", 'd']`.
-fn flow_list(text: &str, number: usize) -> Result<Vec<String>, String> {
+fn flow_list(text: &str, number: usize) -> Result<Vec<String>, FrontmatterError> {
     let inner = text
         .strip_prefix('[')
         .and_then(|t| t.trim_end().strip_suffix(']'))
-        .ok_or_else(|| format!("line {number}: a list that does not end with `]`"))?;
+        .ok_or_else(|| at(number, LineProblem::UnclosedList))?;
     let mut items = Vec::new();
     let mut current = String::new();
     let mut quote: Option<char> = None;
@@ -232,7 +271,7 @@ fn flow_list(text: &str, number: usize) -> Result<Vec<String>, String> {
         }
     }
     if quote.is_some() {
-        return Err(format!("line {number}: a quote that is never closed"));
+        return Err(at(number, LineProblem::UnclosedQuote));
     }
     items.push(current.trim().to_string());
     Ok(items.into_iter().filter(|s| !s.is_empty()).collect())
@@ -261,19 +300,26 @@ mod tests {
         let file = dir.path().join("a.md");
         std::fs::write(&file, "---\nname: a\n---\nbody\n").unwrap();
         assert!(read_file(&file, 1024).unwrap().ends_with("body\n"));
-        assert_eq!(read_file(&file, 4).unwrap_err(), "larger than 0 KiB");
+        assert_eq!(
+            read_file(&file, 4).unwrap_err().to_string(),
+            "larger than 0 KiB"
+        );
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert!(
             read_file(&link, 1024)
                 .unwrap_err()
+                .to_string()
                 .contains("symbolic link")
         );
         // A FIFO would block a plain read forever.
         let fifo = dir.path().join("fifo.md");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert_eq!(read_file(&fifo, 1024).unwrap_err(), "not a regular file");
+        assert_eq!(
+            read_file(&fifo, 1024).unwrap_err().to_string(),
+            "not a regular file"
+        );
     }
 
     use super::*;
@@ -304,13 +350,15 @@ mod tests {
         assert_eq!(split("# Title\n").unwrap(), (Vec::new(), "# Title\n"));
         assert_eq!(split("").unwrap().0, Vec::new());
         let e = split("---\nname: x\n  stray: y\nno colon\n---\n").unwrap_err();
-        assert!(e.starts_with("line 3:"), "{e}");
+        assert_eq!(e.to_string(), "line 3: indented, but `name` has a value");
         let e = split("---\nlist: [a, \"b\n---\n").unwrap_err();
-        assert!(e.starts_with("line 2:"), "{e}");
-        assert!(
-            split("---\nname: x\n")
-                .unwrap_err()
-                .contains("never closed")
+        assert_eq!(e, at(2, LineProblem::UnclosedList));
+        assert_eq!(e.to_string(), "line 2: a list that does not end with `]`");
+        let e = split("---\nlist: [a, \"b]\n---\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 2: a quote that is never closed");
+        assert_eq!(
+            split("---\nname: x\n").unwrap_err().to_string(),
+            "the frontmatter (from line 1) is never closed with `---`"
         );
     }
 }

@@ -154,6 +154,11 @@ impl Gate {
         self.tools.access(name)
     }
 
+    /// Where the named tool says `args` work (see [`Tool::touches`]).
+    pub fn touches(&self, name: &str, args: &Value) -> Vec<std::path::PathBuf> {
+        self.tools.touches(name, args)
+    }
+
     /// The tools the model may see: in plan mode none that write (programs
     /// run there in a read-only sandbox).
     pub fn specs(&self, mode: PermissionMode) -> Vec<ToolSpec> {
@@ -326,7 +331,7 @@ fn admit(
     schema_check::check(&args, &entry.spec.parameters).map_err(|error| {
         Refusal::InvalidArguments {
             tool: call.name.clone(),
-            error,
+            error: error.to_string(),
         }
     })?;
     Ok(args)

@@ -84,9 +84,9 @@ impl Instructions {
     /// The files of the folders from `workspace` (exclusive) down to the
     /// folder of `path` that are not among `self.files` yet, as text to
     /// give the model with the call that worked there; `None` when there is
-    /// none. `path` is a call's argument (relative to the workspace, or
+    /// none. `path` is where a call works (relative to the workspace, or
     /// absolute beneath it); anything else is ignored.
-    pub fn nested(&mut self, workspace: &Path, path: &str) -> Option<String> {
+    pub fn nested(&mut self, workspace: &Path, path: &Path) -> Option<String> {
         let below = relative_below(workspace, path)?;
         let mut dir = workspace.to_path_buf();
         let mut added = String::new();
@@ -208,8 +208,7 @@ pub fn folder_file(dir: &Path) -> Option<PathBuf> {
 }
 
 /// `path` relative to `workspace` when it is beneath it, with no `..`.
-fn relative_below(workspace: &Path, path: &str) -> Option<PathBuf> {
-    let p = Path::new(path);
+fn relative_below(workspace: &Path, p: &Path) -> Option<PathBuf> {
     let rel = if p.is_absolute() {
         p.strip_prefix(workspace).ok()?.to_path_buf()
     } else {
@@ -315,15 +314,19 @@ mod tests {
         let root = repo();
         let ws = root.path().join("app");
         let mut found = Instructions::load(None, &ws, DEFAULT_CAP);
-        let added = found.nested(&ws, "api/handler.rs").unwrap();
+        let added = found.nested(&ws, Path::new("api/handler.rs")).unwrap();
         assert!(
             added.contains("## api/AGENTS.md\nAPI: no panics."),
             "{added}"
         );
         assert!(!added.contains("ignored"), "{added}");
-        assert_eq!(found.nested(&ws, "api/handler.rs"), None, "only once");
-        assert_eq!(found.nested(&ws, "../outside.rs"), None);
-        assert_eq!(found.nested(&ws, "/etc/passwd"), None);
+        assert_eq!(
+            found.nested(&ws, Path::new("api/handler.rs")),
+            None,
+            "only once"
+        );
+        assert_eq!(found.nested(&ws, Path::new("../outside.rs")), None);
+        assert_eq!(found.nested(&ws, Path::new("/etc/passwd")), None);
         assert_eq!(found.files.last().unwrap().origin, Origin::Nested);
     }
 

@@ -62,7 +62,7 @@ impl Profile {
 #[serde(rename_all = "kebab-case")]
 pub enum Lever {
     /// Short instructions with the workspace's files listed, and compact
-    /// tool schemas ([`compact_spec`]).
+    /// tool schemas (`compact_spec`).
     Lean,
     /// Six tools (read, list, grep, edit, write, bash) instead of all of
     /// them (chosen by the front end that builds the tool set).

@@ -8,9 +8,62 @@
 
 use serde_json::Value;
 
+/// Why arguments break a schema: where (`arguments.todos[0].id`) and what
+/// is wrong there.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{at}: {problem}")]
+pub struct SchemaError {
+    /// The path of the offending value, from `arguments`.
+    pub at: String,
+    /// Boxed: a result carrying it stays small on the path where all is well.
+    pub problem: Box<SchemaProblem>,
+}
+
+/// What is wrong with one value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SchemaProblem {
+    #[error("schema nests too deeply")]
+    TooDeep,
+    #[error("schema reference {0} cannot be resolved")]
+    UnresolvedReference(String),
+    #[error("expected {}, got {got}", .expected.join(" or "))]
+    WrongType {
+        expected: Vec<String>,
+        got: &'static str,
+    },
+    #[error("must be one of {}, got {got}", joined(.allowed))]
+    NotAllowed { allowed: Vec<Value>, got: Value },
+    #[error("must be {expected}, got {got}")]
+    NotConst { expected: Value, got: Value },
+    #[error("matches no allowed form")]
+    NoForm,
+    #[error("must be at least {min}, got {got}")]
+    BelowMinimum { min: f64, got: Value },
+    #[error("must be at most {max}, got {got}")]
+    AboveMaximum { max: f64, got: Value },
+    #[error("missing required field `{0}`")]
+    MissingField(String),
+    #[error("unknown field `{field}` (expected one of: {})", .known.join(", "))]
+    UnknownField { field: String, known: Vec<String> },
+}
+
+/// JSON values, comma-separated.
+fn joined(values: &[Value]) -> String {
+    let list: Vec<String> = values.iter().map(Value::to_string).collect();
+    list.join(", ")
+}
+
 /// Check `value` against `schema`; the error names the offending path.
-pub fn check(value: &Value, schema: &Value) -> Result<(), String> {
+pub fn check(value: &Value, schema: &Value) -> Result<(), SchemaError> {
     check_at(value, schema, schema, "arguments", 0)
+}
+
+/// `problem` at `at`.
+fn fail(at: &str, problem: SchemaProblem) -> Result<(), SchemaError> {
+    Err(SchemaError {
+        at: at.to_string(),
+        problem: Box::new(problem),
+    })
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -49,16 +102,17 @@ fn check_at(
     root: &Value,
     at: &str,
     depth: u32,
-) -> Result<(), String> {
+) -> Result<(), SchemaError> {
     if depth > 64 {
-        return Err(format!("{at}: schema nests too deeply"));
+        return fail(at, SchemaProblem::TooDeep);
     }
     let Some(obj) = schema.as_object() else {
         return Ok(()); // `true` or an unusable schema accepts anything
     };
     if let Some(Value::String(reference)) = obj.get("$ref") {
-        let target = resolve(root, reference)
-            .ok_or_else(|| format!("{at}: schema reference {reference} cannot be resolved"))?;
+        let Some(target) = resolve(root, reference) else {
+            return fail(at, SchemaProblem::UnresolvedReference(reference.clone()));
+        };
         check_at(value, target, root, at, depth + 1)?;
     }
     if let Some(types) = obj.get("type") {
@@ -68,26 +122,22 @@ fn check_at(
             _ => Vec::new(),
         };
         if !allowed.is_empty() && !allowed.iter().any(|t| type_matches(value, t)) {
-            return Err(format!(
-                "{at}: expected {}, got {}",
-                allowed.join(" or "),
-                type_name(value)
-            ));
+            let expected = allowed.iter().map(|t| t.to_string()).collect();
+            let got = type_name(value);
+            return fail(at, SchemaProblem::WrongType { expected, got });
         }
     }
     if let Some(Value::Array(options)) = obj.get("enum")
         && !options.contains(value)
     {
-        let list: Vec<String> = options.iter().map(Value::to_string).collect();
-        return Err(format!(
-            "{at}: must be one of {}, got {value}",
-            list.join(", ")
-        ));
+        let (allowed, got) = (options.clone(), value.clone());
+        return fail(at, SchemaProblem::NotAllowed { allowed, got });
     }
     if let Some(expected) = obj.get("const")
         && expected != value
     {
-        return Err(format!("{at}: must be {expected}, got {value}"));
+        let (expected, got) = (expected.clone(), value.clone());
+        return fail(at, SchemaProblem::NotConst { expected, got });
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(options)) = obj.get(key) {
@@ -102,7 +152,10 @@ fn check_at(
                     }
                 });
             if !ok {
-                return Err(first_err.unwrap_or_else(|| format!("{at}: matches no allowed form")));
+                return match first_err {
+                    Some(e) => Err(e),
+                    None => fail(at, SchemaProblem::NoForm),
+                };
             }
         }
     }
@@ -110,12 +163,14 @@ fn check_at(
         if let Some(min) = obj.get("minimum").and_then(Value::as_f64)
             && n < min
         {
-            return Err(format!("{at}: must be at least {min}, got {value}"));
+            let got = value.clone();
+            return fail(at, SchemaProblem::BelowMinimum { min, got });
         }
         if let Some(max) = obj.get("maximum").and_then(Value::as_f64)
             && n > max
         {
-            return Err(format!("{at}: must be at most {max}, got {value}"));
+            let got = value.clone();
+            return fail(at, SchemaProblem::AboveMaximum { max, got });
         }
     }
     match value {
@@ -123,7 +178,7 @@ fn check_at(
             if let Some(Value::Array(required)) = obj.get("required") {
                 for name in required.iter().filter_map(Value::as_str) {
                     if !map.contains_key(name) {
-                        return Err(format!("{at}: missing required field `{name}`"));
+                        return fail(at, SchemaProblem::MissingField(name.to_string()));
                     }
                 }
             }
@@ -134,13 +189,11 @@ fn check_at(
                     Some(s) => check_at(v, s, root, &sub, depth + 1)?,
                     None => match obj.get("additionalProperties") {
                         Some(Value::Bool(false)) => {
-                            let known: Vec<&str> = props
-                                .map(|p| p.keys().map(String::as_str).collect())
+                            let known = props
+                                .map(|p| p.keys().cloned().collect())
                                 .unwrap_or_default();
-                            return Err(format!(
-                                "{at}: unknown field `{key}` (expected one of: {})",
-                                known.join(", ")
-                            ));
+                            let field = key.clone();
+                            return fail(at, SchemaProblem::UnknownField { field, known });
                         }
                         Some(s @ Value::Object(_)) => check_at(v, s, root, &sub, depth + 1)?,
                         _ => {}
@@ -195,19 +248,34 @@ mod tests {
     fn errors_name_the_path_and_the_problem() {
         let s = todo_schema();
         let e = check(&json!({}), &s).unwrap_err();
-        assert_eq!(e, "arguments: missing required field `todos`");
-        let e = check(&json!({"todos": [{"id": 1, "status": "pending"}]}), &s).unwrap_err();
+        assert_eq!(
+            e,
+            SchemaError {
+                at: "arguments".into(),
+                problem: Box::new(SchemaProblem::MissingField("todos".into()))
+            }
+        );
+        assert_eq!(e.to_string(), "arguments: missing required field `todos`");
+        let e = check(&json!({"todos": [{"id": 1, "status": "pending"}]}), &s)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "arguments.todos[0].id: expected string, got integer");
-        let e = check(&json!({"todos": [{"id": "1", "status": "done"}]}), &s).unwrap_err();
+        let e = check(&json!({"todos": [{"id": "1", "status": "done"}]}), &s)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("arguments.todos[0].status: must be one of"),
             "{e}"
         );
-        let e = check(&json!({"todos": [], "extra": 1}), &s).unwrap_err();
+        let e = check(&json!({"todos": [], "extra": 1}), &s)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown field `extra`"), "{e}");
-        let e = check(&json!({"todos": [], "limit": 0}), &s).unwrap_err();
+        let e = check(&json!({"todos": [], "limit": 0}), &s)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("at least 1"), "{e}");
-        let e = check(&json!([1]), &s).unwrap_err();
+        let e = check(&json!([1]), &s).unwrap_err().to_string();
         assert_eq!(e, "arguments: expected object, got array");
     }
 }

@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gate::Refusal;
 use crate::permission::{Assessment, SandboxPolicy};
-use crate::store::SessionStore;
+use crate::schema::Todo;
+use crate::store::{SessionStore, StoreError};
 
 /// What a tool does to the world; plan mode and permissions decide on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
@@ -48,7 +49,8 @@ pub struct ToolContext {
     pub call_id: String,
     /// Fires when the run is cancelled or the call timed out.
     pub cancel: CancellationToken,
-    pub store: Arc<dyn SessionStore>,
+    /// What the tool may keep in its session (the todo list).
+    pub session: SessionHandle,
     /// The sandbox a tool that runs programs must apply (set by the gate
     /// from the run's permission mode).
     pub sandbox: SandboxPolicy,
@@ -58,6 +60,40 @@ pub struct ToolContext {
     /// Where the call's own events go (a sub-agent's run, nested in its
     /// parent's); None: nowhere.
     pub events: Option<crate::gate::GateEvents>,
+}
+
+/// The part of its session a running tool may change: the todo list.
+/// Tools get this, not the [`SessionStore`]; core's own gate and task tool
+/// reach the store behind it (to keep approvals and sub-agents' spending).
+#[derive(Clone)]
+pub struct SessionHandle {
+    store: Arc<dyn SessionStore>,
+    id: String,
+}
+
+impl SessionHandle {
+    /// The session `id` of `store`.
+    pub fn new(store: Arc<dyn SessionStore>, id: impl Into<String>) -> SessionHandle {
+        SessionHandle {
+            store,
+            id: id.into(),
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Replace the session's todo list.
+    pub async fn set_todos(&self, todos: &[Todo]) -> Result<(), StoreError> {
+        self.store.set_todos(&self.id, todos).await
+    }
+
+    /// The store itself, for core's own tools and gate.
+    pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
 }
 
 /// What the model is told to do with a saved output when nobody named the
@@ -193,6 +229,14 @@ pub trait Tool: Send + Sync {
     /// held until it returns. An error here is reported to the model.
     fn locks(&self, _args: &Value, _ctx: &ToolContext) -> Result<Vec<PathLock>, ToolError> {
         Ok(Vec::new())
+    }
+
+    /// The paths this call works in, as its arguments name them (relative
+    /// to the workspace, or absolute): a call working in a folder below the
+    /// workspace brings that folder's instructions with its result. The
+    /// tool says; core reads no tool's arguments. Default: none.
+    fn touches(&self, _args: &Value) -> Vec<PathBuf> {
+        Vec::new()
     }
 
     /// What this call would do, for the permission check: the subjects rules

@@ -146,6 +146,17 @@ impl rein_core::Tool for McpTool {
         a
     }
 
+    /// A server's tool says nothing of its arguments; one naming a `path`
+    /// (or `file_path`) is taken to work there, as file tools do.
+    fn touches(&self, args: &Value) -> Vec<std::path::PathBuf> {
+        args.get("path")
+            .or_else(|| args.get("file_path"))
+            .and_then(Value::as_str)
+            .map(std::path::PathBuf::from)
+            .into_iter()
+            .collect()
+    }
+
     fn timeout(&self, _args: &Value) -> Option<std::time::Duration> {
         self.server.config().tool_timeout()
     }

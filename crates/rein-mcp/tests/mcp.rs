@@ -225,7 +225,7 @@ fn context(workspace: &std::path::Path) -> ToolContext {
         session_id: "s".into(),
         call_id: "c".into(),
         cancel: CancellationToken::new(),
-        store: Arc::new(InMemorySessionStore::new()),
+        session: rein_core::SessionHandle::new(Arc::new(InMemorySessionStore::new()), "s"),
         sandbox: SandboxPolicy::default(),
         read_roots: Vec::new(),
         events: None,

@@ -2,10 +2,11 @@
 //!
 //! [`SqliteStore`] is the durable [`SessionStore`](rein_core::SessionStore):
 //! one SQLite file (WAL mode), every message committed the moment it is
-//! appended. [`InMemorySessionStore`] is re-exported so callers find both stores here.
+//! appended ([`InMemorySessionStore`](rein_core::InMemorySessionStore) is
+//! the one that lives as long as the process).
 //! [`FileSpill`] saves tool outputs too big for the context beside them.
 //! [`SqliteMemory`] is the long-term memory
-//! ([`LongTermMemory`](rein_core::LongTermMemory)): its own SQLite file with
+//! ([`LongTermMemory`](rein_core::memory::LongTermMemory)): its own SQLite file with
 //! a full-text index.
 //! [`PgStore`] and [`PgMemory`] keep the same in PostgreSQL, for several
 //! machines sharing one database; a [`Lease`] makes one server at a time
@@ -32,6 +33,5 @@ pub use postgres::{
     Heartbeat, Lease, LeaseError, OrphanedSession, PG_MEMORY_SCHEMA_VERSION, PG_SCHEMA_VERSION,
     PgMemory, PgOptions, PgStore, password_spans,
 };
-pub use rein_core::InMemorySessionStore;
 pub use spill::FileSpill;
 pub use sqlite::{SqliteOptions, SqliteStore};

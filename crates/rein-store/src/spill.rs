@@ -51,7 +51,7 @@ impl OutputSpill for FileSpill {
     fn reading_hint(&self) -> String {
         match &self.reading_hint {
             Some(hint) => hint.clone(),
-            None => rein_core::tool::GENERIC_READING_HINT.to_string(),
+            None => rein_core::GENERIC_READING_HINT.to_string(),
         }
     }
 
@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn the_reading_hint_is_the_one_given_else_the_generic_one() {
         let spill = FileSpill::new("/nowhere");
-        assert_eq!(spill.reading_hint(), rein_core::tool::GENERIC_READING_HINT);
+        assert_eq!(spill.reading_hint(), rein_core::GENERIC_READING_HINT);
         let named = spill.with_reading_hint("use read_file");
         assert_eq!(named.reading_hint(), "use read_file");
     }

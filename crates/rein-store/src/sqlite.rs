@@ -11,12 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
-use rein_core::in_memory_store::{new_session_id, resolve_prefix};
 use rein_core::time::now_millis;
 use rein_core::{
     CompactionRecord, LedgerEntry, Message, NewSession, Rule, SessionInfo, SessionStore,
     StopReason, StoreError, Todo,
 };
+use rein_core::{new_session_id, resolve_prefix};
 
 use crate::conn::ConnThread;
 use crate::error::{Context, Fail};
@@ -188,7 +188,7 @@ fn resolve(conn: &Connection, wanted: &str) -> Result<String, Fail> {
         .prepare_cached("SELECT id FROM sessions WHERE id GLOB ?1 ORDER BY id LIMIT ?2")
         .ctx("looking up a session")?;
     // One more than is listed, to know there are more.
-    let most = rein_core::store::AMBIGUOUS_SHOWN as i64 + 1;
+    let most = rein_core::AMBIGUOUS_SHOWN as i64 + 1;
     let candidates = stmt
         .query_map(rusqlite::params![glob_prefix(wanted), most], |r| {
             r.get::<_, String>(0)

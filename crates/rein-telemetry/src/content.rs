@@ -1,7 +1,7 @@
 //! Content attributes (prompts, answers) in the GenAI conventions' JSON
 //! message shapes. Only built when capture is on.
 
-use rein_core::schema::{AssistantMessage, ContentPart, FinishReason};
+use rein_core::{AssistantMessage, ContentPart, FinishReason};
 use serde_json::{Value, json};
 
 /// The value of `gen_ai.response.finish_reasons` for one reason.

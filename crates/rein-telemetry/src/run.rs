@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use rein_core::schema::{AssistantMessage, Message};
+use rein_core::{AssistantMessage, Message};
 use rein_core::{Event, StopReason};
 
 use crate::content;

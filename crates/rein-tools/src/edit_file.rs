@@ -60,6 +60,10 @@ impl Tool for EditFile {
         ToolAccess::Write
     }
 
+    fn touches(&self, args: &Value) -> Vec<std::path::PathBuf> {
+        crate::path_arg(args, "path")
+    }
+
     fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
         crate::path_assessment(
             args,

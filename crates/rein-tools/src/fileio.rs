@@ -278,7 +278,7 @@ pub fn check_protected(ctx: &ToolContext, user_path: &str, path: &Path) -> Resul
     let why = if state {
         Some("rein's own state, or a file a hook or an approved MCP server runs")
     } else {
-        rein_core::permission::protected_write(path, &ws)
+        rein_core::protected_write(path, &ws)
     };
     match why {
         Some(why) => Err(ToolError::new(format!(

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 pub mod bash;
 pub mod beneath;
+pub mod claude_names;
 pub mod edit_file;
 mod edit_match;
 pub mod fileio;
@@ -83,12 +84,8 @@ pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
 
 /// Parse checked arguments into the tool's argument struct.
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| {
-        ToolError::new(format!(
-            "{}{tool}`: {e}",
-            rein_core::gate::INVALID_ARGUMENTS
-        ))
-    })
+    serde_json::from_value(args)
+        .map_err(|e| ToolError::new(format!("{}{tool}`: {e}", rein_core::INVALID_ARGUMENTS)))
 }
 
 /// The permission facts of a call that touches one path given in `key`:
@@ -134,6 +131,16 @@ pub(crate) fn path_assessment(
         Err(_) => a.subjects = vec![raw.unwrap_or(".").to_string()],
     }
     a
+}
+
+/// Where a call whose path argument is `key` works (for
+/// [`rein_core::Tool::touches`]): that path as the model wrote it.
+pub(crate) fn path_arg(args: &Value, key: &str) -> Vec<std::path::PathBuf> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .collect()
 }
 
 /// A string argument, or "" (for descriptions only).

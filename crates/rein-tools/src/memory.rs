@@ -24,8 +24,8 @@ use rein_core::memory::{
     NewMemory,
 };
 use rein_core::{
-    Added, Assessment, Risk, SubjectKind, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
-    ToolSpec,
+    Assessment, Risk, SubjectKind, Tool, ToolAccess, ToolContext, ToolError, ToolOutput, ToolSpec,
+    memory::Added,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;

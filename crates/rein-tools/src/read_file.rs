@@ -70,6 +70,10 @@ impl Tool for ReadFile {
         ToolAccess::Read
     }
 
+    fn touches(&self, args: &Value) -> Vec<std::path::PathBuf> {
+        crate::path_arg(args, "path")
+    }
+
     fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
         crate::path_assessment(
             args,
@@ -380,7 +384,10 @@ mod tests {
             session_id: "s".into(),
             call_id: "c".into(),
             cancel: rein_core::CancellationToken::new(),
-            store: std::sync::Arc::new(rein_core::InMemorySessionStore::new()),
+            session: rein_core::SessionHandle::new(
+                std::sync::Arc::new(rein_core::InMemorySessionStore::new()),
+                "s",
+            ),
             sandbox: rein_core::SandboxPolicy::default(),
             read_roots,
             events: None,

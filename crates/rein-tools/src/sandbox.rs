@@ -264,7 +264,7 @@ impl After {
             notes.push(format!(
                 "[/tmp and /var/tmp hold at most {} each in the sandbox; write big files in the \
                  workspace]",
-                rein_core::limits::human_bytes(self.limits.tmp_size)
+                rein_core::human_bytes(self.limits.tmp_size)
             ));
         }
         notes

@@ -182,8 +182,8 @@ fn valid_name(name: &str) -> bool {
 
 /// Read and check one SKILL.md; the error names the line when it can.
 fn read_skill(folder: &Path, file: &Path, trusted: bool) -> Result<Skill, String> {
-    let text = frontmatter::read_file(file, MAX_SKILL_BYTES)?;
-    let (fields, body) = frontmatter::split(&text)?;
+    let text = frontmatter::read_file(file, MAX_SKILL_BYTES).map_err(|e| e.to_string())?;
+    let (fields, body) = frontmatter::split(&text).map_err(|e| e.to_string())?;
     if fields.is_empty() {
         return Err("line 1: no frontmatter (`---`, `name:`, `description:`, `---`)".into());
     }
@@ -437,7 +437,10 @@ mod tests {
             session_id: "s".into(),
             call_id: "c".into(),
             cancel: rein_core::CancellationToken::new(),
-            store: Arc::new(rein_core::InMemorySessionStore::new()),
+            session: rein_core::SessionHandle::new(
+                Arc::new(rein_core::InMemorySessionStore::new()),
+                "s",
+            ),
             sandbox: rein_core::SandboxPolicy::default(),
             read_roots: Vec::new(),
             events: None,

@@ -73,8 +73,8 @@ impl Tool for TodoWrite {
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::parse_args("todo_write", args)?;
         let todos = to_todos(args.todos)?;
-        ctx.store
-            .set_todos(&ctx.session_id, &todos)
+        ctx.session
+            .set_todos(&todos)
             .await
             .map_err(|e| ToolError::new(format!("could not save the todo list: {e}")))?;
         Ok(ToolOutput::ok(render(&todos)))

@@ -211,6 +211,10 @@ macro_rules! as_builtin {
             $builtin.locks(args, ctx)
         }
 
+        fn touches(&self, args: &Value) -> Vec<std::path::PathBuf> {
+            $builtin.touches(args)
+        }
+
         fn timeout(&self, args: &Value) -> Option<std::time::Duration> {
             $builtin.timeout(args)
         }
@@ -290,12 +294,8 @@ impl Tool for EditorEdit {
 
 /// Arguments the gate checked against the schema, as the tool's struct.
 fn parse<T: serde::de::DeserializeOwned>(tool: &str, raw: &Value) -> Result<T, ToolError> {
-    serde_json::from_value(raw.clone()).map_err(|e| {
-        ToolError::new(format!(
-            "{}{tool}`: {e}",
-            rein_core::gate::INVALID_ARGUMENTS
-        ))
-    })
+    serde_json::from_value(raw.clone())
+        .map_err(|e| ToolError::new(format!("{}{tool}`: {e}", rein_core::INVALID_ARGUMENTS)))
 }
 
 /// The file at canonical `path` opened as the built-ins open it (its

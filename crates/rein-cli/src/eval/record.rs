@@ -1,7 +1,7 @@
 //! What one task's run did, read from its `rein exec --json` events, and
 //! why it failed when it did.
 
-use rein_core::gate::{INVALID_ARGUMENTS, NOT_JSON, UNKNOWN_TOOL};
+use rein_core::{INVALID_ARGUMENTS, NOT_JSON, UNKNOWN_TOOL};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

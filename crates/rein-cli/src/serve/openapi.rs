@@ -139,7 +139,7 @@ fn schemas() -> Value {
             "max_turns": {"type": ["integer", "null"], "minimum": 1, "maximum": u32::MAX},
             "max_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": u64::MAX},
             "max_cost_usd": {"type": ["number", "null"], "exclusiveMinimum": 0},
-            "max_wall_time_secs": {"type": ["integer", "null"], "minimum": 1, "maximum": rein_core::budget::MAX_WALL_TIME.as_secs()}}},
+            "max_wall_time_secs": {"type": ["integer", "null"], "minimum": 1, "maximum": rein_core::MAX_WALL_TIME.as_secs()}}},
         "CreateSession": {"type": "object", "additionalProperties": false, "properties": {
             "workspace": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$",
                           "description": "A folder right under the server's root (made when missing)"},

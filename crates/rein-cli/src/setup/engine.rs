@@ -143,7 +143,22 @@ pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
 /// its model.
 pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog {
     let user = cfg.home.join("agents");
-    rein_core::agents::AgentCatalog::discover(workspace, Some(&user), cfg.trusted)
+    rein_core::agents::AgentCatalog::discover(
+        workspace,
+        Some(&user),
+        cfg.trusted,
+        rein_tools::claude_names::rein_name,
+        &front_end_commands(),
+    )
+}
+
+/// The commands of `rein` that rein-core's messages point the model and
+/// the user to.
+pub fn front_end_commands() -> rein_core::FrontEndCommands {
+    rein_core::FrontEndCommands {
+        trust: Some("`rein trust`".to_string()),
+        worktrees: Some("`rein worktrees`".to_string()),
+    }
 }
 
 /// The workspace files the run's hooks and MCP servers (the user's own
@@ -200,6 +215,7 @@ pub fn engine_builder(
     let provider_window = provider.capabilities().context_window;
     let mut builder = AgentEngine::builder(provider, store)
         .workspace(workspace)
+        .front_end(front_end_commands())
         .profile(profile)
         .without(&cfg.without);
     let gives = |lever: Lever| profile.helps(lever, &cfg.without);

@@ -80,7 +80,13 @@ impl CommandSet {
             .collect();
         let user = cfg.home.join("commands");
         CommandSet {
-            found: Commands::discover(workspace, Some(&user), &reserved, cfg.trusted),
+            found: Commands::discover(
+                workspace,
+                Some(&user),
+                &reserved,
+                cfg.trusted,
+                &super::engine::front_end_commands(),
+            ),
             life,
         }
     }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use rein_core::Permissions;
-use rein_core::permission::normalise;
+use rein_core::normalise;
 
 use crate::exit::Failure;
 

@@ -313,7 +313,7 @@ fn the_tool_call_cap_may_be_lowered_but_not_raised_past_the_engine_default() {
     let (cfg, ignored) = applied("max_tool_calls_per_turn = 4\n");
     assert_eq!(cfg.max_tool_calls_per_turn, Some(4));
     assert!(ignored.is_empty(), "{ignored:?}");
-    let over = rein_core::gate::DEFAULT_MAX_TOOL_CALLS_PER_TURN + 1;
+    let over = rein_core::DEFAULT_MAX_TOOL_CALLS_PER_TURN + 1;
     let (cfg, ignored) = applied(&format!("max_tool_calls_per_turn = {over}\n"));
     assert_eq!(cfg.max_tool_calls_per_turn, None);
     assert_eq!(

@@ -438,7 +438,10 @@ fn a_folder_not_trusted_gets_no_worktree() {
     let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     let r = results(&o);
     assert!(
-        r[0].2 && r[0].1.contains("only in a folder the user trusts"),
+        r[0].2
+            && r[0]
+                .1
+                .contains("only in a folder the user trusts: `rein trust`)"),
         "{r:?}"
     );
     assert!(stdout(&env.rein(&["worktrees"])).contains("no worktrees kept"));

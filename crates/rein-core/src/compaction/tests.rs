@@ -94,9 +94,19 @@ fn the_ledger_holds_the_instruction_verbatim_the_todos_files_and_history() {
 
 #[test]
 fn empty_tiny_or_oversized_summaries_are_refused() {
-    assert!(check_summary("   ", 1000).is_err());
-    assert!(check_summary("ok", 1000).is_err());
-    assert!(check_summary(&"word ".repeat(400), 1000).is_err());
+    assert!(matches!(
+        check_summary("   ", 1000),
+        Err(SummaryError::Empty)
+    ));
+    assert!(matches!(
+        check_summary("ok", 1000),
+        Err(SummaryError::Malformed)
+    ));
+    let big = check_summary(&"word ".repeat(400), 1000).unwrap_err();
+    assert_eq!(
+        big.to_string(),
+        "the summary is too big (1999 bytes, limit 1000)"
+    );
     assert!(check_summary("## Goal\nfix the mean function", 1000).is_ok());
 }
 

@@ -48,6 +48,8 @@ pub struct EngineConfig {
     pub profile: Profile,
     /// Levers of the profile switched off (to measure what each brings).
     pub without: Vec<Lever>,
+    /// The front end's commands named in what the model is told.
+    pub front_end: crate::front_end::FrontEndCommands,
 }
 
 impl EngineConfig {
@@ -74,6 +76,7 @@ impl Default for EngineConfig {
             instructions_cap: crate::instructions::DEFAULT_CAP,
             profile: Profile::Full,
             without: Vec::new(),
+            front_end: Default::default(),
         }
     }
 }
@@ -94,6 +97,7 @@ pub(super) struct LoopConfig {
     pub instructions_cap: usize,
     pub profile: Profile,
     pub without: Vec<Lever>,
+    pub front_end: crate::front_end::FrontEndCommands,
 }
 
 impl LoopConfig {
@@ -114,6 +118,7 @@ impl LoopConfig {
             instructions_cap,
             profile,
             without,
+            front_end,
         } = config;
         let config = LoopConfig {
             provider_retries,
@@ -127,6 +132,7 @@ impl LoopConfig {
             instructions_cap,
             profile,
             without,
+            front_end,
         };
         (config, permissions, limits)
     }
@@ -219,6 +225,12 @@ impl AgentEngineBuilder {
 
     pub fn profile(mut self, profile: Profile) -> Self {
         self.config.profile = profile;
+        self
+    }
+
+    /// The front end's commands the model may be pointed to (`rein trust`).
+    pub fn front_end(mut self, commands: crate::front_end::FrontEndCommands) -> Self {
+        self.config.front_end = commands;
         self
     }
 
@@ -389,7 +401,8 @@ impl AgentEngineBuilder {
         // The task tool runs children of this very engine: it holds a
         // weak handle to it, made before the engine exists.
         let inner = Arc::new_cyclic(|me| {
-            let subagents = subagents.map(|c| Arc::new(SubAgents::new(me.clone(), c)));
+            let subagents = subagents
+                .map(|c| Arc::new(SubAgents::new(me.clone(), c, config.front_end.clone())));
             if let Some(s) = &subagents {
                 gate = gate.with_added(s.tools());
             }

@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 
 use super::builder::LoopConfig;
 use super::run::Finished;
+use crate::gate::Gate;
 use crate::profile::Lever;
 use crate::provider::ToolChoice;
 use crate::schema::{ToolCall, ToolSpec};
+use crate::tool::ToolAccess;
 
 mod nudges;
 
-use nudges::{EDIT_TOOLS, Looked, NextTurn, Snapshot};
+use nudges::{Looked, NextTurn, Snapshot};
 
 /// One run's coach.
 pub(super) struct Coach {
@@ -115,13 +117,15 @@ impl Coach {
     }
 }
 
-/// Keep only the tools that change files in `tools`, returning the whole
-/// list to put back; `None` (nothing narrowed) when none of them is there.
-pub(super) fn narrow_to_edits(tools: &mut Vec<ToolSpec>) -> Option<Vec<ToolSpec>> {
-    if !tools.iter().any(|t| EDIT_TOOLS.contains(&t.name.as_str())) {
+/// Keep only the tools that change files ([`ToolAccess::Write`], as
+/// `gate` knows them) in `tools`, returning the whole list to put back;
+/// `None` (nothing narrowed) when none of them is there.
+pub(super) fn narrow_to_edits(tools: &mut Vec<ToolSpec>, gate: &Gate) -> Option<Vec<ToolSpec>> {
+    let edits = |t: &ToolSpec| gate.access(&t.name) == Some(ToolAccess::Write);
+    if !tools.iter().any(edits) {
         return None;
     }
     let all = tools.clone();
-    tools.retain(|t| EDIT_TOOLS.contains(&t.name.as_str()));
+    tools.retain(edits);
     Some(all)
 }

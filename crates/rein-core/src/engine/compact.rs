@@ -73,9 +73,10 @@ impl AgentEngine {
                 let usage = Default::default();
                 ctx.record_call(provider.as_ref(), CallKind::Compaction, usage, false, began)
                     .await;
-                Err(format!("the summary call failed: {e}"))
+                Err(e.into())
             }
         };
+        let summary = summary.map_err(|e: compaction::SummaryError| e.to_string());
         let summarized = summary.is_ok();
         let note = summary.as_ref().err().cloned();
         let head =

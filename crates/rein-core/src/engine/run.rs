@@ -245,7 +245,7 @@ impl<'e> RunLoop<'e> {
         self.req.tool_choice = rule.tool_choice;
         let all_tools = rule
             .edits_only
-            .then(|| coach::narrow_to_edits(&mut self.req.tools))
+            .then(|| coach::narrow_to_edits(&mut self.req.tools, &self.gate))
             .flatten();
         let calls = self.answer(ctx).await;
         if let Some(all) = all_tools {

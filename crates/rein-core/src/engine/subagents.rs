@@ -93,12 +93,19 @@ pub(crate) struct SubAgents {
     started: AtomicU64,
     /// The sub-agents started with `background: true`.
     background: Arc<Background>,
+    /// The front end's commands the model is pointed to.
+    front_end: crate::front_end::FrontEndCommands,
 }
 
 impl SubAgents {
-    pub fn new(parent: Weak<Inner>, config: SubagentConfig) -> SubAgents {
+    pub fn new(
+        parent: Weak<Inner>,
+        config: SubagentConfig,
+        front_end: crate::front_end::FrontEndCommands,
+    ) -> SubAgents {
         SubAgents {
             parent,
+            front_end,
             runs: Default::default(),
             config,
             spent: Default::default(),

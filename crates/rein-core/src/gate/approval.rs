@@ -116,7 +116,7 @@ async fn remember(
     policy.grant(rules);
     for rule in rules {
         let text = rule.to_string();
-        if let Err(e) = ctx.store.add_grant(&ctx.session_id, rule).await {
+        if let Err(e) = ctx.session.store().add_grant(ctx.session.id(), rule).await {
             events(Event::Notice {
                 message: format!("could not remember `{text}` for this session: {e}"),
             });

@@ -210,7 +210,7 @@ impl Gate {
                     schema_check::check(&new, &entry.spec.parameters).map_err(|error| {
                         Refusal::HookRewroteInvalid {
                             tool: call.name.clone(),
-                            error,
+                            error: error.to_string(),
                         }
                     })?;
                     args = new;

@@ -114,6 +114,14 @@ impl ToolRegistry {
         self.get(name).map(|t| t.access)
     }
 
+    /// Where the named tool says `args` work (see
+    /// [`crate::tool::Tool::touches`]).
+    pub fn touches(&self, name: &str, args: &serde_json::Value) -> Vec<std::path::PathBuf> {
+        self.get(name)
+            .map(|t| t.tool.touches(args))
+            .unwrap_or_default()
+    }
+
     /// The tools the model may see: in plan mode none that write (programs
     /// run there in a read-only sandbox).
     pub fn specs(&self, mode: PermissionMode) -> Vec<ToolSpec> {

@@ -159,7 +159,7 @@ fn engine(
         .mode(PermissionMode::Auto)
         // Children that call the same tool again and again are what is
         // measured here, not the loop guard.
-        .loop_guard(rein_core::engine::LoopGuardConfig {
+        .loop_guard(rein_core::LoopGuardConfig {
             repeat_limit: 0,
             no_progress_turns: None,
         })

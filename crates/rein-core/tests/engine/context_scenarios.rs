@@ -111,11 +111,7 @@ async fn big_outputs_are_saved_to_a_file_and_the_model_gets_a_preview_and_the_pa
     let saved = dir.join(&id).join("b.txt");
     assert!(obs[0].output.contains(&saved.display().to_string()));
     // Core names no tool: the spill says how to read it (here, the default).
-    assert!(
-        obs[0]
-            .output
-            .contains(rein_core::tool::GENERIC_READING_HINT)
-    );
+    assert!(obs[0].output.contains(rein_core::GENERIC_READING_HINT));
     assert!(!obs[0].output.contains("read_file"));
     assert_eq!(
         std::fs::read_to_string(&saved).unwrap().lines().count(),

@@ -27,6 +27,11 @@ impl Tool for Edit {
     fn access(&self) -> ToolAccess {
         ToolAccess::Write
     }
+    /// Where it works: the file it is given (the folder's instructions
+    /// come with its result).
+    fn touches(&self, args: &Value) -> Vec<std::path::PathBuf> {
+        args["path"].as_str().map(Into::into).into_iter().collect()
+    }
     /// The file it writes, which the task ledger lists.
     fn assess(&self, args: &Value, ctx: &ToolContext) -> Assessment {
         Assessment {
@@ -72,7 +77,7 @@ impl Tool for Todos {
                 status: TodoStatus::Pending,
             },
         ];
-        ctx.store.set_todos(&ctx.session_id, &todos).await.unwrap();
+        ctx.session.set_todos(&todos).await.unwrap();
         Ok(ToolOutput::ok("saved"))
     }
 }

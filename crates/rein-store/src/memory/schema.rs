@@ -6,7 +6,7 @@ use super::Oops;
 use crate::SqliteOptions;
 use crate::error::{Context, Fail};
 use crate::migrations::{check_known, migrate, user_version};
-use rein_core::MemoryError;
+use rein_core::memory::MemoryError;
 
 /// The memory schema, as migration steps (see `migrations.rs` for the
 /// rules): step `i` brings a database from version `i` to `i + 1`.

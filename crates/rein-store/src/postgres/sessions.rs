@@ -6,12 +6,12 @@
 use async_trait::async_trait;
 use tokio_postgres::{Client, GenericClient, Row};
 
-use rein_core::in_memory_store::{new_session_id, resolve_prefix};
 use rein_core::time::now_millis;
 use rein_core::{
     CompactionRecord, LedgerEntry, Message, NewSession, Rule, SessionInfo, SessionStore,
     StopReason, StoreError, Todo,
 };
+use rein_core::{new_session_id, resolve_prefix};
 
 use super::PgStore;
 use super::error::{PgContext, PgFail};
@@ -51,7 +51,7 @@ pub(super) async fn resolve(db: &impl GenericClient, wanted: &str) -> Result<Str
     }
     // One more than is listed, to know there are more. `starts_with`
     // takes the prefix as text: no wildcard in it means anything.
-    let most = rein_core::store::AMBIGUOUS_SHOWN as i64 + 1;
+    let most = rein_core::AMBIGUOUS_SHOWN as i64 + 1;
     let rows = db
         .query(
             "SELECT id FROM sessions WHERE $1 <> '' AND starts_with(id, $1)

@@ -1,10 +1,11 @@
 //! The ledger of model calls and the compactions of a session.
 
+use rein_core::InMemorySessionStore;
 use rein_core::{
     CallKind, CompactionRecord, LedgerEntry, LedgerTotals, Message, Pricing, SessionStore,
     StoreError, Usage,
 };
-use rein_store::{InMemorySessionStore, SCHEMA_VERSION};
+use rein_store::SCHEMA_VERSION;
 
 use crate::fixtures::{open, raw, session, temp_db};
 

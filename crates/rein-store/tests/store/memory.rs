@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use rein_core::{
-    Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
-    NewMemory,
+    memory::Added, memory::Denial, memory::EditScope, memory::LongTermMemory, memory::MemoryChange,
+    memory::MemoryEntry, memory::MemoryError, memory::MemoryOrigin, memory::NewMemory,
 };
 use rein_store::SqliteMemory;
 

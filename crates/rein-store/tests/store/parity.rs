@@ -1,8 +1,8 @@
 //! Parity: the same script gives the same observable results against
 //! `SqliteStore` and `InMemorySessionStore`.
 
+use rein_core::InMemorySessionStore;
 use rein_core::{SessionStore, StoreError, TodoStatus};
-use rein_store::InMemorySessionStore;
 
 use crate::fixtures::{every_kind_of_message, open, session, temp_db, tick, todo};
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rein_core::schema::{AssistantMessage, ContentPart, FinishReason, Message, ToolCall, Usage};
+use rein_core::{AssistantMessage, ContentPart, FinishReason, Message, ToolCall, Usage};
 use rein_core::{Event, LedgerTotals, PermissionMode, Profile, StopReason};
 use rein_telemetry::{FailureReporter, TelemetryConfig};
 

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rein_core::CommandLimits;
-use rein_core::limits::human_bytes;
+use rein_core::human_bytes;
 use tokio::process::Command;
 
 /// Where command cgroups are made.

@@ -5,7 +5,7 @@
 use std::io;
 
 use rein_core::CommandLimits;
-use rein_core::limits::human_bytes;
+use rein_core::human_bytes;
 use tokio::process::Command;
 
 /// The rlimits of one command, computed before the fork.

@@ -1,6 +1,6 @@
 //! Matchers: which tools (or sources, triggers, agent types) a hook takes.
 
-use super::claude_name;
+use crate::claude_names::claude_name;
 
 /// Which tools a matcher takes.
 pub(crate) enum Matcher {

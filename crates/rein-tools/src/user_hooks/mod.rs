@@ -53,19 +53,6 @@ use matcher::Matcher;
 use process::{Ran, one_line, run_handler};
 pub use settings::{Handler, HookEntry, HookSet};
 
-/// Claude Code's name for a rein tool, so its matchers match.
-fn claude_name(name: &str) -> &str {
-    match name {
-        "bash" => "Bash",
-        "edit_file" => "Edit",
-        "write_file" => "Write",
-        "read_file" => "Read",
-        "grep" => "Grep",
-        "glob" => "Glob",
-        other => other,
-    }
-}
-
 /// The user's hooks of a run, by event: given to the engine as its
 /// [`rein_core::CallHook`] (tool events) and its
 /// [`rein_core::SessionHook`] (the others).

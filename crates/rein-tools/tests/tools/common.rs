@@ -60,7 +60,7 @@ impl Env {
             session_id: self.session.clone(),
             call_id: "call-1".into(),
             cancel,
-            store: self.store.clone(),
+            session: rein_core::SessionHandle::new(self.store.clone(), self.session.clone()),
             // Tool tests see the tools' own behaviour; the sandbox has its
             // own scenarios.
             sandbox: rein_core::SandboxPolicy {

@@ -168,7 +168,7 @@ impl Race {
             session_id: "race".into(),
             call_id: call.id.clone(),
             cancel: CancellationToken::new(),
-            store: self.store.clone(),
+            session: rein_core::SessionHandle::new(self.store.clone(), "race"),
             sandbox: Default::default(),
             read_roots: Vec::new(),
             events: None,

@@ -85,7 +85,7 @@ async fn context_lines(app: &mut App, engine: &AgentEngine) -> Vec<String> {
     let mut by_kind = [0u64; 4];
     let mut biggest: Vec<(u64, String)> = Vec::new();
     for m in &messages {
-        let n = rein_core::tokens::count_message(counter.as_ref(), m);
+        let n = rein_core::count_message(counter.as_ref(), m);
         let k = match m {
             Message::User { .. } => 0,
             Message::Assistant(_) => 1,

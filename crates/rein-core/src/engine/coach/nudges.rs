@@ -57,15 +57,13 @@ pub(crate) enum NextTurn {
     Free,
     /// A tool call.
     Call,
-    /// A call to a tool that changes a file: the model was told to make a
+    /// A call to a tool that changes a file (the only tools that turn is
+    /// offered): the model was told to make a
     /// change to files it has read (measured on the demo: told to make it
     /// with any tool allowed, the 1.5B model read the file again and
     /// answered with the diagnosis, in two runs of six).
     Edit,
 }
-
-/// The tools a [`NextTurn::Edit`] turn is offered.
-pub(crate) const EDIT_TOOLS: [&str; 2] = ["edit_file", "write_file"];
 
 /// What the turn after a nudge of `kind` for `answer` must do: make the
 /// change when the nudge asks for one and every file the answer names was

@@ -39,7 +39,7 @@ impl RunLoop<'_> {
             })
             .collect();
         let reminder = self.guard(ctx, &calls, &args).await?;
-        let notes = self.notes(reminder, &args);
+        let notes = self.notes(reminder, &calls, &args);
         let via = TurnGate {
             gate: &gate,
             policy: &self.policy,
@@ -97,14 +97,23 @@ impl RunLoop<'_> {
     /// What each call's result gets added: the guard's reminder, and the
     /// instructions of a folder below the workspace a call works in, the
     /// first time.
-    fn notes(&mut self, reminder: Option<String>, args: &[Option<Value>]) -> Vec<Option<String>> {
+    fn notes(
+        &mut self,
+        reminder: Option<String>,
+        calls: &[ToolCall],
+        args: &[Option<Value>],
+    ) -> Vec<Option<String>> {
         let workspace = &self.engine.inner.workspace;
-        args.iter()
-            .map(|a| {
-                let nested = a
+        let gate = &self.gate;
+        calls
+            .iter()
+            .zip(args)
+            .map(|(call, a)| {
+                let path = a
                     .as_ref()
-                    .and_then(call_path)
-                    .and_then(|path| self.inputs.instructions.nested(workspace, path));
+                    .and_then(|a| gate.touches(&call.name, a).into_iter().next());
+                let nested =
+                    path.and_then(|path| self.inputs.instructions.nested(workspace, &path));
                 match (&reminder, nested) {
                     (Some(n), Some(i)) => Some(format!("{n}{i}")),
                     (Some(n), None) => Some(n.clone()),
@@ -256,7 +265,7 @@ fn spawn_call(
         session_id: ctx.session_id.clone(),
         call_id: call.id.clone(),
         cancel: ctx.cancel.clone(),
-        store: engine.inner.store.clone(),
+        session: crate::tool::SessionHandle::new(engine.inner.store.clone(), &ctx.session_id),
         sandbox: Default::default(),
         read_roots: Vec::new(),
         events: None,
@@ -330,11 +339,4 @@ impl Finished {
             effects: CallEffects::default(),
         }
     }
-}
-
-/// The path a call's arguments name (`path`, or `file_path`), if any.
-fn call_path(args: &Value) -> Option<&str> {
-    args.get("path")
-        .or_else(|| args.get("file_path"))
-        .and_then(Value::as_str)
 }

@@ -14,11 +14,13 @@ use crate::schema::Usage;
 use crate::tokens::{CallKind, LedgerEntry};
 use crate::tool::{ToolError, ToolOutput};
 
-/// Close a sub-agent's worktree; what the parent is told about it.
+/// Close a sub-agent's worktree; what the parent is told about it
+/// (`lister`: the front end's command that lists kept worktrees).
 pub(super) fn close_worktree(
     worktrees: Option<&Arc<dyn Worktrees>>,
     workspace: &std::path::Path,
     wt: &Worktree,
+    lister: Option<&String>,
 ) -> String {
     let Some(worktrees) = worktrees else {
         return String::new();
@@ -33,9 +35,12 @@ pub(super) fn close_worktree(
         ),
         Ok(WorktreeEnd::Kept { changed, commits }) => format!(
             "its changes are in the worktree {} on branch {} ({changed} uncommitted file(s), \
-             {commits} commit(s)); `rein worktrees` lists it",
+             {commits} commit(s)){}",
             wt.path.display(),
-            wt.branch
+            wt.branch,
+            lister
+                .map(|c| format!("; {c} lists it"))
+                .unwrap_or_default()
         ),
         Err(e) => format!(
             "its worktree {} could not be closed: {e}",

@@ -149,10 +149,10 @@ impl SubAgents {
             .await;
         drop(slot);
         self.note_spent(&child, &ctx, &outcome, began).await;
-        let closed = launch
-            .worktree
-            .as_ref()
-            .map(|wt| close_worktree(self.config.worktrees.as_ref(), &workspace, wt));
+        let closed = launch.worktree.as_ref().map(|wt| {
+            let lister = self.front_end.worktrees.as_ref();
+            close_worktree(self.config.worktrees.as_ref(), &workspace, wt, lister)
+        });
         let notes = join_notes(note, closed);
         report(&agent, &outcome, notes.as_deref())
     }
@@ -229,10 +229,12 @@ impl SubAgents {
     /// A worktree for the sub-agent, when it runs isolated.
     async fn isolate(&self, parent: &AgentEngine, id: &str) -> Result<Worktree, ToolError> {
         let Some(worktrees) = self.config.worktrees.clone() else {
-            return Err(ToolError::new(
+            let trust = self.front_end.trust.as_ref();
+            return Err(ToolError::new(format!(
                 "isolation: worktree is not available here (rein makes worktrees only in a \
-                 folder the user trusts: `rein trust`)",
-            ));
+                 folder the user trusts{})",
+                trust.map(|c| format!(": {c}")).unwrap_or_default()
+            )));
         };
         let (workspace, id) = (parent.workspace().to_path_buf(), id.to_string());
         tokio::task::spawn_blocking(move || worktrees.create(&workspace, &id))
@@ -251,7 +253,11 @@ impl SubAgents {
         began: Instant,
     ) {
         let entry = spent_entry(child.provider().as_ref(), outcome, began);
-        let _ = ctx.store.add_ledger(&ctx.session_id, &entry).await;
+        let _ = ctx
+            .session
+            .store()
+            .add_ledger(&ctx.session_id, &entry)
+            .await;
         self.spent_map()
             .insert(spent_key(&ctx.session_id, &ctx.call_id), entry);
     }
@@ -266,18 +272,19 @@ impl SubAgents {
     ) -> ToolOutput {
         let provider = child.provider();
         let spent = self.spent.clone();
-        let (store, session) = (ctx.store.clone(), ctx.session_id.clone());
+        let (store, session) = (ctx.session.store().clone(), ctx.session_id.clone());
         let id = launch.id.as_str();
         let key = format!("bg:{session}:{id}");
         let began = Instant::now();
         let def = agent.clone();
         let worktrees = self.config.worktrees.clone();
+        let lister = self.front_end.worktrees.clone();
         let worktree = launch.worktree.clone();
         let finish = move |outcome: RunOutcome| {
             drop(slot);
             let closed = worktree
                 .as_ref()
-                .map(|wt| close_worktree(worktrees.as_ref(), &workspace, wt));
+                .map(|wt| close_worktree(worktrees.as_ref(), &workspace, wt, lister.as_ref()));
             let note = join_notes(note, closed);
             let entry = spent_entry(provider.as_ref(), &outcome, began);
             spent

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rein_core::{EditScope, LongTermMemory, MemoryError, MemoryOrigin};
+use rein_core::{
+    memory::EditScope, memory::LongTermMemory, memory::MemoryError, memory::MemoryOrigin,
+};
 use rein_store::{MEMORY_SCHEMA_VERSION, SqliteMemory, SqliteOptions};
 
 use super::{add, ids, note, open};

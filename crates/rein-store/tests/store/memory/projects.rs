@@ -1,7 +1,10 @@
 //! Scoping by project: a project sees its own and the global memories,
 //! and can never change or remove another project's.
 
-use rein_core::{Denial, EditScope, LongTermMemory, MemoryChange, MemoryError, MemoryOrigin};
+use rein_core::{
+    memory::Denial, memory::EditScope, memory::LongTermMemory, memory::MemoryChange,
+    memory::MemoryError, memory::MemoryOrigin,
+};
 
 use super::{add, ids, open, own};
 use crate::fixtures::{temp_db, tick};

@@ -2,7 +2,10 @@
 //! first within the byte budget, and each entry's origin shown.
 
 use rein_core::memory::{PROMPT_HEADING, prompt_section};
-use rein_core::{EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryOrigin};
+use rein_core::{
+    memory::EditScope, memory::LongTermMemory, memory::MemoryChange, memory::MemoryEntry,
+    memory::MemoryOrigin,
+};
 
 use super::{add, note, open};
 use crate::fixtures::{temp_db, tick};

@@ -5,8 +5,8 @@
 
 use rein_core::memory::prompt_section;
 use rein_core::{
-    Added, Denial, EditScope, LongTermMemory, MemoryChange, MemoryEntry, MemoryError, MemoryOrigin,
-    NewMemory,
+    memory::Added, memory::Denial, memory::EditScope, memory::LongTermMemory, memory::MemoryChange,
+    memory::MemoryEntry, memory::MemoryError, memory::MemoryOrigin, memory::NewMemory,
 };
 use rein_store::{PG_MEMORY_SCHEMA_VERSION, PgMemory};
 

@@ -217,7 +217,7 @@ async fn writes_to_a_hard_link_replace_it_instead_of_writing_the_outside_file() 
             session_id: "s".into(),
             call_id: "c1".into(),
             cancel: CancellationToken::new(),
-            store: store.clone(),
+            session: rein_core::SessionHandle::new(store.clone(), "s"),
             sandbox: Default::default(),
             read_roots: Vec::new(),
             events: None,

@@ -415,7 +415,7 @@ async fn run_case(
             session_id: session.to_string(),
             call_id: call.id.clone(),
             cancel: CancellationToken::new(),
-            store: store.clone(),
+            session: rein_core::SessionHandle::new(store.clone(), session),
             sandbox: Default::default(),
             read_roots: Vec::new(),
             events: None,

@@ -57,7 +57,7 @@ impl Lim {
             session_id: self.session.clone(),
             call_id: "limits".into(),
             cancel,
-            store: self.store.clone(),
+            session: rein_core::SessionHandle::new(self.store.clone(), self.session.clone()),
             sandbox: SandboxPolicy {
                 mode: SandboxMode::WorkspaceWrite,
                 limits,
