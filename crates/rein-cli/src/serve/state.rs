@@ -252,7 +252,7 @@ impl Server {
     }
 
     /// `workspace` (canonical) unless no session may work there (see
-    /// [`crate::workspace_check`]).
+    /// [`crate::setup::workspace`]).
     fn fit(workspace: &Path) -> Result<(), Failure> {
         match crate::setup::workspace::unfit(workspace, workspace) {
             Some(why) => Err(Failure::bad_request(why)),
