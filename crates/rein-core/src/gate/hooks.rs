@@ -98,6 +98,9 @@ pub enum HookVerdict {
     Continue,
     /// Go on with these arguments instead.
     Rewrite(Value),
+    /// Go on with these arguments instead, without asking the user (a
+    /// deny rule or plan mode still refuse it).
+    AllowRewritten(Value),
     /// Do not run it; the model gets this reason as an error observation.
     Veto(String),
     /// Go on, but as a high-risk call: it is asked about in every mode
@@ -206,14 +209,10 @@ impl Gate {
                     halted = Some(why);
                     break;
                 }
-                HookVerdict::Rewrite(new) => {
-                    schema_check::check(&new, &entry.spec.parameters).map_err(|error| {
-                        Refusal::HookRewroteInvalid {
-                            tool: call.name.clone(),
-                            error: error.to_string(),
-                        }
-                    })?;
-                    args = new;
+                HookVerdict::Rewrite(new) => args = checked(call, entry, new)?,
+                HookVerdict::AllowRewritten(new) => {
+                    args = checked(call, entry, new)?;
+                    allowed = true;
                 }
             }
         }
@@ -230,4 +229,15 @@ impl Gate {
             allowed,
         })
     }
+}
+
+/// A hook's new arguments for a call, checked against the tool's schema.
+fn checked(call: &ToolCall, entry: &Registered, new: Value) -> Result<Value, ToolError> {
+    schema_check::check(&new, &entry.spec.parameters).map_err(|error| {
+        Refusal::HookRewroteInvalid {
+            tool: call.name.clone(),
+            error: error.to_string(),
+        }
+    })?;
+    Ok(new)
 }

@@ -15,14 +15,17 @@
 //!   `Notification`, `SessionEnd` ([`session`]).
 //!
 //! A matcher is a name, names joined by `|`, a regular expression, or `*`
-//! (empty: every one). Tool events match the tool's name (Claude's names
-//! match rein's: `Bash` is `bash`, `Edit` is `edit_file`...); the others
+//! (empty: every one). Tool events match the tool's name, Claude's or
+//! rein's (`Bash` and `bash`, `Edit` and `edit_file`...); the others
 //! match the start's source, the compaction's trigger, the agent's type,
 //! the notification's type or the end's reason, and `UserPromptSubmit` and
 //! `Stop` take no matcher. Matching hooks run side by side, each with the
-//! event JSON on stdin (`session_id`, `transcript_path` (null: sessions are
-//! in SQLite), `cwd`, `permission_mode`, `hook_event_name`, `agent_id` in a
-//! sub-agent, and the event's own fields) and a timeout (60 s by default).
+//! event JSON on stdin in Claude Code's words ([`crate::claude_names`]:
+//! `session_id`, `transcript_path` (null: sessions are in SQLite), `cwd`,
+//! `permission_mode` (`default`, `acceptEdits`, `plan`,
+//! `bypassPermissions`), `hook_event_name`, `agent_id` in a sub-agent, and
+//! the event's own fields: `tool_name` and `tool_input` with Claude's tool
+//! names and keys) and a timeout (60 s by default).
 //! A hook runs on the host as every host process does
 //! ([`rein_core::host_process`]): in an empty folder of rein's, not the
 //! workspace (the project is `cwd` in its input and `$REIN_PROJECT_DIR` /
@@ -40,6 +43,8 @@ use std::path::Path;
 use rein_core::HookRun;
 use rein_core::host_process::HostLaunch;
 use serde_json::{Value, json};
+
+use crate::claude_names::claude_mode;
 
 mod event;
 mod matcher;
@@ -130,7 +135,7 @@ fn event_json(event: HookEvent, run: &HookRun) -> Value {
         // is no transcript file to point at.
         "transcript_path": Value::Null,
         "cwd": run.workspace,
-        "permission_mode": run.mode.to_string(),
+        "permission_mode": claude_mode(run.mode),
         "hook_event_name": event.as_str(),
     });
     if let Some(id) = &run.agent_id {

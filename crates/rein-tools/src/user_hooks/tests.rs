@@ -54,7 +54,7 @@ async fn exit_codes_and_json_decide_the_call() {
         let h = handler(cmd);
         let input = input.clone();
         let launch = HostLaunch::for_project(dir.path());
-        async move { verdict(&h, &run_handler(&h, &input, &launch).await) }
+        async move { verdict(&h, &run_handler(&h, &input, &launch).await, "bash") }
     };
     assert_eq!(
         run("cat >/dev/null; echo 'no rm here' >&2; exit 2").await,
@@ -82,10 +82,98 @@ async fn exit_codes_and_json_decide_the_call() {
     slow.timeout = Some(1);
     slow.fail_closed = true;
     let ran = run_handler(&slow, &input, &HostLaunch::for_project(dir.path())).await;
-    let HookVerdict::Veto(why) = verdict(&slow, &ran) else {
+    let HookVerdict::Veto(why) = verdict(&slow, &ran, "bash") else {
         panic!("a fail-closed hook that times out blocks");
     };
     assert!(why.contains("timed out after 1 s"), "{why}");
+}
+
+#[tokio::test]
+async fn claude_shaped_json_answers_rewrite_in_reins_keys_and_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = json!({"tool_name": "Write"});
+    let run = |cmd: &str| {
+        let h = handler(cmd);
+        let input = input.clone();
+        let launch = HostLaunch::for_project(dir.path());
+        async move { verdict(&h, &run_handler(&h, &input, &launch).await, "write_file") }
+    };
+    // Claude's keys come back as rein's; with `allow`, it is not asked.
+    assert_eq!(
+        run(r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"file_path":"b.txt","content":"x"}}}'"#).await,
+        HookVerdict::AllowRewritten(json!({"path": "b.txt", "content": "x"}))
+    );
+    assert_eq!(
+        run(
+            r#"echo '{"hookSpecificOutput":{"updatedInput":{"file_path":"b.txt","content":"x"}}}'"#
+        )
+        .await,
+        HookVerdict::Rewrite(json!({"path": "b.txt", "content": "x"}))
+    );
+    assert_eq!(
+        run(r#"echo '{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"check it"}}'"#).await,
+        HookVerdict::Escalate("check it".into())
+    );
+    assert_eq!(
+        run(r#"echo '{"decision":"block","reason":"no"}'"#).await,
+        HookVerdict::Veto("no".into())
+    );
+    assert_eq!(
+        run(r#"echo '{"continue":false,"stopReason":"enough"}'"#).await,
+        HookVerdict::Halt("enough".into())
+    );
+    assert_eq!(
+        run(r#"echo '{"systemMessage":"careful","suppressOutput":true}'"#).await,
+        HookVerdict::Warn("careful".into())
+    );
+}
+
+#[tokio::test]
+async fn tool_hooks_read_claudes_names_keys_and_mode() {
+    use rein_core::{CallHook, ToolCall, ToolOutput};
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = run_in(dir.path());
+    run.mode = rein_core::PermissionMode::AcceptEdits;
+    let save = |name: &str| format!("cat > \"$REIN_PROJECT_DIR/{name}.json\"");
+    let h = hooks(json!({
+        "PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": save("pre")}]}],
+        "PostToolUse": [{"matcher": "edit_file", "hooks": [{"type": "command", "command": save("post")}]}]
+    }));
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "edit_file".into(),
+        arguments: "{}".into(),
+    };
+    let args = json!({"path": "a.rs", "old_string": "x", "new_string": "y"});
+    assert_eq!(
+        h.before_call_in(&call, &args, &run).await,
+        HookVerdict::Continue
+    );
+    let output = ToolOutput::ok("edited");
+    h.after_call_in(&call, &args, &output, &run).await;
+    let read = |name: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let pre = read("pre");
+    assert_eq!(pre["hook_event_name"], "PreToolUse");
+    assert_eq!(pre["tool_name"], "Edit");
+    assert_eq!(
+        pre["tool_input"],
+        json!({"file_path": "a.rs", "old_string": "x", "new_string": "y"})
+    );
+    assert_eq!(pre["permission_mode"], "acceptEdits");
+    assert_eq!(pre["session_id"], "s1");
+    assert_eq!(pre["cwd"], json!(dir.path()));
+    assert_eq!(pre["transcript_path"], Value::Null);
+    let post = read("post");
+    assert_eq!(post["hook_event_name"], "PostToolUse");
+    assert_eq!(post["tool_name"], "Edit");
+    assert_eq!(post["tool_response"]["filePath"], "a.rs");
+    assert_eq!(post["tool_response"]["success"], true);
+    assert_eq!(post["tool_response"]["output"], "edited");
 }
 
 fn hooks(block: Value) -> UserHooks {

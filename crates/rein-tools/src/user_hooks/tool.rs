@@ -10,14 +10,31 @@ use rein_core::{
 use serde_json::{Value, json};
 
 use super::{Handler, HookEvent, Ran, UserHooks, event_json, one_line, short_name};
+use crate::claude_names::{claude_input, claude_name, rein_input};
 
-/// The event JSON of a tool event.
+/// The event JSON of a tool event, in Claude Code's words: the tool's
+/// name and its arguments' keys as Claude names them.
 fn tool_event(event: HookEvent, call: &ToolCall, args: &Value, run: &HookRun) -> Value {
     let mut input = event_json(event, run);
-    input["tool_name"] = json!(call.name);
-    input["tool_input"] = args.clone();
+    input["tool_name"] = json!(claude_name(&call.name));
+    input["tool_input"] = claude_input(&call.name, args);
     input["tool_use_id"] = json!(call.id);
     input
+}
+
+/// What a call gave back, as a PostToolUse hook reads it: rein's text
+/// (`output`, `is_error`), and Claude's `success` and, for a file tool,
+/// `filePath`.
+fn tool_response(call: &ToolCall, args: &Value, output: &ToolOutput) -> Value {
+    let mut response = json!({
+        "output": output.content,
+        "is_error": output.is_error,
+        "success": !output.is_error,
+    });
+    if let Some(path) = claude_input(&call.name, args)["file_path"].as_str() {
+        response["filePath"] = json!(path);
+    }
+    response
 }
 
 #[async_trait]
@@ -39,7 +56,7 @@ impl CallHook for UserHooks {
                 &run.workspace,
             )
             .await;
-        strongest(ran.iter().map(|(h, r)| verdict(h, r)).collect())
+        strongest(ran.iter().map(|(h, r)| verdict(h, r, &call.name)).collect())
     }
 
     async fn after_call_in(
@@ -58,7 +75,7 @@ impl CallHook for UserHooks {
             return AfterCall::Nothing;
         }
         let mut input = tool_event(event, call, args, run);
-        input["tool_response"] = json!({"output": output.content, "is_error": output.is_error});
+        input["tool_response"] = tool_response(call, args, output);
         let ran = self
             .run(event, Some(&call.name), &input, &run.workspace)
             .await;
@@ -209,8 +226,8 @@ impl NonEmpty for AfterCall {
     }
 }
 
-/// What one PreToolUse handler's outcome means for the call.
-pub(super) fn verdict(handler: &Handler, ran: &Ran) -> HookVerdict {
+/// What one PreToolUse handler's outcome means for a call of `tool`.
+pub(super) fn verdict(handler: &Handler, ran: &Ran, tool: &str) -> HookVerdict {
     let name = short_name(handler);
     if let Some(why) = ran.failure() {
         return if handler.fail_closed {
@@ -227,11 +244,14 @@ pub(super) fn verdict(handler: &Handler, ran: &Ran) -> HookVerdict {
         );
     }
     ran.json()
-        .map_or(HookVerdict::Continue, |out| from_json(&out))
+        .map_or(HookVerdict::Continue, |out| from_json(&out, tool))
 }
 
-/// A successful PreToolUse hook's JSON.
-fn from_json(out: &Value) -> HookVerdict {
+/// A successful PreToolUse hook's JSON, as Claude Code documents it: a
+/// stop (`continue: false`), then `permissionDecision` (or the older
+/// `decision`) with its reason, `updatedInput` in Claude's keys (with
+/// `allow`, the new input runs without asking), `systemMessage`.
+fn from_json(out: &Value, tool: &str) -> HookVerdict {
     let specific = &out["hookSpecificOutput"];
     let reason = text(&specific["permissionDecisionReason"])
         .or_else(|| text(&out["reason"]))
@@ -247,15 +267,21 @@ fn from_json(out: &Value) -> HookVerdict {
         Some("ask") => return HookVerdict::Escalate(reason),
         _ => {}
     }
+    let allow = matches!(decision, Some("allow" | "approve"));
     if let Some(input) = specific.get("updatedInput").filter(|v| v.is_object()) {
-        return HookVerdict::Rewrite(input.clone());
+        let args = rein_input(tool, input);
+        return if allow {
+            HookVerdict::AllowRewritten(args)
+        } else {
+            HookVerdict::Rewrite(args)
+        };
     }
-    match decision {
-        Some("allow" | "approve") => HookVerdict::Allow,
-        _ => match text(&out["systemMessage"]) {
-            Some(message) => HookVerdict::Warn(message),
-            None => HookVerdict::Continue,
-        },
+    if allow {
+        return HookVerdict::Allow;
+    }
+    match text(&out["systemMessage"]) {
+        Some(message) => HookVerdict::Warn(message),
+        None => HookVerdict::Continue,
     }
 }
 
@@ -266,7 +292,7 @@ fn strongest(verdicts: Vec<HookVerdict>) -> HookVerdict {
         HookVerdict::Halt(_) => 6,
         HookVerdict::Veto(_) => 5,
         HookVerdict::Escalate(_) => 4,
-        HookVerdict::Rewrite(_) => 3,
+        HookVerdict::Rewrite(_) | HookVerdict::AllowRewritten(_) => 3,
         HookVerdict::Allow => 2,
         HookVerdict::Warn(_) => 1,
         HookVerdict::Continue => 0,
