@@ -13,6 +13,7 @@ mod cli {
     mod exec;
     mod fault_soak;
     mod hooks;
+    mod hooks_claude;
     mod host_isolation;
     mod http_providers;
     mod mcp;

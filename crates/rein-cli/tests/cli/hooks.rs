@@ -9,12 +9,13 @@ use serde_json::json;
 
 use super::support::*;
 
-fn settings(path: &std::path::Path, hooks: serde_json::Value) {
+pub(super) fn settings(path: &std::path::Path, hooks: serde_json::Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, json!({"hooks": hooks}).to_string()).unwrap();
 }
 
-fn results(o: &std::process::Output) -> Vec<(String, bool)> {
+/// Each call's result preview and whether it failed, in order.
+pub(super) fn results(o: &std::process::Output) -> Vec<(String, bool)> {
     json_lines(o)
         .iter()
         .filter(|e| e["type"] == "tool_finished")

@@ -125,17 +125,18 @@ fn two_children_script(env: &Env) -> String {
     )
 }
 
-/// Hooks: each child's start, calls and stop, with its id and type.
+/// Hooks: each child's start, calls (named as Claude Code names the
+/// tools) and stop, with its id and type.
 fn the_hooks_saw_each_child(log: &Path) {
     let log = std::fs::read_to_string(log).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert!(
-        lines.iter().any(|l| l.starts_with("PreToolUse main task")),
+        lines.iter().any(|l| l.starts_with("PreToolUse main Task")),
         "{log}"
     );
     let read = lines
         .iter()
-        .find(|l| l.starts_with("PreToolUse") && l.ends_with("read_file"))
+        .find(|l| l.starts_with("PreToolUse") && l.ends_with(" Read"))
         .unwrap();
     assert!(
         !read.contains(" main "),
