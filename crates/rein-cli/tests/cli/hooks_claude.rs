@@ -140,7 +140,7 @@ print(json.dumps({"hookSpecificOutput": {
 "#;
 
 #[test]
-fn a_hooks_updated_input_in_claudes_keys_runs_allowed_but_never_in_plan_mode() {
+fn a_hooks_updated_input_in_claudes_keys_runs_allowed_but_not_past_plan_mode_or_a_deny_rule() {
     let env = Env::new();
     let command = hook_script(&env, "redirect.py", REDIRECT_WRITES);
     settings(
@@ -169,4 +169,15 @@ fn a_hooks_updated_input_in_claudes_keys_runs_allowed_but_never_in_plan_mode() {
         "hi\n"
     );
     assert!(!env.path("asked.txt").exists());
+    // A deny rule on the path the hook gave refuses it all the same.
+    std::fs::remove_file(env.path("other.txt")).unwrap();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[permissions]\ndeny = [\"write_file(other.txt)\"]\n",
+    )
+    .unwrap();
+    let o = env.replay_json(&script, &["go"]);
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
+    assert!(results(&o)[0].1, "{:?}", results(&o));
+    assert!(!env.path("other.txt").exists() && !env.path("asked.txt").exists());
 }
