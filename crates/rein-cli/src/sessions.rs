@@ -36,6 +36,10 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
                 .delete_session(&info.id)
                 .await
                 .map_err(store_failure)?;
+            // The transcript written for its hooks goes with it.
+            if let Some(file) = rein_tools::user_hooks::Transcripts::file(&cfg.home, &info.id) {
+                let _ = std::fs::remove_file(file);
+            }
             // Its checkpoints go with it (those other sessions use stay).
             let index = cfg
                 .home

@@ -213,7 +213,7 @@ pub fn engine_builder(
 ) -> rein_core::AgentEngineBuilder {
     let profile = profile_for(cfg, provider.as_ref());
     let provider_window = provider.capabilities().context_window;
-    let mut builder = AgentEngine::builder(provider, store)
+    let mut builder = AgentEngine::builder(provider, store.clone())
         .workspace(workspace)
         .front_end(front_end_commands())
         .profile(profile)
@@ -259,7 +259,12 @@ pub fn engine_builder(
         }
     };
     if let Some(hooks) = rein_tools::user_hooks::UserHooks::new(extras.hooks) {
-        let hooks = Arc::new(hooks.with_env_allow(cfg.permissions.env_allow.clone()));
+        let transcripts = rein_tools::user_hooks::Transcripts::new(store.clone(), &cfg.home);
+        let hooks = Arc::new(
+            hooks
+                .with_env_allow(cfg.permissions.env_allow.clone())
+                .with_transcripts(transcripts),
+        );
         builder = builder.hook(hooks.clone()).session_hook(hooks);
     }
     if cfg.checkpoints {

@@ -82,7 +82,7 @@ fn logged(path: &Path) -> Vec<Value> {
 }
 
 #[test]
-fn an_edit_or_write_hook_sees_file_path_and_accept_edits() {
+fn an_edit_or_write_hook_sees_file_path_accept_edits_and_the_transcript() {
     let env = Env::new();
     let log = env.home.path().join("seen.jsonl");
     let hook = format!(
@@ -126,6 +126,19 @@ fn an_edit_or_write_hook_sees_file_path_and_accept_edits() {
     }
     assert_eq!(seen[1]["tool_input"]["old_string"], "old");
     assert_eq!(seen[1]["tool_input"]["new_string"], "new");
+    // The transcript holds the session so far, the call the hook is
+    // asked about included, in Claude's shape.
+    let transcript = logged(Path::new(seen[1]["transcript_path"].as_str().unwrap()));
+    assert_eq!(transcript[0]["message"]["content"], "go", "{transcript:?}");
+    let calls: Vec<&str> = transcript
+        .iter()
+        .filter_map(|l| l["message"]["content"][0]["name"].as_str())
+        .collect();
+    assert_eq!(calls, ["Write", "Edit"], "{transcript:?}");
+    // Deleting the session deletes it.
+    let id = seen[1]["session_id"].as_str().unwrap();
+    assert_eq!(env.rein(&["sessions", "delete", id]).status.code(), Some(0));
+    assert!(!Path::new(seen[1]["transcript_path"].as_str().unwrap()).exists());
 }
 
 /// A hook that allows every Write and sends it to `other.txt`, in

@@ -21,7 +21,8 @@
 //! the notification's type or the end's reason, and `UserPromptSubmit` and
 //! `Stop` take no matcher. Matching hooks run side by side, each with the
 //! event JSON on stdin in Claude Code's words ([`crate::claude_names`]:
-//! `session_id`, `transcript_path` (null: sessions are in SQLite), `cwd`,
+//! `session_id`, `transcript_path` ([`transcript`]: the session's
+//! messages as a JSONL file in Claude's shape, written just before), `cwd`,
 //! `permission_mode` (`default`, `acceptEdits`, `plan`,
 //! `bypassPermissions`), `hook_event_name`, `agent_id` in a sub-agent, and
 //! the event's own fields: `tool_name` and `tool_input` with Claude's tool
@@ -52,11 +53,13 @@ mod process;
 mod session;
 mod settings;
 mod tool;
+mod transcript;
 
 pub use event::{HookEvent, UnknownEvent};
 use matcher::Matcher;
 use process::{Ran, one_line, run_handler};
 pub use settings::{Handler, HookEntry, HookSet};
+pub use transcript::Transcripts;
 
 /// The user's hooks of a run, by event: given to the engine as its
 /// [`rein_core::CallHook`] (tool events) and its
@@ -65,6 +68,9 @@ pub struct UserHooks {
     by_event: BTreeMap<HookEvent, Vec<(Matcher, Handler)>>,
     /// Names of rein's variables hooks get besides the allowlist.
     env_allow: Vec<String>,
+    /// Where the session's transcript is written for `transcript_path`
+    /// (None: it is null).
+    transcripts: Option<Transcripts>,
 }
 
 impl UserHooks {
@@ -82,6 +88,7 @@ impl UserHooks {
         (!by_event.is_empty()).then_some(UserHooks {
             by_event,
             env_allow: Vec::new(),
+            transcripts: None,
         })
     }
 
@@ -89,6 +96,13 @@ impl UserHooks {
     /// `env_allow`); the others of the allowlist's reach them anyway.
     pub fn with_env_allow(mut self, names: Vec<String>) -> UserHooks {
         self.env_allow = names;
+        self
+    }
+
+    /// Write each session's transcript for its hooks to read
+    /// (`transcript_path`).
+    pub fn with_transcripts(mut self, transcripts: Transcripts) -> UserHooks {
+        self.transcripts = Some(transcripts);
         self
     }
 
@@ -106,7 +120,8 @@ impl UserHooks {
     }
 
     /// Run the handlers of `event` whose matcher takes `subject` (every
-    /// one when None), side by side, with `input` on stdin.
+    /// one when None), side by side, with `input` on stdin (and the
+    /// session's transcript written for them first).
     async fn run(
         &self,
         event: HookEvent,
@@ -117,13 +132,34 @@ impl UserHooks {
         let Some(hooks) = self.by_event.get(&event) else {
             return Vec::new();
         };
-        let launch = self.launch(project);
-        let launch = &launch;
-        let runs = hooks
+        let matching: Vec<&Handler> = hooks
             .iter()
             .filter(|(m, _)| subject.is_none_or(|s| m.takes(s)))
-            .map(|(_, h)| async move { (h.clone(), run_handler(h, input, launch).await) });
+            .map(|(_, h)| h)
+            .collect();
+        if matching.is_empty() {
+            return Vec::new();
+        }
+        let input = &self.with_transcript(input).await;
+        let launch = self.launch(project);
+        let launch = &launch;
+        let runs = matching
+            .into_iter()
+            .map(|h| async move { (h.clone(), run_handler(h, input, launch).await) });
         futures_util::future::join_all(runs).await
+    }
+
+    /// `input` with `transcript_path` naming the session's transcript,
+    /// written now; as it is when there is none.
+    async fn with_transcript(&self, input: &Value) -> Value {
+        let mut input = input.clone();
+        let session = input["session_id"].as_str().unwrap_or_default().to_string();
+        if let Some(t) = &self.transcripts
+            && let Some(path) = t.write(&session).await
+        {
+            input["transcript_path"] = json!(path);
+        }
+        input
     }
 }
 
@@ -131,8 +167,7 @@ impl UserHooks {
 fn event_json(event: HookEvent, run: &HookRun) -> Value {
     let mut input = json!({
         "session_id": run.session_id,
-        // Sessions live in SQLite (`rein sessions show ID --json`): there
-        // is no transcript file to point at.
+        // Set when the hooks run, if rein writes transcripts.
         "transcript_path": Value::Null,
         "cwd": run.workspace,
         "permission_mode": claude_mode(run.mode),
