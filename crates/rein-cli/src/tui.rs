@@ -174,13 +174,14 @@ fn expand_command(commands: &CommandSet) -> rein_tui::ExpandCommand {
 }
 
 /// The skills a message names (`$name`), attached by the shared
-/// preparation; none when there are no skills.
+/// preparation, which also names a `$name` that is no skill (even when
+/// there are no skills at all).
 fn attach_skills(attachments: &Attachments) -> Option<rein_tui::AttachSkills> {
     let attachments = attachments.clone();
-    (!attachments.skills.skills.is_empty()).then(|| {
+    Some(
         Arc::new(move |message: String| attachments.attach_skills(&message))
-            as rein_tui::AttachSkills
-    })
+            as rein_tui::AttachSkills,
+    )
 }
 
 /// The MCP servers as the app shows them: their status, the notes that

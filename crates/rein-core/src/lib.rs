@@ -101,6 +101,7 @@ mod provider;
 pub mod rewind;
 mod schema;
 pub mod schema_check;
+pub mod skill_mentions;
 mod store;
 pub mod text;
 pub mod time;

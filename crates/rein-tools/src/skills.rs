@@ -141,29 +141,38 @@ impl Skills {
         (text, Some(note))
     }
 
-    /// `message` with the skills it names as `$name` attached after it.
-    pub fn attach_mentions(&self, message: &str) -> String {
-        let mut named: Vec<&Skill> = Vec::new();
-        for word in message.split_whitespace() {
-            let Some(name) = word.strip_prefix('$') else {
-                continue;
-            };
-            let name = name.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
-            if let Some(skill) = self.get(name)
-                && !named.iter().any(|s| s.name == skill.name)
-            {
-                named.push(skill);
+    /// `message` with the skills it names as `$name` attached after it
+    /// (what a mention is: [`rein_core::skill_mentions`]), and a note for
+    /// each name that is no skill.
+    pub fn attach_mentions(&self, message: &str) -> (String, Vec<String>) {
+        let mut out = message.to_string();
+        let mut notes = Vec::new();
+        for name in rein_core::skill_mentions::mentions(message) {
+            match self.get(name) {
+                Some(skill) => {
+                    out.push_str(&rein_core::skill_mentions::attached_header(name));
+                    out.push_str(&loaded(skill));
+                }
+                None => notes.push(format!(
+                    "no skill named `{name}`, so `${name}` attached nothing; {}",
+                    self.known()
+                )),
             }
         }
-        let mut out = message.to_string();
-        for skill in named {
-            out.push_str(&format!(
-                "\n\n[skill `{}`, attached by the user]\n{}",
-                skill.name,
-                loaded(skill)
-            ));
-        }
-        out
+        (out, notes)
+    }
+
+    /// `the skills are: a, b` (or `none`), for a name that is no skill.
+    fn known(&self) -> String {
+        let names: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
+        format!(
+            "the skills are: {}",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
     }
 }
 
@@ -292,17 +301,10 @@ impl Tool for SkillTool {
         let name = args["name"].as_str().unwrap_or("").trim();
         match self.skills.get(name) {
             Some(skill) => Ok(ToolOutput::ok(loaded(skill))),
-            None => {
-                let names: Vec<&str> = self.skills.skills.iter().map(|s| s.name.as_str()).collect();
-                Err(ToolError::new(format!(
-                    "no skill named `{name}`; the skills are: {}",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                )))
-            }
+            None => Err(ToolError::new(format!(
+                "no skill named `{name}`; {}",
+                self.skills.known()
+            ))),
         }
     }
 }
@@ -457,13 +459,39 @@ mod tests {
         assert!(out.content.contains("scripts/run.py"), "{}", out.content);
         let err = tool.call(json!({"name": "nope"}), ctx).await.unwrap_err();
         assert!(err.to_string().contains("the skills are: pdf"), "{err}");
-        let message = skills.attach_mentions("Fill the form with $pdf, please.");
+        let (message, notes) = skills.attach_mentions("Fill the form with $pdf, please.");
         assert!(
             message.starts_with(
                 "Fill the form with $pdf, please.\n\n[skill `pdf`, attached by the user]"
             ),
             "{message}"
         );
-        assert_eq!(skills.attach_mentions("costs $5"), "costs $5");
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            skills.attach_mentions("costs $5, see $HOME and `$x`"),
+            ("costs $5, see $HOME and `$x`".to_string(), Vec::new())
+        );
+    }
+
+    #[test]
+    fn an_unknown_skill_mention_is_named_in_a_note_with_the_skills_there_are() {
+        let root = tempfile::tempdir().unwrap();
+        skill(
+            &root.path().join(".rein/skills"),
+            "pdf",
+            "---\nname: pdf\ndescription: PDFs\n---\nBody.",
+        );
+        let skills = Skills::discover(root.path(), None, true);
+        let (message, notes) = skills.attach_mentions("use $pfd and $pdf");
+        assert!(message.contains("[skill `pdf`, attached by the user]"));
+        assert_eq!(
+            notes,
+            ["no skill named `pfd`, so `$pfd` attached nothing; the skills are: pdf"]
+        );
+        let (_, notes) = Skills::default().attach_mentions("use $greeter");
+        assert_eq!(
+            notes,
+            ["no skill named `greeter`, so `$greeter` attached nothing; the skills are: none"]
+        );
     }
 }

@@ -150,9 +150,21 @@ pub enum Modal {
 pub struct Popup {
     pub items: Vec<String>,
     pub selected: usize,
-    /// For `@path` completion: the char column where the token starts.
+    /// For `@path` and `$skill` completion: the char column where the
+    /// token starts.
     pub token_start: usize,
-    pub slash: bool,
+    pub kind: PopupKind,
+}
+
+/// What a completion popup completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PopupKind {
+    /// A `/command` (the whole input).
+    Command,
+    /// An `@path` in the workspace.
+    File,
+    /// A `$skill` name.
+    Skill,
 }
 
 pub struct App {

@@ -1,5 +1,5 @@
-//! Completion for the input box: slash commands, `@path` file references
-//! and the fuzzy matcher both use.
+//! Completion for the input box: slash commands, `@path` file references,
+//! `$skill` names and the fuzzy matcher they use.
 //!
 //! The matcher scores a case-insensitive subsequence match, rewarding
 //! runs of consecutive characters and characters that start a word (after
@@ -331,20 +331,35 @@ impl FileIndex {
     }
 }
 
-/// The `@` reference the cursor is in: if the chars before `cursor_col`
-/// back to the previous whitespace start with `@`, its start column and
-/// the query after the `@` (both in chars).
+/// The `@` reference the cursor is in (see [`sigil_token`]).
 pub fn at_token(line: &str, cursor_col: usize) -> Option<(usize, String)> {
+    sigil_token(line, cursor_col, '@')
+}
+
+/// The `sigil`-led word the cursor is in: if the chars before
+/// `cursor_col` back to the previous whitespace start with `sigil`, its
+/// start column and the query after the sigil (both in chars).
+pub fn sigil_token(line: &str, cursor_col: usize, sigil: char) -> Option<(usize, String)> {
     let chars: Vec<char> = line.chars().collect();
     let end = cursor_col.min(chars.len());
     let mut start = end;
     while start > 0 && !chars[start - 1].is_whitespace() {
         start -= 1;
     }
-    if chars.get(start) != Some(&'@') || start >= end {
+    if chars.get(start) != Some(&sigil) || start >= end {
         return None;
     }
     Some((start, chars[start + 1..end].iter().collect()))
+}
+
+/// Up to `max` of `names` for `query` (a `$skill` being typed), best
+/// fuzzy match first; all of them, in order, for the empty query.
+pub fn complete_names(query: &str, names: &[&str], max: usize) -> Vec<String> {
+    fuzzy_filter(query, names, |n| n)
+        .into_iter()
+        .take(max)
+        .map(|(i, _)| names[i].to_string())
+        .collect()
 }
 
 #[cfg(test)]

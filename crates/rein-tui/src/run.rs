@@ -462,7 +462,11 @@ impl Loop {
             let mut request = request;
             // Skills the message names (`$name`) go with it.
             if let Some(skills) = skills {
-                request.prompt = skills(std::mem::take(&mut request.prompt));
+                let (prompt, notes) = skills(std::mem::take(&mut request.prompt));
+                request.prompt = prompt;
+                for message in notes {
+                    sink.emit(Event::Notice { message });
+                }
             }
             // Resources the message names (`@server:uri`) go with it.
             if let Some(attach) = attach {

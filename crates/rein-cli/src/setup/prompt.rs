@@ -8,8 +8,9 @@
 //!    project's command in an untrusted folder chooses no model and its
 //!    own `@server:uri` mentions come out escaped.
 //! 2. [`Attachments::attach`]: the skills the text names (`$name`) and the
-//!    MCP resources it names (`@server:uri`) go after it; a resource that
-//!    cannot be read is a note, not a failure.
+//!    MCP resources it names (`@server:uri`) go after it; a `$name` that
+//!    is no skill and a resource that cannot be read are notes, not
+//!    failures (each front end shows its notes as it shows the others).
 //!
 //! A command's `model` and `allowed-tools` hold for a whole engine. `rein
 //! exec` builds one engine for one run, so it honours them
@@ -184,14 +185,19 @@ pub struct Attachments {
 }
 
 impl Attachments {
-    /// Step 2: the skills (`$name`), then the resources (`@server:uri`).
+    /// Step 2: the skills (`$name`), then the resources (`@server:uri`);
+    /// and the notes of both (a `$name` that is no skill, a resource that
+    /// could not be read).
     pub async fn attach(&self, text: &str) -> (String, Vec<String>) {
-        let text = self.attach_skills(text);
-        self.attach_resources(&text).await
+        let (text, mut notes) = self.attach_skills(text);
+        let (text, more) = self.attach_resources(&text).await;
+        notes.extend(more);
+        (text, notes)
     }
 
-    /// The skills `text` names as `$name`, after it.
-    pub fn attach_skills(&self, text: &str) -> String {
+    /// The skills `text` names as `$name`, after it, and a note for each
+    /// name that is no skill.
+    pub fn attach_skills(&self, text: &str) -> (String, Vec<String>) {
         self.skills.attach_mentions(text)
     }
 

@@ -1,6 +1,7 @@
 //! Engine events: the transcript, the live area and the status line follow
 //! the run.
 
+use rein_core::skill_mentions;
 use rein_core::{ApprovalDecision, Event, Message, PermissionMode, StopReason, Todo, TodoStatus};
 
 use super::{Action, App, Modal, PendingApproval, stable_prefix};
@@ -243,11 +244,17 @@ impl App {
     fn committed(&mut self, message: Message) {
         match message {
             Message::User { content } => {
-                if let Some(i) = self.queued.iter().position(|q| *q == content) {
+                // What was queued is the typed text; skills and resources
+                // may have been attached after it.
+                let sent = |q: &String| *q == content || content.starts_with(&format!("{q}\n\n["));
+                if let Some(i) = self.queued.iter().position(sent) {
                     self.queued.remove(i);
                 }
                 self.finish_stream();
-                self.push_cell(Cell::User { text: content });
+                // An attached skill is one line; the model has its body.
+                self.push_cell(Cell::User {
+                    text: skill_mentions::shown(&content),
+                });
             }
             Message::Assistant(_) => self.finish_stream(),
             Message::Tool(result) => {
@@ -427,7 +434,7 @@ impl App {
         for m in messages {
             match m {
                 Message::User { content } => self.push_cell(Cell::User {
-                    text: content.clone(),
+                    text: skill_mentions::shown(content),
                 }),
                 Message::Assistant(a) => {
                     let text = a.text();

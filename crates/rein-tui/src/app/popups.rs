@@ -4,7 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use rein_core::{ApprovalDecision, ApprovalScope, PermissionMode, SessionInfo};
 
-use super::{Action, App, FILE_INDEX_LIMIT, Modal, Popup, is_ctrl};
+use super::{Action, App, FILE_INDEX_LIMIT, Modal, Popup, PopupKind, is_ctrl};
 use crate::complete::{self, FileIndex};
 use crate::editor::Editor;
 
@@ -25,11 +25,28 @@ impl App {
                 items,
                 selected: 0,
                 token_start: 0,
-                slash: true,
+                kind: PopupKind::Command,
             });
         }
         let current = self.editor.current_line().to_string();
         let col = self.editor.cursor_char_col();
+        if let Some((start, query)) = complete::sigil_token(&current, col, '$') {
+            let names: Vec<&str> = self.skills.iter().map(|(n, _)| n.as_str()).collect();
+            let items = complete::complete_names(&query, &names, 8);
+            if items.is_empty() {
+                self.hint = Some(if names.is_empty() {
+                    "no skills here (/skills says where they go)".to_string()
+                } else {
+                    format!("no skill matches ${query}")
+                });
+            }
+            return Some(Popup {
+                items,
+                selected: 0,
+                token_start: start,
+                kind: PopupKind::Skill,
+            });
+        }
         let (start, query) = complete::at_token(&current, col)?;
         let index = self
             .files
@@ -42,17 +59,20 @@ impl App {
             items,
             selected: 0,
             token_start: start,
-            slash: false,
+            kind: PopupKind::File,
         })
     }
 
     /// Put a chosen completion into the input.
     pub(super) fn apply_completion(&mut self, p: &Popup, chosen: &str) {
-        if p.slash {
-            self.editor.set_text(&format!("{chosen} "));
-        } else {
-            self.editor
-                .replace_before_cursor(p.token_start, &format!("@{chosen} "));
+        match p.kind {
+            PopupKind::Command => self.editor.set_text(&format!("{chosen} ")),
+            PopupKind::File => self
+                .editor
+                .replace_before_cursor(p.token_start, &format!("@{chosen} ")),
+            PopupKind::Skill => self
+                .editor
+                .replace_before_cursor(p.token_start, &format!("${chosen} ")),
         }
     }
 

@@ -64,8 +64,9 @@ pub struct Setup {
 /// or the one line saying why it cannot run.
 pub type ExpandCommand = Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>;
 
-/// A message with the skills it names (`$name`) attached.
-pub type AttachSkills = Arc<dyn Fn(String) -> String + Send + Sync>;
+/// A message with the skills it names (`$name`) attached, and a note for
+/// each name that is no skill.
+pub type AttachSkills = Arc<dyn Fn(String) -> (String, Vec<String>) + Send + Sync>;
 
 /// A future the MCP closures return.
 pub type McpFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;

@@ -1,7 +1,7 @@
-//! Tab completion and its popup: command names and `@` paths.
+//! Tab completion and its popup: command names, `@` paths and `$` skills.
 
 use crossterm::event::KeyCode;
-use rein_tui::app::Action;
+use rein_tui::app::{Action, PopupKind};
 
 use crate::support::*;
 
@@ -20,7 +20,7 @@ fn tab_on_a_slash_lists_the_commands_and_down_enter_picks_one() {
     h.type_str("/");
     h.press(KeyCode::Tab);
     let popup = h.app.popup.clone().expect("popup");
-    assert!(popup.slash);
+    assert_eq!(popup.kind, PopupKind::Command);
     assert_eq!(popup.items.len(), rein_tui::complete::SLASH_COMMANDS.len());
     assert_eq!(popup.items[0], "/new");
     assert_eq!(popup.items[1], "/resume");
@@ -91,4 +91,51 @@ fn tab_on_an_at_path_with_no_match_says_so() {
     h.press(KeyCode::Tab);
     assert_eq!(h.input(), "see @zzz");
     assert_eq!(h.app.hint.as_deref(), Some("no file matches @zzz"));
+}
+
+fn with_skills(h: &mut Harness) {
+    h.app.skills = ["greeter", "grep-logs", "pdf"]
+        .map(|n| (n.to_string(), format!("{n} things")))
+        .to_vec();
+}
+
+#[test]
+fn tab_completes_a_dollar_skill_name_in_the_middle_of_a_message() {
+    let mut h = Harness::new();
+    with_skills(&mut h);
+    h.type_str("fill it with $pd");
+    h.press(KeyCode::Tab);
+    assert_eq!(h.input(), "fill it with $pdf ");
+    assert!(h.app.popup.is_none());
+}
+
+#[test]
+fn tab_on_a_dollar_lists_the_skills_and_enter_picks_one() {
+    let mut h = Harness::new();
+    with_skills(&mut h);
+    h.type_str("use $gre");
+    h.press(KeyCode::Tab);
+    let popup = h.app.popup.clone().expect("popup");
+    assert_eq!(popup.kind, PopupKind::Skill);
+    assert_eq!(popup.items, ["greeter", "grep-logs"]);
+    h.press(KeyCode::Down);
+    assert!(h.press(KeyCode::Enter).is_empty(), "Enter picks, not sends");
+    assert_eq!(h.input(), "use $grep-logs ");
+}
+
+#[test]
+fn tab_on_a_dollar_with_no_matching_skill_says_so() {
+    let mut h = Harness::new();
+    with_skills(&mut h);
+    h.type_str("costs $zz");
+    h.press(KeyCode::Tab);
+    assert_eq!(h.input(), "costs $zz");
+    assert_eq!(h.app.hint.as_deref(), Some("no skill matches $zz"));
+    let mut h = Harness::new();
+    h.type_str("use $gre");
+    h.press(KeyCode::Tab);
+    assert_eq!(
+        h.app.hint.as_deref(),
+        Some("no skills here (/skills says where they go)")
+    );
 }

@@ -87,3 +87,42 @@ fn a_message_typed_during_a_compaction_is_sent_when_it_ends() {
     assert_eq!(h.app.busy_done(), vec![Action::Submit("next task".into())]);
     assert!(h.app.queued.is_empty());
 }
+
+/// What the model gets for `use $greeter`: the typed text, then the skill.
+const WITH_SKILL: &str = "use $greeter now\n\n[skill `greeter`, attached by the user]\n\
+    Skill `greeter` (folder: /s/greeter)\n\nGreet warmly.\nSay the name twice.";
+
+#[test]
+fn an_attached_skill_shows_as_one_line_in_the_users_cell() {
+    let mut h = Harness::new();
+    h.event(user_committed(WITH_SKILL));
+    let cells = h.app.drain_inserts();
+    assert_eq!(
+        cells,
+        vec![Cell::User {
+            text: "use $greeter now\n⚙ skill greeter attached".into()
+        }]
+    );
+}
+
+#[test]
+fn a_resumed_session_shows_an_attached_skill_as_one_line() {
+    let mut h = Harness::new();
+    h.app.replay(&[rein_core::Message::user(WITH_SKILL)]);
+    let cells = h.app.drain_inserts();
+    assert_eq!(
+        cells,
+        vec![Cell::User {
+            text: "use $greeter now\n⚙ skill greeter attached".into()
+        }]
+    );
+}
+
+#[test]
+fn a_queued_message_with_a_skill_attached_is_no_longer_queued_once_sent() {
+    let mut h = Harness::new();
+    running(&mut h);
+    h.send("use $greeter now");
+    h.event(user_committed(WITH_SKILL));
+    assert!(h.app.queued.is_empty(), "{:?}", h.app.queued);
+}
