@@ -1,8 +1,9 @@
 //! The same prompt text behaves the same in every front end: `rein exec`,
 //! the app (in tmux), `rein acp` and `rein serve` each send it to a local
 //! OpenAI-compatible server, and the user message each run's request
-//! carried is compared: a known `/command` expanded, `$skill` attached,
-//! `@server:uri` attached (an MCP server built with the Python SDK), an
+//! carried is compared: a known `/command` expanded, `$skill` attached
+//! (the app showing it as one line), a `$name` that is no skill named in
+//! a note where each front end shows notes, `@server:uri` attached (an MCP server built with the Python SDK), an
 //! unknown `/command` refused before any request, and a command that
 //! narrows the tools (`allowed-tools`, which holds for a whole engine) run
 //! by `rein exec` only and refused alike by the three that keep one engine
@@ -29,6 +30,10 @@ const WAIT: Duration = Duration::from_secs(60);
 /// The prompts every front end is given, and what the model must get.
 const KNOWN_COMMAND: &str = "/greet Ada";
 const SKILL: &str = "Use $greeter for this";
+/// A misspelt skill: sent as typed, and named in a note.
+const UNKNOWN_SKILL: &str = "Use $greter for this, not $HOME";
+const UNKNOWN_SKILL_NOTE: &str =
+    "no skill named `greter`, so `$greter` attached nothing; the skills are: greeter";
 const RESOURCE: &str = "Summarise @py:note://greeting please";
 const UNKNOWN_COMMAND: &str = "/nope at all";
 const NARROWING_COMMAND: &str = "/narrow";
@@ -137,6 +142,8 @@ fn next_prompt(server: &MockServer, seen: usize) -> String {
 struct Seen {
     command: String,
     skill: String,
+    /// Where the front end shows notes, after the unknown skill's run.
+    unknown_skill_notes: String,
     resource: String,
     refusal: String,
     /// What became of the narrowing command: the message the model got
@@ -150,6 +157,11 @@ fn assert_prepared(front: &str, seen: &Seen) {
     assert!(
         seen.skill.starts_with(SKILL) && seen.skill.contains("Be warm to everyone."),
         "{front}: the skill is not attached: {seen:#?}"
+    );
+    assert!(
+        seen.unknown_skill_notes.contains(UNKNOWN_SKILL_NOTE)
+            && !seen.unknown_skill_notes.contains("`HOME`"),
+        "{front}: the unknown skill is not named as elsewhere: {seen:#?}"
     );
     assert!(
         seen.resource.starts_with(RESOURCE) && seen.resource.contains("hello from the note"),
@@ -180,13 +192,25 @@ fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
     let refused = env.rein(&["exec", "-C", project.to_str().unwrap(), UNKNOWN_COMMAND]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(prompts_after(server, seen).is_empty());
+    let o = env.rein(&["exec", "-C", project.to_str().unwrap(), UNKNOWN_SKILL]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     Seen {
         command: run(KNOWN_COMMAND),
         skill: run(SKILL),
+        unknown_skill_notes: stderr(&o),
         resource: run(RESOURCE),
         refusal: stderr(&refused),
         narrowing: run(NARROWING_COMMAND),
     }
+}
+
+/// A screen's text with its wrapped lines joined.
+fn joined(screen: String) -> String {
+    screen
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
@@ -208,6 +232,13 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     };
     let command = run(KNOWN_COMMAND);
     let skill = run(SKILL);
+    let screen = app.capture();
+    assert!(
+        screen.contains("⚙ skill greeter attached") && !screen.contains("Be warm to everyone."),
+        "the app shows the skill's body, not one line: {screen}"
+    );
+    run(UNKNOWN_SKILL);
+    let unknown_skill_notes = joined(app.capture());
     let resource = run(RESOURCE);
     let seen = server.requests().len();
     app.type_text(UNKNOWN_COMMAND);
@@ -219,17 +250,10 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     std::thread::sleep(Duration::from_millis(300));
     assert!(prompts_after(server, seen).is_empty());
     quit(&app);
-    // The screen wraps lines: join them.
-    let joined = |screen: String| {
-        screen
-            .lines()
-            .map(str::trim_end)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     Seen {
         command,
         skill,
+        unknown_skill_notes,
         resource,
         refusal: joined(refusal),
         narrowing: joined(narrowing),
@@ -242,6 +266,8 @@ struct Acp {
     stdin: ChildStdin,
     lines: Receiver<String>,
     next_id: u64,
+    /// The notifications read so far (session updates).
+    updates: Vec<Value>,
 }
 
 impl Acp {
@@ -269,6 +295,7 @@ impl Acp {
             stdin,
             lines,
             next_id: 0,
+            updates: Vec::new(),
         };
         acp.request(
             "initialize",
@@ -289,6 +316,9 @@ impl Acp {
             let m: Value = serde_json::from_str(&line).unwrap();
             if m["id"] == id && m.get("method").is_none() {
                 return m;
+            }
+            if m["id"].is_null() {
+                self.updates.push(m);
             }
         }
     }
@@ -322,14 +352,17 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
     };
     let command = run(KNOWN_COMMAND);
     let skill = run(SKILL);
+    run(UNKNOWN_SKILL);
     let resource = run(RESOURCE);
     let seen = server.requests().len();
     let refused = prompt(UNKNOWN_COMMAND);
     let narrowing = prompt(NARROWING_COMMAND);
     assert!(prompts_after(server, seen).is_empty());
+    let unknown_skill_notes = Value::from(acp.updates.clone()).to_string();
     Seen {
         command,
         skill,
+        unknown_skill_notes,
         resource,
         refusal: refused["error"]["message"].to_string(),
         narrowing: narrowing["error"]["message"].to_string(),
@@ -356,6 +389,10 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
         s.wait_idle(&id);
         got
     };
+    // First, so that its events are the first run's.
+    run(UNKNOWN_SKILL);
+    let events = s.events_until(&id, None, "stopped");
+    let unknown_skill_notes = format!("{events:?}");
     let command = run(KNOWN_COMMAND);
     let skill = run(SKILL);
     let resource = run(RESOURCE);
@@ -368,6 +405,7 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
     Seen {
         command,
         skill,
+        unknown_skill_notes,
         resource,
         refusal: refused.to_string(),
         narrowing: narrowing.to_string(),

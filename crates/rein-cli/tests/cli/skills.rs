@@ -129,3 +129,24 @@ fn respelling_an_untrusted_skills_script_path_does_not_get_around_the_question()
     let o = env.replay_json(&script, &["--mode", "auto", "go"]);
     assert!(tool_outputs(&o)[0].contains("plain"), "{}", stderr(&o));
 }
+
+#[test]
+fn exec_names_an_unknown_skill_mention_in_a_note_but_not_shell_variables_or_prices() {
+    let env = Env::new();
+    skill(
+        &env,
+        "counter",
+        "---\nname: counter\ndescription: Count things.\n---\nCount.\n",
+    );
+    let script = env.script("s.json", &json!({"turns": [{"text": "done"}]}));
+    let o = env.replay_json(&script, &["use $countr on $HOME for $5, then `echo $user`"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "note: no skill named `countr`, so `$countr` attached nothing; the skills are: counter"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("no skill named").count(), 1, "{err}");
+}
