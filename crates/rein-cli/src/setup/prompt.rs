@@ -253,6 +253,30 @@ mod tests {
         assert_eq!(set.expand("  ").unwrap_err(), PromptError::Empty);
     }
 
+    #[tokio::test]
+    async fn attaching_names_a_dollar_name_that_is_no_skill_in_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let skill = dir.path().join(".rein/skills/greeter");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: greeter\ndescription: Greets\n---\nBe warm.\n",
+        )
+        .unwrap();
+        let attachments = Attachments {
+            skills: Arc::new(Skills::discover(dir.path(), None, true)),
+            mcp: None,
+        };
+        let (text, notes) = attachments
+            .attach("use $greeter, not $greter or $PATH")
+            .await;
+        assert!(text.contains("Be warm."), "{text}");
+        assert_eq!(
+            notes,
+            ["no skill named `greter`, so `$greter` attached nothing; the skills are: greeter"]
+        );
+    }
+
     #[test]
     fn a_command_choosing_its_model_or_tools_runs_only_on_an_engine_of_its_own() {
         let dir = tempfile::tempdir().unwrap();
