@@ -48,17 +48,20 @@ fn is_mention_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
+/// What comes before and after a skill's name in the line that starts an
+/// attached skill.
+const OPEN: &str = "\n\n[skill `";
+const CLOSE: &str = "`, attached by the user]\n";
+
 /// The line that starts a skill attached after the user's message.
 pub fn attached_header(name: &str) -> String {
-    format!("\n\n[skill `{name}`, attached by the user]\n")
+    format!("{OPEN}{name}{CLOSE}")
 }
 
 /// What the user sees of a message they sent: each attached skill as one
 /// line (`⚙ skill NAME attached`) instead of its instructions; anything
 /// attached after the skills (MCP resources, `[resource …`) stays.
 pub fn shown(message: &str) -> String {
-    const OPEN: &str = "\n\n[skill `";
-    const CLOSE: &str = "`, attached by the user]\n";
     let Some(first) = message.find(OPEN) else {
         return message.to_string();
     };
