@@ -1,0 +1,43 @@
+//! The flags of `rein plugin`: install, list, remove, enable and disable
+//! Claude Code plugins.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+/// `rein plugin ...`.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Copy a plugin folder (one with `.claude-plugin/plugin.json`) into
+    /// `$REIN_HOME/plugins/NAME/`, pinned by a digest of its files.
+    Install {
+        /// The plugin's folder.
+        path: PathBuf,
+    },
+    /// The installed plugins: name, version, whether enabled, where from,
+    /// and the parts each has.
+    List {
+        /// One JSON object per plugin.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete an installed plugin and its files.
+    Remove { name: String },
+    /// Load a disabled plugin's parts again.
+    Enable { name: String },
+    /// Keep a plugin installed but load none of its parts.
+    Disable { name: String },
+}
+
+impl From<PluginCommand> for crate::plugin::Action {
+    fn from(cmd: PluginCommand) -> Self {
+        use crate::plugin::Action;
+        match cmd {
+            PluginCommand::Install { path } => Action::Install(path),
+            PluginCommand::List { json } => Action::List { json },
+            PluginCommand::Remove { name } => Action::Remove(name),
+            PluginCommand::Enable { name } => Action::Enable(name, true),
+            PluginCommand::Disable { name } => Action::Enable(name, false),
+        }
+    }
+}

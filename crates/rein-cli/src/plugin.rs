@@ -1,0 +1,184 @@
+//! `rein plugin`: Claude Code plugins installed from a folder into
+//! `$REIN_HOME/plugins/NAME/`, recorded with a digest of their files
+//! ([`store`]), listed, removed, enabled and disabled. An enabled plugin's
+//! commands, agents and skills load with the user's own ([`load`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+
+use crate::exit::{COMPLETED, Failure};
+use crate::output::{err, out};
+
+mod copy;
+pub mod load;
+mod manifest;
+mod store;
+
+use manifest::Part;
+use store::{Installed, Registry, plugins_dir, root_of};
+
+/// What `rein plugin` was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Install(PathBuf),
+    List {
+        json: bool,
+    },
+    Remove(String),
+    /// Enable (true) or disable (false).
+    Enable(String, bool),
+}
+
+/// `rein plugin ...` against `$REIN_HOME`.
+pub fn run(action: Action, home: &Path) -> Result<i32, Failure> {
+    crate::home::secure(home);
+    let mut registry = Registry::load(home).map_err(|e| Failure::usage(anyhow!(e)))?;
+    match action {
+        Action::Install(path) => install(&mut registry, home, &path)?,
+        Action::List { json } => list(&registry, home, json),
+        Action::Remove(name) => {
+            known(&registry, &name)?;
+            registry.plugins.retain(|p| p.name != name);
+            save(&registry, home)?;
+            let root = root_of(home, &name);
+            std::fs::remove_dir_all(&root)
+                .or_else(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(e),
+                })
+                .map_err(|e| Failure::harness(anyhow!("{}: {e}", root.display())))?;
+            out(&format!("removed {name}"));
+        }
+        Action::Enable(name, on) => {
+            known(&registry, &name)?;
+            if let Some(p) = registry.get_mut(&name) {
+                p.enabled = on;
+            }
+            save(&registry, home)?;
+            out(&format!(
+                "{} {name}",
+                if on { "enabled" } else { "disabled" }
+            ));
+        }
+    }
+    Ok(COMPLETED)
+}
+
+fn known(registry: &Registry, name: &str) -> Result<(), Failure> {
+    match registry.get(name) {
+        Some(_) => Ok(()),
+        None => Err(Failure::usage(anyhow!(
+            "no plugin named `{name}` is installed (`rein plugin list` shows them)"
+        ))),
+    }
+}
+
+fn save(registry: &Registry, home: &Path) -> Result<(), Failure> {
+    registry
+        .save(home)
+        .map_err(|e| Failure::harness(anyhow!(e)))
+}
+
+/// Copy the plugin at `path` in and record it.
+fn install(registry: &mut Registry, home: &Path, path: &Path) -> Result<(), Failure> {
+    let bad = |e: String| Failure::usage(anyhow!(e));
+    let source = path
+        .canonicalize()
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    let manifest = manifest::read(&source).map_err(bad)?;
+    let name = manifest.name.clone();
+    let root = root_of(home, &name);
+    if registry.get(&name).is_some() || root.symlink_metadata().is_ok() {
+        return Err(bad(format!(
+            "a plugin named `{name}` is already installed (`rein plugin remove {name}` first)"
+        )));
+    }
+    let dir = plugins_dir(home);
+    std::fs::create_dir_all(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    // Copied beside its place first, so a failed copy leaves nothing.
+    let staging = tempfile::tempdir_in(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    let copied = staging.path().join(&name);
+    copy::copy_tree(&source, &copied).map_err(bad)?;
+    let digest = copy::digest(&copied).map_err(bad)?;
+    std::fs::rename(&copied, &root).map_err(|e| bad(format!("{}: {e}", root.display())))?;
+    registry.plugins.push(Installed {
+        name: name.clone(),
+        version: manifest.version.clone(),
+        description: manifest.description.clone(),
+        source,
+        digest,
+        enabled: true,
+    });
+    save(registry, home)?;
+    let parts = manifest::parts(&root);
+    out(&format!(
+        "installed {name}{} ({})",
+        manifest
+            .version
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default(),
+        describe(&parts)
+    ));
+    for key in &manifest.ignored {
+        err(&format!(
+            "rein: note: {name}: plugin.json's `{key}` is not read; only the plugin's usual folders are"
+        ));
+    }
+    Ok(())
+}
+
+/// The parts, those rein does not load yet marked.
+fn describe(parts: &[Part]) -> String {
+    if parts.is_empty() {
+        return "no parts".to_string();
+    }
+    parts
+        .iter()
+        .map(|p| match p.loaded() {
+            true => p.label().to_string(),
+            false => format!("{} (not loaded yet)", p.label()),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `rein plugin list`.
+fn list(registry: &Registry, home: &Path, json: bool) {
+    if registry.plugins.is_empty() && !json {
+        out("no plugins installed (`rein plugin install PATH`)");
+        return;
+    }
+    for p in &registry.plugins {
+        let root = root_of(home, &p.name);
+        let parts = manifest::parts(&root);
+        let changed = copy::digest(&root).map_or(true, |d| d != p.digest);
+        if json {
+            let line = serde_json::json!({
+                "name": p.name,
+                "version": p.version,
+                "description": p.description,
+                "source": p.source,
+                "digest": p.digest,
+                "enabled": p.enabled,
+                "changed_since_install": changed,
+                "parts": parts.iter().map(|p| p.label()).collect::<Vec<_>>(),
+            });
+            out(&line.to_string());
+            continue;
+        }
+        out(&format!(
+            "{} {}  {}  from {}  {}{}",
+            p.name,
+            p.version.as_deref().unwrap_or("(no version)"),
+            if p.enabled { "enabled" } else { "disabled" },
+            p.source.display(),
+            describe(&parts),
+            if changed {
+                "  (its files changed since install)"
+            } else {
+                ""
+            }
+        ));
+    }
+}
