@@ -1,0 +1,204 @@
+//! Plugins through the binary: a Claude Code plugin folder installed with
+//! `rein plugin install PATH` contributes its commands, agents and skills
+//! (a command whose name the user already has is `/PLUGIN:NAME`), `list`
+//! shows it with its parts, `disable` and `remove` take them all away; a
+//! folder that is not a plugin, a bad manifest, a name that would leave
+//! the plugins folder and a link out of the plugin are one line each, and
+//! nothing is installed.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::support::*;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A plugin `tidy` with a command `review`, an agent `checker` and a
+/// skill `polish`.
+fn tidy_plugin() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        &root.join(".claude-plugin/plugin.json"),
+        r#"{"name": "tidy", "version": "0.3.1", "description": "Keeps code tidy"}"#,
+    );
+    write(
+        &root.join("commands/review.md"),
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $1 for tidiness.\n",
+    );
+    write(
+        &root.join("agents/checker.md"),
+        "---\nname: checker\ndescription: Checks tidiness of one file\ntools: Read, Grep\n---\nCheck the file you are given.\n",
+    );
+    write(
+        &root.join("skills/polish/SKILL.md"),
+        "---\nname: polish\ndescription: Polish prose in comments.\n---\nRewrite each comment in plain words.\n",
+    );
+    dir
+}
+
+fn user_message(o: &std::process::Output) -> String {
+    let events = json_lines(o);
+    let user = events
+        .iter()
+        .find(|e| e["message"]["role"] == "user")
+        .unwrap_or_else(|| panic!("{}", stderr(o)));
+    user["message"]["content"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_folder_plugin_contributes_its_command_agent_and_skill_until_removed() {
+    let env = Env::new();
+    // The user has a `review` of their own: the plugin's is `tidy:review`.
+    write(
+        &env.home.path().join("commands/review.md"),
+        "My own review of $1.\n",
+    );
+    let plugin = tidy_plugin();
+    let o = env.rein(&["plugin", "install", plugin.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("installed tidy 0.3.1 (commands, agents, skills)"),
+        "{}",
+        stdout(&o)
+    );
+    // Installed as a copy: the source can go.
+    let source = plugin.path().display().to_string();
+    drop(plugin);
+
+    let listed = stdout(&env.rein(&["plugin", "list"]));
+    assert!(
+        listed.contains("tidy 0.3.1  enabled  from ")
+            && listed.contains(&source)
+            && listed.contains("commands, agents, skills")
+            && !listed.contains("changed since install"),
+        "{listed}"
+    );
+
+    let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
+    let command =
+        |env: &Env, name: &str| env.replay_json(&script, &["--command", name, "src/main.rs"]);
+    assert_eq!(
+        user_message(&command(&env, "tidy:review")),
+        "Review src/main.rs for tidiness."
+    );
+    assert_eq!(
+        user_message(&command(&env, "review")),
+        "My own review of src/main.rs."
+    );
+
+    let agents = stdout(&env.rein(&["agents"]));
+    assert!(
+        agents.contains("checker  Checks tidiness of one file"),
+        "{agents}"
+    );
+
+    let skill = env.script(
+        "skill.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "skill", "arguments": {"name": "polish"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.replay_json(&skill, &["polish the comments"]);
+    assert!(
+        tool_outputs(&o)[0].contains("Rewrite each comment in plain words."),
+        "{:?}",
+        tool_outputs(&o)
+    );
+
+    // Disabled, it stays installed and contributes nothing.
+    assert!(env.rein(&["plugin", "disable", "tidy"]).status.success());
+    assert!(stdout(&env.rein(&["plugin", "list"])).contains("tidy 0.3.1  disabled"));
+    assert!(!command(&env, "tidy:review").status.success());
+    assert!(env.rein(&["plugin", "enable", "tidy"]).status.success());
+    assert!(command(&env, "tidy:review").status.success());
+
+    let o = env.rein(&["plugin", "remove", "tidy"]);
+    assert_eq!(stdout(&o).trim(), "removed tidy", "{}", stderr(&o));
+    assert!(!env.home.path().join("plugins/tidy").exists());
+    assert!(stdout(&env.rein(&["plugin", "list"])).contains("no plugins installed"));
+    let o = command(&env, "tidy:review");
+    assert!(!o.status.success());
+    assert!(!stdout(&env.rein(&["agents"])).contains("checker"));
+    let o = env.replay_json(&skill, &["polish the comments"]);
+    assert!(
+        !tool_outputs(&o)[0].contains("Rewrite each comment"),
+        "{:?}",
+        tool_outputs(&o)
+    );
+}
+
+#[test]
+fn a_plugin_whose_files_change_after_install_is_listed_as_changed() {
+    let env = Env::new();
+    let plugin = tidy_plugin();
+    assert!(
+        env.rein(&["plugin", "install", plugin.path().to_str().unwrap()])
+            .status
+            .success()
+    );
+    write(
+        &env.home.path().join("plugins/tidy/commands/review.md"),
+        "Something else.\n",
+    );
+    let listed = stdout(&env.rein(&["plugin", "list"]));
+    assert!(
+        listed.contains("(its files changed since install)"),
+        "{listed}"
+    );
+}
+
+#[test]
+fn bad_plugins_are_one_line_each_and_nothing_is_installed() {
+    let env = Env::new();
+    let install = |dir: &Path| env.rein(&["plugin", "install", dir.to_str().unwrap()]);
+
+    let empty = tempfile::tempdir().unwrap();
+    assert_clean_failure(
+        &install(empty.path()),
+        2,
+        "is not a plugin: it has no .claude-plugin/plugin.json",
+    );
+
+    let broken = tempfile::tempdir().unwrap();
+    write(
+        &broken.path().join(".claude-plugin/plugin.json"),
+        "{\"name\": ",
+    );
+    assert_clean_failure(&install(broken.path()), 2, "plugin.json: not valid JSON");
+
+    for name in ["../escape", "a/b", ".."] {
+        let bad = tempfile::tempdir().unwrap();
+        write(
+            &bad.path().join(".claude-plugin/plugin.json"),
+            &json!({"name": name}).to_string(),
+        );
+        assert_clean_failure(&install(bad.path()), 2, "is not a plugin name");
+    }
+
+    let outside = tempfile::tempdir().unwrap();
+    write(&outside.path().join("secret.txt"), "not for the plugin");
+    let linked = tidy_plugin();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        linked.path().join("commands/leak.md"),
+    )
+    .unwrap();
+    assert_clean_failure(&install(linked.path()), 2, "outside the plugin");
+
+    assert_clean_failure(
+        &env.rein(&["plugin", "remove", "tidy"]),
+        2,
+        "no plugin named `tidy` is installed",
+    );
+    assert!(stdout(&env.rein(&["plugin", "list"])).contains("no plugins installed"));
+    let left: Vec<_> = std::fs::read_dir(env.home.path().join("plugins"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
