@@ -1,7 +1,8 @@
 //! `rein plugin`: Claude Code plugins installed from a folder into
 //! `$REIN_HOME/plugins/NAME/`, recorded with a digest of their files
 //! ([`store`]), listed, removed, enabled and disabled. An enabled plugin's
-//! commands, agents and skills load with the user's own ([`load`]).
+//! commands, agents, skills and hooks load with the user's own ([`load`]),
+//! its MCP servers with the user's servers (`mcp::plugins`).
 
 use std::path::{Path, PathBuf};
 
@@ -128,17 +129,14 @@ fn install(registry: &mut Registry, home: &Path, path: &Path) -> Result<(), Fail
     Ok(())
 }
 
-/// The parts, those rein does not load yet marked.
+/// The parts, for a listing.
 fn describe(parts: &[Part]) -> String {
     if parts.is_empty() {
         return "no parts".to_string();
     }
     parts
         .iter()
-        .map(|p| match p.loaded() {
-            true => p.label().to_string(),
-            false => format!("{} (not loaded yet)", p.label()),
-        })
+        .map(|p| p.label())
         .collect::<Vec<_>>()
         .join(", ")
 }

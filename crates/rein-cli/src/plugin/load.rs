@@ -2,7 +2,9 @@
 //! found in the project and the user's folders, as the user's own
 //! (trusted). Each keeps its name unless that is taken (by the project's,
 //! the user's, rein's own or an earlier plugin's); then it is named
-//! `PLUGIN:NAME`.
+//! `PLUGIN:NAME`. Its hooks (`hooks/hooks.json`) join the user's, with
+//! `${CLAUDE_PLUGIN_ROOT}` and `${REIN_PLUGIN_ROOT}` expanded to its
+//! folder; its MCP servers are read in `mcp::plugins`.
 
 use std::path::Path;
 
@@ -10,16 +12,78 @@ use rein_core::FrontEndCommands;
 use rein_core::agents::{AgentCatalog, ToolNames};
 use rein_core::commands::Commands;
 use rein_tools::skills::Skills;
+use rein_tools::user_hooks::HookSet;
+use serde_json::Value;
 
-use super::store::enabled;
+pub use super::store::enabled;
+
+/// The words for a plugin's folder in its hook and server commands:
+/// Claude Code's, and rein's.
+const ROOT_VARIABLES: [&str; 2] = ["${CLAUDE_PLUGIN_ROOT}", "${REIN_PLUGIN_ROOT}"];
+
+/// The variables set for a plugin's servers, naming its folder.
+pub const ROOT_ENV: [&str; 2] = ["CLAUDE_PLUGIN_ROOT", "REIN_PLUGIN_ROOT"];
+
+/// `text` with the plugin's folder put for [`ROOT_VARIABLES`].
+pub fn expand_root(text: &str, root: &Path) -> String {
+    let shown = root.display().to_string();
+    ROOT_VARIABLES
+        .iter()
+        .fold(text.to_string(), |t, var| t.replace(var, &shown))
+}
+
+/// Every string in `value` with [`expand_root`] applied.
+fn expand_value(value: &mut Value, root: &Path) {
+    match value {
+        Value::String(s) => *s = expand_root(s, root),
+        Value::Array(items) => items.iter_mut().for_each(|v| expand_value(v, root)),
+        Value::Object(map) => map.values_mut().for_each(|v| expand_value(v, root)),
+        _ => {}
+    }
+}
+
+/// Add the enabled plugins' hooks of `home` to `set` (a file that cannot
+/// be read is a note).
+pub fn add_hooks(set: &mut HookSet, home: &Path) {
+    for (plugin, root) in enabled(home) {
+        let path = root.join("hooks/hooks.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut value = match serde_json::from_str::<Value>(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                set.notes.push(format!(
+                    "plugin {plugin}: {}: not valid JSON: {e}",
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        expand_value(&mut value, &root);
+        if let Some(block) = value.get("hooks").filter(|b| !b.is_null()) {
+            set.add_block(block, &path);
+        }
+    }
+}
 
 /// `name` when it is free, else `plugin:name` when that is; None when
 /// both are taken.
 fn free_name(plugin: &str, name: &str, taken: impl Fn(&str) -> bool) -> Option<String> {
+    free_name_with(plugin, ':', name, taken)
+}
+
+/// `name` when it is free, else `plugin`, `between`, `name` when that is.
+pub fn free_name_with(
+    plugin: &str,
+    between: char,
+    name: &str,
+    taken: impl Fn(&str) -> bool,
+) -> Option<String> {
     if !taken(name) {
         return Some(name.to_string());
     }
-    let spaced = format!("{plugin}:{name}");
+    let spaced = format!("{plugin}{between}{name}");
     (!taken(&spaced)).then_some(spaced)
 }
 
@@ -107,5 +171,18 @@ mod tests {
             Some("fmt:review")
         );
         assert_eq!(free_name("fmt", "lint", |n| n == "lint" || taken(n)), None);
+    }
+
+    #[test]
+    fn both_spellings_of_the_plugins_folder_are_expanded_everywhere_in_a_hook_file() {
+        let root = Path::new("/h/plugins/tidy");
+        let mut v = serde_json::json!({"hooks": {"PreToolUse": [{"hooks": [
+            {"type": "command", "command": "\"${CLAUDE_PLUGIN_ROOT}/a.sh\" ${REIN_PLUGIN_ROOT}/b"}
+        ]}]}});
+        expand_value(&mut v, root);
+        assert_eq!(
+            v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "\"/h/plugins/tidy/a.sh\" /h/plugins/tidy/b"
+        );
     }
 }

@@ -65,11 +65,6 @@ impl Part {
             Part::McpServers => "mcp-servers",
         }
     }
-
-    /// Whether rein loads it yet.
-    pub fn loaded(self) -> bool {
-        matches!(self, Part::Commands | Part::Agents | Part::Skills)
-    }
 }
 
 /// The parts present under `root`.

@@ -202,3 +202,104 @@ fn bad_plugins_are_one_line_each_and_nothing_is_installed() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_plugins_hook_runs_from_its_folder_and_stops_when_the_plugin_is_removed() {
+    let env = Env::new();
+    let plugin = tidy_plugin();
+    // Claude's example shape: the hook's script named through
+    // ${CLAUDE_PLUGIN_ROOT}, blocking `grep` with exit 2.
+    write(
+        &plugin.path().join("hooks/hooks.json"),
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/scripts/no_grep.py\""}
+        ]}]}})
+        .to_string(),
+    );
+    write(
+        &plugin.path().join("scripts/no_grep.py"),
+        "import json, sys\nevent = json.load(sys.stdin)\nif \"grep\" in event[\"tool_input\"][\"command\"]:\n    print(\"use rg instead of grep\", file=sys.stderr)\n    sys.exit(2)\n",
+    );
+    let o = env.rein(&["plugin", "install", plugin.path().to_str().unwrap()]);
+    assert!(
+        stdout(&o).contains("(commands, agents, skills, hooks)"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "grep -r needle . > found.txt"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
+    assert!(
+        tool_outputs(&o)[0].contains("use rg instead of grep"),
+        "{:?} {}",
+        tool_outputs(&o),
+        stderr(&o)
+    );
+    assert!(!env.path("found.txt").exists());
+
+    assert!(env.rein(&["plugin", "remove", "tidy"]).status.success());
+    let o = env.replay_json(&script, &["--mode", "auto", "go"]);
+    assert!(env.path("found.txt").exists(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_plugins_mcp_server_starts_from_its_folder_and_goes_with_the_plugin() {
+    let Some(server) = super::mcp::everything() else {
+        return;
+    };
+    let env = Env::new();
+    let plugin = tidy_plugin();
+    // The server is a script inside the plugin, named through the root
+    // variable, which learns the folder from its environment too.
+    write(
+        &plugin.path().join("bin/serve.sh"),
+        &format!(
+            "#!/bin/sh\n[ -d \"$CLAUDE_PLUGIN_ROOT/bin\" ] || exit 3\nexec {:?} \"$@\"\n",
+            server.display().to_string()
+        ),
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let path = plugin.path().join("bin/serve.sh");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    write(
+        &plugin.path().join(".mcp.json"),
+        &json!({"mcpServers": {"everything": {
+            "command": "${CLAUDE_PLUGIN_ROOT}/bin/serve.sh", "args": ["stdio"]
+        }}})
+        .to_string(),
+    );
+    assert!(
+        env.rein(&["plugin", "install", plugin.path().to_str().unwrap()])
+            .status
+            .success()
+    );
+    let script = env.script(
+        "s.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "from a plugin"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.replay_json(&script, &["go"]);
+    assert!(
+        tool_outputs(&o)[0].contains("Echo: from a plugin"),
+        "{:?} {}",
+        tool_outputs(&o),
+        stderr(&o)
+    );
+    assert!(env.rein(&["plugin", "remove", "tidy"]).status.success());
+    let o = env.replay_json(&script, &["go"]);
+    assert!(
+        !tool_outputs(&o)[0].contains("Echo: from a plugin"),
+        "{:?}",
+        tool_outputs(&o)
+    );
+}
