@@ -1,5 +1,6 @@
-//! `rein plugin`: Claude Code plugins installed from a folder into
-//! `$REIN_HOME/plugins/NAME/`, recorded with a digest of their files
+//! `rein plugin`: Claude Code plugins installed from a folder or a git
+//! repository ([`git`]) into `$REIN_HOME/plugins/NAME/`, recorded with a
+//! digest of their files (and the commit, from git)
 //! ([`store`]), listed, removed, enabled and disabled. An enabled plugin's
 //! commands, agents, skills and hooks load with the user's own ([`load`]),
 //! its MCP servers with the user's servers (`mcp::plugins`).
@@ -12,6 +13,7 @@ use crate::exit::{COMPLETED, Failure};
 use crate::output::{err, out};
 
 mod copy;
+mod git;
 pub mod load;
 mod manifest;
 mod store;
@@ -81,13 +83,54 @@ fn save(registry: &Registry, home: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::harness(anyhow!(e)))
 }
 
-/// Copy the plugin at `path` in and record it.
+/// Where a plugin is installed from: the folder holding it, and what the
+/// record says of it.
+struct Origin<'a> {
+    folder: &'a Path,
+    source: String,
+    commit: Option<String>,
+}
+
+/// Install the plugin at `path`: a folder, or a git URL cloned first.
 fn install(registry: &mut Registry, home: &Path, path: &Path) -> Result<(), Failure> {
     let bad = |e: String| Failure::usage(anyhow!(e));
-    let source = path
+    let text = path.to_string_lossy();
+    let is_folder = path.join(manifest::MANIFEST).symlink_metadata().is_ok();
+    let dir = plugins_dir(home);
+    std::fs::create_dir_all(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    // Cloned and copied beside its place first, so a failure leaves nothing.
+    let staging = tempfile::tempdir_in(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    if let Some(repo) = git::parse(&text).filter(|_| !is_folder) {
+        let clone = staging.path().join(".clone");
+        let commit = git::fetch(&repo, &clone).map_err(bad)?;
+        let origin = Origin {
+            folder: &clone,
+            source: text.to_string(),
+            commit: Some(commit),
+        };
+        return install_from(registry, home, staging.path(), origin);
+    }
+    let folder = path
         .canonicalize()
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;
-    let manifest = manifest::read(&source).map_err(bad)?;
+    let origin = Origin {
+        folder: &folder,
+        source: folder.display().to_string(),
+        commit: None,
+    };
+    install_from(registry, home, staging.path(), origin)
+}
+
+/// Copy the plugin of `origin` in through `staging` and record it.
+fn install_from(
+    registry: &mut Registry,
+    home: &Path,
+    staging: &Path,
+    origin: Origin,
+) -> Result<(), Failure> {
+    let bad = |e: String| Failure::usage(anyhow!(e));
+    let source = origin.folder;
+    let manifest = manifest::read(source).map_err(bad)?;
     let name = manifest.name.clone();
     let root = root_of(home, &name);
     if registry.get(&name).is_some() || root.symlink_metadata().is_ok() {
@@ -95,29 +138,30 @@ fn install(registry: &mut Registry, home: &Path, path: &Path) -> Result<(), Fail
             "a plugin named `{name}` is already installed (`rein plugin remove {name}` first)"
         )));
     }
-    let dir = plugins_dir(home);
-    std::fs::create_dir_all(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
-    // Copied beside its place first, so a failed copy leaves nothing.
-    let staging = tempfile::tempdir_in(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
-    let copied = staging.path().join(&name);
-    copy::copy_tree(&source, &copied).map_err(bad)?;
+    let copied = staging.join(&name);
+    copy::copy_tree(source, &copied).map_err(bad)?;
     let digest = copy::digest(&copied).map_err(bad)?;
     std::fs::rename(&copied, &root).map_err(|e| bad(format!("{}: {e}", root.display())))?;
     registry.plugins.push(Installed {
         name: name.clone(),
         version: manifest.version.clone(),
         description: manifest.description.clone(),
-        source,
+        source: origin.source,
+        commit: origin.commit.clone(),
         digest,
         enabled: true,
     });
     save(registry, home)?;
     let parts = manifest::parts(&root);
     out(&format!(
-        "installed {name}{} ({})",
+        "installed {name}{}{} ({})",
         manifest
             .version
             .map(|v| format!(" {v}"))
+            .unwrap_or_default(),
+        origin
+            .commit
+            .map(|c| format!(" at {c}"))
             .unwrap_or_default(),
         describe(&parts)
     ));
@@ -157,6 +201,7 @@ fn list(registry: &Registry, home: &Path, json: bool) {
                 "version": p.version,
                 "description": p.description,
                 "source": p.source,
+                "commit": p.commit,
                 "digest": p.digest,
                 "enabled": p.enabled,
                 "changed_since_install": changed,
@@ -166,11 +211,15 @@ fn list(registry: &Registry, home: &Path, json: bool) {
             continue;
         }
         out(&format!(
-            "{} {}  {}  from {}  {}{}",
+            "{} {}  {}  from {}{}  {}{}",
             p.name,
             p.version.as_deref().unwrap_or("(no version)"),
             if p.enabled { "enabled" } else { "disabled" },
-            p.source.display(),
+            p.source,
+            p.commit
+                .as_deref()
+                .map(|c| format!(" at {}", &c[..c.len().min(12)]))
+                .unwrap_or_default(),
             describe(&parts),
             if changed {
                 "  (its files changed since install)"

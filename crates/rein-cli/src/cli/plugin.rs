@@ -8,10 +8,12 @@ use clap::Subcommand;
 /// `rein plugin ...`.
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
-    /// Copy a plugin folder (one with `.claude-plugin/plugin.json`) into
-    /// `$REIN_HOME/plugins/NAME/`, pinned by a digest of its files.
+    /// Copy a plugin (a folder with `.claude-plugin/plugin.json`, or a git
+    /// repository holding one) into `$REIN_HOME/plugins/NAME/`, pinned by
+    /// a digest of its files (and the commit, from git).
     Install {
-        /// The plugin's folder.
+        /// The plugin's folder, or `GIT-URL[@REF]` (a URL, or a path
+        /// ending in `.git`; REF a branch, tag or commit).
         path: PathBuf,
     },
     /// The installed plugins: name, version, whether enabled, where from,

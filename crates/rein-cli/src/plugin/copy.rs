@@ -57,11 +57,8 @@ fn inner_link(root: &Path, rel: &Path) -> Result<PathBuf, String> {
         .unwrap_or_default();
     for part in target.components() {
         match part {
-            Component::ParentDir => {
-                if depth.pop().is_none() {
-                    return Err(out());
-                }
-            }
+            Component::ParentDir if depth.pop().is_none() => return Err(out()),
+            Component::ParentDir => {}
             Component::Normal(_) => depth.push(part),
             _ => {}
         }

@@ -1,5 +1,5 @@
 //! The installed plugins: `$REIN_HOME/plugins.json` records each one's
-//! name, version, where it came from, the digest of its files as
+//! name, version, where it came from (and the commit, from git), the digest of its files as
 //! installed and whether it is enabled; its files are in
 //! `$REIN_HOME/plugins/NAME/`.
 
@@ -19,8 +19,11 @@ pub struct Installed {
     pub version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The folder it was installed from.
-    pub source: PathBuf,
+    /// The folder or git URL (with its `@REF`) it was installed from.
+    pub source: String,
+    /// The commit a git source was at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// `sha256:HEX` of its files as installed.
     pub digest: String,
     pub enabled: bool,

@@ -303,3 +303,75 @@ fn a_plugins_mcp_server_starts_from_its_folder_and_goes_with_the_plugin() {
         tool_outputs(&o)
     );
 }
+
+/// Run git in `dir` with a throwaway identity.
+fn git(dir: &Path, args: &[&str]) {
+    let o = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+}
+
+#[test]
+fn a_plugin_from_a_local_git_repository_is_pinned_to_the_commit_of_its_ref() {
+    let env = Env::new();
+    let plugin = tidy_plugin();
+    git(plugin.path(), &["init", "-q"]);
+    git(plugin.path(), &["add", "-A"]);
+    git(plugin.path(), &["commit", "-qm", "first"]);
+    git(plugin.path(), &["tag", "v1"]);
+    write(
+        &plugin.path().join("commands/review.md"),
+        "Second version: $1.\n",
+    );
+    git(plugin.path(), &["commit", "-qam", "second"]);
+    let repos = tempfile::tempdir().unwrap();
+    git(
+        repos.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            plugin.path().to_str().unwrap(),
+            "tidy.git",
+        ],
+    );
+    let url = format!("{}@v1", repos.path().join("tidy.git").display());
+    let o = env.rein(&["plugin", "install", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("installed tidy 0.3.1 at "),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!env.home.path().join("plugins/tidy/.git").exists());
+
+    let listed = stdout(&env.rein(&["plugin", "list", "--json"]));
+    let record: serde_json::Value = serde_json::from_str(listed.trim()).unwrap();
+    assert_eq!(record["source"], url.as_str());
+    assert_eq!(record["commit"].as_str().unwrap().len(), 40, "{record}");
+
+    let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
+    let o = env.replay_json(&script, &["--command", "review", "a.rs"]);
+    assert_eq!(user_message(&o), "Review a.rs for tidiness.");
+
+    // A ref the repository does not have is one line; nothing installed.
+    assert!(env.rein(&["plugin", "remove", "tidy"]).status.success());
+    let missing = format!("{}@v9", repos.path().join("tidy.git").display());
+    assert_clean_failure(
+        &env.rein(&["plugin", "install", &missing]),
+        2,
+        "no branch, tag or commit `v9`",
+    );
+    assert!(stdout(&env.rein(&["plugin", "list"])).contains("no plugins installed"));
+}
