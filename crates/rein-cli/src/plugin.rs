@@ -17,6 +17,7 @@ mod git;
 pub mod load;
 mod manifest;
 mod store;
+mod update;
 
 use manifest::Part;
 use store::{Installed, Registry, plugins_dir, root_of};
@@ -29,6 +30,11 @@ pub enum Action {
         json: bool,
     },
     Remove(String),
+    /// Update a plugin from its source; `yes`: without asking.
+    Update {
+        name: String,
+        yes: bool,
+    },
     /// Enable (true) or disable (false).
     Enable(String, bool),
 }
@@ -40,6 +46,10 @@ pub fn run(action: Action, home: &Path) -> Result<i32, Failure> {
     match action {
         Action::Install(path) => install(&mut registry, home, &path)?,
         Action::List { json } => list(&registry, home, json),
+        Action::Update { name, yes } => {
+            known(&registry, &name)?;
+            update::update(&mut registry, home, &name, yes)?;
+        }
         Action::Remove(name) => {
             known(&registry, &name)?;
             registry.plugins.retain(|p| p.name != name);
@@ -83,41 +93,52 @@ fn save(registry: &Registry, home: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::harness(anyhow!(e)))
 }
 
-/// Where a plugin is installed from: the folder holding it, and what the
-/// record says of it.
-struct Origin<'a> {
-    folder: &'a Path,
+/// A plugin fetched for installing: the folder holding it, and what the
+/// record says of where it came from.
+struct Origin {
+    folder: PathBuf,
     source: String,
     commit: Option<String>,
 }
 
-/// Install the plugin at `path`: a folder, or a git URL cloned first.
-fn install(registry: &mut Registry, home: &Path, path: &Path) -> Result<(), Failure> {
-    let bad = |e: String| Failure::usage(anyhow!(e));
-    let text = path.to_string_lossy();
-    let is_folder = path.join(manifest::MANIFEST).symlink_metadata().is_ok();
+/// A scratch folder beside the plugins' own, so that a failure leaves
+/// nothing and a finished copy moves in with one rename.
+fn staging(home: &Path) -> Result<tempfile::TempDir, Failure> {
     let dir = plugins_dir(home);
-    std::fs::create_dir_all(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
-    // Cloned and copied beside its place first, so a failure leaves nothing.
-    let staging = tempfile::tempdir_in(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
-    if let Some(repo) = git::parse(&text).filter(|_| !is_folder) {
-        let clone = staging.path().join(".clone");
-        let commit = git::fetch(&repo, &clone).map_err(bad)?;
-        let origin = Origin {
-            folder: &clone,
+    let fail = |e: std::io::Error| Failure::usage(anyhow!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    tempfile::tempdir_in(&dir).map_err(fail)
+}
+
+/// The plugin `text` names: a folder as it is, or a git URL cloned into
+/// `staging`. The error is one line.
+fn fetch(text: &str, staging: &Path) -> Result<Origin, String> {
+    let path = Path::new(text);
+    let is_folder = path.join(manifest::MANIFEST).symlink_metadata().is_ok();
+    if let Some(repo) = git::parse(text).filter(|_| !is_folder) {
+        let clone = staging.join(".clone");
+        let commit = git::fetch(&repo, &clone)?;
+        return Ok(Origin {
+            folder: clone,
             source: text.to_string(),
             commit: Some(commit),
-        };
-        return install_from(registry, home, staging.path(), origin);
+        });
     }
     let folder = path
         .canonicalize()
-        .map_err(|e| bad(format!("{}: {e}", path.display())))?;
-    let origin = Origin {
-        folder: &folder,
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Origin {
         source: folder.display().to_string(),
+        folder,
         commit: None,
-    };
+    })
+}
+
+/// Install the plugin at `path`: a folder, or a git URL cloned first.
+fn install(registry: &mut Registry, home: &Path, path: &Path) -> Result<(), Failure> {
+    let staging = staging(home)?;
+    let origin =
+        fetch(&path.to_string_lossy(), staging.path()).map_err(|e| Failure::usage(anyhow!(e)))?;
     install_from(registry, home, staging.path(), origin)
 }
 
@@ -129,7 +150,7 @@ fn install_from(
     origin: Origin,
 ) -> Result<(), Failure> {
     let bad = |e: String| Failure::usage(anyhow!(e));
-    let source = origin.folder;
+    let source = origin.folder.as_path();
     let manifest = manifest::read(source).map_err(bad)?;
     let name = manifest.name.clone();
     let root = root_of(home, &name);

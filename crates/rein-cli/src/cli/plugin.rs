@@ -25,6 +25,14 @@ pub enum PluginCommand {
     },
     /// Delete an installed plugin and its files.
     Remove { name: String },
+    /// Fetch a plugin again from where it was installed from, show what
+    /// would change, and ask before putting it in place.
+    Update {
+        name: String,
+        /// Accept the changes without asking.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Load a disabled plugin's parts again.
     Enable { name: String },
     /// Keep a plugin installed but load none of its parts.
@@ -38,6 +46,7 @@ impl From<PluginCommand> for crate::plugin::Action {
             PluginCommand::Install { path } => Action::Install(path),
             PluginCommand::List { json } => Action::List { json },
             PluginCommand::Remove { name } => Action::Remove(name),
+            PluginCommand::Update { name, yes } => Action::Update { name, yes },
             PluginCommand::Enable { name } => Action::Enable(name, true),
             PluginCommand::Disable { name } => Action::Enable(name, false),
         }

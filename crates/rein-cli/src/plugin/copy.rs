@@ -134,6 +134,58 @@ pub fn digest(root: &Path) -> Result<String, String> {
     Ok(format!("sha256:{hex}"))
 }
 
+/// How an entry differs between two copies of a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Added,
+    Removed,
+    Changed,
+}
+
+impl Change {
+    pub fn label(self) -> &'static str {
+        match self {
+            Change::Added => "added",
+            Change::Removed => "removed",
+            Change::Changed => "changed",
+        }
+    }
+}
+
+/// The entries that differ from `old` to `new`, by path.
+pub fn differences(old: &Path, new: &Path) -> Result<Vec<(Change, PathBuf)>, String> {
+    let before = entries(old)?;
+    let after = entries(new)?;
+    let mut found = Vec::new();
+    for rel in &before {
+        if !after.contains(rel) {
+            found.push((Change::Removed, rel.clone()));
+        } else if content(&old.join(rel)) != content(&new.join(rel)) {
+            found.push((Change::Changed, rel.clone()));
+        }
+    }
+    for rel in after.iter().filter(|r| !before.contains(r)) {
+        found.push((Change::Added, rel.clone()));
+    }
+    found.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(found)
+}
+
+/// What an entry is, for comparing: a link's target, a file's bytes, or
+/// nothing for a folder.
+fn content(path: &Path) -> Option<Vec<u8>> {
+    let meta = path.symlink_metadata().ok()?;
+    if meta.file_type().is_symlink() {
+        return std::fs::read_link(path)
+            .ok()
+            .map(|t| t.to_string_lossy().as_bytes().to_vec());
+    }
+    if meta.is_dir() {
+        return Some(Vec::new());
+    }
+    std::fs::read(path).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

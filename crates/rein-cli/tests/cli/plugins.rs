@@ -375,3 +375,44 @@ fn a_plugin_from_a_local_git_repository_is_pinned_to_the_commit_of_its_ref() {
     );
     assert!(stdout(&env.rein(&["plugin", "list"])).contains("no plugins installed"));
 }
+
+#[test]
+fn update_shows_what_changes_and_replaces_the_copy_only_once_accepted() {
+    let env = Env::new();
+    let plugin = tidy_plugin();
+    let install = env.rein(&["plugin", "install", plugin.path().to_str().unwrap()]);
+    assert!(install.status.success(), "{}", stderr(&install));
+    write(
+        &plugin.path().join("commands/review.md"),
+        "Review $1 twice.\n",
+    );
+    write(&plugin.path().join("commands/lint.md"), "Lint $1.\n");
+    std::fs::remove_file(plugin.path().join("agents/checker.md")).unwrap();
+
+    let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
+    let review =
+        |env: &Env| user_message(&env.replay_json(&script, &["--command", "review", "a.rs"]));
+
+    // Headless, nobody can say yes: the changes are shown, nothing moves.
+    let o = env.rein(&["plugin", "update", "tidy"]);
+    assert_clean_failure(&o, 2, "`rein plugin update tidy --yes`");
+    let shown = stdout(&o);
+    assert!(
+        shown.contains("tidy: 0.3.1 -> 0.3.1")
+            && shown.contains("  added commands/lint.md")
+            && shown.contains("  changed commands/review.md")
+            && shown.contains("  removed agents/checker.md"),
+        "{shown}"
+    );
+    assert_eq!(review(&env), "Review a.rs for tidiness.");
+
+    let o = env.rein(&["plugin", "update", "tidy", "--yes"]);
+    assert!(stdout(&o).contains("updated tidy"), "{}", stderr(&o));
+    assert_eq!(review(&env), "Review a.rs twice.");
+    let listed = stdout(&env.rein(&["plugin", "list"]));
+    assert!(!listed.contains("changed since install"), "{listed}");
+    assert_eq!(
+        stdout(&env.rein(&["plugin", "update", "tidy"])).trim(),
+        "tidy is up to date"
+    );
+}
