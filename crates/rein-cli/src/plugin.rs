@@ -16,6 +16,7 @@ mod copy;
 mod git;
 pub mod load;
 mod manifest;
+mod market;
 mod store;
 mod update;
 
@@ -26,6 +27,10 @@ use store::{Installed, Registry, plugins_dir, root_of};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     Install(PathBuf),
+    /// Add a marketplace from a folder or git URL.
+    MarketAdd(String),
+    MarketList,
+    MarketRemove(String),
     List {
         json: bool,
     },
@@ -45,6 +50,9 @@ pub fn run(action: Action, home: &Path) -> Result<i32, Failure> {
     let mut registry = Registry::load(home).map_err(|e| Failure::usage(anyhow!(e)))?;
     match action {
         Action::Install(path) => install(&mut registry, home, &path)?,
+        Action::MarketAdd(source) => market::add(home, &source).map_err(usage)?,
+        Action::MarketList => market::list(home).map_err(usage)?,
+        Action::MarketRemove(name) => market::remove(home, &name).map_err(usage)?,
         Action::List { json } => list(&registry, home, json),
         Action::Update { name, yes } => {
             known(&registry, &name)?;
@@ -76,6 +84,11 @@ pub fn run(action: Action, home: &Path) -> Result<i32, Failure> {
         }
     }
     Ok(COMPLETED)
+}
+
+/// A one-line error as a usage failure.
+fn usage(e: String) -> Failure {
+    Failure::usage(anyhow!(e))
 }
 
 fn known(registry: &Registry, name: &str) -> Result<(), Failure> {
@@ -136,9 +149,13 @@ fn fetch(text: &str, staging: &Path) -> Result<Origin, String> {
 
 /// Install the plugin at `path`: a folder, or a git URL cloned first.
 fn install(registry: &mut Registry, home: &Path, path: &Path) -> Result<(), Failure> {
+    let text = path.to_string_lossy();
+    let text = match market::parse_offer(&text) {
+        Some((plugin, market)) => market::resolve(home, plugin, market).map_err(usage)?,
+        None => text.to_string(),
+    };
     let staging = staging(home)?;
-    let origin =
-        fetch(&path.to_string_lossy(), staging.path()).map_err(|e| Failure::usage(anyhow!(e)))?;
+    let origin = fetch(&text, staging.path()).map_err(usage)?;
     install_from(registry, home, staging.path(), origin)
 }
 

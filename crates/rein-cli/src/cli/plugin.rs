@@ -12,7 +12,7 @@ pub enum PluginCommand {
     /// repository holding one) into `$REIN_HOME/plugins/NAME/`, pinned by
     /// a digest of its files (and the commit, from git).
     Install {
-        /// The plugin's folder, or `GIT-URL[@REF]` (a URL, or a path
+        /// The plugin's folder, `PLUGIN@MARKETPLACE`, or `GIT-URL[@REF]` (a URL, or a path
         /// ending in `.git`; REF a branch, tag or commit).
         path: PathBuf,
     },
@@ -23,6 +23,10 @@ pub enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Marketplaces: folders or git repositories listing plugins
+    /// (`.claude-plugin/marketplace.json`); `install PLUGIN@MARKETPLACE`.
+    #[command(subcommand)]
+    Marketplace(MarketplaceCommand),
     /// Delete an installed plugin and its files.
     Remove { name: String },
     /// Fetch a plugin again from where it was installed from, show what
@@ -39,6 +43,17 @@ pub enum PluginCommand {
     Disable { name: String },
 }
 
+/// `rein plugin marketplace ...`.
+#[derive(Debug, Subcommand)]
+pub enum MarketplaceCommand {
+    /// Copy a marketplace (a folder or `GIT-URL[@REF]`) in and record it.
+    Add { source: String },
+    /// The marketplaces added, and the plugins each offers.
+    List,
+    /// Forget a marketplace (its installed plugins stay).
+    Remove { name: String },
+}
+
 impl From<PluginCommand> for crate::plugin::Action {
     fn from(cmd: PluginCommand) -> Self {
         use crate::plugin::Action;
@@ -46,6 +61,13 @@ impl From<PluginCommand> for crate::plugin::Action {
             PluginCommand::Install { path } => Action::Install(path),
             PluginCommand::List { json } => Action::List { json },
             PluginCommand::Remove { name } => Action::Remove(name),
+            PluginCommand::Marketplace(MarketplaceCommand::Add { source }) => {
+                Action::MarketAdd(source)
+            }
+            PluginCommand::Marketplace(MarketplaceCommand::List) => Action::MarketList,
+            PluginCommand::Marketplace(MarketplaceCommand::Remove { name }) => {
+                Action::MarketRemove(name)
+            }
             PluginCommand::Update { name, yes } => Action::Update { name, yes },
             PluginCommand::Enable { name } => Action::Enable(name, true),
             PluginCommand::Disable { name } => Action::Enable(name, false),

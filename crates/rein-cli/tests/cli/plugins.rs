@@ -4,7 +4,9 @@
 //! shows it with its parts, `disable` and `remove` take them all away; a
 //! folder that is not a plugin, a bad manifest, a name that would leave
 //! the plugins folder and a link out of the plugin are one line each, and
-//! nothing is installed.
+//! nothing is installed. Plugins also come from a local git repository
+//! (pinned to a commit) and from a marketplace (`PLUGIN@MARKETPLACE`), and
+//! `update` shows what changes before it changes anything.
 
 use std::path::Path;
 
@@ -415,4 +417,64 @@ fn update_shows_what_changes_and_replaces_the_copy_only_once_accepted() {
         stdout(&env.rein(&["plugin", "update", "tidy"])).trim(),
         "tidy is up to date"
     );
+}
+
+#[test]
+fn a_marketplaces_plugin_installs_by_name_and_an_entry_leading_out_of_it_is_not_offered() {
+    let env = Env::new();
+    let shop = tempfile::tempdir().unwrap();
+    let plugin = tidy_plugin();
+    std::fs::create_dir_all(shop.path().join("plugins")).unwrap();
+    let copied = std::process::Command::new("cp")
+        .args(["-r"])
+        .arg(plugin.path())
+        .arg(shop.path().join("plugins/tidy"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    write(
+        &shop.path().join(".claude-plugin/marketplace.json"),
+        &json!({"name": "shop", "owner": {"name": "t"}, "plugins": [
+            {"name": "tidy", "source": "./plugins/tidy"},
+            {"name": "escape", "source": "../../"}
+        ]})
+        .to_string(),
+    );
+    let o = env.rein(&[
+        "plugin",
+        "marketplace",
+        "add",
+        shop.path().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        stdout(&o).trim(),
+        "added marketplace shop: tidy",
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&env.rein(&["plugin", "marketplace", "list"])).contains("shop  from "));
+
+    let o = env.rein(&["plugin", "install", "tidy@shop"]);
+    assert!(
+        stdout(&o).contains("installed tidy 0.3.1"),
+        "{}",
+        stderr(&o)
+    );
+    let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
+    let o = env.replay_json(&script, &["--command", "review", "a.rs"]);
+    assert_eq!(user_message(&o), "Review a.rs for tidiness.");
+
+    assert_clean_failure(
+        &env.rein(&["plugin", "install", "escape@shop"]),
+        2,
+        "offers no plugin `escape`",
+    );
+    assert_clean_failure(
+        &env.rein(&["plugin", "install", "tidy@elsewhere"]),
+        2,
+        "no marketplace named `elsewhere`",
+    );
+    let o = env.rein(&["plugin", "marketplace", "remove", "shop"]);
+    assert_eq!(stdout(&o).trim(), "removed marketplace shop");
+    assert!(stdout(&env.rein(&["plugin", "list"])).contains("tidy 0.3.1  enabled"));
 }
