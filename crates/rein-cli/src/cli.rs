@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 mod manage;
+mod plugin;
 mod run;
 mod serving;
 
@@ -14,6 +15,7 @@ pub use manage::{
     ContextArgs, EvalArgs, EvalCommand, EvalRunArgs, HooksArgs, HooksCommand, ListArgs, McpCommand,
     MemoryCommand, SessionsCommand, TrustArgs,
 };
+pub use plugin::PluginCommand;
 pub use run::{BudgetArgs, CompactArgs, ExecArgs, ModelArgs, SessionArgs};
 pub use serving::{AcpArgs, SandboxRunArgs, ServeArgs};
 
@@ -168,6 +170,10 @@ pub enum Command {
     Agents(ListArgs),
     /// The git worktrees isolated sub-agents left with changes.
     Worktrees(ListArgs),
+    /// Claude Code plugins: install one from a folder, list, remove,
+    /// enable or disable them.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// Take a session back to a checkpoint: its files, its conversation
     /// or both (`--list` shows them).
     Rewind(crate::rewind::RewindArgs),

@@ -133,6 +133,7 @@ impl Config {
         if let Some((file, text)) = read_file(&home.join("config.toml"))? {
             cfg.apply_layer(file, &home.join("config.toml"), &text)?;
         }
+        cfg.apply_plugin_servers();
         cfg.permissions
             .apply_json_file(&home.join("settings.json"))?;
         // The user's own approvals for this project (see `for_run`).

@@ -2,7 +2,8 @@
 //! of `$REIN_HOME/settings.json`, then of the project's
 //! `.rein/settings.json` and `.rein/settings.local.json` in a trusted
 //! folder only, each while the files it runs are as the folder's trust
-//! recorded them ([`approvals`]); and `rein hooks list`.
+//! recorded them ([`approvals`]), then the enabled plugins'
+//! `hooks/hooks.json`; and `rein hooks list`.
 
 pub mod approvals;
 
@@ -49,6 +50,7 @@ pub fn load(cfg: &Config, workspace: &Path) -> HookSet {
             ));
         }
     }
+    crate::plugin::load::add_hooks(&mut set, &cfg.home);
     keep_covered(&mut set, cfg, workspace);
     set
 }

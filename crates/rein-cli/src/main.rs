@@ -21,6 +21,7 @@ mod model;
 mod otel;
 mod output;
 mod permissions;
+mod plugin;
 mod providers;
 mod rewind;
 mod sandbox_config;
@@ -81,6 +82,9 @@ fn main() {
             },
             Some(cli::Command::Agents(args)) => agents::list_agents(args),
             Some(cli::Command::Worktrees(args)) => agents::list_worktrees(args),
+            Some(cli::Command::Plugin(cmd)) => config::rein_home()
+                .map_err(exit::Failure::usage)
+                .and_then(|home| plugin::run(cmd.into(), &home)),
             Some(cli::Command::Rewind(args)) => rewind::run(args).await,
             Some(cli::Command::Acp(args)) => acp::run(args).await,
             Some(cli::Command::Serve(args)) => serve::run(args).await,

@@ -33,6 +33,7 @@ pub fn lazy_tools(cfg: &Config, engine: &AgentEngine) -> LazyTools {
     }
 }
 
+mod plugins;
 pub mod project;
 
 use crate::config::Config;

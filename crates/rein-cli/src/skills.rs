@@ -11,14 +11,12 @@ use crate::config::Config;
 /// Context window assumed when the provider does not say.
 const DEFAULT_WINDOW: u64 = 128_000;
 
-/// The skills a run in `workspace` offers; a project's are trusted as the
-/// folder is.
+/// The skills a run in `workspace` offers, then the enabled plugins'; a
+/// project's are trusted as the folder is.
 pub fn for_run(cfg: &Config, workspace: &Path) -> Arc<Skills> {
-    Arc::new(Skills::discover(
-        workspace,
-        Some(&cfg.home.join("skills")),
-        cfg.trusted,
-    ))
+    let mut found = Skills::discover(workspace, Some(&cfg.home.join("skills")), cfg.trusted);
+    crate::plugin::load::add_skills(&mut found, &cfg.home);
+    Arc::new(found)
 }
 
 /// The prompt's list of skills, within a hundredth of the context window

@@ -22,6 +22,7 @@ mod cli {
     mod model;
     mod otel;
     mod permissions;
+    mod plugins;
     mod postgres;
     mod rewind;
     mod same_prompt;

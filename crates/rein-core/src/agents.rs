@@ -176,6 +176,13 @@ impl AgentCatalog {
         self.agents.iter().find(|a| a.name == name)
     }
 
+    /// The definitions of one folder (a plugin's), which its caller names.
+    pub fn read_folder(dir: &Path, tool_names: ToolNames) -> AgentCatalog {
+        let mut found = AgentCatalog::default();
+        found.read_dir(dir, tool_names);
+        found
+    }
+
     /// The agents' names, in order.
     pub fn names(&self) -> Vec<&str> {
         self.agents.iter().map(|a| a.name.as_str()).collect()

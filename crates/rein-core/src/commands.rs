@@ -83,6 +83,14 @@ impl Commands {
         self.commands.iter().find(|c| c.name == name)
     }
 
+    /// The commands of one folder, all trusted and none reserved: a
+    /// plugin's, which its caller names.
+    pub fn read_folder(dir: &Path, front_end: &FrontEndCommands) -> Commands {
+        let mut found = Commands::default();
+        found.read_dir(dir, &[], true, front_end);
+        found
+    }
+
     fn read_dir(
         &mut self,
         dir: &Path,

@@ -72,6 +72,14 @@ impl Skills {
         found
     }
 
+    /// The skills of one folder (a plugin's), trusted, which its caller
+    /// names.
+    pub fn read_folder(dir: &Path) -> Skills {
+        let mut found = Skills::default();
+        found.read_dir(dir, true);
+        found
+    }
+
     pub fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.name == name)
     }

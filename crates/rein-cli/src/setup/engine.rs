@@ -136,20 +136,23 @@ pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
 }
 
 /// The sub-agents of a run here: the project's definitions, the user's
-/// own (`$REIN_HOME/agents`), the built-ins. A project's are read in any
+/// own (`$REIN_HOME/agents`), the built-ins, the enabled plugins'. A project's are read in any
 /// folder (a definition can only narrow what its agent may do: its mode,
 /// tools and turns are capped by the parent's); in a folder that is not
 /// trusted none replaces a built-in or the user's own, and none chooses
 /// its model.
 pub fn agents(cfg: &Config, workspace: &Path) -> rein_core::agents::AgentCatalog {
     let user = cfg.home.join("agents");
-    rein_core::agents::AgentCatalog::discover(
+    let tool_names = rein_tools::claude_names::rein_name;
+    let mut found = rein_core::agents::AgentCatalog::discover(
         workspace,
         Some(&user),
         cfg.trusted,
-        rein_tools::claude_names::rein_name,
+        tool_names,
         &front_end_commands(),
-    )
+    );
+    crate::plugin::load::add_agents(&mut found, &cfg.home, tool_names);
+    found
 }
 
 /// The commands of `rein` that rein-core's messages point the model and

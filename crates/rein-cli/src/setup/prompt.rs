@@ -71,7 +71,8 @@ pub struct CommandSet {
 
 impl CommandSet {
     /// The commands of `workspace` (`.rein/commands/`, `.claude/commands/`)
-    /// and the user's (`$REIN_HOME/commands/`); rein's own slash commands
+    /// and the user's (`$REIN_HOME/commands/`), then the enabled plugins';
+    /// rein's own slash commands
     /// keep their names. In a folder the user has not trusted, the
     /// project's choose no model and name no MCP resources.
     pub fn discover(cfg: &Config, workspace: &Path, life: EngineLife) -> CommandSet {
@@ -80,16 +81,11 @@ impl CommandSet {
             .map(|(name, _)| name.trim_start_matches('/'))
             .collect();
         let user = cfg.home.join("commands");
-        CommandSet {
-            found: Commands::discover(
-                workspace,
-                Some(&user),
-                &reserved,
-                cfg.trusted,
-                &super::engine::front_end_commands(),
-            ),
-            life,
-        }
+        let front_end = super::engine::front_end_commands();
+        let mut found =
+            Commands::discover(workspace, Some(&user), &reserved, cfg.trusted, &front_end);
+        crate::plugin::load::add_commands(&mut found, &cfg.home, &reserved, &front_end);
+        CommandSet { found, life }
     }
 
     /// What discovering the commands found wrong (one line each).
