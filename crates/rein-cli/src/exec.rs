@@ -8,6 +8,7 @@ use rein_core::{AgentEngine, Approvals, CancellationToken, Event, FnSink, RunReq
 use crate::cli::ExecArgs;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
+use crate::setup::command_context::{self, LiveRun};
 use crate::setup::prompt::{CommandSet, EngineLife, Expanded};
 use crate::setup::session::{Opening, Session};
 use crate::setup::settings::{RunSettings, load_config_noting, safety_warning};
@@ -168,16 +169,37 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     for note in &session.extras.notes {
         output::err(&format!("note: {note}"));
     }
+    let engine = &session.engine;
+    let cancel = CancellationToken::new();
+    // A command's `!` context lines run and its `@path` files are read,
+    // through the gate, before anything is sent.
+    let prompt = match &command {
+        Some(c) => {
+            let live = LiveRun {
+                engine,
+                session_id: resume.as_deref(),
+                mode,
+                events: rein_core::no_events(),
+                cancel: cancel.clone(),
+            };
+            let (text, notes) = command_context::bring_in(c, &prompt, &live)
+                .await
+                .map_err(|e| Failure::usage(anyhow!(e)))?;
+            for note in notes {
+                output::err(&format!("note: {note}"));
+            }
+            text
+        }
+        None => prompt,
+    };
     // Skills the prompt names (`$name`) and resources (`@server:uri`) go
     // with it.
     let (prompt, notes) = session.prompts.attachments.attach(&prompt).await;
     for note in notes {
         output::err(&format!("note: {note}"));
     }
-    let engine = &session.engine;
 
     let mut observer = telemetry.as_ref().map(|t| t.observer());
-    let cancel = CancellationToken::new();
     watch_signals(cancel.clone(), args.json);
     let request = RunRequest {
         prompt,

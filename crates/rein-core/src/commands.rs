@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use crate::front_end::FrontEndCommands;
 
+pub mod markup;
+
 /// Folders of a project that hold commands, in the order they win.
 pub const PROJECT_DIRS: [&str; 2] = [".rein/commands", ".claude/commands"];
 
