@@ -23,6 +23,8 @@ use rein_core::{AgentEngine, PermissionMode, ToolCall};
 use rein_core::{GateEvents, GateOutcome};
 use tokio_util::sync::CancellationToken;
 
+use super::prompt::Expanded;
+
 /// The last line of a bash result whose program exited with 0.
 const CLEAN_EXIT: &str = "[exit code: 0]";
 
@@ -47,6 +49,18 @@ pub struct ContextRefused {
     pub command: String,
     pub line: String,
     pub why: String,
+}
+
+/// A prepared prompt's text with its command's live parts brought in
+/// (as it is when no command was named), and the notes.
+pub async fn bring_in_expanded(
+    expanded: &Expanded,
+    run: &LiveRun<'_>,
+) -> Result<(String, Vec<String>), ContextRefused> {
+    match &expanded.command {
+        Some(command) => bring_in(command, &expanded.text, run).await,
+        None => Ok((expanded.text.clone(), Vec::new())),
+    }
 }
 
 /// The message `text` (command `command`, expanded) with its context
@@ -138,4 +152,22 @@ fn first_line(text: &str) -> String {
         Some((sentence, _)) => format!("{sentence}."),
         None => line.to_string(),
     }
+}
+
+/// Why the app does not send `expanded`, if it does not: the app expands
+/// a command before its message reaches the session's gate, so a command
+/// whose `!` context lines would run is refused there, with where it
+/// runs. (An untrusted one runs none, so it is sent.)
+pub fn app_refusal(expanded: &Expanded) -> Option<String> {
+    let command = expanded.command.as_ref().filter(|c| c.trusted)?;
+    let runs = markup::parts(&expanded.text)
+        .iter()
+        .any(|p| matches!(p, Part::Shell(_)));
+    runs.then(|| {
+        format!(
+            "the command `{0}` has `!` context lines, which the app does not run: run it with \
+             `rein exec --command {0}`",
+            command.name
+        )
+    })
 }
