@@ -130,6 +130,15 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         ));
         cfg.model = Some(model.clone());
     }
+    // A trusted command's `allowed-tools` pre-approves them for this run
+    // (its `!` lines too).
+    if let Some(c) = &command {
+        let (rules, notes) = command_context::pre_approvals(c);
+        for note in notes {
+            output::err(&format!("note: {note}"));
+        }
+        cfg.permissions.rules.allow.extend(rules);
+    }
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
     }

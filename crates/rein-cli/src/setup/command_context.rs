@@ -19,8 +19,9 @@
 
 use rein_core::commands::CustomCommand;
 use rein_core::commands::markup::{self, Part};
-use rein_core::{AgentEngine, PermissionMode, ToolCall};
+use rein_core::{AgentEngine, PermissionMode, Rule, ToolCall};
 use rein_core::{GateEvents, GateOutcome};
+use rein_tools::claude_names;
 use tokio_util::sync::CancellationToken;
 
 use super::prompt::Expanded;
@@ -170,4 +171,37 @@ pub fn app_refusal(expanded: &Expanded) -> Option<String> {
             command.name
         )
     })
+}
+
+/// The allow rules a command's `allowed-tools` adds for its run, and a
+/// note for each entry left out. Only the user's own commands and a
+/// trusted project's pre-approve (an untrusted one's list still narrows
+/// what the model is offered, which grants nothing). An allow rule never
+/// passes a deny rule, a protected path or what the mode refuses.
+pub fn pre_approvals(command: &CustomCommand) -> (Vec<Rule>, Vec<String>) {
+    if command.allowed_tools.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    if !command.trusted {
+        let note = format!(
+            "the command `{}` is this folder's and the folder is not trusted: its \
+             `allowed-tools` pre-approves nothing",
+            command.name
+        );
+        return (Vec::new(), vec![note]);
+    }
+    let mut rules = Vec::new();
+    let mut notes = Vec::new();
+    for entry in &command.allowed_tools {
+        for text in claude_names::rein_rules(entry) {
+            match text.parse::<Rule>() {
+                Ok(rule) => rules.push(rule),
+                Err(e) => notes.push(format!(
+                    "the command `{}`: `{entry}` pre-approves nothing: {e}",
+                    command.name
+                )),
+            }
+        }
+    }
+    (rules, notes)
 }

@@ -89,3 +89,28 @@ fn a_context_line_the_headless_mode_refuses_fails_the_message_with_one_line() {
          this call needs the user's approval",
     );
 }
+
+#[test]
+fn a_trusted_commands_allowed_tools_pre_approve_its_context_line_and_an_untrusted_ones_do_not() {
+    let env = Env::new();
+    command(
+        &env,
+        "mark",
+        "---\nallowed-tools: [\"Bash(touch:*)\", \"Bash(echo:*)\", Read]\n---\nMarked: !`touch made.txt && echo yes`\n",
+    );
+    let script = answer(&env);
+    // Default mode, headless: without the pre-approval this is refused.
+    let o = env.replay_json(&script, &["--trust", "--command", "mark"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(env.ws.path().join("made.txt").exists());
+    assert_eq!(sent(&o), "Marked: yes");
+
+    std::fs::remove_file(env.ws.path().join("made.txt")).unwrap();
+    let o = env.replay_json(&script, &["--command", "mark"]);
+    assert!(!env.ws.path().join("made.txt").exists());
+    assert!(
+        stderr(&o).contains("its `allowed-tools` pre-approves nothing"),
+        "{}",
+        stderr(&o)
+    );
+}
