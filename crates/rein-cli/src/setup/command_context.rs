@@ -205,3 +205,66 @@ pub fn pre_approvals(command: &CustomCommand) -> (Vec<Rule>, Vec<String>) {
     }
     (rules, notes)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn command(body: &str, allowed: &[&str], trusted: bool) -> CustomCommand {
+        CustomCommand {
+            name: "c".into(),
+            path: PathBuf::new(),
+            description: None,
+            argument_hint: None,
+            model: None,
+            allowed_tools: allowed.iter().map(|s| s.to_string()).collect(),
+            body: body.into(),
+            trusted,
+        }
+    }
+
+    fn expanded(c: CustomCommand) -> Expanded {
+        Expanded {
+            text: c.expand(""),
+            command: Some(c),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_app_refuses_only_a_trusted_command_whose_context_lines_would_run() {
+        let live = command("State: !`git status`", &[], true);
+        assert!(
+            app_refusal(&expanded(live.clone()))
+                .unwrap()
+                .contains("rein exec --command c")
+        );
+        let untrusted = CustomCommand {
+            trusted: false,
+            ..live
+        };
+        assert_eq!(app_refusal(&expanded(untrusted)), None);
+        assert_eq!(
+            app_refusal(&expanded(command("See @a.rs", &[], true))),
+            None
+        );
+    }
+
+    #[test]
+    fn only_a_trusted_commands_allowed_tools_become_allow_rules() {
+        let c = command("Go.", &["Bash(git diff:*)", "Read"], true);
+        let (rules, notes) = pre_approvals(&c);
+        let rules: Vec<String> = rules.iter().map(ToString::to_string).collect();
+        assert_eq!(rules, ["bash(git diff)", "bash(git diff *)", "read_file"]);
+        assert!(notes.is_empty());
+        let (rules, notes) = pre_approvals(&CustomCommand {
+            trusted: false,
+            ..c
+        });
+        assert!(rules.is_empty());
+        assert!(notes[0].contains("pre-approves nothing"), "{notes:?}");
+    }
+}
