@@ -3,6 +3,7 @@
 use std::io::Read;
 
 use anyhow::{Context, anyhow};
+use rein_core::commands::CustomCommand;
 use rein_core::{AgentEngine, Approvals, CancellationToken, Event, FnSink, RunRequest};
 
 use crate::cli::ExecArgs;
@@ -95,6 +96,51 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     result
 }
 
+/// What a command sets for its run: its `model`, used when none was
+/// chosen on the command line; its `allowed-tools`, pre-approved for this
+/// run (its `!` lines too) when it is trusted (an untrusted one's is
+/// noted).
+fn command_settings(cfg: &mut crate::config::Config, command: &CustomCommand, model_chosen: bool) {
+    if let Some(model) = command.model.as_ref().filter(|_| !model_chosen) {
+        output::err(&format!(
+            "note: the command `{}` runs on its model `{model}`",
+            command.name
+        ));
+        cfg.model = Some(model.clone());
+    }
+    let (rules, notes) = command_context::pre_approvals(command);
+    for note in notes {
+        output::err(&format!("note: {note}"));
+    }
+    cfg.permissions.rules.allow.extend(rules);
+}
+
+/// The only tools a command's `allowed-tools` offers the model (Claude's
+/// names are read as rein's; a `Bash(git:*)` pattern as the whole tool).
+fn offered_tools(command: &CustomCommand) -> Vec<String> {
+    command
+        .allowed_tools
+        .iter()
+        .map(|t| rein_tools::claude_names::rein_name(t))
+        .collect()
+}
+
+/// A command's `!` context lines run and its `@path` files read, through
+/// the gate, before anything is sent; a refused line is a usage failure.
+async fn bring_in(
+    command: &CustomCommand,
+    prompt: &str,
+    live: &LiveRun<'_>,
+) -> Result<String, Failure> {
+    let (text, notes) = command_context::bring_in(command, prompt, live)
+        .await
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    for note in notes {
+        output::err(&format!("note: {note}"));
+    }
+    Ok(text)
+}
+
 async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
@@ -120,24 +166,8 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         command,
         ..
     } = expanded;
-    // A command's `model` is used when none was chosen on the command line.
-    if let Some(c) = &command
-        && let Some(model) = c.model.as_ref().filter(|_| !model_chosen)
-    {
-        output::err(&format!(
-            "note: the command `{}` runs on its model `{model}`",
-            c.name
-        ));
-        cfg.model = Some(model.clone());
-    }
-    // A trusted command's `allowed-tools` pre-approves them for this run
-    // (its `!` lines too).
     if let Some(c) = &command {
-        let (rules, notes) = command_context::pre_approvals(c);
-        for note in notes {
-            output::err(&format!("note: {note}"));
-        }
-        cfg.permissions.rules.allow.extend(rules);
+        command_settings(&mut cfg, c, model_chosen);
     }
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
@@ -159,18 +189,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         store,
         approvals: Approvals::Refuse,
         life: EngineLife::OneRun,
-        // A command's `allowed-tools` narrows what the model is offered
-        // (Claude's names are read as rein's; a `Bash(git:*)` pattern as
-        // the whole tool).
-        allowed_tools: command
-            .as_ref()
-            .map(|c| {
-                c.allowed_tools
-                    .iter()
-                    .map(|t| rein_tools::claude_names::rein_name(t))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        allowed_tools: command.as_ref().map(offered_tools).unwrap_or_default(),
     };
     let session = Session::open(opening, |line| output::err(&format!("note: {line}")))
         .await
@@ -180,8 +199,6 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     }
     let engine = &session.engine;
     let cancel = CancellationToken::new();
-    // A command's `!` context lines run and its `@path` files are read,
-    // through the gate, before anything is sent.
     let prompt = match &command {
         Some(c) => {
             let live = LiveRun {
@@ -191,13 +208,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
                 events: rein_core::no_events(),
                 cancel: cancel.clone(),
             };
-            let (text, notes) = command_context::bring_in(c, &prompt, &live)
-                .await
-                .map_err(|e| Failure::usage(anyhow!(e)))?;
-            for note in notes {
-                output::err(&format!("note: {note}"));
-            }
-            text
+            bring_in(c, &prompt, &live).await?
         }
         None => prompt,
     };
