@@ -114,3 +114,29 @@ fn a_trusted_commands_allowed_tools_pre_approve_its_context_line_and_an_untruste
         stderr(&o)
     );
 }
+
+#[test]
+fn allowed_tools_never_get_past_a_deny_rule() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[permissions]\ndeny = [\"bash(touch*)\"]\n",
+    )
+    .unwrap();
+    let home_commands = env.home.path().join("commands");
+    std::fs::create_dir_all(&home_commands).unwrap();
+    // The user's own command: trusted wherever it runs.
+    std::fs::write(
+        home_commands.join("mark.md"),
+        "---\nallowed-tools: [\"Bash(touch:*)\"]\n---\nMarked: !`touch made.txt`\n",
+    )
+    .unwrap();
+    let script = answer(&env);
+    let o = env.replay_json(&script, &["--mode", "auto", "--command", "mark"]);
+    assert!(!env.ws.path().join("made.txt").exists());
+    assert_clean_failure(
+        &o,
+        2,
+        "the command `mark` was not sent: its context line `touch made.txt` was refused",
+    );
+}
