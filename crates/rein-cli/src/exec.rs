@@ -3,11 +3,13 @@
 use std::io::Read;
 
 use anyhow::{Context, anyhow};
+use rein_core::commands::CustomCommand;
 use rein_core::{AgentEngine, Approvals, CancellationToken, Event, FnSink, RunRequest};
 
 use crate::cli::ExecArgs;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
+use crate::setup::command_context::{self, LiveRun};
 use crate::setup::prompt::{CommandSet, EngineLife, Expanded};
 use crate::setup::session::{Opening, Session};
 use crate::setup::settings::{RunSettings, load_config_noting, safety_warning};
@@ -94,6 +96,51 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     result
 }
 
+/// What a command sets for its run: its `model`, used when none was
+/// chosen on the command line; its `allowed-tools`, pre-approved for this
+/// run (its `!` lines too) when it is trusted (an untrusted one's is
+/// noted).
+fn command_settings(cfg: &mut crate::config::Config, command: &CustomCommand, model_chosen: bool) {
+    if let Some(model) = command.model.as_ref().filter(|_| !model_chosen) {
+        output::err(&format!(
+            "note: the command `{}` runs on its model `{model}`",
+            command.name
+        ));
+        cfg.model = Some(model.clone());
+    }
+    let (rules, notes) = command_context::pre_approvals(command);
+    for note in notes {
+        output::err(&format!("note: {note}"));
+    }
+    cfg.permissions.rules.allow.extend(rules);
+}
+
+/// The only tools a command's `allowed-tools` offers the model (Claude's
+/// names are read as rein's; a `Bash(git:*)` pattern as the whole tool).
+fn offered_tools(command: &CustomCommand) -> Vec<String> {
+    command
+        .allowed_tools
+        .iter()
+        .map(|t| rein_tools::claude_names::rein_name(t))
+        .collect()
+}
+
+/// A command's `!` context lines run and its `@path` files read, through
+/// the gate, before anything is sent; a refused line is a usage failure.
+async fn bring_in(
+    command: &CustomCommand,
+    prompt: &str,
+    live: &LiveRun<'_>,
+) -> Result<String, Failure> {
+    let (text, notes) = command_context::bring_in(command, prompt, live)
+        .await
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    for note in notes {
+        output::err(&format!("note: {note}"));
+    }
+    Ok(text)
+}
+
 async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
@@ -119,15 +166,8 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         command,
         ..
     } = expanded;
-    // A command's `model` is used when none was chosen on the command line.
-    if let Some(c) = &command
-        && let Some(model) = c.model.as_ref().filter(|_| !model_chosen)
-    {
-        output::err(&format!(
-            "note: the command `{}` runs on its model `{model}`",
-            c.name
-        ));
-        cfg.model = Some(model.clone());
+    if let Some(c) = &command {
+        command_settings(&mut cfg, c, model_chosen);
     }
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
@@ -149,18 +189,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         store,
         approvals: Approvals::Refuse,
         life: EngineLife::OneRun,
-        // A command's `allowed-tools` narrows what the model is offered
-        // (Claude's names are read as rein's; a `Bash(git:*)` pattern as
-        // the whole tool).
-        allowed_tools: command
-            .as_ref()
-            .map(|c| {
-                c.allowed_tools
-                    .iter()
-                    .map(|t| rein_tools::claude_names::rein_name(t))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        allowed_tools: command.as_ref().map(offered_tools).unwrap_or_default(),
     };
     let session = Session::open(opening, |line| output::err(&format!("note: {line}")))
         .await
@@ -168,16 +197,29 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     for note in &session.extras.notes {
         output::err(&format!("note: {note}"));
     }
+    let engine = &session.engine;
+    let cancel = CancellationToken::new();
+    let prompt = match &command {
+        Some(c) => {
+            let live = LiveRun {
+                engine,
+                session_id: resume.as_deref(),
+                mode,
+                events: rein_core::no_events(),
+                cancel: cancel.clone(),
+            };
+            bring_in(c, &prompt, &live).await?
+        }
+        None => prompt,
+    };
     // Skills the prompt names (`$name`) and resources (`@server:uri`) go
     // with it.
     let (prompt, notes) = session.prompts.attachments.attach(&prompt).await;
     for note in notes {
         output::err(&format!("note: {note}"));
     }
-    let engine = &session.engine;
 
     let mut observer = telemetry.as_ref().map(|t| t.observer());
-    let cancel = CancellationToken::new();
     watch_signals(cancel.clone(), args.json);
     let request = RunRequest {
         prompt,

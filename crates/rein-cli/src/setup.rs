@@ -17,6 +17,7 @@
 //! ([`crate::config`]) and the libraries below it (hooks, MCP, memory,
 //! skills, providers, checkpoints), never the commands.
 
+pub mod command_context;
 pub mod engine;
 pub mod prompt;
 pub mod session;

@@ -166,10 +166,13 @@ fn provider_factory(cfg: crate::config::Config) -> rein_tui::ProviderFactory {
 fn expand_command(commands: &CommandSet) -> rein_tui::ExpandCommand {
     let commands = commands.clone();
     Arc::new(move |name: &str, args: &str| {
-        commands
+        let expanded = commands
             .expand_named(name, args)
-            .map(|e| e.text)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        match crate::setup::command_context::app_refusal(&expanded) {
+            Some(why) => Err(why),
+            None => Ok(expanded.text),
+        }
     })
 }
 

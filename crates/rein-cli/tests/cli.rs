@@ -7,6 +7,7 @@ mod cli {
     mod bad_input;
     mod cancel;
     mod commands;
+    mod commands_live;
     mod context;
     mod crash_soak;
     mod eval;

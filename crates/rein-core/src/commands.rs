@@ -9,8 +9,11 @@
 //! The file may start with a frontmatter block (`---` lines) of
 //! `description`, `argument-hint`, `model` and `allowed-tools`. In the
 //! body, `$ARGUMENTS` becomes everything after the name and `$1`…`$9` the
-//! words. `allowed-tools` only ever narrows what the model is offered for
-//! that message; it never grants an approval.
+//! words. `allowed-tools` narrows what the model is offered for that
+//! message; the front end also pre-approves it for the user's own and a
+//! trusted project's commands. `` !`cmd` `` context lines and `@path`
+//! file references are found by [`markup`]; the front end runs and reads
+//! them through the gate.
 //!
 //! A project's command in a folder the user has not trusted is the
 //! repository's words, not the user's: its `model` is not used (one
@@ -22,6 +25,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::front_end::FrontEndCommands;
+
+pub mod markup;
 
 /// Folders of a project that hold commands, in the order they win.
 pub const PROJECT_DIRS: [&str; 2] = [".rein/commands", ".claude/commands"];

@@ -39,6 +39,7 @@ mod setup;
 mod side_calls;
 mod state;
 mod subagents;
+mod user_call;
 
 pub use builder::{AgentEngineBuilder, EngineConfig};
 pub use child::{AgentTag, ChildPolicy};

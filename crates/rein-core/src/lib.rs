@@ -123,7 +123,7 @@ pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use front_end::FrontEndCommands;
 pub use gate::{
     AfterCall, CallEffects, CallHook, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_TURN,
-    Gate, GateEvents, GateLimits, HookRun, HookVerdict, INVALID_ARGUMENTS, NOT_JSON,
+    Gate, GateEvents, GateLimits, GateOutcome, HookRun, HookVerdict, INVALID_ARGUMENTS, NOT_JSON,
     PermissionAnswer, Refusal, RunPolicy, ToolRegistry, UNKNOWN_TOOL, no_events,
 };
 pub use in_memory_store::{InMemorySessionStore, new_session_id, resolve_prefix};

@@ -117,6 +117,27 @@ pub fn rein_name(name: &str) -> String {
         .to_string()
 }
 
+/// A Claude Code permission rule (a command's `allowed-tools` entry) as
+/// rein's rules: the tool renamed, and a command prefix `Bash(git diff:*)`
+/// as the command itself and the command with arguments (`bash(git
+/// diff)`, `bash(git diff *)`); other patterns as they are.
+pub fn rein_rules(claude: &str) -> Vec<String> {
+    let claude = claude.trim();
+    let tool = rein_name(claude);
+    let pattern = claude
+        .split_once('(')
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    match pattern {
+        None => vec![tool],
+        Some(p) => match p.strip_suffix(":*") {
+            Some(prefix) => vec![format!("{tool}({prefix})"), format!("{tool}({prefix} *)")],
+            None => vec![format!("{tool}({p})")],
+        },
+    }
+}
+
 /// Claude Code's name for a rein tool, so its hook matchers match; other
 /// names as they are.
 pub fn claude_name(name: &str) -> &str {
@@ -193,6 +214,18 @@ pub fn claude_mode(mode: PermissionMode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claude_rule_reads_as_reins_rules_with_a_command_prefix_as_two() {
+        assert_eq!(rein_rules("Read"), ["read_file"]);
+        assert_eq!(rein_rules("Read(src/**)"), ["read_file(src/**)"]);
+        assert_eq!(
+            rein_rules("Bash(git diff:*)"),
+            ["bash(git diff)", "bash(git diff *)"]
+        );
+        assert_eq!(rein_rules("Bash(cargo test)"), ["bash(cargo test)"]);
+        assert_eq!(rein_rules("mcp__docs__search"), ["mcp__docs__search"]);
+    }
     use serde_json::json;
 
     #[test]

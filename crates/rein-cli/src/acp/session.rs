@@ -20,6 +20,7 @@ use rein_core::{
 use super::client_terminal::TerminalCalls;
 use super::updates::Updates;
 use super::{permission, transcript};
+use crate::setup::command_context::{self, LiveRun};
 use crate::setup::prompt::Expanded;
 
 /// The modes a client may switch a session to (bypass only when `rein
@@ -264,15 +265,33 @@ impl Turn {
     /// updates to the client and asking it for approvals.
     pub async fn run(self, client: &ConnectionTo<Client>) -> Result<AcpStop, AcpError> {
         let s = &self.session;
+        // A command's `!` lines and `@path` files, through the gate (the
+        // client is asked where a line needs approval).
+        let (id, asked) = (s.id.clone(), client.clone());
+        let live = LiveRun {
+            engine: &s.hosted.engine,
+            session_id: Some(&s.id),
+            mode: s.mode(),
+            events: Arc::new(move |event| {
+                if let Event::ApprovalRequired { request, reply } = event {
+                    ask(id.clone(), request, reply, asked.clone());
+                }
+            }),
+            cancel: self.cancel.clone(),
+        };
+        let (text, live_notes) = command_context::bring_in_expanded(&self.expanded, &live)
+            .await
+            .map_err(|e| invalid(e.to_string()))?;
         // Skills and resources the typed text names go with it; what is
         // embedded is the client's and attaches nothing.
-        let (text, notes) = s
-            .hosted
-            .prompts
-            .attachments
-            .attach(&self.expanded.text)
-            .await;
-        let notes = self.expanded.notes.iter().cloned().chain(notes);
+        let (text, notes) = s.hosted.prompts.attachments.attach(&text).await;
+        let notes = self
+            .expanded
+            .notes
+            .iter()
+            .cloned()
+            .chain(live_notes)
+            .chain(notes);
         let prompt = format!("{text}{}", self.context);
         s.title_if_new(&prompt).await;
         let request = RunRequest {

@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode, header};
-use rein_core::{ApprovalDecision, ApprovalScope};
+use rein_core::{ApprovalDecision, ApprovalScope, CancellationToken};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Verdict;
 use super::http::{Body, Failure, empty, json, read_json};
 use super::served::Served;
 use super::state::{CreateSession, Server};
+use crate::setup::command_context::{self, LiveRun};
+use crate::setup::prompt::Expanded;
 
 /// Answer one request.
 pub async fn handle(server: Arc<Server>, request: Request<Incoming>) -> Response<Body> {
@@ -214,6 +216,24 @@ async fn prompt(
         .commands
         .expand(&body.text)
         .map_err(|e| Failure::bad_request(e.to_string()))?;
+    // A command's `!` lines and `@path` files, through the gate, before
+    // the run is accepted; a line that needs asking is refused (the
+    // client is not listening yet), and so is the prompt.
+    let live = LiveRun {
+        engine: &served.hosted.engine,
+        session_id: Some(id),
+        mode: served.mode(),
+        events: rein_core::no_events(),
+        cancel: CancellationToken::new(),
+    };
+    let (text, live_notes) = command_context::bring_in_expanded(&expanded, &live)
+        .await
+        .map_err(|e| Failure::bad_request(e.to_string()))?;
+    let expanded = Expanded {
+        text,
+        notes: expanded.notes.into_iter().chain(live_notes).collect(),
+        ..expanded
+    };
     super::leases::start_run(server, &served, expanded).await?;
     Ok(json(
         StatusCode::ACCEPTED,

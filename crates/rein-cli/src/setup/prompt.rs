@@ -7,12 +7,17 @@
 //!    Trust rules come with the commands ([`rein_core::commands`]): a
 //!    project's command in an untrusted folder chooses no model and its
 //!    own `@server:uri` mentions come out escaped.
+//!
+//!    Between the steps, a command's `` !`cmd` `` context lines run and its
+//!    `@path` files are read through the session's gate
+//!    ([`super::command_context`]).
 //! 2. [`Attachments::attach`]: the skills the text names (`$name`) and the
 //!    MCP resources it names (`@server:uri`) go after it; a `$name` that
 //!    is no skill and a resource that cannot be read are notes, not
 //!    failures (each front end shows its notes as it shows the others).
 //!
-//! A command's `model` and `allowed-tools` hold for a whole engine. `rein
+//! A command's `model` and `allowed-tools` (which narrows the tools and,
+//! for a trusted command, pre-approves them) hold for a whole engine. `rein
 //! exec` builds one engine for one run, so it honours them
 //! ([`EngineLife::OneRun`]); the app, `rein acp` and `rein serve` keep one
 //! engine for every prompt of a session ([`EngineLife::Session`]) and

@@ -7,7 +7,9 @@
 //! unknown `/command` refused before any request, and a command that
 //! narrows the tools (`allowed-tools`, which holds for a whole engine) run
 //! by `rein exec` only and refused alike by the three that keep one engine
-//! per session.
+//! per session, and an untrusted project's command with an `@file` and a
+//! `` !`…` `` line: the line sent as written (never run) everywhere, the
+//! file attached by all but the app.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,9 @@ const UNKNOWN_SKILL_NOTE: &str =
 const RESOURCE: &str = "Summarise @py:note://greeting please";
 const UNKNOWN_COMMAND: &str = "/nope at all";
 const NARROWING_COMMAND: &str = "/narrow";
+const LIVE_COMMAND: &str = "/cite";
+/// What the model gets for it (the folder is not trusted: nothing runs).
+const LIVE_TEXT: &str = "Summarise @notes.txt and !`touch ran.txt`";
 /// How the front ends that keep one engine per session refuse it.
 const NARROWING_REFUSED: &str = "the command `narrow` sets `allowed-tools`";
 
@@ -68,6 +73,8 @@ fn setup(server: &MockServer) -> Option<(Env, PathBuf)> {
         "---\ndescription: Greet someone\n---\nSay hello to $1.\n",
     )
     .unwrap();
+    std::fs::write(commands.join("cite.md"), format!("{LIVE_TEXT}\n")).unwrap();
+    std::fs::write(project.join("notes.txt"), "the notes say hi\n").unwrap();
     std::fs::write(
         commands.join("narrow.md"),
         "---\nallowed-tools: [Read]\n---\nRead the notes.\n",
@@ -149,6 +156,8 @@ struct Seen {
     /// What became of the narrowing command: the message the model got
     /// (exec), or the refusal.
     narrowing: String,
+    /// What the model got for the command with live parts.
+    live: String,
 }
 
 /// The expectations every front end meets.
@@ -168,8 +177,18 @@ fn assert_prepared(front: &str, seen: &Seen) {
         "{front}: the resource is not attached: {seen:#?}"
     );
     assert!(
-        seen.refusal.contains("no command named `nope`: greet"),
+        seen.refusal
+            .contains("no command named `nope`: cite, greet"),
         "{front}: the unknown command is not refused as elsewhere: {seen:#?}"
+    );
+    assert!(
+        seen.live.starts_with(LIVE_TEXT),
+        "{front}: the untrusted command's text is not sent as written: {seen:#?}"
+    );
+    assert_eq!(
+        seen.live.contains("[file notes.txt]") && seen.live.contains("the notes say hi"),
+        front != "the app",
+        "{front}: {seen:#?}"
     );
     if front == "rein exec" {
         assert_eq!(seen.narrowing, "Read the notes.", "{seen:#?}");
@@ -201,6 +220,7 @@ fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
         resource: run(RESOURCE),
         refusal: stderr(&refused),
         narrowing: run(NARROWING_COMMAND),
+        live: run(LIVE_COMMAND),
     }
 }
 
@@ -240,6 +260,7 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     run(UNKNOWN_SKILL);
     let unknown_skill_notes = joined(app.capture());
     let resource = run(RESOURCE);
+    let live = run(LIVE_COMMAND);
     let seen = server.requests().len();
     app.type_text(UNKNOWN_COMMAND);
     app.keys(&["Enter"]);
@@ -257,6 +278,7 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
         resource,
         refusal: joined(refusal),
         narrowing: joined(narrowing),
+        live,
     }
 }
 
@@ -354,6 +376,7 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
     let skill = run(SKILL);
     run(UNKNOWN_SKILL);
     let resource = run(RESOURCE);
+    let live = run(LIVE_COMMAND);
     let seen = server.requests().len();
     let refused = prompt(UNKNOWN_COMMAND);
     let narrowing = prompt(NARROWING_COMMAND);
@@ -366,6 +389,7 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
         resource,
         refusal: refused["error"]["message"].to_string(),
         narrowing: narrowing["error"]["message"].to_string(),
+        live,
     }
 }
 
@@ -396,6 +420,7 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
     let command = run(KNOWN_COMMAND);
     let skill = run(SKILL);
     let resource = run(RESOURCE);
+    let live = run(LIVE_COMMAND);
     let seen = server.requests().len();
     let (status, refused) = prompt(UNKNOWN_COMMAND);
     assert_eq!(status, 400, "{refused}");
@@ -409,6 +434,7 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
         resource,
         refusal: refused.to_string(),
         narrowing: narrowing.to_string(),
+        live,
     }
 }
 
@@ -422,4 +448,5 @@ fn every_front_end_prepares_the_same_prompt_the_same_way() {
     assert_prepared("the app", &via_app(&env, &project, &server));
     assert_prepared("rein acp", &via_acp(&env, &project, &server));
     assert_prepared("rein serve", &via_serve(&env, &server));
+    assert!(!project.join("ran.txt").exists());
 }

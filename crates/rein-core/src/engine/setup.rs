@@ -139,14 +139,21 @@ impl AgentEngine {
                 ),
             });
         }
-        Ok(RunPolicy {
+        let policy = self.fresh_policy(mode);
+        *policy.granted.lock().unwrap_or_else(|p| p.into_inner()) = granted;
+        Ok(policy)
+    }
+
+    /// The permission state of a run with no earlier approvals.
+    pub(super) fn fresh_policy(&self, mode: PermissionMode) -> RunPolicy {
+        RunPolicy {
             mode,
             permissions: self.inner.permissions.clone(),
-            granted: Mutex::new(granted),
+            granted: Mutex::new(Vec::new()),
             approvals: self.inner.config.approvals.clone(),
             project_rules: self.inner.project_rules.clone(),
             agent_id: self.inner.agent.as_ref().map(|a| a.id.clone()),
-        })
+        }
     }
 
     /// Create the session, or load and repair the one to resume: the

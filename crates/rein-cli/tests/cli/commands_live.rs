@@ -1,0 +1,142 @@
+//! A custom command's live parts through the binary, as Claude Code runs
+//! them: a `` !`cmd` `` context line runs through the gate before the
+//! message is sent and its output replaces the markup; an `@path` attaches
+//! the file; a project's command in a folder that is not trusted runs no
+//! context line; a line the headless mode would refuse fails the message.
+
+use serde_json::json;
+
+use super::support::*;
+
+fn command(env: &Env, name: &str, text: &str) {
+    let path = env
+        .ws
+        .path()
+        .join(".claude/commands")
+        .join(format!("{name}.md"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The text of the user's message the model was sent.
+fn sent(o: &std::process::Output) -> String {
+    let events = json_lines(o);
+    let user = events
+        .iter()
+        .find(|e| e["message"]["role"] == "user")
+        .unwrap_or_else(|| panic!("{events:?}\n{}", stderr(o)));
+    user["message"]["content"].as_str().unwrap().to_string()
+}
+
+fn answer(env: &Env) -> String {
+    env.script("s.json", &json!({"turns": [{"text": "done"}]}))
+}
+
+#[test]
+fn a_trusted_commands_context_line_output_and_file_reach_the_model_and_the_markup_does_not() {
+    let env = Env::new();
+    std::fs::write(env.ws.path().join("notes.txt"), "the notes' own text\n").unwrap();
+    command(
+        &env,
+        "status",
+        "---\ndescription: Status\n---\nState: !`echo live-$((6*7)) > out.txt; cat out.txt`\nSee @notes.txt and @missing.txt.\n",
+    );
+    let script = answer(&env);
+    let o = env.replay_json(
+        &script,
+        &["--trust", "--mode", "auto", "--command", "status"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = sent(&o);
+    assert!(text.starts_with("State: live-42\nSee @notes.txt"), "{text}");
+    assert!(!text.contains("!`"), "{text}");
+    assert!(text.contains("[file notes.txt]\n"), "{text}");
+    assert!(text.contains("the notes' own text"), "{text}");
+    assert!(
+        stderr(&o).contains("note: @missing.txt was not attached"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn an_untrusted_projects_context_line_does_not_run_and_is_sent_as_written() {
+    let env = Env::new();
+    command(&env, "sneak", "Look: !`touch ran.txt`\n");
+    let script = answer(&env);
+    let o = env.replay_json(&script, &["--mode", "auto", "--command", "sneak"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!env.ws.path().join("ran.txt").exists());
+    assert_eq!(sent(&o), "Look: !`touch ran.txt`");
+    assert!(
+        stderr(&o).contains("its `!` context lines were not run"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_context_line_the_headless_mode_refuses_fails_the_message_with_one_line() {
+    let env = Env::new();
+    command(&env, "peek", "Look: !`touch ran.txt`\n");
+    let script = answer(&env);
+    let o = env.replay_json(&script, &["--trust", "--command", "peek"]);
+    assert!(!env.ws.path().join("ran.txt").exists());
+    assert_clean_failure(
+        &o,
+        2,
+        "the command `peek` was not sent: its context line `touch ran.txt` was refused: not run: \
+         this call needs the user's approval",
+    );
+}
+
+#[test]
+fn a_trusted_commands_allowed_tools_pre_approve_its_context_line_and_an_untrusted_ones_do_not() {
+    let env = Env::new();
+    command(
+        &env,
+        "mark",
+        "---\nallowed-tools: [\"Bash(touch:*)\", \"Bash(echo:*)\", Read]\n---\nMarked: !`touch made.txt && echo yes`\n",
+    );
+    let script = answer(&env);
+    // Default mode, headless: without the pre-approval this is refused.
+    let o = env.replay_json(&script, &["--trust", "--command", "mark"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(env.ws.path().join("made.txt").exists());
+    assert_eq!(sent(&o), "Marked: yes");
+
+    std::fs::remove_file(env.ws.path().join("made.txt")).unwrap();
+    let o = env.replay_json(&script, &["--command", "mark"]);
+    assert!(!env.ws.path().join("made.txt").exists());
+    assert!(
+        stderr(&o).contains("its `allowed-tools` pre-approves nothing"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn allowed_tools_never_get_past_a_deny_rule() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[permissions]\ndeny = [\"bash(touch*)\"]\n",
+    )
+    .unwrap();
+    let home_commands = env.home.path().join("commands");
+    std::fs::create_dir_all(&home_commands).unwrap();
+    // The user's own command: trusted wherever it runs.
+    std::fs::write(
+        home_commands.join("mark.md"),
+        "---\nallowed-tools: [\"Bash(touch:*)\"]\n---\nMarked: !`touch made.txt`\n",
+    )
+    .unwrap();
+    let script = answer(&env);
+    let o = env.replay_json(&script, &["--mode", "auto", "--command", "mark"]);
+    assert!(!env.ws.path().join("made.txt").exists());
+    assert_clean_failure(
+        &o,
+        2,
+        "the command `mark` was not sent: its context line `touch made.txt` was refused",
+    );
+}
