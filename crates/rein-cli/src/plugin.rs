@@ -223,6 +223,42 @@ fn describe(parts: &[Part]) -> String {
         .join(", ")
 }
 
+/// One line per installed plugin: name, version, enabled, source (and
+/// commit), its parts, and whether its files changed since install. What
+/// `rein plugin list` prints and the app's `/plugins` shows.
+pub fn summary_lines(home: &Path) -> Vec<String> {
+    match Registry::load(home) {
+        Ok(registry) => registry
+            .plugins
+            .iter()
+            .map(|p| summary_line(p, home))
+            .collect(),
+        Err(e) => vec![e],
+    }
+}
+
+fn summary_line(p: &Installed, home: &Path) -> String {
+    let root = root_of(home, &p.name);
+    let changed = copy::digest(&root).map_or(true, |d| d != p.digest);
+    format!(
+        "{} {}  {}  from {}{}  {}{}",
+        p.name,
+        p.version.as_deref().unwrap_or("(no version)"),
+        if p.enabled { "enabled" } else { "disabled" },
+        p.source,
+        p.commit
+            .as_deref()
+            .map(|c| format!(" at {}", &c[..c.len().min(12)]))
+            .unwrap_or_default(),
+        describe(&manifest::parts(&root)),
+        if changed {
+            "  (its files changed since install)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// `rein plugin list`.
 fn list(registry: &Registry, home: &Path, json: bool) {
     if registry.plugins.is_empty() && !json {
@@ -230,40 +266,61 @@ fn list(registry: &Registry, home: &Path, json: bool) {
         return;
     }
     for p in &registry.plugins {
+        if !json {
+            out(&summary_line(p, home));
+            continue;
+        }
         let root = root_of(home, &p.name);
         let parts = manifest::parts(&root);
         let changed = copy::digest(&root).map_or(true, |d| d != p.digest);
-        if json {
-            let line = serde_json::json!({
-                "name": p.name,
-                "version": p.version,
-                "description": p.description,
-                "source": p.source,
-                "commit": p.commit,
-                "digest": p.digest,
-                "enabled": p.enabled,
-                "changed_since_install": changed,
-                "parts": parts.iter().map(|p| p.label()).collect::<Vec<_>>(),
-            });
-            out(&line.to_string());
-            continue;
-        }
-        out(&format!(
-            "{} {}  {}  from {}{}  {}{}",
-            p.name,
-            p.version.as_deref().unwrap_or("(no version)"),
-            if p.enabled { "enabled" } else { "disabled" },
-            p.source,
-            p.commit
-                .as_deref()
-                .map(|c| format!(" at {}", &c[..c.len().min(12)]))
-                .unwrap_or_default(),
-            describe(&parts),
-            if changed {
-                "  (its files changed since install)"
-            } else {
-                ""
-            }
-        ));
+        let line = serde_json::json!({
+            "name": p.name,
+            "version": p.version,
+            "description": p.description,
+            "source": p.source,
+            "commit": p.commit,
+            "digest": p.digest,
+            "enabled": p.enabled,
+            "changed_since_install": changed,
+            "parts": parts.iter().map(|p| p.label()).collect::<Vec<_>>(),
+        });
+        out(&line.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// What the app's `/plugins` shows is what `rein plugin list` prints:
+    /// nothing before an install, then one line naming the plugin, its
+    /// version, that it is enabled and its parts; a broken record is one
+    /// line saying so, not a crash of the app.
+    #[test]
+    fn the_apps_plugin_lines_name_each_plugin_its_version_state_and_parts() {
+        let home = tempfile::tempdir().unwrap();
+        let src = tempfile::tempdir().unwrap();
+        assert!(summary_lines(home.path()).is_empty());
+        std::fs::create_dir_all(src.path().join(".claude-plugin")).unwrap();
+        std::fs::write(
+            src.path().join(manifest::MANIFEST),
+            r#"{"name": "review", "version": "1.2.0"}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(src.path().join("commands")).unwrap();
+        std::fs::write(src.path().join("commands/check.md"), "Check $ARGUMENTS").unwrap();
+        run(Action::Install(src.path().to_path_buf()), home.path()).unwrap();
+        let lines = summary_lines(home.path());
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line = &lines[0];
+        assert!(line.starts_with("review 1.2.0  enabled"), "{line}");
+        assert!(line.contains("commands"), "{line}");
+        assert!(!line.contains("changed since install"), "{line}");
+
+        std::fs::write(home.path().join("plugins.json"), "{not json").unwrap();
+        let lines = summary_lines(home.path());
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("plugins.json"), "{lines:?}");
     }
 }

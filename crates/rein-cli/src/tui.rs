@@ -68,6 +68,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let home = cfg.home.clone();
     let model_choices = crate::model::choices(&cfg.home);
     let alternate_screen = args.alt_screen || cfg.alternate_screen;
+    let plugins = crate::plugin::summary_lines(&cfg.home);
     let skill_list: Vec<(String, String)> = extras
         .skills
         .skills
@@ -97,6 +98,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         commands: prompts.commands.commands().to_vec(),
         expand_command: Some(expand_command(&prompts.commands)),
         skills: skill_list,
+        plugins,
         attach_skills: attach_skills(&prompts.attachments),
         rewind,
         // Each run the app starts is observed; the conversation id is the

@@ -218,6 +218,8 @@ pub struct App {
     pub expand_command: Option<crate::run::ExpandCommand>,
     /// The skills of the run, name and description (`/skills`).
     pub skills: Vec<(String, String)>,
+    /// The installed plugins, one line each (`/plugins`).
+    pub plugins: Vec<String>,
 }
 
 const PRINTED_KEPT: usize = 200;
@@ -264,6 +266,7 @@ impl App {
             commands: Vec::new(),
             expand_command: None,
             skills: Vec::new(),
+            plugins: Vec::new(),
         }
     }
 

@@ -28,6 +28,7 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
         "/skills",
         "list the skills ($name in a message attaches one)",
     ),
+    ("/plugins", "list the installed plugins and their parts"),
     (
         "/rewind",
         "go back to a checkpoint: files, conversation or both (Esc Esc)",

@@ -232,6 +232,7 @@ impl Loop {
         app.commands = std::mem::take(&mut setup.commands);
         app.expand_command = setup.expand_command.take();
         app.skills = std::mem::take(&mut setup.skills);
+        app.plugins = std::mem::take(&mut setup.plugins);
         for n in &setup.notices {
             app.notice(n.clone());
         }

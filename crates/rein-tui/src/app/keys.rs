@@ -304,6 +304,7 @@ impl App {
             "/context" => vec![Action::ShowContext],
             "/mcp" => vec![Action::ShowMcp],
             "/skills" => self.show_skills(),
+            "/plugins" => self.show_plugins(),
             "/rewind" => self.ask_rewind(),
             prompt if prompt.starts_with("/mcp__") => vec![Action::McpPrompt {
                 command: prompt.to_string(),
@@ -431,6 +432,22 @@ impl App {
         };
         self.push_cell(Cell::Info {
             title: "Skills ($name in a message attaches one)".into(),
+            lines,
+        });
+        Vec::new()
+    }
+
+    fn show_plugins(&mut self) -> Vec<Action> {
+        let lines = if self.plugins.is_empty() {
+            vec!["(no plugins: `rein plugin install PATH|GIT-URL[@REF]` adds one)".to_string()]
+        } else {
+            self.plugins
+                .iter()
+                .map(|line| crate::cells::sanitize(line).into_owned())
+                .collect()
+        };
+        self.push_cell(Cell::Info {
+            title: "Plugins (`rein plugin` installs, updates and removes them)".into(),
             lines,
         });
         Vec::new()

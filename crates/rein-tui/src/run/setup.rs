@@ -47,6 +47,8 @@ pub struct Setup {
     pub expand_command: Option<ExpandCommand>,
     /// The skills (name, description) `/skills` lists.
     pub skills: Vec<(String, String)>,
+    /// The installed plugins, one line each, as `/plugins` lists them.
+    pub plugins: Vec<String>,
     /// Attaches the skills a message names as `$name`.
     pub attach_skills: Option<AttachSkills>,
     /// The session's checkpoints and going back to one (none when

@@ -1,5 +1,5 @@
 //! Slash commands: help, suggestions for unknown ones, refusals during a
-//! run, and the MCP server commands.
+//! run, the MCP server commands and `/plugins`.
 
 use rein_tui::app::Action;
 use rein_tui::cells::Cell;
@@ -92,4 +92,36 @@ fn a_server_prompt_command_is_asked_for_and_its_text_sent_as_a_message() {
         vec![Action::Submit("/mode bypass".into())]
     );
     assert_eq!(h.app.status.mode, mode);
+}
+
+/// `/plugins` lists the installed plugins as rein-cli summarised them,
+/// one line each, with a plugin's hostile control bytes made inert; with
+/// none it says how to install one. Nothing is sent to the model.
+#[test]
+fn slash_plugins_lists_the_installed_plugins_or_says_how_to_add_one() {
+    let mut h = Harness::new();
+    assert!(h.send("/plugins").is_empty());
+    match h.app.drain_inserts().as_slice() {
+        [Cell::Info { title, lines }] => {
+            assert!(title.contains("Plugins"), "{title}");
+            assert_eq!(lines.len(), 1);
+            assert!(lines[0].contains("rein plugin install"), "{lines:?}");
+        }
+        other => panic!("expected one info cell, got {other:?}"),
+    }
+    h.app.plugins = vec![
+        "review 1.2.0  enabled  from /src/review  commands, agents".into(),
+        "evil\u{1b}[2J 0.1  disabled  from /x  hooks".into(),
+    ];
+    assert!(h.send("/plugins").is_empty());
+    assert!(!h.app.running());
+    match h.app.drain_inserts().as_slice() {
+        [Cell::Info { lines, .. }] => {
+            assert_eq!(lines.len(), 2);
+            assert!(lines[0].starts_with("review 1.2.0"), "{lines:?}");
+            assert!(lines[0].contains("commands, agents"), "{lines:?}");
+            assert!(!lines[1].contains('\u{1b}'), "{lines:?}");
+        }
+        other => panic!("expected one info cell, got {other:?}"),
+    }
 }
