@@ -156,21 +156,28 @@ fn first_line(text: &str) -> String {
 }
 
 /// Why the app does not send `expanded`, if it does not: the app expands
-/// a command before its message reaches the session's gate, so a command
-/// whose `!` context lines would run is refused there, with where it
-/// runs. (An untrusted one runs none, so it is sent.)
+/// a command before its message reaches the session's gate, so it can
+/// neither run a command's `!` context lines nor read its `@path` files
+/// through the gate as the other front ends do. Such a command is refused
+/// there, with where it runs, rather than sent without them. (An
+/// untrusted command's `!` lines run nowhere, so they alone refuse
+/// nothing.)
 pub fn app_refusal(expanded: &Expanded) -> Option<String> {
-    let command = expanded.command.as_ref().filter(|c| c.trusted)?;
-    let runs = markup::parts(&expanded.text)
-        .iter()
-        .any(|p| matches!(p, Part::Shell(_)));
-    runs.then(|| {
-        format!(
-            "the command `{0}` has `!` context lines, which the app does not run: run it with \
-             `rein exec --command {0}`",
-            command.name
-        )
-    })
+    let command = expanded.command.as_ref()?;
+    let runs = command.trusted
+        && markup::parts(&expanded.text)
+            .iter()
+            .any(|p| matches!(p, Part::Shell(_)));
+    let attaches = !markup::file_references(&expanded.text).is_empty();
+    let what = match (runs, attaches) {
+        (true, _) => "`!` context lines, which the app does not run",
+        (false, true) => "`@path` file references, which the app does not attach",
+        (false, false) => return None,
+    };
+    Some(format!(
+        "the command `{0}` has {what}: run it with `rein exec --command {0}`",
+        command.name
+    ))
 }
 
 /// The allow rules a command's `allowed-tools` adds for its run, and a
@@ -235,7 +242,7 @@ mod tests {
     }
 
     #[test]
-    fn the_app_refuses_only_a_trusted_command_whose_context_lines_would_run() {
+    fn the_app_refuses_a_command_whose_context_lines_would_run_or_whose_files_it_cannot_attach() {
         let live = command("State: !`git status`", &[], true);
         assert!(
             app_refusal(&expanded(live.clone()))
@@ -247,8 +254,13 @@ mod tests {
             ..live
         };
         assert_eq!(app_refusal(&expanded(untrusted)), None);
+        for trusted in [true, false] {
+            let why = app_refusal(&expanded(command("See @a.rs", &[], trusted))).unwrap();
+            assert!(why.contains("`@path` file references"), "{why}");
+            assert!(why.contains("rein exec --command c"), "{why}");
+        }
         assert_eq!(
-            app_refusal(&expanded(command("See @a.rs", &[], true))),
+            app_refusal(&expanded(command("Just words, mail me@host", &[], true))),
             None
         );
     }

@@ -42,6 +42,9 @@ const NARROWING_COMMAND: &str = "/narrow";
 const LIVE_COMMAND: &str = "/cite";
 /// What the model gets for it (the folder is not trusted: nothing runs).
 const LIVE_TEXT: &str = "Summarise @notes.txt and !`touch ran.txt`";
+/// How the app, which cannot read a command's `@path` files through the
+/// gate, refuses such a command instead of sending it without them.
+const LIVE_REFUSED_BY_THE_APP: &str = "which the app does not attach";
 /// How the front ends that keep one engine per session refuse it.
 const NARROWING_REFUSED: &str = "the command `narrow` sets `allowed-tools`";
 
@@ -181,15 +184,25 @@ fn assert_prepared(front: &str, seen: &Seen) {
             .contains("no command named `nope`: cite, greet"),
         "{front}: the unknown command is not refused as elsewhere: {seen:#?}"
     );
-    assert!(
-        seen.live.starts_with(LIVE_TEXT),
-        "{front}: the untrusted command's text is not sent as written: {seen:#?}"
-    );
-    assert_eq!(
-        seen.live.contains("[file notes.txt]") && seen.live.contains("the notes say hi"),
-        front != "the app",
-        "{front}: {seen:#?}"
-    );
+    if front == "the app" {
+        assert!(
+            seen.live
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(LIVE_REFUSED_BY_THE_APP),
+            "the app sends a command whose files it cannot attach: {seen:#?}"
+        );
+    } else {
+        assert!(
+            seen.live.starts_with(LIVE_TEXT),
+            "{front}: the untrusted command's text is not sent as written: {seen:#?}"
+        );
+        assert!(
+            seen.live.contains("[file notes.txt]") && seen.live.contains("the notes say hi"),
+            "{front}: the command's file is not attached: {seen:#?}"
+        );
+    }
     if front == "rein exec" {
         assert_eq!(seen.narrowing, "Read the notes.", "{seen:#?}");
     } else {
@@ -260,8 +273,10 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     run(UNKNOWN_SKILL);
     let unknown_skill_notes = joined(app.capture());
     let resource = run(RESOURCE);
-    let live = run(LIVE_COMMAND);
     let seen = server.requests().len();
+    app.type_text(LIVE_COMMAND);
+    app.keys(&["Enter"]);
+    let live = app.wait_for("does not attach");
     app.type_text(UNKNOWN_COMMAND);
     app.keys(&["Enter"]);
     let refusal = app.wait_for("no command named");
