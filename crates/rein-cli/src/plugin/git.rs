@@ -39,17 +39,17 @@ pub fn parse(source: &str) -> Option<GitSource> {
 /// Clone `source` into `into` (a folder that does not exist yet) at its
 /// ref, and return the commit checked out. The error is one line.
 pub fn fetch(source: &GitSource, into: &Path) -> Result<String, String> {
-    let into_text = into.to_string_lossy().to_string();
+    let into_text = absolute(into);
+    // git runs in rein's neutral folder (see `git`), so a local path is
+    // made absolute against where the user typed it.
+    let url = match source.url.contains("://") || Path::new(&source.url).is_absolute() {
+        true => source.url.clone(),
+        false if Path::new(&source.url).exists() => absolute(Path::new(&source.url)),
+        false => source.url.clone(),
+    };
     git(
         None,
-        &[
-            "clone",
-            "--quiet",
-            "--no-checkout",
-            "--",
-            &source.url,
-            &into_text,
-        ],
+        &["clone", "--quiet", "--no-checkout", "--", &url, &into_text],
     )
     .map_err(|e| format!("cannot clone {}: {e}", source.url))?;
     let wanted = source.reference.as_deref().unwrap_or("HEAD");
@@ -80,10 +80,22 @@ pub fn fetch(source: &GitSource, into: &Path) -> Result<String, String> {
     Ok(commit)
 }
 
+/// `path` made absolute against the current folder, as text.
+fn absolute(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Run git (no prompts, no user hooks of the repository's), its stdout
-/// trimmed; the error is git's last line.
+/// trimmed; the error is git's last line. Like every process rein starts
+/// on the host, it runs in rein's neutral folder, never in the folder the
+/// user happens to be in (which may be an untrusted repository whose
+/// `.git/config` git would read).
 fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, String> {
     let mut cmd = Command::new("git");
+    cmd.current_dir(rein_core::host_process::neutral_dir());
     if let Some(dir) = dir {
         cmd.arg("-C").arg(dir);
     }

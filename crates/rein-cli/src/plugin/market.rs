@@ -6,7 +6,6 @@
 //! `$REIN_HOME/marketplaces.json`; `rein plugin install PLUGIN@NAME`
 //! installs one of its plugins.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -40,23 +39,11 @@ pub fn markets_dir(home: &Path) -> PathBuf {
 
 impl Markets {
     pub fn load(home: &Path) -> Result<Markets, String> {
-        let path = home.join(FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not a marketplace record: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Markets::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
-        }
+        super::store::read_record(&home.join(FILE), "marketplace record")
     }
 
     pub fn save(&self, home: &Path) -> Result<(), String> {
-        let path = home.join(FILE);
-        let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-        let mut file = tempfile::NamedTempFile::new_in(home).map_err(fail)?;
-        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        file.write_all(text.as_bytes()).map_err(fail)?;
-        file.persist(&path).map_err(|e| fail(e.error))?;
-        Ok(())
+        super::store::write_record(home, FILE, self)
     }
 
     pub fn get(&self, name: &str) -> Option<&Market> {

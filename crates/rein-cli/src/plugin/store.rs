@@ -48,24 +48,12 @@ pub fn root_of(home: &Path, name: &str) -> PathBuf {
 impl Registry {
     /// The record of `home` (none yet: empty). The error is one line.
     pub fn load(home: &Path) -> Result<Registry, String> {
-        let path = home.join(FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not a plugin record: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Registry::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
-        }
+        read_record(&home.join(FILE), "plugin record")
     }
 
     /// Write it back in one step (a crash leaves the old record).
     pub fn save(&self, home: &Path) -> Result<(), String> {
-        let path = home.join(FILE);
-        let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-        let mut file = tempfile::NamedTempFile::new_in(home).map_err(fail)?;
-        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        file.write_all(text.as_bytes()).map_err(fail)?;
-        file.persist(&path).map_err(|e| fail(e.error))?;
-        Ok(())
+        write_record(home, FILE, self)
     }
 
     pub fn get(&self, name: &str) -> Option<&Installed> {
@@ -92,4 +80,29 @@ pub fn enabled(home: &Path) -> Vec<(String, PathBuf)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A JSON record of rein's under `$REIN_HOME` (none yet: the default);
+/// the error is one line naming the file and `what` it should be.
+pub fn read_record<T: serde::de::DeserializeOwned + Default>(
+    path: &Path,
+    what: &str,
+) -> Result<T, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a {what}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Write `value` as `home/file` in one step (a crash leaves the old one).
+pub fn write_record<T: Serialize>(home: &Path, file: &str, value: &T) -> Result<(), String> {
+    let path = home.join(file);
+    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut out = tempfile::NamedTempFile::new_in(home).map_err(fail)?;
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    out.write_all(text.as_bytes()).map_err(fail)?;
+    out.persist(&path).map_err(|e| fail(e.error))?;
+    Ok(())
 }
