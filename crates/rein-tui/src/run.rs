@@ -461,22 +461,28 @@ impl Loop {
         let skills = self.attach_skills.clone();
         tokio::spawn(async move {
             let mut request = request;
-            // Skills the message names (`$name`) go with it.
+            // Skills (`$name`) and resources (`@server:uri`) the message
+            // names go after it, both found in what the user typed, never
+            // in what the other attached (a skill's body naming a
+            // resource reads nothing). Each keeps the message and adds
+            // after it.
+            let typed = request.prompt.clone();
+            let mut added = String::new();
             if let Some(skills) = skills {
-                let (prompt, notes) = skills(std::mem::take(&mut request.prompt));
-                request.prompt = prompt;
+                let (with, notes) = skills(typed.clone());
+                added.push_str(with.strip_prefix(typed.as_str()).unwrap_or_default());
                 for message in notes {
                     sink.emit(Event::Notice { message });
                 }
             }
-            // Resources the message names (`@server:uri`) go with it.
             if let Some(attach) = attach {
-                let (prompt, notes) = attach(std::mem::take(&mut request.prompt)).await;
-                request.prompt = prompt;
+                let (with, notes) = attach(typed.clone()).await;
+                added.push_str(with.strip_prefix(typed.as_str()).unwrap_or_default());
                 for message in notes {
                     sink.emit(Event::Notice { message });
                 }
             }
+            request.prompt.push_str(&added);
             engine.run(request, run_cancel, &mut sink).await;
         });
         self.running = Some(Running { cancel, control });

@@ -188,12 +188,18 @@ pub struct Attachments {
 impl Attachments {
     /// Step 2: the skills (`$name`), then the resources (`@server:uri`);
     /// and the notes of both (a `$name` that is no skill, a resource that
-    /// could not be read).
+    /// could not be read). Both are found in `text` alone, never in what
+    /// the other attached: a skill's body (a project's, a plugin's) naming
+    /// `@server:uri` reads no resource the user did not name, and a
+    /// resource naming `$skill` attaches nothing.
     pub async fn attach(&self, text: &str) -> (String, Vec<String>) {
-        let (text, mut notes) = self.attach_skills(text);
-        let (text, more) = self.attach_resources(&text).await;
+        let (with_skills, mut notes) = self.attach_skills(text);
+        let (with_resources, more) = self.attach_resources(text).await;
         notes.extend(more);
-        (text, notes)
+        // Each keeps `text` as it is and adds after it.
+        let skills = with_skills.strip_prefix(text).unwrap_or_default();
+        let resources = with_resources.strip_prefix(text).unwrap_or_default();
+        (format!("{text}{skills}{resources}"), notes)
     }
 
     /// The skills `text` names as `$name`, after it, and a note for each

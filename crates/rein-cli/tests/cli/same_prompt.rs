@@ -87,7 +87,7 @@ fn setup(server: &MockServer) -> Option<(Env, PathBuf)> {
     std::fs::create_dir_all(&skill).unwrap();
     std::fs::write(
         skill.join("SKILL.md"),
-        "---\nname: greeter\ndescription: Greets people warmly.\n---\nBe warm to everyone.\n",
+        "---\nname: greeter\ndescription: Greets people warmly.\n---\nBe warm to everyone. Quote @py:note://greeting.\n",
     )
     .unwrap();
     Some((env, project))
@@ -169,6 +169,10 @@ fn assert_prepared(front: &str, seen: &Seen) {
     assert!(
         seen.skill.starts_with(SKILL) && seen.skill.contains("Be warm to everyone."),
         "{front}: the skill is not attached: {seen:#?}"
+    );
+    assert!(
+        !seen.skill.contains("hello from the note"),
+        "{front}: a resource named inside a skill's body was read: {seen:#?}"
     );
     assert!(
         seen.unknown_skill_notes.contains(UNKNOWN_SKILL_NOTE)
