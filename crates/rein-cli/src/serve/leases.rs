@@ -12,7 +12,7 @@ use rein_core::Message;
 use rein_store::{LeaseError, PgStore};
 
 use super::http::Failure;
-use super::served::{Served, Work};
+use super::served::{Reservation, Served, Work};
 use super::state::Server;
 use crate::setup::prompt::Expanded;
 
@@ -39,11 +39,9 @@ impl Leases {
 pub async fn start_run(
     server: &Arc<Server>,
     served: &Arc<Served>,
+    slot: Reservation,
     prompt: Expanded,
 ) -> Result<(), Failure> {
-    let slot = served
-        .reserve()
-        .map_err(|e| Failure::conflict(e.to_string()))?;
     let Some(leases) = &server.leases else {
         slot.launch(Work::Prompt(Box::new(prompt)), None, || {});
         return Ok(());

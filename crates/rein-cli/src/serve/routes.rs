@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode, header};
-use rein_core::{ApprovalDecision, ApprovalScope, CancellationToken};
+use rein_core::{ApprovalDecision, ApprovalScope};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Verdict;
@@ -216,15 +216,21 @@ async fn prompt(
         .commands
         .expand(&body.text)
         .map_err(|e| Failure::bad_request(e.to_string()))?;
-    // A command's `!` lines and `@path` files, through the gate, before
-    // the run is accepted; a line that needs asking is refused (the
-    // client is not listening yet), and so is the prompt.
+    // The session's run slot first: nothing of a prompt to a busy
+    // session runs. Then a command's `!` lines and `@path` files, through
+    // the gate, before the run is accepted (a cancel of the session stops
+    // them; dropping the slot on a refusal gives it back); a line that
+    // needs asking is refused (the client is not listening yet), and so
+    // is the prompt.
+    let slot = served
+        .reserve()
+        .map_err(|e| Failure::conflict(e.to_string()))?;
     let live = LiveRun {
         engine: &served.hosted.engine,
         session_id: Some(id),
         mode: served.mode(),
         events: rein_core::no_events(),
-        cancel: CancellationToken::new(),
+        cancel: slot.cancel_token(),
     };
     let (text, live_notes) = command_context::bring_in_expanded(&expanded, &live)
         .await
@@ -234,7 +240,7 @@ async fn prompt(
         notes: expanded.notes.into_iter().chain(live_notes).collect(),
         ..expanded
     };
-    super::leases::start_run(server, &served, expanded).await?;
+    super::leases::start_run(server, &served, slot, expanded).await?;
     Ok(json(
         StatusCode::ACCEPTED,
         &serde_json::json!({"session_id": id}),

@@ -201,6 +201,12 @@ pub struct Reservation {
 }
 
 impl Reservation {
+    /// What cancels the reserved run (`/cancel` on the session), also
+    /// while it is being prepared.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
     /// Run `work` in the background. `lost` (a lease taken over) cancels
     /// it; telemetry, when on, sees its events; `done` runs when it has
     /// ended.
