@@ -57,6 +57,9 @@ impl Checkpoints {
     /// commands ran, for the checkpoint at the run's end (one snapshot a
     /// run, not one a turn).
     pub fn note_round(&mut self, finished: &[Finished], started: SystemTime) {
+        if self.checkpointer.is_none() {
+            return;
+        }
         let effects = finished.iter().map(|f| &f.effects);
         if let Some(round) = RunWrites::of_round(effects, started) {
             self.writes.get_or_insert_default().add(round);
