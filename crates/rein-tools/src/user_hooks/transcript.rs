@@ -3,9 +3,13 @@
 //! (one line per message: `type`, `sessionId`, `message` with `role` and
 //! `content`; a call is a `tool_use` part with Claude's tool name and
 //! keys, its result a `tool_result` part of a user line). rein keeps
-//! sessions in its store; the file is written from it, whole, just before
-//! a hook runs, into a private folder of rein's.
+//! sessions in its store; the file is written from it just before a hook
+//! runs, into a private folder of rein's: whole the first time in a
+//! process, then only the messages added since (the store's messages are
+//! append-only), so a long session's hooks do not rewrite it each call.
 
+use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,6 +24,9 @@ pub struct Transcripts {
     store: Arc<dyn SessionStore>,
     /// rein's home; the files are in its `transcripts` folder.
     home: PathBuf,
+    /// How many of each session's messages its file holds, as this
+    /// process wrote it; one writer at a time.
+    written: tokio::sync::Mutex<HashMap<String, usize>>,
 }
 
 impl Transcripts {
@@ -28,6 +35,7 @@ impl Transcripts {
         Transcripts {
             store,
             home: home.to_path_buf(),
+            written: tokio::sync::Mutex::default(),
         }
     }
 
@@ -45,13 +53,26 @@ impl Transcripts {
     /// when the session cannot be read or the file not written.
     pub(super) async fn write(&self, session_id: &str) -> Option<PathBuf> {
         let path = Transcripts::file(&self.home, session_id)?;
+        let mut written = self.written.lock().await;
         let messages = self.store.messages(session_id).await.ok()?;
-        let mut body = String::new();
-        for line in messages.iter().filter_map(|m| line(session_id, m)) {
-            body.push_str(&line.to_string());
-            body.push('\n');
+        let body = |from: usize| {
+            let mut body = String::new();
+            for line in messages[from..].iter().filter_map(|m| line(session_id, m)) {
+                body.push_str(&line.to_string());
+                body.push('\n');
+            }
+            body
+        };
+        match written.get(session_id) {
+            Some(&done) if done <= messages.len() && path.is_file() => {
+                if done < messages.len() {
+                    let mut file = std::fs::OpenOptions::new().append(true).open(&path).ok()?;
+                    file.write_all(body(done).as_bytes()).ok()?;
+                }
+            }
+            _ => rein_core::private_fs::write_private(&path, body(0).as_bytes()).ok()?,
         }
-        rein_core::private_fs::write_private(&path, body.as_bytes()).ok()?;
+        written.insert(session_id.to_string(), messages.len());
         Some(path)
     }
 }
@@ -157,6 +178,37 @@ mod tests {
         assert_eq!(used["input"], json!({"file_path": "a.rs"}));
         assert_eq!(lines[2]["message"]["content"][0]["type"], "tool_result");
         assert_eq!(lines[2]["message"]["content"][0]["tool_use_id"], "c1");
+        assert!(Transcripts::file(dir.path(), "../escape").is_none());
         assert!(t.write("../escape").await.is_none());
+    }
+
+    /// A later hook adds only the messages since the last write, once
+    /// each; a file someone deleted is written whole again.
+    #[tokio::test]
+    async fn later_writes_add_only_the_new_messages_and_a_deleted_file_comes_back_whole() {
+        let store = Arc::new(InMemorySessionStore::default());
+        let dir = tempfile::tempdir().unwrap();
+        let info = store.create_session(NewSession::default()).await.unwrap();
+        let t = Transcripts::new(store.clone(), dir.path());
+        let count = |path: &Path| std::fs::read_to_string(path).unwrap().lines().count();
+        store
+            .append_message(&info.id, &Message::user("one"))
+            .await
+            .unwrap();
+        let path = t.write(&info.id).await.unwrap();
+        assert_eq!(count(&path), 1);
+        assert_eq!(t.write(&info.id).await, Some(path.clone()));
+        assert_eq!(count(&path), 1, "nothing new: nothing added");
+        store
+            .append_message(&info.id, &Message::user("two"))
+            .await
+            .unwrap();
+        t.write(&info.id).await.unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.lines().nth(1).unwrap().contains("two"), "{text}");
+        std::fs::remove_file(&path).unwrap();
+        t.write(&info.id).await.unwrap();
+        assert_eq!(count(&path), 2);
     }
 }
