@@ -51,8 +51,10 @@ impl crate::config::Config {
             *command = expand_root(command, root);
             args.iter_mut().for_each(|a| *a = expand_root(a, root));
             env.values_mut().for_each(|v| *v = expand_root(v, root));
+            // A relative `cwd` would be the plugin's folder's, never the
+            // workspace's (`.mcp.json` gives none today).
             if let Some(dir) = cwd {
-                *dir = expand_root(&dir.to_string_lossy(), root).into();
+                *dir = root.join(expand_root(&dir.to_string_lossy(), root));
             }
             for var in ROOT_ENV {
                 env.entry(var.to_string())
@@ -60,5 +62,37 @@ impl crate::config::Config {
             }
         }
         self.mcp_servers.push(server);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A plugin server never starts in the workspace: `.mcp.json` gives
+    /// no working folder (a `cwd` in it is not read), so it starts in
+    /// rein's neutral folder like the user's own servers.
+    #[test]
+    fn a_plugin_server_gets_no_working_folder_from_its_mcp_json() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            root.path().join(".mcp.json"),
+            r#"{"mcpServers": {"here": {"command": "python3", "args": ["s.py"], "cwd": "."}}}"#,
+        )
+        .unwrap();
+        let mut cfg = crate::config::Config::defaults(root.path().join("home"));
+        let (servers, notes) = crate::mcp::project::read_mcp_json(root.path()).unwrap();
+        assert_eq!(servers.len(), 1, "{notes:?}");
+        for server in servers {
+            cfg.add_plugin_server("p", root.path(), server);
+        }
+        match &cfg.mcp_servers[0].transport {
+            McpTransport::Stdio { cwd, args, .. } => {
+                assert_eq!(cwd, &None);
+                assert_eq!(args, &["s.py"]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

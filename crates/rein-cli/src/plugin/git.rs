@@ -105,8 +105,16 @@ fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, String> {
             "core.hooksPath=/dev/null",
             "-c",
             "protocol.ext.allow=never",
+            "-c",
+            "core.fsmonitor=false",
         ])
         .args(args)
+        // Never the repository of whoever started rein (a git hook's
+        // environment), never a password prompt on the terminal.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_COMMON_DIR")
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(std::process::Stdio::null())
         .output()

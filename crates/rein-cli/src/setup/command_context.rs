@@ -84,7 +84,7 @@ pub async fn bring_in(
         ));
         out.push_str(text);
     } else {
-        for (n, part) in parts.into_iter().enumerate() {
+        for (n, part) in parts.iter().enumerate() {
             match part {
                 Part::Text(t) => out.push_str(t),
                 Part::Shell(line) => {
@@ -105,10 +105,26 @@ pub async fn bring_in(
             }
         }
     }
+    // Files the command's own text names: never words a `!` line's output
+    // happened to hold (a `git log` line's `@user`).
+    let written: String = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(*t),
+            Part::Shell(_) => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut attached = Vec::new();
-    for path in markup::file_references(&out).into_iter().take(MOST_FILES) {
+    // Call ids go on after the `!` lines', so no two calls share one.
+    let first_id = parts.len();
+    for path in markup::file_references(&written)
+        .into_iter()
+        .take(MOST_FILES)
+    {
         let args = serde_json::json!({ "path": path });
-        let outcome = call(run, attached.len() + notes.len(), "read_file", &args).await;
+        let n = first_id + attached.len() + notes.len();
+        let outcome = call(run, n, "read_file", &args).await;
         match outcome.result.is_error {
             false => attached.push(format!(
                 "[file {path}]\n{}\n[end of file]",
