@@ -9,8 +9,8 @@ use rein_core::{AgentEngine, Approvals, CancellationToken, Event, FnSink, RunReq
 use crate::cli::ExecArgs;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
-use crate::setup::command_context::{self, LiveRun};
-use crate::setup::prompt::{CommandSet, EngineLife, Expanded};
+use crate::setup::command_context::LiveRun;
+use crate::setup::prompt::CommandSet;
 use crate::setup::session::{Opening, Session};
 use crate::setup::settings::{RunSettings, load_config_noting, safety_warning};
 use crate::setup::store::{find_session, latest_session, open_store, resume_target};
@@ -96,49 +96,17 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     result
 }
 
-/// What a command sets for its run: its `model`, used when none was
-/// chosen on the command line; its `allowed-tools`, pre-approved for this
-/// run (its `!` lines too) when it is trusted (an untrusted one's is
-/// noted).
-fn command_settings(cfg: &mut crate::config::Config, command: &CustomCommand, model_chosen: bool) {
-    if let Some(model) = command.model.as_ref().filter(|_| !model_chosen) {
+/// A command's `model` is this run's model when none was chosen on the
+/// command line (`--model` wins); either way it is taken out of the
+/// command, so the shared preparation builds no second provider for it.
+fn command_model(cfg: &mut crate::config::Config, command: &mut CustomCommand, model_chosen: bool) {
+    if let Some(model) = command.model.take().filter(|_| !model_chosen) {
         output::err(&format!(
             "note: the command `{}` runs on its model `{model}`",
             command.name
         ));
-        cfg.model = Some(model.clone());
+        cfg.model = Some(model);
     }
-    let (rules, notes) = command_context::pre_approvals(command);
-    for note in notes {
-        output::err(&format!("note: {note}"));
-    }
-    cfg.permissions.rules.allow.extend(rules);
-}
-
-/// The only tools a command's `allowed-tools` offers the model (Claude's
-/// names are read as rein's; a `Bash(git:*)` pattern as the whole tool).
-fn offered_tools(command: &CustomCommand) -> Vec<String> {
-    command
-        .allowed_tools
-        .iter()
-        .map(|t| rein_tools::claude_names::rein_name(t))
-        .collect()
-}
-
-/// A command's `!` context lines run and its `@path` files read, through
-/// the gate, before anything is sent; a refused line is a usage failure.
-async fn bring_in(
-    command: &CustomCommand,
-    prompt: &str,
-    live: &LiveRun<'_>,
-) -> Result<String, Failure> {
-    let (text, notes) = command_context::bring_in(command, prompt, live)
-        .await
-        .map_err(|e| Failure::usage(anyhow!(e)))?;
-    for note in notes {
-        output::err(&format!("note: {note}"));
-    }
-    Ok(text)
 }
 
 async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
@@ -152,22 +120,14 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     let telemetry = crate::otel::start(args.otel)?;
     let mode = settings.mode;
     let words = args.prompt.join(" ");
-    let commands = CommandSet::discover(&cfg, &workspace, EngineLife::OneRun);
-    let expanded = match &args.command {
+    let commands = CommandSet::discover(&cfg, &workspace);
+    let mut expanded = match &args.command {
         Some(name) => commands.expand_named(name, &words),
         None => commands.expand(&read_prompt(&words)?),
     }
     .map_err(|e| Failure::usage(anyhow!(e)))?;
-    for note in &expanded.notes {
-        output::err(&format!("note: {note}"));
-    }
-    let Expanded {
-        text: prompt,
-        command,
-        ..
-    } = expanded;
-    if let Some(c) = &command {
-        command_settings(&mut cfg, c, model_chosen);
+    if let Some(c) = &mut expanded.command {
+        command_model(&mut cfg, c, model_chosen);
     }
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
@@ -188,8 +148,6 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         provider,
         store,
         approvals: Approvals::Refuse,
-        life: EngineLife::OneRun,
-        allowed_tools: command.as_ref().map(offered_tools).unwrap_or_default(),
     };
     let session = Session::open(opening, |line| output::err(&format!("note: {line}")))
         .await
@@ -199,33 +157,30 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     }
     let engine = &session.engine;
     let cancel = CancellationToken::new();
-    let prompt = match &command {
-        Some(c) => {
-            let live = LiveRun {
-                engine,
-                session_id: resume.as_deref(),
-                mode,
-                events: rein_core::no_events(),
-                cancel: cancel.clone(),
-            };
-            bring_in(c, &prompt, &live).await?
-        }
-        None => prompt,
+    // A command's `!` lines and `@path` files through the gate (a line
+    // that needs asking is refused: nobody can answer), its scope, and
+    // the skills (`$name`) and resources (`@server:uri`) the text names.
+    let live = LiveRun {
+        engine,
+        session_id: resume.as_deref(),
+        mode,
+        events: rein_core::no_events(),
+        cancel: cancel.clone(),
     };
-    // Skills the prompt names (`$name`) and resources (`@server:uri`) go
-    // with it.
-    let (prompt, notes) = session.prompts.attachments.attach(&prompt).await;
-    for note in notes {
+    let prepared = (session.prompts.prepare(&expanded, &live).await)
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    for note in &prepared.notes {
         output::err(&format!("note: {note}"));
     }
 
     let mut observer = telemetry.as_ref().map(|t| t.observer());
     watch_signals(cancel.clone(), args.json);
     let request = RunRequest {
-        prompt,
-        resume,
+        prompt: prepared.text,
+        resume: prepared.session.or(resume),
         mode: Some(mode),
         control: None,
+        scope: prepared.scope,
     };
     let outcome = if args.json {
         let mut refusals = Refusals::default();

@@ -12,7 +12,7 @@ use rein_core::{AgentEngine, Approvals, PermissionMode, Provider, SessionStore};
 use crate::cli::ModelArgs;
 use crate::config::Config;
 use crate::setup::engine::LoadedExtras;
-use crate::setup::prompt::{EngineLife, Prompts};
+use crate::setup::prompt::Prompts;
 use crate::setup::session::{Opening, Session};
 
 /// Why a session's engine could not be made.
@@ -116,8 +116,6 @@ impl Host {
             provider,
             store: self.store.clone(),
             approvals: Approvals::Events,
-            life: EngineLife::Session,
-            allowed_tools: Vec::new(),
         };
         let Session {
             engine,

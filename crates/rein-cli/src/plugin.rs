@@ -15,7 +15,7 @@ use crate::output::{err, out};
 mod copy;
 mod git;
 pub mod load;
-mod manifest;
+pub mod manifest;
 mod market;
 mod store;
 mod update;
@@ -203,9 +203,9 @@ fn install_from(
             .unwrap_or_default(),
         describe(&parts)
     ));
-    for key in &manifest.ignored {
+    for problem in &manifest.problems {
         err(&format!(
-            "rein: note: {name}: plugin.json's `{key}` is not read; only the plugin's usual folders are"
+            "rein: note: {name}: plugin.json's {problem}; it is not used"
         ));
     }
     Ok(())

@@ -371,6 +371,22 @@ pub fn build(cfg: &Config) -> Result<Arc<dyn Provider>> {
     Ok(Arc::new(provider))
 }
 
+/// The provider `text` chooses over `cfg`'s (`/model TEXT`, a custom
+/// command's `model`): `provider:model`, a provider, or a model of the
+/// configured provider.
+pub fn build_named(cfg: &Config, text: &str) -> Result<Arc<dyn Provider>> {
+    let mut c = cfg.clone();
+    let (p, m) = model_choice(&c, text);
+    if p.is_some() {
+        c.provider = p;
+        c.model = None;
+    }
+    if m.is_some() {
+        c.model = m;
+    }
+    build(&c)
+}
+
 /// Split `/model` text: `provider:model`, a provider name, or a model name.
 pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>) {
     let text = text.trim();

@@ -2,7 +2,9 @@
 //! assembles the same way before a prompt reaches the model:
 //!
 //! - [`prompt`]: one prompt preparation (`/command`, `$skill`,
-//!   `@server:uri`).
+//!   `@server:uri`); [`prepare`] adds a command's live parts
+//!   ([`command_context`]) and its run's scope (tools, pre-approvals,
+//!   model).
 //! - [`settings`]: flags over config, resolved once: the model flags,
 //!   mode, resume and budget.
 //! - [`workspace`]: the folder a session works in, and the folders none
@@ -19,6 +21,7 @@
 
 pub mod command_context;
 pub mod engine;
+pub mod prepare;
 pub mod prompt;
 pub mod session;
 pub mod settings;

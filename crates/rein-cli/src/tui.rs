@@ -10,10 +10,11 @@ use rein_tui::{CheckpointRow, RewindFailure, RewindOutcome, RewindRequest, Rewin
 use crate::cli::AppArgs;
 use crate::exit::Failure;
 use crate::providers;
-use crate::setup::prompt::{Attachments, CommandSet, EngineLife};
 use crate::setup::session::{Opening, Session};
 use crate::setup::settings::{RunSettings, load_config, safety_warning};
 use crate::setup::store::{open_store, resume_target};
+
+mod prompts;
 
 pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     rein_tui::check_terminal().map_err(|e| Failure::usage(anyhow!(e)))?;
@@ -46,8 +47,6 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         provider: first,
         store: store.clone(),
         approvals: Approvals::Events,
-        life: EngineLife::Session,
-        allowed_tools: Vec::new(),
     };
     let Session {
         engine,
@@ -75,14 +74,12 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         .iter()
         .map(|s| (s.name.clone(), s.description.clone()))
         .collect();
-    let mcp = extras
-        .mcp
-        .clone()
-        .map(|hub| mcp_view(hub, &prompts.attachments, mcp_notes));
+    let mcp = extras.mcp.clone().map(|hub| mcp_view(hub, mcp_notes));
     let rewind = cfg
         .checkpoints
         .then(|| rewind_view(&cfg.home, store.clone()));
     let idle_notify = cfg.idle_notify;
+    let prepare = prompts::prepare(&prompts, &engine);
     let setup = rein_tui::Setup {
         home,
         engine,
@@ -96,10 +93,10 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         prompt: args.prompt,
         mcp,
         commands: prompts.commands.commands().to_vec(),
-        expand_command: Some(expand_command(&prompts.commands)),
+        expand_command: Some(prompts::expand_command(&prompts)),
+        prepare: Some(prepare),
         skills: skill_list,
         plugins,
-        attach_skills: attach_skills(&prompts.attachments),
         rewind,
         // Each run the app starts is observed; the conversation id is the
         // session's.
@@ -149,64 +146,21 @@ fn ask_on_terminal(cfg: &crate::config::Config, workspace: &Path) -> Result<(), 
 fn provider_factory(cfg: crate::config::Config) -> rein_tui::ProviderFactory {
     Box::new(
         move |text: &str| -> anyhow::Result<Arc<dyn rein_core::Provider>> {
-            let mut c = cfg.clone();
-            let (p, m) = providers::model_choice(&c, text);
-            if p.is_some() {
-                c.provider = p;
-                c.model = None;
-            }
-            if m.is_some() {
-                c.model = m;
-            }
-            providers::build(&c)
+            providers::build_named(&cfg, text)
         },
     )
 }
 
-/// Prompts are prepared as in every front end: a custom command expanded
-/// (or refused) by the shared preparation.
-fn expand_command(commands: &CommandSet) -> rein_tui::ExpandCommand {
-    let commands = commands.clone();
-    Arc::new(move |name: &str, args: &str| {
-        let expanded = commands
-            .expand_named(name, args)
-            .map_err(|e| e.to_string())?;
-        match crate::setup::command_context::app_refusal(&expanded) {
-            Some(why) => Err(why),
-            None => Ok(expanded.text),
-        }
-    })
-}
-
-/// The skills a message names (`$name`), attached by the shared
-/// preparation, which also names a `$name` that is no skill (even when
-/// there are no skills at all).
-fn attach_skills(attachments: &Attachments) -> Option<rein_tui::AttachSkills> {
-    let attachments = attachments.clone();
-    Some(
-        Arc::new(move |message: String| attachments.attach_skills(&message))
-            as rein_tui::AttachSkills,
-    )
-}
-
 /// The MCP servers as the app shows them: their status, the notes that
-/// come later, the resources a message names (attached by the shared
-/// preparation) and the servers' prompts.
+/// come later and the servers' prompts.
 fn mcp_view(
     hub: Arc<rein_mcp::McpHub>,
-    attachments: &Attachments,
     notes: tokio::sync::mpsc::UnboundedReceiver<String>,
 ) -> rein_tui::McpView {
     let for_prompt = hub.clone();
-    let attachments = attachments.clone();
     rein_tui::McpView {
         status: Box::new(move || crate::mcp::status_lines(&hub)),
         notes,
-        attach: Arc::new(move |message: String| {
-            let attachments = attachments.clone();
-            Box::pin(async move { attachments.attach_resources(&message).await })
-                as rein_tui::McpFuture<(String, Vec<String>)>
-        }),
         prompt: Arc::new(move |command: String, args: String| {
             let hub = for_prompt.clone();
             Box::pin(async move { hub.prompt_text(&command, &args).await })

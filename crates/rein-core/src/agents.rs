@@ -176,10 +176,13 @@ impl AgentCatalog {
         self.agents.iter().find(|a| a.name == name)
     }
 
-    /// The definitions of one folder (a plugin's), which its caller names.
+    /// The definitions of one folder (or one `.md` file): a plugin's,
+    /// which its caller names.
     pub fn read_folder(dir: &Path, tool_names: ToolNames) -> AgentCatalog {
         let mut found = AgentCatalog::default();
-        found.read_dir(dir, tool_names);
+        for path in crate::frontmatter::markdown_files_at(dir) {
+            found.read_one(&path, tool_names);
+        }
         found
     }
 
@@ -190,11 +193,15 @@ impl AgentCatalog {
 
     fn read_dir(&mut self, dir: &Path, tool_names: ToolNames) {
         for path in crate::frontmatter::markdown_files(dir) {
-            match read(&path, tool_names) {
-                Ok(agent) if self.get(&agent.name).is_none() => self.agents.push(agent),
-                Ok(_) => {}
-                Err(why) => self.warnings.push(format!("{}: {why}", path.display())),
-            }
+            self.read_one(&path, tool_names);
+        }
+    }
+
+    fn read_one(&mut self, path: &Path, tool_names: ToolNames) {
+        match read(path, tool_names) {
+            Ok(agent) if self.get(&agent.name).is_none() => self.agents.push(agent),
+            Ok(_) => {}
+            Err(why) => self.warnings.push(format!("{}: {why}", path.display())),
         }
     }
 }

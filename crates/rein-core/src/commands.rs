@@ -42,7 +42,8 @@ pub struct CustomCommand {
     pub path: PathBuf,
     pub description: Option<String>,
     pub argument_hint: Option<String>,
-    /// The model to run the message on (`rein exec` when none is chosen).
+    /// The model its run talks to (in `rein exec`, unless `--model` chose
+    /// one).
     pub model: Option<String>,
     /// The tools the model is offered for it, as the file names them
     /// (empty: all).
@@ -88,11 +89,12 @@ impl Commands {
         self.commands.iter().find(|c| c.name == name)
     }
 
-    /// The commands of one folder, all trusted and none reserved: a
-    /// plugin's, which its caller names.
+    /// The commands of one folder (or one `.md` file), all trusted and
+    /// none reserved: a plugin's, which its caller names.
     pub fn read_folder(dir: &Path, front_end: &FrontEndCommands) -> Commands {
         let mut found = Commands::default();
-        found.read_dir(dir, &[], true, front_end);
+        let files = crate::frontmatter::markdown_files_at(dir);
+        found.read_files(files, &[], true, front_end);
         found
     }
 
@@ -103,7 +105,18 @@ impl Commands {
         trusted: bool,
         front_end: &FrontEndCommands,
     ) {
-        for path in crate::frontmatter::markdown_files(dir) {
+        let files = crate::frontmatter::markdown_files(dir);
+        self.read_files(files, reserved, trusted, front_end);
+    }
+
+    fn read_files(
+        &mut self,
+        files: Vec<std::path::PathBuf>,
+        reserved: &[&str],
+        trusted: bool,
+        front_end: &FrontEndCommands,
+    ) {
+        for path in files {
             let Some(name) = path
                 .file_stem()
                 .and_then(|s| s.to_str())

@@ -35,6 +35,7 @@ mod control;
 mod guard;
 mod hooks;
 mod run;
+mod scope;
 mod setup;
 mod side_calls;
 mod state;
@@ -45,6 +46,7 @@ pub use builder::{AgentEngineBuilder, EngineConfig};
 pub use child::{AgentTag, ChildPolicy};
 pub use control::RunControl;
 pub use guard::LoopGuardConfig;
+pub use scope::RunScope;
 pub use setup::FixedTokens;
 pub use side_calls::TitleError;
 pub use subagents::SubagentConfig;
@@ -83,6 +85,9 @@ pub struct RunRequest {
     pub mode: Option<PermissionMode>,
     /// A handle to steer the run while it goes on (queued messages, mode).
     pub control: Option<RunControl>,
+    /// What this run alone narrows or loosens (a custom command's tools
+    /// and model); the default: nothing.
+    pub scope: RunScope,
 }
 
 impl RunRequest {

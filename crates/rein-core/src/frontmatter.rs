@@ -106,6 +106,16 @@ pub fn markdown_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     paths
 }
 
+/// The Markdown files at `path`: the folder's (as [`markdown_files`]), or
+/// the file itself when it is a regular `.md` file.
+pub fn markdown_files_at(path: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let is_md = path.extension().is_some_and(|e| e == "md");
+    match path.symlink_metadata() {
+        Ok(meta) if meta.is_file() && is_md => vec![path.to_path_buf()],
+        _ => markdown_files(path),
+    }
+}
+
 /// A Markdown file's text (a command, an agent, a skill): a regular file,
 /// never read through a symlink nor from a FIFO or device, of at most
 /// `max` bytes (a larger one is an error).

@@ -4,7 +4,9 @@
 //!
 //! A mention is a whitespace-separated word starting with `$` whose rest
 //! (without trailing punctuation) is a skill name: lowercase ASCII letters,
-//! digits and single inner hyphens, starting with a letter. So shell
+//! digits and single inner hyphens, starting with a letter, or a plugin's
+//! skill whose name was taken, `PLUGIN:NAME` (a plugin name is letters,
+//! digits, `-` and `_`, starting with a letter). So shell
 //! variables (`$HOME`, `$PATH`), prices and positions (`$5`, `$1`) and
 //! paths (`$dir/x`) are not mentions, and nothing between backticks is
 //! (inline code or a fenced block).
@@ -37,8 +39,25 @@ pub fn mentions(message: &str) -> Vec<&str> {
     out
 }
 
-/// Whether `name` can be mentioned: a skill name that starts with a letter.
+/// Whether `name` can be mentioned: a skill name that starts with a
+/// letter, alone or after its plugin's name and `:`.
 fn is_mention_name(name: &str) -> bool {
+    match name.split_once(':') {
+        Some((plugin, skill)) => is_plugin_name(plugin) && is_skill_name(skill),
+        None => is_skill_name(name),
+    }
+}
+
+/// A plugin's name as it prefixes its skills.
+fn is_plugin_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn is_skill_name(name: &str) -> bool {
     name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase())
         && name
@@ -107,6 +126,12 @@ mod tests {
         assert!(mentions("run ` $user ` now").is_empty());
         assert!(mentions("```sh\nls $dir\necho $name\n```").is_empty());
         assert_eq!(mentions("`code` then $pdf"), ["pdf"]);
+        // A plugin's skill whose name was taken: `$plugin:name`.
+        assert_eq!(
+            mentions("use $tidy:polish and $My_Plugin:x-ray: now"),
+            ["tidy:polish", "My_Plugin:x-ray"]
+        );
+        assert!(mentions("$a:B $:x $a::b $1:x ${HOME}:x").is_empty());
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod engine {
     mod loop_scenarios;
     mod permission_scenarios;
     mod profile_scenarios;
+    mod scope_scenarios;
     mod stream_scenarios;
     mod subagent_scenarios;
     pub mod support;

@@ -219,6 +219,7 @@ fn bench_history(c: &mut Criterion) {
                                 resume: Some(id),
                                 mode: None,
                                 control: None,
+                                scope: Default::default(),
                             },
                             CancellationToken::new(),
                             &mut NullSink,

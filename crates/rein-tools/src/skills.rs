@@ -73,10 +73,15 @@ impl Skills {
     }
 
     /// The skills of one folder (a plugin's), trusted, which its caller
-    /// names.
+    /// names: its skill folders, or the folder itself when it holds a
+    /// `SKILL.md`.
     pub fn read_folder(dir: &Path) -> Skills {
         let mut found = Skills::default();
-        found.read_dir(dir, true);
+        let file = dir.join("SKILL.md");
+        match file.symlink_metadata() {
+            Ok(_) => found.read_one(dir, &file, true),
+            Err(_) => found.read_dir(dir, true),
+        }
         found
     }
 
@@ -99,13 +104,17 @@ impl Skills {
             if file.symlink_metadata().is_err() {
                 continue;
             }
-            match read_skill(&folder, &file, trusted) {
-                Ok(skill) if self.get(&skill.name).is_none() => self.skills.push(skill),
-                Ok(_) => {}
-                Err(why) => self
-                    .warnings
-                    .push(format!("{}: {why}; skipped", file.display())),
-            }
+            self.read_one(&folder, &file, trusted);
+        }
+    }
+
+    fn read_one(&mut self, folder: &Path, file: &Path, trusted: bool) {
+        match read_skill(folder, file, trusted) {
+            Ok(skill) if self.get(&skill.name).is_none() => self.skills.push(skill),
+            Ok(_) => {}
+            Err(why) => self
+                .warnings
+                .push(format!("{}: {why}; skipped", file.display())),
         }
     }
 

@@ -22,6 +22,6 @@ pub use rewind::{
     CheckpointRow, RewindFailure, RewindMode, RewindOutcome, RewindRequest, RewindView,
 };
 pub use run::{
-    AttachSkills, ExpandCommand, McpFuture, McpView, ProviderFactory, RunWatcher, Setup, WatchRuns,
-    check_terminal, run,
+    CommandText, ExpandCommand, McpFuture, McpView, Prepare, PreparedPrompt, PromptCall,
+    ProviderFactory, RunWatcher, Setup, WatchRuns, check_terminal, run,
 };

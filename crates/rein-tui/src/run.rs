@@ -33,8 +33,8 @@ use paint::{paint, redraw_all};
 use reports::{refresh_cost, show_context, show_cost};
 use sessions::{resume, spawn_title};
 pub use setup::{
-    AttachSkills, ExpandCommand, McpAttach, McpFuture, McpPrompt, McpView, ProviderFactory,
-    RunWatcher, Setup, WatchRuns,
+    CommandText, ExpandCommand, McpFuture, McpPrompt, McpView, Prepare, PreparedPrompt, PromptCall,
+    ProviderFactory, RunWatcher, Setup, WatchRuns,
 };
 use watch::WatchedSink;
 
@@ -53,6 +53,8 @@ enum Side {
     Checkpoints(String, anyhow::Result<Vec<crate::rewind::CheckpointRow>>),
     /// What a rewind did.
     Rewound(crate::rewind::RewindRequest, rewind::RewindResult),
+    /// A message was not sent: why (its run never started).
+    NotSent(String),
 }
 
 /// The app needs a terminal on stdin and stdout; the error says what to
@@ -108,8 +110,8 @@ struct Loop {
     titled: bool,
     /// `/mcp`'s lines, when MCP servers are configured.
     mcp_status: Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>,
-    mcp_attach: Option<McpAttach>,
-    attach_skills: Option<AttachSkills>,
+    /// Prepares each message as every front end does.
+    prepare: Option<Prepare>,
     mcp_prompt: Option<McpPrompt>,
     /// When the `Notification` hooks hear that the app waits for the
     /// user (set when a run ends, cleared by a key).
@@ -257,8 +259,7 @@ impl Loop {
             side_tx,
             running: None,
             titled: false,
-            mcp_attach: setup.mcp.as_ref().map(|m| m.attach.clone()),
-            attach_skills: setup.attach_skills.clone(),
+            prepare: setup.prepare.take(),
             mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
             mcp_status: setup.mcp.map(|m| m.status),
             idle_at: None,
@@ -338,6 +339,11 @@ impl Loop {
     /// A side task finished.
     async fn on_side(&mut self, side: Side) -> Vec<Action> {
         match side {
+            Side::NotSent(why) => {
+                self.running = None;
+                self.app.error(why);
+                self.app.busy_done()
+            }
             Side::Compacted(r) => {
                 let actions = self.app.busy_done();
                 match r {
@@ -443,46 +449,53 @@ impl Loop {
         }
     }
 
-    /// Start a run of `prompt` in the current session (or a new one).
+    /// Start a run of `prompt` in the current session (or a new one): it
+    /// is prepared first, as in every front end (a command's context
+    /// lines, whose approvals reach the modal; its files, tools and
+    /// model; the skills and resources it names).
     fn start_run(&mut self, prompt: String) {
         let cancel = CancellationToken::new();
         let control = RunControl::new();
+        let mode = self.app.status.mode;
         let request = RunRequest {
             prompt,
             resume: self.app.status.session_id.clone(),
-            mode: Some(self.app.status.mode),
+            mode: Some(mode),
             control: Some(control.clone()),
+            scope: Default::default(),
         };
         let engine = self.engine.clone();
         // The run's events go to the app, seen first by its watcher.
         let mut sink = WatchedSink::new(self.events_tx.clone(), self.watch_runs.as_ref());
-        let run_cancel = cancel.clone();
-        let attach = self.mcp_attach.clone();
-        let skills = self.attach_skills.clone();
+        let (run_cancel, prepare) = (cancel.clone(), self.prepare.clone());
+        let (events_tx, side_tx) = (self.events_tx.clone(), self.side_tx.clone());
         tokio::spawn(async move {
             let mut request = request;
-            // Skills (`$name`) and resources (`@server:uri`) the message
-            // names go after it, both found in what the user typed, never
-            // in what the other attached (a skill's body naming a
-            // resource reads nothing). Each keeps the message and adds
-            // after it.
-            let typed = request.prompt.clone();
-            let mut added = String::new();
-            if let Some(skills) = skills {
-                let (with, notes) = skills(typed.clone());
-                added.push_str(with.strip_prefix(typed.as_str()).unwrap_or_default());
-                for message in notes {
-                    sink.emit(Event::Notice { message });
+            if let Some(prepare) = prepare {
+                let call = PromptCall {
+                    text: std::mem::take(&mut request.prompt),
+                    session_id: request.resume.clone(),
+                    mode,
+                    events: Arc::new(move |event| {
+                        let _ = events_tx.send(event);
+                    }),
+                    cancel: run_cancel.clone(),
+                };
+                match prepare(call).await {
+                    Ok(prepared) => {
+                        for message in prepared.notes {
+                            sink.emit(Event::Notice { message });
+                        }
+                        request.prompt = prepared.text;
+                        request.scope = prepared.scope;
+                        request.resume = prepared.session.or(request.resume);
+                    }
+                    Err(why) => {
+                        let _ = side_tx.send(Side::NotSent(why));
+                        return;
+                    }
                 }
             }
-            if let Some(attach) = attach {
-                let (with, notes) = attach(typed.clone()).await;
-                added.push_str(with.strip_prefix(typed.as_str()).unwrap_or_default());
-                for message in notes {
-                    sink.emit(Event::Notice { message });
-                }
-            }
-            request.prompt.push_str(&added);
             engine.run(request, run_cancel, &mut sink).await;
         });
         self.running = Some(Running { cancel, control });

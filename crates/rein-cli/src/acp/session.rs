@@ -20,7 +20,7 @@ use rein_core::{
 use super::client_terminal::TerminalCalls;
 use super::updates::Updates;
 use super::{permission, transcript};
-use crate::setup::command_context::{self, LiveRun};
+use crate::setup::command_context::LiveRun;
 use crate::setup::prompt::Expanded;
 
 /// The modes a client may switch a session to (bypass only when `rein
@@ -279,27 +279,20 @@ impl Turn {
             }),
             cancel: self.cancel.clone(),
         };
-        let (text, live_notes) = command_context::bring_in_expanded(&self.expanded, &live)
-            .await
+        // Its scope, and the skills and resources the typed text names;
+        // what is embedded is the client's and attaches nothing.
+        let prepared = (s.hosted.prompts.prepare(&self.expanded, &live).await)
             .map_err(|e| invalid(e.to_string()))?;
-        // Skills and resources the typed text names go with it; what is
-        // embedded is the client's and attaches nothing.
-        let (text, notes) = s.hosted.prompts.attachments.attach(&text).await;
-        let notes = self
-            .expanded
-            .notes
-            .iter()
-            .cloned()
-            .chain(live_notes)
-            .chain(notes);
-        let prompt = format!("{text}{}", self.context);
+        let prompt = format!("{}{}", prepared.text, self.context);
         s.title_if_new(&prompt).await;
         let request = RunRequest {
             prompt,
             resume: Some(s.id.clone()),
             mode: Some(s.mode()),
             control: Some(self.control.clone()),
+            scope: prepared.scope,
         };
+        let notes = prepared.notes;
         let mut updates = Updates::new(&s.workspace)
             .writes_through_client(s.client_writes)
             .terminals(s.terminal_calls.clone());

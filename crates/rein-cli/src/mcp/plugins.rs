@@ -8,25 +8,31 @@ use std::path::Path;
 
 use rein_mcp::{McpServerConfig, McpTransport};
 
-use crate::plugin::load::{ROOT_ENV, enabled, expand_root, free_name_with};
+use crate::plugin::load::{ROOT_ENV, enabled_parts, expand_root, free_name_with};
+use crate::plugin::manifest::Part;
 
 impl crate::config::Config {
     /// Add the enabled plugins' servers to the user's; a plugin's
     /// `.mcp.json` that cannot be read, or an entry rein cannot use, is a
     /// note.
     pub(crate) fn apply_plugin_servers(&mut self) {
-        for (plugin, root) in enabled(&self.home) {
-            match super::project::read_mcp_json(&root) {
-                Ok((servers, notes)) => {
-                    self.mcp_notes
-                        .extend(notes.into_iter().map(|n| format!("plugin {plugin}: {n}")));
-                    for server in servers {
-                        self.add_plugin_server(&plugin, &root, server);
+        for part in enabled_parts(&self.home, Part::McpServers) {
+            let plugin = &part.plugin;
+            let files = part.places.iter().map(|p| super::project::read_mcp_file(p));
+            let inline = part.inline.iter().map(super::project::inline_servers);
+            for read in files.chain(inline) {
+                match read {
+                    Ok((servers, notes)) => {
+                        self.mcp_notes
+                            .extend(notes.into_iter().map(|n| format!("plugin {plugin}: {n}")));
+                        for server in servers {
+                            self.add_plugin_server(plugin, &part.root, server);
+                        }
                     }
+                    Err(e) => self.mcp_notes.push(format!(
+                        "plugin {plugin}: {e:#}; its servers are not started"
+                    )),
                 }
-                Err(e) => self.mcp_notes.push(format!(
-                    "plugin {plugin}: {e:#}; its servers are not started"
-                )),
             }
         }
     }

@@ -67,30 +67,51 @@ struct JsonFile {
 /// cannot use; none when there is no file. A file that is not valid JSON
 /// is an error naming it and the line.
 pub fn read_mcp_json(workspace: &Path) -> Result<(Vec<McpServerConfig>, Vec<String>)> {
-    let path = workspace.join(MCP_JSON);
-    let Some(text) = crate::settings_file::read_text(&path, "MCP server file")? else {
+    read_mcp_file(&workspace.join(MCP_JSON))
+}
+
+/// The servers of an MCP server file in `.mcp.json`'s shape at `path` (a
+/// plugin may name its own), as [`read_mcp_json`] reads them.
+pub fn read_mcp_file(path: &Path) -> Result<(Vec<McpServerConfig>, Vec<String>)> {
+    let Some(text) = crate::settings_file::read_text(path, "MCP server file")? else {
         return Ok((Vec::new(), Vec::new()));
     };
+    let shown = path
+        .file_name()
+        .map_or(MCP_JSON.into(), |n| n.to_string_lossy());
     let file: JsonFile = serde_json::from_str(&text).map_err(|e| {
         anyhow!(
-            "{MCP_JSON} is not a valid MCP server file (line {}): {}",
+            "{shown} is not a valid MCP server file (line {}): {}",
             e.line(),
             e.to_string()
                 .rsplit_once(" at line ")
                 .map_or(e.to_string(), |m| m.0.to_string())
         )
     })?;
+    Ok(servers_of(&shown, file.servers))
+}
+
+/// The servers of an `mcpServers` map written inline (a plugin's
+/// `plugin.json`).
+pub fn inline_servers(map: &serde_json::Value) -> Result<(Vec<McpServerConfig>, Vec<String>)> {
+    let servers: BTreeMap<String, JsonServer> = serde_json::from_value(map.clone())
+        .map_err(|e| anyhow!("its `mcpServers` is not a map of servers: {e}"))?;
+    Ok(servers_of("plugin.json", servers))
+}
+
+fn servers_of(
+    shown: &str,
+    entries: BTreeMap<String, JsonServer>,
+) -> (Vec<McpServerConfig>, Vec<String>) {
     let mut servers = Vec::new();
     let mut notes = Vec::new();
-    for (name, entry) in file.servers {
+    for (name, entry) in entries {
         match entry_config(&name, entry) {
             Ok(config) => servers.push(config),
-            Err(why) => notes.push(format!(
-                "{MCP_JSON}: server `{name}` {why}; it is not started"
-            )),
+            Err(why) => notes.push(format!("{shown}: server `{name}` {why}; it is not started")),
         }
     }
-    Ok((servers, notes))
+    (servers, notes)
 }
 
 /// One `.mcp.json` entry as a server configuration, or why it cannot be.

@@ -4,9 +4,11 @@
 //! the user's, rein's own or an earlier plugin's); then it is named
 //! `PLUGIN:NAME`. Its hooks (`hooks/hooks.json`) join the user's, with
 //! `${CLAUDE_PLUGIN_ROOT}` and `${REIN_PLUGIN_ROOT}` expanded to its
-//! folder; its MCP servers are read in `mcp::plugins`.
+//! folder; its MCP servers are read in `mcp::plugins`. Each part is read
+//! from its usual place and from those the plugin's manifest adds
+//! ([`PluginPart`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rein_core::FrontEndCommands;
 use rein_core::agents::{AgentCatalog, ToolNames};
@@ -15,7 +17,36 @@ use rein_tools::skills::Skills;
 use rein_tools::user_hooks::HookSet;
 use serde_json::Value;
 
+use super::manifest::{self, Part};
 pub use super::store::enabled;
+
+/// One enabled plugin's part: where it is found, and what the manifest
+/// writes of it inline.
+pub struct PluginPart {
+    pub plugin: String,
+    pub root: PathBuf,
+    /// Its usual place and the manifest's, those that exist inside it.
+    pub places: Vec<PathBuf>,
+    /// Hooks or servers written in `plugin.json` itself.
+    pub inline: Option<Value>,
+}
+
+/// `part` of each enabled plugin of `home`.
+pub fn enabled_parts(home: &Path, part: Part) -> Vec<PluginPart> {
+    enabled(home)
+        .into_iter()
+        .map(|(plugin, root)| {
+            let read = manifest::read(&root).ok();
+            let extra = read.as_ref().and_then(|m| m.extra.get(&part));
+            PluginPart {
+                places: manifest::locations(&root, &part, extra),
+                inline: extra.and_then(|e| e.inline.clone()),
+                plugin,
+                root,
+            }
+        })
+        .collect()
+}
 
 /// The words for a plugin's folder in its hook and server commands:
 /// Claude Code's, and rein's.
@@ -43,27 +74,40 @@ fn expand_value(value: &mut Value, root: &Path) {
 }
 
 /// Add the enabled plugins' hooks of `home` to `set` (a file that cannot
-/// be read is a note).
+/// be read is a note): each `hooks.json` the plugin has, and the block its
+/// manifest writes inline.
 pub fn add_hooks(set: &mut HookSet, home: &Path) {
-    for (plugin, root) in enabled(home) {
-        let path = root.join("hooks/hooks.json");
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        let mut value = match serde_json::from_str::<Value>(&text) {
-            Ok(v) => v,
-            Err(e) => {
-                set.notes.push(format!(
+    for part in enabled_parts(home, Part::Hooks) {
+        let plugin = &part.plugin;
+        for path in &part.places {
+            let Ok(text) = std::fs::read_to_string(path) else {
+                continue;
+            };
+            match serde_json::from_str::<Value>(&text) {
+                Ok(value) => add_hook_block(set, value, &part.root, path),
+                Err(e) => set.notes.push(format!(
                     "plugin {plugin}: {}: not valid JSON: {e}",
                     path.display()
-                ));
-                continue;
+                )),
             }
-        };
-        expand_value(&mut value, &root);
-        if let Some(block) = value.get("hooks").filter(|b| !b.is_null()) {
-            set.add_block(block, &path);
         }
+        if let Some(inline) = part.inline {
+            let manifest = part.root.join(manifest::MANIFEST);
+            add_hook_block(set, inline, &part.root, &manifest);
+        }
+    }
+}
+
+/// A hook file's block (`{"hooks": {...}}`, or the events themselves as a
+/// manifest may write them), its plugin's folder expanded.
+fn add_hook_block(set: &mut HookSet, mut value: Value, root: &Path, from: &Path) {
+    expand_value(&mut value, root);
+    let block = match value.get("hooks") {
+        Some(block) => block.clone(),
+        None => value,
+    };
+    if !block.is_null() {
+        set.add_block(&block, from);
     }
 }
 
@@ -94,6 +138,19 @@ fn both_taken(kind: &str, plugin: &str, name: &str) -> String {
     )
 }
 
+/// Each place of `part` in the enabled plugins of `home`, with its plugin.
+fn places(home: &Path, part: Part) -> Vec<(String, PathBuf)> {
+    let parts = enabled_parts(home, part).into_iter();
+    parts
+        .flat_map(|p| {
+            let plugin = p.plugin;
+            p.places
+                .into_iter()
+                .map(move |place| (plugin.clone(), place))
+        })
+        .collect()
+}
+
 /// Add the enabled plugins' commands of `home` to `found`; `reserved`
 /// are rein's own command names.
 pub fn add_commands(
@@ -102,8 +159,8 @@ pub fn add_commands(
     reserved: &[&str],
     front_end: &FrontEndCommands,
 ) {
-    for (plugin, root) in enabled(home) {
-        let read = Commands::read_folder(&root.join("commands"), front_end);
+    for (plugin, place) in places(home, Part::Commands) {
+        let read = Commands::read_folder(&place, front_end);
         found.warnings.extend(read.warnings);
         for mut command in read.commands {
             let taken = |n: &str| reserved.contains(&n) || found.get(n).is_some();
@@ -122,8 +179,8 @@ pub fn add_commands(
 
 /// Add the enabled plugins' agents of `home` to `found`.
 pub fn add_agents(found: &mut AgentCatalog, home: &Path, tool_names: ToolNames) {
-    for (plugin, root) in enabled(home) {
-        let read = AgentCatalog::read_folder(&root.join("agents"), tool_names);
+    for (plugin, place) in places(home, Part::Agents) {
+        let read = AgentCatalog::read_folder(&place, tool_names);
         found.warnings.extend(read.warnings);
         for mut agent in read.agents {
             match free_name(&plugin, &agent.name, |n| found.get(n).is_some()) {
@@ -141,8 +198,8 @@ pub fn add_agents(found: &mut AgentCatalog, home: &Path, tool_names: ToolNames) 
 
 /// Add the enabled plugins' skills of `home` to `found`.
 pub fn add_skills(found: &mut Skills, home: &Path) {
-    for (plugin, root) in enabled(home) {
-        let read = Skills::read_folder(&root.join("skills"));
+    for (plugin, place) in places(home, Part::Skills) {
+        let read = Skills::read_folder(&place);
         found.warnings.extend(read.warnings);
         for mut skill in read.skills {
             match free_name(&plugin, &skill.name, |n| found.get(n).is_some()) {

@@ -14,7 +14,7 @@ use rein_store::{LeaseError, PgStore};
 use super::http::Failure;
 use super::served::{Reservation, Served, Work};
 use super::state::Server;
-use crate::setup::prompt::Expanded;
+use crate::setup::prepare::Prepared;
 
 /// The leases of one server.
 pub struct Leases {
@@ -40,7 +40,7 @@ pub async fn start_run(
     server: &Arc<Server>,
     served: &Arc<Served>,
     slot: Reservation,
-    prompt: Expanded,
+    prompt: Prepared,
 ) -> Result<(), Failure> {
     let Some(leases) = &server.leases else {
         slot.launch(Work::Prompt(Box::new(prompt)), None, || {});

@@ -13,8 +13,7 @@ use super::auth::Verdict;
 use super::http::{Body, Failure, empty, json, read_json};
 use super::served::Served;
 use super::state::{CreateSession, Server};
-use crate::setup::command_context::{self, LiveRun};
-use crate::setup::prompt::Expanded;
+use crate::setup::command_context::LiveRun;
 
 /// Answer one request.
 pub async fn handle(server: Arc<Server>, request: Request<Incoming>) -> Response<Body> {
@@ -232,15 +231,9 @@ async fn prompt(
         events: rein_core::no_events(),
         cancel: slot.cancel_token(),
     };
-    let (text, live_notes) = command_context::bring_in_expanded(&expanded, &live)
-        .await
+    let prepared = (served.hosted.prompts.prepare(&expanded, &live).await)
         .map_err(|e| Failure::bad_request(e.to_string()))?;
-    let expanded = Expanded {
-        text,
-        notes: expanded.notes.into_iter().chain(live_notes).collect(),
-        ..expanded
-    };
-    super::leases::start_run(server, &served, slot, expanded).await?;
+    super::leases::start_run(server, &served, slot, prepared).await?;
     Ok(json(
         StatusCode::ACCEPTED,
         &serde_json::json!({"session_id": id}),

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::events::EventLog;
 use crate::hosting::Hosted;
-use crate::setup::prompt::Expanded;
+use crate::setup::prepare::Prepared;
 
 /// A session being served.
 pub struct Served {
@@ -186,9 +186,9 @@ impl Served {
 
 /// What a run does.
 pub enum Work {
-    /// The user's prompt, its command expanded; its skills and resources
-    /// are attached when it runs.
-    Prompt(Box<Expanded>),
+    /// The user's prompt, prepared (its command's live parts, scope,
+    /// skills and resources).
+    Prompt(Box<Prepared>),
     /// Go on with a run another server left unfinished.
     Continue,
 }
@@ -224,11 +224,15 @@ impl Reservation {
         let cancel = self.cancel.clone();
         tokio::spawn(async move {
             let (mut request, notes) = match work {
-                Work::Prompt(expanded) => {
-                    let attachments = &served.hosted.prompts.attachments;
-                    let (text, attached) = attachments.attach(&expanded.text).await;
-                    let notes: Vec<String> = expanded.notes.into_iter().chain(attached).collect();
-                    (RunRequest::new(text), notes)
+                Work::Prompt(prepared) => {
+                    let Prepared {
+                        text, scope, notes, ..
+                    } = *prepared;
+                    let request = RunRequest {
+                        scope,
+                        ..RunRequest::new(text)
+                    };
+                    (request, notes)
                 }
                 Work::Continue => (RunRequest::default(), Vec::new()),
             };

@@ -19,12 +19,10 @@
 
 use rein_core::commands::CustomCommand;
 use rein_core::commands::markup::{self, Part};
-use rein_core::{AgentEngine, PermissionMode, Rule, ToolCall};
+use rein_core::{AgentEngine, PermissionMode, Rule, RunScope, ToolCall};
 use rein_core::{GateEvents, GateOutcome};
 use rein_tools::claude_names;
 use tokio_util::sync::CancellationToken;
-
-use super::prompt::Expanded;
 
 /// The last line of a bash result whose program exited with 0.
 const CLEAN_EXIT: &str = "[exit code: 0]";
@@ -43,6 +41,17 @@ pub struct LiveRun<'a> {
     pub cancel: CancellationToken,
 }
 
+/// Whether bringing in `command`'s live parts (its text `text`, expanded)
+/// makes calls through the gate: a `!` line that runs (the command is
+/// trusted) or an `@path` file.
+pub fn makes_calls(command: &CustomCommand, text: &str) -> bool {
+    let runs = command.trusted
+        && markup::parts(text)
+            .iter()
+            .any(|p| matches!(p, Part::Shell(_)));
+    runs || !markup::file_references(text).is_empty()
+}
+
 /// A context line the gate refused: the message is not sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the command `{command}` was not sent: its context line `{line}` was refused: {why}")]
@@ -52,25 +61,15 @@ pub struct ContextRefused {
     pub why: String,
 }
 
-/// A prepared prompt's text with its command's live parts brought in
-/// (as it is when no command was named), and the notes.
-pub async fn bring_in_expanded(
-    expanded: &Expanded,
-    run: &LiveRun<'_>,
-) -> Result<(String, Vec<String>), ContextRefused> {
-    match &expanded.command {
-        Some(command) => bring_in(command, &expanded.text, run).await,
-        None => Ok((expanded.text.clone(), Vec::new())),
-    }
-}
-
 /// The message `text` (command `command`, expanded) with its context
 /// lines' output in place and its files after it, and a note for each
-/// thing left out.
+/// thing left out. The calls run within the command's `scope` (its
+/// tools, its pre-approvals).
 pub async fn bring_in(
     command: &CustomCommand,
     text: &str,
     run: &LiveRun<'_>,
+    scope: &RunScope,
 ) -> Result<(String, Vec<String>), ContextRefused> {
     let mut notes = Vec::new();
     let parts = markup::parts(text);
@@ -89,7 +88,7 @@ pub async fn bring_in(
                 Part::Text(t) => out.push_str(t),
                 Part::Shell(line) => {
                     let args = serde_json::json!({ "command": line });
-                    let outcome = call(run, n, "bash", &args).await;
+                    let outcome = call(run, scope, n, "bash", &args).await;
                     if outcome.effects.access.is_none() {
                         return Err(ContextRefused {
                             command: command.name.clone(),
@@ -124,7 +123,7 @@ pub async fn bring_in(
     {
         let args = serde_json::json!({ "path": path });
         let n = first_id + attached.len() + notes.len();
-        let outcome = call(run, n, "read_file", &args).await;
+        let outcome = call(run, scope, n, "read_file", &args).await;
         match outcome.result.is_error {
             false => attached.push(format!(
                 "[file {path}]\n{}\n[end of file]",
@@ -143,7 +142,13 @@ pub async fn bring_in(
 }
 
 /// One call of `tool` with `args` through the session's gate.
-async fn call(run: &LiveRun<'_>, n: usize, tool: &str, args: &serde_json::Value) -> GateOutcome {
+async fn call(
+    run: &LiveRun<'_>,
+    scope: &RunScope,
+    n: usize,
+    tool: &str,
+    args: &serde_json::Value,
+) -> GateOutcome {
     let call = ToolCall {
         id: format!("command-context-{n}"),
         name: tool.to_string(),
@@ -153,6 +158,7 @@ async fn call(run: &LiveRun<'_>, n: usize, tool: &str, args: &serde_json::Value)
         .run_call_for_user(
             run.session_id,
             run.mode,
+            scope,
             &call,
             run.events.clone(),
             run.cancel.clone(),
@@ -169,31 +175,6 @@ fn first_line(text: &str) -> String {
         Some((sentence, _)) => format!("{sentence}."),
         None => line.to_string(),
     }
-}
-
-/// Why the app does not send `expanded`, if it does not: the app expands
-/// a command before its message reaches the session's gate, so it can
-/// neither run a command's `!` context lines nor read its `@path` files
-/// through the gate as the other front ends do. Such a command is refused
-/// there, with where it runs, rather than sent without them. (An
-/// untrusted command's `!` lines run nowhere, so they alone refuse
-/// nothing.)
-pub fn app_refusal(expanded: &Expanded) -> Option<String> {
-    let command = expanded.command.as_ref()?;
-    let runs = command.trusted
-        && markup::parts(&expanded.text)
-            .iter()
-            .any(|p| matches!(p, Part::Shell(_)));
-    let attaches = !markup::file_references(&expanded.text).is_empty();
-    let what = match (runs, attaches) {
-        (true, _) => "`!` context lines, which the app does not run",
-        (false, true) => "`@path` file references, which the app does not attach",
-        (false, false) => return None,
-    };
-    Some(format!(
-        "the command `{0}` has {what}: run it with `rein exec --command {0}`",
-        command.name
-    ))
 }
 
 /// The allow rules a command's `allowed-tools` adds for its run, and a
@@ -247,38 +228,6 @@ mod tests {
             body: body.into(),
             trusted,
         }
-    }
-
-    fn expanded(c: CustomCommand) -> Expanded {
-        Expanded {
-            text: c.expand(""),
-            command: Some(c),
-            notes: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn the_app_refuses_a_command_whose_context_lines_would_run_or_whose_files_it_cannot_attach() {
-        let live = command("State: !`git status`", &[], true);
-        assert!(
-            app_refusal(&expanded(live.clone()))
-                .unwrap()
-                .contains("rein exec --command c")
-        );
-        let untrusted = CustomCommand {
-            trusted: false,
-            ..live
-        };
-        assert_eq!(app_refusal(&expanded(untrusted)), None);
-        for trusted in [true, false] {
-            let why = app_refusal(&expanded(command("See @a.rs", &[], trusted))).unwrap();
-            assert!(why.contains("`@path` file references"), "{why}");
-            assert!(why.contains("rein exec --command c"), "{why}");
-        }
-        assert_eq!(
-            app_refusal(&expanded(command("Just words, mail me@host", &[], true))),
-            None
-        );
     }
 
     #[test]

@@ -17,11 +17,8 @@
 //!    failures (each front end shows its notes as it shows the others).
 //!
 //! A command's `model` and `allowed-tools` (which narrows the tools and,
-//! for a trusted command, pre-approves them) hold for a whole engine. `rein
-//! exec` builds one engine for one run, so it honours them
-//! ([`EngineLife::OneRun`]); the app, `rein acp` and `rein serve` keep one
-//! engine for every prompt of a session ([`EngineLife::Session`]) and
-//! refuse such a command, each with the same message.
+//! for a trusted command, pre-approves them) hold for its one run, never
+//! for the session's other prompts ([`super::prepare`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -32,15 +29,6 @@ use rein_tools::skills::Skills;
 
 use crate::config::Config;
 
-/// How many prompts the engine a prompt runs on serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineLife {
-    /// An engine built for this prompt alone (`rein exec`).
-    OneRun,
-    /// An engine shared by a session's prompts (the app, acp, serve).
-    Session,
-}
-
 /// Why a prompt was refused before it reached the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PromptError {
@@ -50,11 +38,6 @@ pub enum PromptError {
     UnknownCommand { name: String, known: String },
     #[error("the command `{0}` is empty")]
     EmptyCommand(String),
-    #[error(
-        "the command `{name}` sets `{field}`, which holds for a whole engine: \
-         run it with `rein exec --command {name}`"
-    )]
-    NeedsItsOwnEngine { name: String, field: &'static str },
 }
 
 /// A prompt after step 1: its text, and the command it came from.
@@ -71,7 +54,6 @@ pub struct Expanded {
 #[derive(Debug, Clone)]
 pub struct CommandSet {
     found: Commands,
-    life: EngineLife,
 }
 
 impl CommandSet {
@@ -80,7 +62,7 @@ impl CommandSet {
     /// rein's own slash commands
     /// keep their names. In a folder the user has not trusted, the
     /// project's choose no model and name no MCP resources.
-    pub fn discover(cfg: &Config, workspace: &Path, life: EngineLife) -> CommandSet {
+    pub fn discover(cfg: &Config, workspace: &Path) -> CommandSet {
         let reserved: Vec<&str> = rein_tui::complete::SLASH_COMMANDS
             .iter()
             .map(|(name, _)| name.trim_start_matches('/'))
@@ -90,7 +72,7 @@ impl CommandSet {
         let mut found =
             Commands::discover(workspace, Some(&user), &reserved, cfg.trusted, &front_end);
         crate::plugin::load::add_commands(&mut found, &cfg.home, &reserved, &front_end);
-        CommandSet { found, life }
+        CommandSet { found }
     }
 
     /// What discovering the commands found wrong (one line each).
@@ -139,21 +121,6 @@ impl CommandSet {
                 known,
             });
         };
-        if self.life == EngineLife::Session {
-            let field = if command.model.is_some() {
-                Some("model")
-            } else if !command.allowed_tools.is_empty() {
-                Some("allowed-tools")
-            } else {
-                None
-            };
-            if let Some(field) = field {
-                return Err(PromptError::NeedsItsOwnEngine {
-                    name: name.to_string(),
-                    field,
-                });
-            }
-        }
         let text = command.expand(args);
         if text.trim().is_empty() {
             return Err(PromptError::EmptyCommand(name.to_string()));
@@ -218,11 +185,14 @@ impl Attachments {
     }
 }
 
-/// Both steps for one session's prompts (the app, acp, serve).
+/// How one session's prompts are prepared (both steps, and what
+/// [`super::prepare`] adds between them).
 #[derive(Clone)]
 pub struct Prompts {
     pub commands: CommandSet,
     pub attachments: Attachments,
+    /// The models commands name, built once each.
+    pub models: super::prepare::CommandModels,
 }
 
 #[cfg(test)]
@@ -230,10 +200,10 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn set(dir: &Path, life: EngineLife, trusted: bool) -> CommandSet {
+    fn set(dir: &Path, trusted: bool) -> CommandSet {
         let mut cfg = Config::defaults(dir.join("home"));
         cfg.trusted = trusted;
-        CommandSet::discover(&cfg, dir, life)
+        CommandSet::discover(&cfg, dir)
     }
 
     fn command(dir: &Path, name: &str, text: &str) {
@@ -246,7 +216,7 @@ mod tests {
     fn a_known_command_expands_an_unknown_is_refused_and_a_path_is_plain_text() {
         let dir = tempfile::tempdir().unwrap();
         command(dir.path(), "greet", "Say hello to $1.\n");
-        let set = set(dir.path(), EngineLife::Session, false);
+        let set = set(dir.path(), false);
         let e = set.expand("/greet Ada").unwrap();
         assert_eq!(e.text, "Say hello to Ada.");
         assert_eq!(e.command.unwrap().name, "greet");
@@ -282,32 +252,5 @@ mod tests {
             notes,
             ["no skill named `greter`, so `$greter` attached nothing; the skills are: greeter"]
         );
-    }
-
-    #[test]
-    fn a_command_choosing_its_model_or_tools_runs_only_on_an_engine_of_its_own() {
-        let dir = tempfile::tempdir().unwrap();
-        command(dir.path(), "fast", "---\nmodel: m\n---\nGo.\n");
-        command(
-            dir.path(),
-            "narrow",
-            "---\nallowed-tools: [Read]\n---\nGo.\n",
-        );
-        let session = set(dir.path(), EngineLife::Session, true);
-        for (name, field) in [("fast", "model"), ("narrow", "allowed-tools")] {
-            assert_eq!(
-                session.expand(&format!("/{name}")).unwrap_err(),
-                PromptError::NeedsItsOwnEngine {
-                    name: name.into(),
-                    field
-                }
-            );
-        }
-        let one_run = set(dir.path(), EngineLife::OneRun, true);
-        assert_eq!(one_run.expand("/fast").unwrap().text, "Go.");
-        assert_eq!(one_run.expand("/narrow").unwrap().text, "Go.");
-        // Untrusted, the project's command chooses no model: it runs.
-        let untrusted = set(dir.path(), EngineLife::Session, false);
-        assert_eq!(untrusted.expand("/fast").unwrap().text, "Go.");
     }
 }

@@ -11,7 +11,8 @@ use rein_core::{AgentEngine, Approvals, PermissionMode, Provider, SessionStore};
 
 use crate::config::Config;
 use crate::setup::engine::{LoadedExtras, engine_builder};
-use crate::setup::prompt::{Attachments, CommandSet, EngineLife, Prompts};
+use crate::setup::prepare::CommandModels;
+use crate::setup::prompt::{Attachments, CommandSet, Prompts};
 
 /// What a session is made of.
 pub struct Opening<'a> {
@@ -22,11 +23,6 @@ pub struct Opening<'a> {
     pub store: Arc<dyn SessionStore>,
     /// Who answers approvals: events for the app, acp and serve.
     pub approvals: Approvals,
-    /// Whether the engine serves one prompt or a session's.
-    pub life: EngineLife,
-    /// The only built-in tools offered (a command's `allowed-tools` in
-    /// `rein exec`); empty: all.
-    pub allowed_tools: Vec<String>,
 }
 
 /// A session's engine, its prompt preparation, and what keeps its tools
@@ -58,20 +54,17 @@ impl Session {
         .approvals(o.approvals)
         .build()
         .context("cannot start the engine")?;
-        if !o.allowed_tools.is_empty() {
-            let allowed = o.allowed_tools;
-            engine.replace_tools(|name| !allowed.iter().any(|a| a == name), Vec::new());
-        }
         if let Some(hub) = &extras.mcp {
             let lazy = crate::mcp::lazy_tools(o.cfg, &engine);
             crate::mcp::follow(hub, &engine, lazy, note);
         }
         let prompts = Prompts {
-            commands: CommandSet::discover(o.cfg, o.workspace, o.life),
+            commands: CommandSet::discover(o.cfg, o.workspace),
             attachments: Attachments {
                 skills: extras.skills.clone(),
                 mcp: extras.mcp.clone(),
             },
+            models: CommandModels::new(o.cfg),
         };
         Ok(Session {
             engine,

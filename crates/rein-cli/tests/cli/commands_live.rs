@@ -140,3 +140,91 @@ fn allowed_tools_never_get_past_a_deny_rule() {
         "the command `mark` was not sent: its context line `touch made.txt` was refused",
     );
 }
+
+/// The app runs a command as every front end does: the user's own
+/// command's `!` line asks in the approval modal (default mode), runs once
+/// approved, and its output and `@path` file are in the message sent,
+/// with no markup left.
+#[test]
+fn the_app_runs_a_commands_context_line_after_approval_and_attaches_its_file() {
+    use std::time::Duration;
+
+    use super::tui::{Tmux, quit};
+    let env = Env::new();
+    std::fs::write(env.ws.path().join("notes.txt"), "the notes' own text\n").unwrap();
+    let own = env.home.path().join("commands");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::write(
+        own.join("live.md"),
+        "State: !`echo live-$((6*7))`\nSee @notes.txt\n",
+    )
+    .unwrap();
+    let script = env.script(
+        "app.json",
+        &json!({"turns": [{"text": "answered the live command"}]}),
+    );
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("/help");
+    app.type_text("/live");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("Allow bash?");
+    assert!(screen.contains("echo live-$((6*7))"), "{screen}");
+    // Keys are held back for a moment after a modal opens.
+    std::thread::sleep(Duration::from_millis(400));
+    app.keys(&["y"]);
+    let screen = app.wait_for("answered the live command");
+    assert!(screen.contains("State: live-42"), "{screen}");
+    assert!(screen.contains("[file notes.txt]"), "{screen}");
+    assert!(screen.contains("the notes' own text"), "{screen}");
+    assert!(!screen.contains("!`"), "{screen}");
+    quit(&app);
+}
+
+/// A command's `!` line in a brand-new headless session runs as a call
+/// of that session: the user's Bash hook sees the session's id (the one
+/// the run then continues), never an empty one, and the run counts as a
+/// new session's.
+#[test]
+fn a_context_line_in_a_new_session_is_seen_by_hooks_with_the_sessions_id() {
+    let env = Env::new();
+    let log = env.home.path().join("seen.jsonl");
+    let hook = env.home.path().join("log.py");
+    std::fs::write(
+        &hook,
+        format!(
+            "import sys\nopen({:?}, 'a').write(sys.stdin.read().strip() + '\\n')\n",
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    super::hooks::settings(
+        &env.home.path().join("settings.json"),
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": format!("python3 {}", hook.display())}
+        ]}]}),
+    );
+    command(&env, "status", "State: !`echo here`\n");
+    let o = env.replay_json(
+        &answer(&env),
+        &["--trust", "--mode", "auto", "--command", "status"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(sent(&o), "State: here");
+    let started = json_lines(&o)
+        .into_iter()
+        .find(|e| e["type"] == "run_started")
+        .unwrap();
+    assert_eq!(started["resumed"], false, "{started}");
+    let seen: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(seen["tool_input"]["command"], "echo here", "{seen}");
+    assert_eq!(seen["session_id"], started["session_id"], "{seen}");
+    assert_eq!(
+        stdout(&env.rein(&["sessions", "list"]))
+            .lines()
+            .filter(|l| l.contains("State"))
+            .count(),
+        1,
+        "one session, not two"
+    );
+}

@@ -250,6 +250,107 @@ fn a_plugins_hook_runs_from_its_folder_and_stops_when_the_plugin_is_removed() {
     assert!(env.path("found.txt").exists(), "{}", stderr(&o));
 }
 
+/// A plugin whose manifest puts its parts elsewhere (Claude Code's
+/// `commands`, `agents`, `skills`, `hooks` and `mcpServers` keys: a file,
+/// a folder, a list, or hooks and servers written inline) brings them all;
+/// a path leading out of the plugin is named at install and never read.
+#[test]
+fn a_plugins_manifest_paths_and_inline_parts_are_loaded_and_an_escaping_path_is_not() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    write(
+        &outside.path().join("stolen.md"),
+        "Read from outside the plugin.\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let escape = format!(
+        "../{}/stolen.md",
+        outside.path().file_name().unwrap().to_str().unwrap()
+    );
+    write(
+        &root.join(".claude-plugin/plugin.json"),
+        &json!({"name": "moved",
+            "commands": ["./extra/tidy-up.md", escape],
+            "agents": "./team",
+            "skills": ["./more-skills"],
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "python3 \"${CLAUDE_PLUGIN_ROOT}/scripts/no_grep.py\""}
+            ]}]},
+            "mcpServers": "./config/servers.json"})
+        .to_string(),
+    );
+    write(&root.join("extra/tidy-up.md"), "Tidy up $1.\n");
+    write(
+        &root.join("team/linter.md"),
+        "---\nname: linter\ndescription: Lints one file\n---\nLint it.\n",
+    );
+    write(
+        &root.join("more-skills/shine/SKILL.md"),
+        "---\nname: shine\ndescription: Shine the docs.\n---\nMake the docs shine.\n",
+    );
+    write(
+        &root.join("scripts/no_grep.py"),
+        "import json, sys\nevent = json.load(sys.stdin)\nif \"grep\" in event[\"tool_input\"][\"command\"]:\n    print(\"use rg instead of grep\", file=sys.stderr)\n    sys.exit(2)\n",
+    );
+    write(
+        &root.join("config/servers.json"),
+        &json!({"mcpServers": {"moved-srv": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/absent"}}})
+            .to_string(),
+    );
+    let o = env.rein(&["plugin", "install", root.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("(commands, agents, skills, hooks, mcp-servers)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("is not a path inside the plugin"),
+        "{}",
+        stderr(&o)
+    );
+
+    let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
+    let o = env.replay_json(&script, &["--command", "tidy-up", "src"]);
+    assert_eq!(user_message(&o), "Tidy up src.");
+    assert!(
+        !env.replay_json(&script, &["--command", "stolen"])
+            .status
+            .success()
+    );
+    assert!(stdout(&env.rein(&["agents"])).contains("linter  Lints one file"));
+    let skill = env.script(
+        "skill.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "skill", "arguments": {"name": "shine"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.replay_json(&skill, &["shine"]);
+    assert!(
+        tool_outputs(&o)[0].contains("Make the docs shine."),
+        "{:?}",
+        tool_outputs(&o)
+    );
+    let grep = env.script(
+        "grep.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "grep -r needle . > found.txt"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let o = env.replay_json(&grep, &["--mode", "auto", "go"]);
+    assert!(
+        tool_outputs(&o)[0].contains("use rg instead of grep"),
+        "{:?}",
+        tool_outputs(&o)
+    );
+    assert!(!env.path("found.txt").exists());
+    let listed = env.rein(&["mcp", "list"]);
+    assert!(stdout(&listed).contains("moved-srv"), "{}", stdout(&listed));
+}
+
 #[test]
 fn a_plugins_mcp_server_starts_from_its_folder_and_goes_with_the_plugin() {
     let Some(server) = super::mcp::everything() else {

@@ -4,12 +4,11 @@
 //! carried is compared: a known `/command` expanded, `$skill` attached
 //! (the app showing it as one line), a `$name` that is no skill named in
 //! a note where each front end shows notes, `@server:uri` attached (an MCP server built with the Python SDK), an
-//! unknown `/command` refused before any request, and a command that
-//! narrows the tools (`allowed-tools`, which holds for a whole engine) run
-//! by `rein exec` only and refused alike by the three that keep one engine
-//! per session, and an untrusted project's command with an `@file` and a
-//! `` !`…` `` line: the line sent as written (never run) everywhere, the
-//! file attached by all but the app.
+//! unknown `/command` refused before any request, a command that narrows
+//! the tools (`allowed-tools`) offering only those for its one run (the
+//! next run of the session has them all again), and an untrusted
+//! project's command with an `@file` and a `` !`…` `` line: the line sent
+//! as written (never run) everywhere, the file attached everywhere.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -42,11 +41,10 @@ const NARROWING_COMMAND: &str = "/narrow";
 const LIVE_COMMAND: &str = "/cite";
 /// What the model gets for it (the folder is not trusted: nothing runs).
 const LIVE_TEXT: &str = "Summarise @notes.txt and !`touch ran.txt`";
-/// How the app, which cannot read a command's `@path` files through the
-/// gate, refuses such a command instead of sending it without them.
-const LIVE_REFUSED_BY_THE_APP: &str = "which the app does not attach";
-/// How the front ends that keep one engine per session refuse it.
-const NARROWING_REFUSED: &str = "the command `narrow` sets `allowed-tools`";
+/// What the model gets for the narrowing command, and the tools offered.
+const NARROWED: &str = "Read the notes. | tools: read_file";
+/// The user's own command that runs on its own model (`other`).
+const FAST_COMMAND: &str = "/fast";
 
 /// A home whose provider is the mock server and whose MCP server is the
 /// Python SDK's, and a project folder `w` (under the workspace, for
@@ -83,6 +81,9 @@ fn setup(server: &MockServer) -> Option<(Env, PathBuf)> {
         "---\nallowed-tools: [Read]\n---\nRead the notes.\n",
     )
     .unwrap();
+    let own = env.home.path().join("commands");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::write(own.join("fast.md"), "---\nmodel: other\n---\nBe quick.\n").unwrap();
     let skill = project.join(".rein/skills/greeter");
     std::fs::create_dir_all(&skill).unwrap();
     std::fs::write(
@@ -131,6 +132,34 @@ fn prompts_after(server: &MockServer, seen: usize) -> Vec<String> {
         .collect()
 }
 
+/// The tool names the first run request after the first `seen` offered.
+fn tools_after(server: &MockServer, seen: usize) -> Vec<String> {
+    let body = server.requests()[seen..]
+        .iter()
+        .map(|r| r.json())
+        .find(|body| body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .expect("a run request");
+    let tools = body["tools"].as_array().unwrap().iter();
+    tools
+        .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+        .collect()
+}
+
+/// The model each run request after the first `seen` asked for.
+fn models_after(server: &MockServer, seen: usize) -> Vec<String> {
+    server.requests()[seen..]
+        .iter()
+        .map(|r| r.json())
+        .filter(|body| body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .map(|body| body["model"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// A run of `prompt` as the model saw it: its message and its tools.
+fn narrowed(server: &MockServer, seen: usize, prompt: String) -> String {
+    format!("{prompt} | tools: {}", tools_after(server, seen).join(","))
+}
+
 /// Wait until a run request came after the first `seen`; its prompt.
 fn next_prompt(server: &MockServer, seen: usize) -> String {
     let deadline = Instant::now() + WAIT;
@@ -156,9 +185,13 @@ struct Seen {
     unknown_skill_notes: String,
     resource: String,
     refusal: String,
-    /// What became of the narrowing command: the message the model got
-    /// (exec), or the refusal.
+    /// What the model got for the narrowing command, and its tools.
     narrowing: String,
+    /// How many tools the run after it was offered.
+    tools_after_narrowing: usize,
+    /// The model of each run from the user's `/fast` on (it, the
+    /// narrowing command's, the next).
+    models: Vec<String>,
     /// What the model got for the command with live parts.
     live: String,
 }
@@ -188,33 +221,24 @@ fn assert_prepared(front: &str, seen: &Seen) {
             .contains("no command named `nope`: cite, greet"),
         "{front}: the unknown command is not refused as elsewhere: {seen:#?}"
     );
-    if front == "the app" {
-        assert!(
-            seen.live
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .contains(LIVE_REFUSED_BY_THE_APP),
-            "the app sends a command whose files it cannot attach: {seen:#?}"
-        );
-    } else {
-        assert!(
-            seen.live.starts_with(LIVE_TEXT),
-            "{front}: the untrusted command's text is not sent as written: {seen:#?}"
-        );
-        assert!(
-            seen.live.contains("[file notes.txt]") && seen.live.contains("the notes say hi"),
-            "{front}: the command's file is not attached: {seen:#?}"
-        );
-    }
-    if front == "rein exec" {
-        assert_eq!(seen.narrowing, "Read the notes.", "{seen:#?}");
-    } else {
-        assert!(
-            seen.narrowing.contains(NARROWING_REFUSED),
-            "{front}: the narrowing command is not refused as elsewhere: {seen:#?}"
-        );
-    }
+    assert!(
+        seen.live.starts_with(LIVE_TEXT),
+        "{front}: the untrusted command's text is not sent as written: {seen:#?}"
+    );
+    assert!(
+        seen.live.contains("[file notes.txt]") && seen.live.contains("the notes say hi"),
+        "{front}: the command's file is not attached: {seen:#?}"
+    );
+    assert_eq!(seen.narrowing, NARROWED, "{front}: {seen:#?}");
+    assert!(
+        seen.tools_after_narrowing > 3,
+        "{front}: the command's tools held past its run: {seen:#?}"
+    );
+    assert_eq!(
+        seen.models,
+        ["other", "m", "m"],
+        "{front}: a command's model is not its run's alone: {seen:#?}"
+    );
 }
 
 fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
@@ -230,13 +254,22 @@ fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
     assert!(prompts_after(server, seen).is_empty());
     let o = env.rein(&["exec", "-C", project.to_str().unwrap(), UNKNOWN_SKILL]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let from_fast = server.requests().len();
+    run(FAST_COMMAND);
+    let seen = server.requests().len();
+    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
+    let seen = server.requests().len();
+    run(KNOWN_COMMAND);
+    let models = models_after(server, from_fast);
     Seen {
         command: run(KNOWN_COMMAND),
         skill: run(SKILL),
         unknown_skill_notes: stderr(&o),
         resource: run(RESOURCE),
         refusal: stderr(&refused),
-        narrowing: run(NARROWING_COMMAND),
+        narrowing,
+        tools_after_narrowing: tools_after(server, seen).len(),
+        models,
         live: run(LIVE_COMMAND),
     }
 }
@@ -277,16 +310,19 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     run(UNKNOWN_SKILL);
     let unknown_skill_notes = joined(app.capture());
     let resource = run(RESOURCE);
+    let live = run(LIVE_COMMAND);
+    let from_fast = server.requests().len();
+    run(FAST_COMMAND);
     let seen = server.requests().len();
-    app.type_text(LIVE_COMMAND);
-    app.keys(&["Enter"]);
-    let live = app.wait_for("does not attach");
+    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
+    let seen = server.requests().len();
+    run(KNOWN_COMMAND);
+    let models = models_after(server, from_fast);
+    let tools_after_narrowing = tools_after(server, seen).len();
+    let seen = server.requests().len();
     app.type_text(UNKNOWN_COMMAND);
     app.keys(&["Enter"]);
     let refusal = app.wait_for("no command named");
-    app.type_text(NARROWING_COMMAND);
-    app.keys(&["Enter"]);
-    let narrowing = app.wait_for("sets `allowed-tools`");
     std::thread::sleep(Duration::from_millis(300));
     assert!(prompts_after(server, seen).is_empty());
     quit(&app);
@@ -296,7 +332,9 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
         unknown_skill_notes,
         resource,
         refusal: joined(refusal),
-        narrowing: joined(narrowing),
+        narrowing,
+        tools_after_narrowing,
+        models,
         live,
     }
 }
@@ -396,9 +434,16 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
     run(UNKNOWN_SKILL);
     let resource = run(RESOURCE);
     let live = run(LIVE_COMMAND);
+    let from_fast = server.requests().len();
+    run(FAST_COMMAND);
+    let seen = server.requests().len();
+    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
+    let seen = server.requests().len();
+    run(KNOWN_COMMAND);
+    let models = models_after(server, from_fast);
+    let tools_after_narrowing = tools_after(server, seen).len();
     let seen = server.requests().len();
     let refused = prompt(UNKNOWN_COMMAND);
-    let narrowing = prompt(NARROWING_COMMAND);
     assert!(prompts_after(server, seen).is_empty());
     let unknown_skill_notes = Value::from(acp.updates.clone()).to_string();
     Seen {
@@ -407,7 +452,9 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
         unknown_skill_notes,
         resource,
         refusal: refused["error"]["message"].to_string(),
-        narrowing: narrowing["error"]["message"].to_string(),
+        narrowing,
+        tools_after_narrowing,
+        models,
         live,
     }
 }
@@ -440,11 +487,17 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
     let skill = run(SKILL);
     let resource = run(RESOURCE);
     let live = run(LIVE_COMMAND);
+    let from_fast = server.requests().len();
+    run(FAST_COMMAND);
+    let seen = server.requests().len();
+    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
+    let seen = server.requests().len();
+    run(KNOWN_COMMAND);
+    let models = models_after(server, from_fast);
+    let tools_after_narrowing = tools_after(server, seen).len();
     let seen = server.requests().len();
     let (status, refused) = prompt(UNKNOWN_COMMAND);
     assert_eq!(status, 400, "{refused}");
-    let (status, narrowing) = prompt(NARROWING_COMMAND);
-    assert_eq!(status, 400, "{narrowing}");
     assert!(prompts_after(server, seen).is_empty());
     Seen {
         command,
@@ -452,7 +505,9 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
         unknown_skill_notes,
         resource,
         refusal: refused.to_string(),
-        narrowing: narrowing.to_string(),
+        narrowing,
+        tools_after_narrowing,
+        models,
         live,
     }
 }

@@ -21,7 +21,7 @@ use super::coach::{self, Coach, TurnRule};
 use super::guard::LoopGuard;
 use super::setup::{FixedPart, PromptInputs};
 use super::state::{Conversation, Opened, Tracker};
-use super::{AgentEngine, RunControl, RunOutcome, RunRequest, hooks};
+use super::{AgentEngine, RunControl, RunOutcome, RunRequest, RunScope, hooks};
 use crate::compaction::TaskLedger;
 use crate::event::{Event, EventSink, StopReason};
 use crate::gate::{Gate, RunPolicy};
@@ -52,9 +52,14 @@ pub(super) struct RunLoop<'e> {
     /// the same however long the history is.
     req: ModelRequest,
     control: RunControl,
-    /// The gate the request's tool list was made from (`add_tools` swaps
+    /// The engine's gate the run's gate was made from (`add_tools` swaps
     /// in a new one).
+    source_gate: Arc<Gate>,
+    /// The gate as this run sees it (its scope's tools only): the
+    /// request's tool list and the calls' checks.
     gate: Arc<Gate>,
+    /// What this run alone narrows or loosens.
+    scope: RunScope,
     /// AGENTS.md, the date and the file list, read at the start.
     inputs: PromptInputs,
     /// The small model's coach, when the profile gives one.
@@ -134,6 +139,15 @@ impl AgentEngine {
 }
 
 impl<'e> RunLoop<'e> {
+    /// The model this run talks to now: its scope's, else the engine's
+    /// (which `set_provider` may switch between turns).
+    fn provider(&self) -> Arc<dyn crate::provider::Provider> {
+        match &self.scope.provider {
+            Some(p) => p.clone(),
+            None => self.engine.provider(),
+        }
+    }
+
     /// Announce the run, load its policy, store the user's message and
     /// build the first request.
     async fn start(
@@ -144,7 +158,8 @@ impl<'e> RunLoop<'e> {
     ) -> Result<RunLoop<'e>, Stop> {
         let inner = &engine.inner;
         let mode = engine.capped(request.mode.unwrap_or(inner.permissions.mode));
-        let provider = engine.provider();
+        let scope = request.scope.clone();
+        let provider = scope.provider.clone().unwrap_or_else(|| engine.provider());
         ctx.emit(Event::RunStarted {
             session_id: ctx.session_id.clone(),
             provider: provider.name().to_string(),
@@ -156,7 +171,11 @@ impl<'e> RunLoop<'e> {
             profile: inner.config.profile,
             without: inner.config.without.clone(),
         });
-        let policy = Arc::new(engine.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+        let policy = Arc::new(
+            engine
+                .run_policy(&ctx.session_id, mode, &scope, ctx.sink)
+                .await?,
+        );
         let continuing = request.continues() && opened.resumed;
         let mut earlier_requests = opened.earlier_requests;
         // An interrupted run goes on following the last request it had.
@@ -204,8 +223,9 @@ impl<'e> RunLoop<'e> {
                 message: note.clone(),
             });
         }
-        let gate = engine.gate();
-        let mut fixed = engine.fixed_part(mode, &inputs, ctx.counter.as_ref());
+        let source_gate = engine.gate();
+        let gate = scope.narrow(source_gate.clone());
+        let mut fixed = engine.fixed_part(&gate, mode, &inputs, ctx.counter.as_ref());
         let req = ModelRequest {
             system: std::mem::take(&mut fixed.system),
             messages: Vec::new(),
@@ -227,7 +247,9 @@ impl<'e> RunLoop<'e> {
             fixed,
             req,
             control: request.control.unwrap_or_default(),
+            source_gate,
             gate,
+            scope,
             inputs,
             coach,
             stop_blocks: 0,
@@ -333,13 +355,16 @@ impl<'e> RunLoop<'e> {
             .filter(|m| *m != self.mode);
         if let Some(mode) = switch {
             self.mode = mode;
-            self.policy = Arc::new(engine.run_policy(&ctx.session_id, mode, ctx.sink).await?);
+            let policy = engine.run_policy(&ctx.session_id, mode, &self.scope, ctx.sink);
+            self.policy = Arc::new(policy.await?);
             ctx.emit(Event::ModeChanged { mode });
         }
         let gate = engine.gate();
-        if switch.is_some() || !Arc::ptr_eq(&gate, &self.gate) {
-            self.gate = gate;
-            self.fixed = engine.fixed_part(self.mode, &self.inputs, ctx.counter.as_ref());
+        if switch.is_some() || !Arc::ptr_eq(&gate, &self.source_gate) {
+            self.source_gate = gate.clone();
+            self.gate = self.scope.narrow(gate);
+            let counter = ctx.counter.as_ref();
+            self.fixed = engine.fixed_part(&self.gate, self.mode, &self.inputs, counter);
             self.req.system = std::mem::take(&mut self.fixed.system);
             self.req.tools = std::mem::take(&mut self.fixed.tools);
         }

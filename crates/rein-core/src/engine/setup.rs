@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::state::{self, Opened};
-use super::{AgentEngine, RunRequest, title_of};
+use super::{AgentEngine, RunRequest, RunScope, title_of};
 use crate::compaction;
 use crate::context::{self, PromptFacts};
 use crate::event::{Event, EventSink};
-use crate::gate::RunPolicy;
+use crate::gate::{Gate, RunPolicy};
 use crate::history::{Repaired, repair_history};
 use crate::instructions::Instructions;
 use crate::permission::PermissionMode;
@@ -73,13 +73,14 @@ impl AgentEngine {
     /// The system prompt and tools a mode shows the model, and their size.
     pub(super) fn fixed_part(
         &self,
+        gate: &Gate,
         mode: PermissionMode,
         inputs: &PromptInputs,
         counter: &dyn TokenCounter,
     ) -> FixedPart {
         let inner = &self.inner;
         let lean = inner.config.helps(Lever::Lean);
-        let mut tools = self.gate().specs(mode);
+        let mut tools = gate.specs(mode);
         if lean {
             tools = tools.iter().map(profile::compact_spec).collect();
         }
@@ -129,6 +130,7 @@ impl AgentEngine {
         &self,
         session_id: &str,
         mode: PermissionMode,
+        scope: &RunScope,
         sink: &mut dyn EventSink,
     ) -> Result<RunPolicy, StoreError> {
         let (granted, unreadable) = self.inner.store.grants(session_id).await?;
@@ -139,8 +141,9 @@ impl AgentEngine {
                 ),
             });
         }
-        let policy = self.fresh_policy(mode);
+        let mut policy = self.fresh_policy(mode);
         *policy.granted.lock().unwrap_or_else(|p| p.into_inner()) = granted;
+        policy.for_run = scope.allow.clone();
         Ok(policy)
     }
 
@@ -150,32 +153,47 @@ impl AgentEngine {
             mode,
             permissions: self.inner.permissions.clone(),
             granted: Mutex::new(Vec::new()),
+            for_run: Vec::new(),
             approvals: self.inner.config.approvals.clone(),
             project_rules: self.inner.project_rules.clone(),
             agent_id: self.inner.agent.as_ref().map(|a| a.id.clone()),
         }
     }
 
+    /// A new, empty session of this engine's workspace titled after
+    /// `prompt`, for a front end that runs something for the user (a
+    /// command's context lines) before the prompt's run, which then
+    /// continues it. Its first run counts as a new session's, not a
+    /// resumed one's.
+    pub async fn start_session(&self, prompt: &str) -> Result<String, StoreError> {
+        let info = self
+            .inner
+            .store
+            .create_session(NewSession {
+                workspace: self.inner.workspace.display().to_string(),
+                title: title_of(prompt),
+                model: self.provider().model().to_string(),
+                parent_id: self
+                    .inner
+                    .agent
+                    .as_ref()
+                    .and_then(|a| a.parent_session.clone()),
+            })
+            .await?;
+        Ok(info.id)
+    }
+
     /// Create the session, or load and repair the one to resume: the
     /// model's view is the latest compaction's summary and what follows it.
+    /// A session with no messages yet ([`AgentEngine::start_session`]'s)
+    /// is not a resumed one.
     pub(super) async fn open_session(&self, request: &RunRequest) -> Result<Opened, StoreError> {
         let store = &self.inner.store;
         match &request.resume {
             None => {
-                let info = store
-                    .create_session(NewSession {
-                        workspace: self.inner.workspace.display().to_string(),
-                        title: title_of(&request.prompt),
-                        model: self.provider().model().to_string(),
-                        parent_id: self
-                            .inner
-                            .agent
-                            .as_ref()
-                            .and_then(|a| a.parent_session.clone()),
-                    })
-                    .await?;
+                let id = self.start_session(&request.prompt).await?;
                 Ok(Opened {
-                    id: info.id,
+                    id,
                     messages: Vec::new(),
                     seqs: Vec::new(),
                     resumed: false,
@@ -208,11 +226,12 @@ impl AgentEngine {
                 }
                 let repaired_seqs = state::realign_seqs(&repaired, seqs, &seq_of);
                 store.set_model(&id, self.provider().model()).await?;
+                let resumed = !repaired.messages.is_empty();
                 Ok(Opened {
                     id,
                     messages: repaired.messages,
                     seqs: repaired_seqs,
-                    resumed: true,
+                    resumed,
                     earlier_requests,
                 })
             }
@@ -230,7 +249,7 @@ impl AgentEngine {
     pub fn fixed_tokens(&self, mode: PermissionMode) -> FixedTokens {
         let inputs = self.prompt_inputs();
         let counter = self.token_counter();
-        let fixed = self.fixed_part(mode, &inputs, counter.as_ref());
+        let fixed = self.fixed_part(&self.gate(), mode, &inputs, counter.as_ref());
         let count = |text: Option<&str>| text.map_or(0, |t| counter.count(t));
         let instructions = count(Some(&inputs.instructions.text))
             + count(self.inner.config.system_note.as_deref());

@@ -5,7 +5,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::AgentEngine;
+use crate::engine::{AgentEngine, RunScope};
 use crate::event::NullSink;
 use crate::gate::{GateEvents, GateOutcome};
 use crate::permission::PermissionMode;
@@ -14,26 +14,29 @@ use crate::tool::{SessionHandle, ToolContext};
 
 impl AgentEngine {
     /// Run `call` through the gate in `mode`, as a call of a run in
-    /// session `session_id` would be (its earlier approvals count; a new
-    /// session, None, has none). `events` gets the gate's events
-    /// (approvals asked, refusals). Never fails: a refusal is an error
-    /// result.
+    /// session `session_id` with `scope` would be (its earlier approvals
+    /// count; a new session, None, has none; a tool the scope does not
+    /// offer is unknown). `events` gets the gate's events (approvals
+    /// asked, refusals). Never fails: a refusal is an error result.
     pub async fn run_call_for_user(
         &self,
         session_id: Option<&str>,
         mode: PermissionMode,
+        scope: &RunScope,
         call: &ToolCall,
         events: GateEvents,
         cancel: CancellationToken,
     ) -> GateOutcome {
         let mode = self.capped(mode);
         let policy = match session_id {
-            Some(id) => match self.run_policy(id, mode, &mut NullSink).await {
-                Ok(policy) => policy,
-                Err(_) => self.fresh_policy(mode),
-            },
-            None => self.fresh_policy(mode),
+            Some(id) => self.run_policy(id, mode, scope, &mut NullSink).await.ok(),
+            None => None,
         };
+        let policy = policy.unwrap_or_else(|| {
+            let mut fresh = self.fresh_policy(mode);
+            fresh.for_run = scope.allow.clone();
+            fresh
+        });
         let session = session_id.unwrap_or_default();
         let ctx = ToolContext {
             workspace: self.inner.workspace.clone(),
@@ -45,6 +48,7 @@ impl AgentEngine {
             read_roots: Vec::new(),
             events: Some(events.clone()),
         };
-        self.gate().run(call, ctx, &policy, &events).await
+        let gate = scope.narrow(self.gate());
+        gate.run(call, ctx, &policy, &events).await
     }
 }

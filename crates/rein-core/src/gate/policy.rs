@@ -17,6 +17,9 @@ pub struct RunPolicy {
     pub permissions: Arc<Permissions>,
     /// Allow rules granted by approvals in this session.
     pub granted: Mutex<Vec<Rule>>,
+    /// Allow rules of this run alone (a custom command's
+    /// `allowed-tools`): never stored as approvals.
+    pub for_run: Vec<Rule>,
     pub approvals: Approvals,
     pub project_rules: Option<Arc<dyn ProjectRules>>,
     /// The sub-agent the run is (hooks are told); None: the main agent.
@@ -30,6 +33,7 @@ impl RunPolicy {
             mode,
             permissions: Arc::new(permissions),
             granted: Mutex::new(Vec::new()),
+            for_run: Vec::new(),
             approvals: Approvals::Refuse,
             project_rules: None,
             agent_id: None,
@@ -41,11 +45,15 @@ impl RunPolicy {
         self
     }
 
+    /// The allow rules besides the configured ones: the session's
+    /// approvals, then this run's own.
     pub(super) fn granted(&self) -> Vec<Rule> {
-        match self.granted.lock() {
+        let mut rules = match self.granted.lock() {
             Ok(g) => g.clone(),
             Err(p) => p.into_inner().clone(),
-        }
+        };
+        rules.extend(self.for_run.iter().cloned());
+        rules
     }
 
     pub(super) fn grant(&self, rules: &[Rule]) {

@@ -110,6 +110,7 @@ async fn a_resumed_session_starts_from_its_last_compaction() {
             resume: Some(id.clone()),
             mode: None,
             control: None,
+            scope: Default::default(),
         })
         .await;
     assert_eq!(second.reason, StopReason::Completed);

@@ -291,6 +291,7 @@ async fn resume_continues_a_session_with_its_history_and_repairs_dangling_calls(
             resume: Some(id[..12].to_string()),
             mode: None,
             control: None,
+            scope: Default::default(),
         })
         .await;
     assert_eq!(second.session_id.as_deref(), Some(id.as_str()));
@@ -318,6 +319,7 @@ async fn resuming_an_unknown_session_is_a_harness_error_not_a_panic() {
             resume: Some("nope".into()),
             mode: None,
             control: None,
+            scope: Default::default(),
         })
         .await;
     assert_eq!(outcome.reason, StopReason::HarnessError);

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::support::*;
 
 /// A tool that runs "commands": rules match its `cmd` argument.
-struct Shell(Arc<Mutex<Vec<String>>>);
+pub(super) struct Shell(pub(super) Arc<Mutex<Vec<String>>>);
 
 #[async_trait]
 impl Tool for Shell {
@@ -135,6 +135,7 @@ async fn an_approval_for_the_session_is_asked_once_and_survives_a_resume() {
             resume: Some(id),
             mode: None,
             control: None,
+            scope: Default::default(),
         },
         ApprovalDecision::deny(),
     )

@@ -107,6 +107,7 @@ async fn plan_mode_hides_write_tools_and_refuses_calls_to_them() {
             resume: None,
             mode: Some(rein_core::PermissionMode::Plan),
             control: None,
+            scope: Default::default(),
         })
         .await;
     assert_eq!(outcome.reason, StopReason::Completed);

@@ -311,25 +311,7 @@ impl App {
                 args: arg.unwrap_or_default(),
             }],
             custom if self.custom_command(custom).is_some() => {
-                let args = arg.as_deref().unwrap_or("");
-                let text = match &self.expand_command {
-                    Some(expand) => match expand(custom.trim_start_matches('/'), args) {
-                        Ok(text) => text,
-                        Err(why) => {
-                            self.error(why);
-                            return Vec::new();
-                        }
-                    },
-                    None => self
-                        .custom_command(custom)
-                        .map(|c| c.expand(args))
-                        .unwrap_or_default(),
-                };
-                if text.trim().is_empty() {
-                    self.error(format!("{custom}: the command is empty"));
-                    return Vec::new();
-                }
-                self.send_message(text)
+                self.custom_command_message(line, custom, arg.as_deref().unwrap_or(""))
             }
             other => {
                 // Refused in the words every front end uses, when the
@@ -351,6 +333,47 @@ impl App {
                 self.error(msg);
                 Vec::new()
             }
+        }
+    }
+
+    /// `/NAME ARGS`, a custom command: checked here, then sent as typed to
+    /// be prepared as every front end prepares it (its context lines run,
+    /// its files attached, its tools and model for its run). During a run
+    /// a plain command's text is queued; one that needs a run of its own
+    /// waits for the run to end.
+    fn custom_command_message(&mut self, line: &str, slash: &str, args: &str) -> Vec<Action> {
+        let checked = match &self.expand_command {
+            Some(expand) => expand(slash.trim_start_matches('/'), args),
+            None => Ok(crate::run::CommandText {
+                text: self
+                    .custom_command(slash)
+                    .map(|c| c.expand(args))
+                    .unwrap_or_default(),
+                own_run: false,
+            }),
+        };
+        let command = match checked {
+            Ok(command) => command,
+            Err(why) => {
+                self.error(why);
+                return Vec::new();
+            }
+        };
+        if command.text.trim().is_empty() {
+            self.error(format!("{slash}: the command is empty"));
+            return Vec::new();
+        }
+        match (self.running(), command.own_run) {
+            (true, true) => {
+                self.error(format!(
+                    "{slash} runs on its own (context lines, files, its tools or model): \
+                     send it when this run has ended (Esc stops it)"
+                ));
+                Vec::new()
+            }
+            (true, false) => self.send_message(command.text),
+            (false, _) if self.expand_command.is_some() => self.start(line.trim().to_string()),
+            (false, _) => self.start(command.text),
         }
     }
 

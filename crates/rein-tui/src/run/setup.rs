@@ -43,14 +43,15 @@ pub struct Setup {
     /// The custom commands (`.rein/commands/`, `.claude/commands/`,
     /// `$REIN_HOME/commands/`), offered as `/NAME`.
     pub commands: Vec<rein_core::commands::CustomCommand>,
-    /// Expands a custom command as every front end does (or refuses it).
+    /// Checks a custom command as every front end does (or refuses it).
     pub expand_command: Option<ExpandCommand>,
+    /// Prepares each message as every front end does (its command's
+    /// context lines and files, its scope, its skills and resources).
+    pub prepare: Option<Prepare>,
     /// The skills (name, description) `/skills` lists.
     pub skills: Vec<(String, String)>,
     /// The installed plugins, one line each, as `/plugins` lists them.
     pub plugins: Vec<String>,
-    /// Attaches the skills a message names as `$name`.
-    pub attach_skills: Option<AttachSkills>,
     /// The session's checkpoints and going back to one (none when
     /// checkpoints are off).
     pub rewind: Option<crate::rewind::RewindView>,
@@ -62,33 +63,63 @@ pub struct Setup {
     pub notes: Option<mpsc::UnboundedReceiver<String>>,
 }
 
-/// The message a custom command makes of its arguments (name, arguments),
-/// or the one line saying why it cannot run.
-pub type ExpandCommand = Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>;
+/// What a custom command makes of its arguments (name, arguments), or
+/// the one line saying why it cannot run.
+pub type ExpandCommand = Arc<dyn Fn(&str, &str) -> Result<CommandText, String> + Send + Sync>;
 
-/// A message with the skills it names (`$name`) attached, and a note for
-/// each name that is no skill.
-pub type AttachSkills = Arc<dyn Fn(String) -> (String, Vec<String>) + Send + Sync>;
+/// A custom command expanded, before it is prepared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandText {
+    pub text: String,
+    /// It needs a run of its own: it runs context lines, attaches files,
+    /// or sets its tools or model (so it cannot be queued into a run
+    /// under way).
+    pub own_run: bool,
+}
+
+/// One message to prepare, in the session it goes to.
+pub struct PromptCall {
+    /// As typed (`/NAME ARGS` for a custom command).
+    pub text: String,
+    /// None: a new session.
+    pub session_id: Option<String>,
+    pub mode: PermissionMode,
+    /// Where the gate's events of the command's context lines go (an
+    /// approval asked reaches the app's modal).
+    pub events: rein_core::GateEvents,
+    pub cancel: tokio_util::sync::CancellationToken,
+}
+
+/// A message ready for its run: the text, what its run alone may do, and
+/// notes for the user.
+pub struct PreparedPrompt {
+    pub text: String,
+    pub scope: rein_core::RunScope,
+    pub notes: Vec<String>,
+    /// A session made for the message's calls when there was none yet:
+    /// the run continues it.
+    pub session: Option<String>,
+}
+
+/// Prepares a message, or says in one line why it is not sent.
+pub type Prepare =
+    Arc<dyn Fn(PromptCall) -> McpFuture<Result<PreparedPrompt, String>> + Send + Sync>;
 
 /// A future the MCP closures return.
 pub type McpFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-/// Attaches the resources a message names: the message and notes.
-pub type McpAttach = Arc<dyn Fn(String) -> McpFuture<(String, Vec<String>)> + Send + Sync>;
 /// The text of a prompt command (`/mcp__...`, its arguments).
 pub type McpPrompt = Arc<dyn Fn(String, String) -> McpFuture<Result<String, String>> + Send + Sync>;
 
 /// The MCP servers as the app sees them: the command starts and follows
 /// them; the app shows their status (`/mcp`) and what it says of them
-/// later (a server that failed after the app opened), attaches the
-/// resources a message names (`@server:uri`) and sends servers' prompts
-/// (`/mcp__server__prompt`).
+/// later (a server that failed after the app opened), and sends servers'
+/// prompts (`/mcp__server__prompt`); the resources a message names are
+/// attached by [`Setup::prepare`].
 pub struct McpView {
     /// A line per server: its status, tools, last error.
     pub status: Box<dyn Fn() -> Vec<String> + Send + Sync>,
     /// Notes that come while the app runs.
     pub notes: mpsc::UnboundedReceiver<String>,
-    /// A message with its mentioned resources attached, and notes.
-    pub attach: McpAttach,
     /// The text of a prompt command with its arguments.
     pub prompt: McpPrompt,
 }

@@ -23,7 +23,7 @@ impl RunLoop<'_> {
     /// before it (if anything) and stops.
     pub(super) async fn answer(&mut self, ctx: &mut RunCtx<'_>) -> Result<Vec<ToolCall>, Stop> {
         // The provider may have been switched (`set_provider`).
-        let window = self.engine.provider().capabilities().context_window;
+        let window = self.provider().capabilities().context_window;
         let cfg = &self.engine.inner.config.compaction;
         let used = self.fixed.tokens.saturating_add(self.conv.tokens());
         if cfg.enabled && window.is_some_and(|w| used as f64 > cfg.threshold * w as f64) {
@@ -97,7 +97,7 @@ impl RunLoop<'_> {
             .compact(ctx, &mut self.conv, reason, &self.track.ledger)
             .await?;
         if let Some(summary) = summary {
-            let model = engine.provider().model().to_string();
+            let model = self.provider().model().to_string();
             let context = hooks
                 .after_compact(ctx, trigger, &summary, &model, self.mode)
                 .await?;
@@ -123,7 +123,7 @@ impl RunLoop<'_> {
         loop {
             let mut asm =
                 AssistantAssembler::with_args_cap(engine.gate().limits().max_argument_bytes);
-            let provider = engine.provider();
+            let provider = self.provider();
             let began = Instant::now();
             let result = stream_once(provider.as_ref(), req, ctx, &mut asm).await;
             let err = match result {

@@ -125,3 +125,58 @@ fn slash_plugins_lists_the_installed_plugins_or_says_how_to_add_one() {
         other => panic!("expected one info cell, got {other:?}"),
     }
 }
+
+/// A custom command the app checks through `expand_command`: `own` says
+/// whether it needs a run of its own (context lines, files, tools, model).
+fn with_command(h: &mut Harness, own: bool) {
+    h.app.commands = vec![rein_core::commands::CustomCommand {
+        name: "live".into(),
+        path: Default::default(),
+        description: None,
+        argument_hint: None,
+        model: None,
+        allowed_tools: Vec::new(),
+        body: "State of $ARGUMENTS".into(),
+        trusted: true,
+    }];
+    h.app.expand_command = Some(std::sync::Arc::new(move |_: &str, args: &str| {
+        Ok(rein_tui::CommandText {
+            text: format!("State of {args}"),
+            own_run: own,
+        })
+    }));
+}
+
+/// Idle, a custom command is sent as typed, for the runtime to prepare as
+/// every front end does (its context lines run in its own run).
+#[test]
+fn an_idle_custom_command_is_sent_as_typed_to_be_prepared() {
+    let mut h = Harness::new();
+    with_command(&mut h, true);
+    assert_eq!(
+        h.send("/live main"),
+        vec![Action::Submit("/live main".into())]
+    );
+}
+
+/// During a run, a plain command's text is queued into it; one that needs
+/// a run of its own is refused, not queued without its live parts.
+#[test]
+fn during_a_run_only_a_plain_commands_text_is_queued() {
+    let mut h = Harness::new();
+    with_command(&mut h, false);
+    running(&mut h);
+    assert_eq!(
+        h.send("/live main"),
+        vec![Action::Queue("State of main".into())]
+    );
+    with_command(&mut h, true);
+    assert!(h.send("/live main").is_empty());
+    let cells = h.app.drain_inserts();
+    assert!(
+        cells.iter().any(
+            |c| matches!(c, Cell::Error { text } if text.contains("send it when this run has ended"))
+        ),
+        "{cells:?}"
+    );
+}
