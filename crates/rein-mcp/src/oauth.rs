@@ -1,8 +1,12 @@
 //! OAuth 2.1 for remote servers: `rein mcp login NAME` (authorization code
-//! with PKCE, the client registered dynamically, the browser sent back to a
-//! one-shot listener on 127.0.0.1), and the tokens it gets, kept per server
-//! URL in `$REIN_HOME/mcp-auth/` (owner-only files) and refreshed before
-//! they expire by every later connection.
+//! with PKCE, the browser sent back to a one-shot listener on 127.0.0.1;
+//! the client pre-registered in `[mcp_servers.NAME.oauth]`, else named by
+//! its client ID metadata document when one is configured and the server
+//! supports them, else registered dynamically; or, with `grant =
+//! "client_credentials"`, [`crate::grant`] with no browser), and the
+//! tokens it gets, kept per server URL in `$REIN_HOME/mcp-auth/`
+//! (owner-only files) and refreshed before they expire by every later
+//! connection.
 //!
 //! Tokens are keyed by the URL, not the server's name: a repository that
 //! names its own server like one of the user's gets no token for it, and a
@@ -14,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
-    StoredCredentials,
+    StoredCredentials, WWWAuthenticateParams,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -58,7 +62,7 @@ impl TokenFile {
         self.read().ok().flatten().is_some()
     }
 
-    fn read(&self) -> std::io::Result<Option<StoredCredentials>> {
+    pub(crate) fn read(&self) -> std::io::Result<Option<StoredCredentials>> {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -165,6 +169,10 @@ pub async fn login(
             config.name
         )));
     };
+    if let Some(oauth) = crate::grant::client_credentials_of(config) {
+        crate::grant::sign_in(config, oauth, file, &[]).await?;
+        return Ok(LoginOutcome::SignedIn);
+    }
     let challenge = match challenge(url, headers).await? {
         Probe::Open => return Ok(LoginOutcome::NotNeeded),
         Probe::Unauthorized(challenge) => challenge,
@@ -184,7 +192,7 @@ pub async fn login(
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await?;
     manager.set_metadata(metadata.metadata);
-    let mut request = AuthorizationRequest::new(&redirect).with_client_name("rein");
+    let mut request = client_request(config, &redirect).map_err(AuthError::InternalError)?;
     if let Some(challenge) = challenge {
         request = request.with_challenge(challenge);
     }
@@ -207,8 +215,40 @@ pub async fn login(
     Ok(LoginOutcome::SignedIn)
 }
 
+/// Who rein is to the authorization server, from the server's oauth table:
+/// a pre-registered client (with its secret), a client ID metadata
+/// document, or (the fallback rmcp takes) dynamic registration as "rein".
+fn client_request(
+    config: &McpServerConfig,
+    redirect: &str,
+) -> Result<AuthorizationRequest, String> {
+    let mut request = AuthorizationRequest::new(redirect).with_client_name("rein");
+    let Some(oauth) = &config.oauth else {
+        return Ok(request);
+    };
+    if let Some(id) = &oauth.client_id {
+        request = request.with_preregistered_client(id);
+        if let Some(secret) = oauth.secret()? {
+            request = request.with_client_secret(secret.expose());
+        }
+    }
+    if let Some(url) = &oauth.client_metadata_url {
+        request = request.with_client_metadata_url(url);
+    }
+    if !oauth.scopes.is_empty() {
+        request = request.with_scopes(oauth.scopes.iter().cloned());
+    }
+    Ok(request)
+}
+
+/// The `scope` a `WWW-Authenticate` challenge asks for.
+pub(crate) fn scope_of(challenge: &str, url: &str) -> Option<String> {
+    let base = reqwest::Url::parse(url).ok()?;
+    WWWAuthenticateParams::parse(challenge, &base).scope
+}
+
 /// How a server answers an initialize request sent without a token.
-enum Probe {
+pub(crate) enum Probe {
     /// It took it: there is nothing to sign in to.
     Open,
     /// 401, with its `WWW-Authenticate` challenge when it gave one (the
@@ -217,7 +257,7 @@ enum Probe {
     Unauthorized(Option<String>),
 }
 
-async fn challenge(
+pub(crate) async fn challenge(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
 ) -> Result<Probe, AuthError> {
