@@ -15,8 +15,9 @@ use rmcp::transport::auth::{
 
 use crate::config::{McpServerConfig, McpTransport};
 use crate::jwt::{self, SigningKey};
-use crate::oauth::{Probe, TokenFile, challenge, scope_of};
+use crate::oauth::{TokenFile, scope_of};
 use crate::oauth_config::{Grant, OAuthConfig};
+use crate::probe::{Probe, challenge};
 
 /// A token this close to its end is requested again.
 const MARGIN: Duration = Duration::from_secs(30);

@@ -35,10 +35,12 @@ mod jwt;
 mod naming;
 mod oauth;
 mod oauth_config;
+mod probe;
 mod prompts;
 mod search;
 mod server;
 mod stderr;
+mod stepup;
 mod tool;
 
 pub use config::{McpServerConfig, McpTransport};
@@ -51,6 +53,7 @@ pub use oauth_config::{Grant, OAuthConfig, Secret, SigningAlgorithm};
 pub use prompts::PromptCommand;
 pub use search::{TOOL_SEARCH, ToolSearch};
 pub use server::{Launch, McpServer, ServerReport, ServerStatus};
+pub use stepup::{Browser, BrowserHandle};
 pub use tool::McpTool;
 
 /// Makes ring rustls's process-wide crypto provider, which HTTP servers and

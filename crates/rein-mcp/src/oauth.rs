@@ -25,6 +25,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{McpServerConfig, McpTransport};
+use crate::probe::{Probe, challenge};
 
 /// How long `login` waits for the browser to come back.
 pub const LOGIN_WAIT: Duration = Duration::from_secs(300);
@@ -150,6 +151,12 @@ pub enum LoginOutcome {
 pub trait LoginUi {
     /// The browser must open `url` (rein prints it and may open it).
     fn open(&mut self, url: &str);
+
+    /// Whether no one can come back from the page (no browser could be
+    /// opened and no one was told): the sign-in stops instead of waiting.
+    fn gave_up(&self) -> bool {
+        false
+    }
 }
 
 /// Sign in to the remote server `config`: its challenge read from an
@@ -160,7 +167,18 @@ pub trait LoginUi {
 pub async fn login(
     config: &McpServerConfig,
     file: TokenFile,
-    ui: &mut dyn LoginUi,
+    ui: &mut (dyn LoginUi + Send),
+) -> Result<LoginOutcome, AuthError> {
+    authorize(config, file, ui, &[]).await
+}
+
+/// [`login`], asking for `scopes` (with those the server named) when some
+/// are given: a step-up to a larger scope.
+pub(crate) async fn authorize(
+    config: &McpServerConfig,
+    file: TokenFile,
+    ui: &mut (dyn LoginUi + Send),
+    scopes: &[String],
 ) -> Result<LoginOutcome, AuthError> {
     crate::install_tls_provider();
     let McpTransport::Http { url, headers, .. } = &config.transport else {
@@ -193,6 +211,16 @@ pub async fn login(
         .await?;
     manager.set_metadata(metadata.metadata);
     let mut request = client_request(config, &redirect).map_err(AuthError::InternalError)?;
+    if !scopes.is_empty() {
+        let mut all = request.scopes.clone();
+        all.extend(
+            scopes
+                .iter()
+                .filter(|s| !request.scopes.contains(s))
+                .cloned(),
+        );
+        request = request.with_scopes(all);
+    }
     if let Some(challenge) = challenge {
         request = request.with_challenge(challenge);
     }
@@ -200,6 +228,9 @@ pub async fn login(
         .await
         .map_err(|(_, e)| e)?;
     ui.open(&session.auth_url);
+    if ui.gave_up() {
+        return Err(AuthError::AuthorizationRequired);
+    }
 
     let back = tokio::time::timeout(LOGIN_WAIT, callback(&listener))
         .await
@@ -222,7 +253,11 @@ fn client_request(
     config: &McpServerConfig,
     redirect: &str,
 ) -> Result<AuthorizationRequest, String> {
-    let mut request = AuthorizationRequest::new(redirect).with_client_name("rein");
+    // The first sign-in asks for the scope the server's challenge names
+    // (else what its metadata lists); a step-up adds to it.
+    let mut request = AuthorizationRequest::new(redirect)
+        .with_client_name("rein")
+        .with_initial_scope_selection();
     let Some(oauth) = &config.oauth else {
         return Ok(request);
     };
@@ -245,54 +280,6 @@ fn client_request(
 pub(crate) fn scope_of(challenge: &str, url: &str) -> Option<String> {
     let base = reqwest::Url::parse(url).ok()?;
     WWWAuthenticateParams::parse(challenge, &base).scope
-}
-
-/// How a server answers an initialize request sent without a token.
-pub(crate) enum Probe {
-    /// It took it: there is nothing to sign in to.
-    Open,
-    /// 401, with its `WWW-Authenticate` challenge when it gave one (the
-    /// challenge points at its OAuth metadata; without one, discovery
-    /// tries the well-known paths).
-    Unauthorized(Option<String>),
-}
-
-pub(crate) async fn challenge(
-    url: &str,
-    headers: &std::collections::BTreeMap<String, String>,
-) -> Result<Probe, AuthError> {
-    let client =
-        crate::connect::http_client().map_err(|e| AuthError::InternalError(e.to_string()))?;
-    let body = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")},
-        },
-    });
-    let mut request = client
-        .post(url)
-        .timeout(Duration::from_secs(30))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    for (k, v) in headers {
-        request = request.header(k, v);
-    }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| AuthError::InternalError(format!("cannot reach {url}: {e}")))?;
-    if response.status().is_success() {
-        return Ok(Probe::Open);
-    }
-    Ok(Probe::Unauthorized(
-        response
-            .headers()
-            .get(reqwest::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
-    ))
 }
 
 /// Wait for the browser's request to `/callback` and answer it; returns its
