@@ -15,7 +15,8 @@ some scenarios, credentials in MCP_CONFORMANCE_CONTEXT (JSON). Steps:
    rein as a user who approves would (client_credentials needs none).
 3. A scripted `rein exec` (the replay provider, no model) that calls the
    server's tool named for the scenario, so the server sees rein's real
-   requests.
+   requests; for `initialize` (a server with no tools) `rein mcp list`,
+   which waits for the handshake.
 
 Environment: REIN_BIN, the rein binary (default `rein` on PATH).
 """
@@ -28,9 +29,8 @@ import sys
 import tempfile
 
 # The tool each scenario's server offers (the auth scenarios' servers all
-# offer `test-tool`; `initialize`'s offers none).
+# offer `test-tool`).
 TOOLS = {
-    "initialize": None,
     "tools_call": ("add_numbers", {"a": 5, "b": 3}),
     "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
     "sse-retry": ("test_reconnection", {}),
@@ -122,12 +122,13 @@ def main():
         code = run(rein, home, ["mcp", "login", "conf"])
         if code != 0:
             sys.exit(code)
-    tool = TOOLS.get(scenario, ("test-tool", {}))
-    turns = []
-    if tool is not None:
-        name, arguments = tool
-        turns.append({"tool_calls": [{"name": "mcp__conf__" + name, "arguments": arguments}]})
-    turns.append({"text": "done"})
+    if scenario == "initialize":
+        sys.exit(run(rein, home, ["mcp", "list"]))
+    name, arguments = TOOLS.get(scenario, ("test-tool", {}))
+    turns = [
+        {"tool_calls": [{"name": "mcp__conf__" + name, "arguments": arguments}]},
+        {"text": "done"},
+    ]
     script = os.path.join(home, "script.json")
     with open(script, "w") as f:
         json.dump({"turns": turns}, f)
