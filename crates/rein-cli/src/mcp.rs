@@ -63,6 +63,7 @@ pub(crate) fn launch(cfg: &Config, workspace: &Path) -> Launch {
         log_dir: Some(cfg.home.join("logs").join("mcp")),
         auth_dir: Some(auth_dir(cfg)),
         browser: Some(browser::handle()),
+        asker: Default::default(),
     }
 }
 

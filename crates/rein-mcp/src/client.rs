@@ -39,12 +39,12 @@ impl rmcp::ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let policy = self
-            .server
-            .upgrade()
-            .map(|server| server.config().elicitation)
-            .unwrap_or_default();
-        Ok(crate::elicit::answer(policy, &request))
+        let Some(server) = self.server.upgrade() else {
+            return Ok(crate::elicit::answer(Default::default(), &request));
+        };
+        let config = server.config();
+        let slot = &server.launch().asker;
+        Ok(crate::elicit::respond(slot, &config.name, config.elicitation, &request).await)
     }
 
     fn get_info(&self) -> ClientConfig {

@@ -2,15 +2,21 @@
 //! (`elicitation/create`, form mode). Steps:
 //!
 //! 1. rein announces form elicitation in its handshake.
-//! 2. A request is answered by the server's configured policy
+//! 2. A front end that can ask a person (an editor over ACP that offers
+//!    forms) installs an [`Asker`] on the hub: a form request goes to it,
+//!    bounded by [`ASK_WAIT`] (no answer in time cancels).
+//! 3. Otherwise, the request is answered by the server's configured policy
 //!    (`elicitation` in `[mcp_servers.NAME]`): `decline` (the default)
 //!    declines; `accept-defaults` accepts with every field's default from
 //!    the requested schema, and declines when a required field has none
 //!    (a guess would be worse than no answer).
-//! 3. URL-mode requests (a page to open) are declined: headless rein
-//!    opens nothing.
+//! 4. URL-mode requests (a page to open) are declined: rein opens nothing
+//!    a server names.
 //!
-//! The answer is immediate: an elicitation never waits on anyone.
+//! Without a person the answer is immediate: an elicitation never hangs.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -28,6 +34,78 @@ pub enum ElicitationPolicy {
     /// Accept with the schema's defaults; decline when a required field
     /// has no default.
     AcceptDefaults,
+}
+
+/// How long a person may take to answer a form.
+pub const ASK_WAIT: Duration = Duration::from_secs(300);
+
+/// A person's answer to a form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Accept(Map<String, Value>),
+    Decline,
+    Cancel,
+}
+
+/// A front end's way to ask a person: `server` asks `message`, with the
+/// form `schema` (the MCP requested schema, as JSON). `None` when no one
+/// can be asked after all (the server's policy answers).
+#[async_trait::async_trait]
+pub trait Asker: Send + Sync {
+    async fn ask(&self, server: &str, message: &str, schema: &Value) -> Option<Answer>;
+}
+
+/// Where a hub's [`Asker`] sits once the front end installs one.
+#[derive(Clone, Default)]
+pub struct AskerSlot(Arc<Mutex<Option<Arc<dyn Asker>>>>);
+
+impl AskerSlot {
+    pub fn set(&self, asker: Arc<dyn Asker>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(asker);
+    }
+
+    fn get(&self) -> Option<Arc<dyn Asker>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl std::fmt::Debug for AskerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AskerSlot")
+    }
+}
+
+/// The answer to `request` from server `server`: the person's, when an
+/// asker is installed and answers in time, else `policy`'s.
+pub(crate) async fn respond(
+    slot: &AskerSlot,
+    server: &str,
+    policy: ElicitationPolicy,
+    request: &ElicitRequestParams,
+) -> ElicitResult {
+    if let (
+        Some(asker),
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        },
+    ) = (slot.get(), request)
+    {
+        let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+        match tokio::time::timeout(ASK_WAIT, asker.ask(server, message, &schema)).await {
+            Ok(Some(Answer::Accept(content))) => {
+                return ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(Value::Object(content));
+            }
+            Ok(Some(Answer::Decline)) => return decline(),
+            Ok(Some(Answer::Cancel)) | Err(_) => {
+                return ElicitResult::new(ElicitationAction::Cancel);
+            }
+            Ok(None) => {}
+        }
+    }
+    answer(policy, request)
 }
 
 /// The answer `policy` gives to `request`.

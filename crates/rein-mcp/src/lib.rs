@@ -44,7 +44,7 @@ mod stepup;
 mod tool;
 
 pub use config::{McpServerConfig, McpTransport};
-pub use elicit::ElicitationPolicy;
+pub use elicit::{ASK_WAIT, Answer, Asker, AskerSlot, ElicitationPolicy};
 pub use error::McpError;
 pub use hub::{LazyTools, McpHub, schema_tokens};
 pub use naming::{exposed_name, server_prefixes};

@@ -39,6 +39,9 @@ pub struct Launch {
     /// Opens the page of a step-up sign-in during a run; without one, a
     /// server that wants more scope is told to `rein mcp login`.
     pub browser: Option<crate::stepup::BrowserHandle>,
+    /// Who answers servers' forms, once a front end that can ask a person
+    /// installs one ([`crate::McpHub::set_asker`]).
+    pub asker: crate::elicit::AskerSlot,
 }
 
 /// Where a server is in its life.

@@ -53,6 +53,7 @@ fn launch(ws: &std::path::Path) -> Launch {
         log_dir: Some(ws.join("logs")),
         auth_dir: None,
         browser: None,
+        asker: Default::default(),
     }
 }
 

@@ -106,6 +106,9 @@ fn the_app_calls_an_mcp_tool_and_slash_mcp_shows_the_server() {
     app.type_text("/mcp");
     app.keys(&["Enter"]);
     let screen = app.wait_for("MCP servers");
-    assert!(screen.contains("everything: 13 tools"), "{screen}");
+    // rein announces form elicitation, so the server offers its tool
+    // that asks the user.
+    assert!(screen.contains("everything: 14 tools"), "{screen}");
+    assert!(screen.contains("trigger-elicitation-request"), "{screen}");
     quit(&app);
 }
