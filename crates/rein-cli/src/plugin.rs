@@ -168,7 +168,9 @@ fn install_from(
 ) -> Result<(), Failure> {
     let bad = |e: String| Failure::usage(anyhow!(e));
     let source = origin.folder.as_path();
-    let manifest = manifest::read(source).map_err(bad)?;
+    let manifest = manifest::read(source)
+        .map_err(|e| market::as_marketplace_hint(source).unwrap_or(e))
+        .map_err(bad)?;
     let name = manifest.name.clone();
     let root = root_of(home, &name);
     if registry.get(&name).is_some() || root.symlink_metadata().is_ok() {

@@ -99,15 +99,20 @@ pub fn add_hooks(set: &mut HookSet, home: &Path) {
 }
 
 /// A hook file's block (`{"hooks": {...}}`, or the events themselves as a
-/// manifest may write them), its plugin's folder expanded.
+/// manifest may write them), its plugin's folder expanded in its commands
+/// and set in their environment ([`ROOT_ENV`]), as Claude Code does.
 fn add_hook_block(set: &mut HookSet, mut value: Value, root: &Path, from: &Path) {
     expand_value(&mut value, root);
     let block = match value.get("hooks") {
         Some(block) => block.clone(),
         None => value,
     };
+    let env: Vec<(String, String)> = ROOT_ENV
+        .iter()
+        .map(|var| (var.to_string(), root.display().to_string()))
+        .collect();
     if !block.is_null() {
-        set.add_block(&block, from);
+        set.add_block_with_env(&block, from, &env);
     }
 }
 
