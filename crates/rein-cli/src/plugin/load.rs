@@ -80,8 +80,14 @@ pub fn add_hooks(set: &mut HookSet, home: &Path) {
     for part in enabled_parts(home, Part::Hooks) {
         let plugin = &part.plugin;
         for path in &part.places {
-            let Ok(text) = std::fs::read_to_string(path) else {
-                continue;
+            // Bounded, and a regular file only (never a FIFO to hang on).
+            let text = match crate::settings_file::read_text(path, "plugin hook file") {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
+                Err(e) => {
+                    set.notes.push(format!("plugin {plugin}: {e:#}"));
+                    continue;
+                }
             };
             match serde_json::from_str::<Value>(&text) {
                 Ok(value) => add_hook_block(set, value, &part.root, path),

@@ -67,12 +67,15 @@ pub struct Offer {
 pub fn read(root: &Path) -> Result<(String, Vec<Offer>), String> {
     let path = root.join(MANIFEST);
     let shown = path.display();
-    let text = std::fs::read_to_string(&path).map_err(|_| {
-        format!(
-            "{} is not a marketplace: it has no {MANIFEST}",
-            root.display()
-        )
-    })?;
+    // Bounded, and a regular file only (a FIFO would hang the command).
+    let text = crate::settings_file::read_text(&path, "marketplace file")
+        .map_err(|e| format!("{e:#}"))?
+        .ok_or_else(|| {
+            format!(
+                "{} is not a marketplace: it has no {MANIFEST}",
+                root.display()
+            )
+        })?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{shown}: not valid JSON: {e}"))?;
     let name = value["name"].as_str().unwrap_or_default().to_string();
