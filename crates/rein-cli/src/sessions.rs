@@ -181,8 +181,9 @@ async fn show(store: &dyn SessionStore, id: &str, json: bool, all: bool) -> Resu
         let t = rein_core::LedgerTotals::of(&ledger);
         out("\n── model calls ──");
         out(&format!(
-            "{} calls · {} input ({} cached) · {} output ({} reasoning) tokens · {}",
+            "{} call{} · {} input ({} cached) · {} output ({} reasoning) tokens · {}",
             t.calls,
+            if t.calls == 1 { "" } else { "s" },
             t.input_tokens,
             t.cached_input_tokens,
             t.output_tokens,

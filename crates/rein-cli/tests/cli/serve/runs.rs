@@ -74,9 +74,16 @@ fn serve_runs_a_prompt_asks_approval_over_http_and_streams_events() {
     let rest = s.events_until(&id, Some(ids[2]), "stopped");
     assert_eq!(rest[0].0, ids[3]);
     assert_eq!(rest.len(), all.len() - 3);
+    // Its first run is a new session's, and its first prompt names it.
+    let started = all
+        .iter()
+        .find(|(_, e)| e["type"] == "run_started")
+        .unwrap();
+    assert_eq!(started.1["resumed"], false, "{started:?}");
     // The session is listed and stored.
     let (_, list) = s.call("GET", "/sessions", None);
     assert_eq!(list["sessions"][0]["id"], id.as_str(), "{list}");
+    assert_eq!(list["sessions"][0]["title"], "write out.txt", "{list}");
     assert_eq!(stored(&env, &id).len(), 4);
     // Deleted, it takes its hook transcript with it.
     let transcript = env.home.path().join(format!("transcripts/{id}.jsonl"));
