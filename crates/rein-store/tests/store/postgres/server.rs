@@ -253,6 +253,13 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     ))
 }
 
+/// Whether the throwaway server keeps PostgreSQL's durable defaults (fsync,
+/// synchronous commit, full-page writes): `REIN_TEST_POSTGRES_DURABLE=1`,
+/// for benchmarks that compare stores at the same durability.
+pub fn durable() -> bool {
+    std::env::var("REIN_TEST_POSTGRES_DURABLE").is_ok_and(|v| v == "1")
+}
+
 /// Start the server from a thread that never ends: a parent-death signal
 /// fires when the spawning *thread* exits, and test threads come and go.
 fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> Result<u32, String> {
@@ -263,12 +270,15 @@ fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> R
         .arg(dir)
         .args(["-p", &PORT.to_string()])
         .args(["-c", "listen_addresses="])
-        // Throwaway data: durability only slows the tests down.
-        .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
-        .args(["-c", "full_page_writes=off", "-c", "max_connections=300"])
+        .args(["-c", "max_connections=300"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?);
+    if !durable() {
+        // Throwaway data: durability only slows the tests down.
+        cmd.args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
+            .args(["-c", "full_page_writes=off"]);
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("postgres-parent".into())
