@@ -19,6 +19,7 @@ mod cli {
     mod http_providers;
     mod mcp;
     mod mcp_http;
+    mod mcp_lifetime;
     mod memory;
     mod model;
     mod otel;
