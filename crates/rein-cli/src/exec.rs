@@ -167,8 +167,12 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         events: rein_core::no_events(),
         cancel: cancel.clone(),
     };
-    let prepared = (session.prompts.prepare(&expanded, &live).await)
-        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    let prepared = (session.prompts.prepare(&expanded, &live).await).map_err(|e| {
+        for note in e.notes() {
+            output::err(&format!("note: {note}"));
+        }
+        Failure::usage(anyhow!(e))
+    })?;
     for note in &prepared.notes {
         output::err(&format!("note: {note}"));
     }

@@ -133,7 +133,7 @@ fn fetch(text: &str, staging: &Path) -> Result<Origin, String> {
         let commit = git::fetch(&repo, &clone)?;
         return Ok(Origin {
             folder: clone,
-            source: text.to_string(),
+            source: recorded_git_source(&repo),
             commit: Some(commit),
         });
     }
@@ -145,6 +145,20 @@ fn fetch(text: &str, staging: &Path) -> Result<Origin, String> {
         folder,
         commit: None,
     })
+}
+
+/// A git source as the record keeps it: a local repository by its full
+/// path, so `update` finds it again from any folder; a URL as given.
+fn recorded_git_source(repo: &git::GitSource) -> String {
+    let local = Path::new(&repo.url);
+    let url = match (repo.url.contains("://"), local.canonicalize()) {
+        (false, Ok(full)) => full.display().to_string(),
+        _ => repo.url.clone(),
+    };
+    match &repo.reference {
+        Some(r) => format!("{url}@{r}"),
+        None => url,
+    }
 }
 
 /// Install the plugin at `path`: a folder, or a git URL cloned first.
@@ -168,7 +182,9 @@ fn install_from(
 ) -> Result<(), Failure> {
     let bad = |e: String| Failure::usage(anyhow!(e));
     let source = origin.folder.as_path();
-    let manifest = manifest::read(source).map_err(bad)?;
+    let manifest = manifest::read(source)
+        .map_err(|e| market::as_marketplace_hint(source).unwrap_or(e))
+        .map_err(bad)?;
     let name = manifest.name.clone();
     let root = root_of(home, &name);
     if registry.get(&name).is_some() || root.symlink_metadata().is_ok() {
@@ -292,6 +308,34 @@ fn list(registry: &Registry, home: &Path, json: bool) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    /// A local repository is recorded by its full path (so `update` from
+    /// another folder finds it); a URL as it was given, ref kept.
+    #[test]
+    fn a_local_git_source_is_recorded_by_its_full_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("tidy.git");
+        std::fs::create_dir(&repo).unwrap();
+        let relative = pathdiff(&repo);
+        let parsed = git::parse(&format!("{relative}@v1")).unwrap();
+        let full = repo.canonicalize().unwrap();
+        assert_eq!(
+            recorded_git_source(&parsed),
+            format!("{}@v1", full.display())
+        );
+        let url = git::parse("https://example.org/tidy.git").unwrap();
+        assert_eq!(recorded_git_source(&url), "https://example.org/tidy.git");
+    }
+
+    /// `path` relative to the current folder.
+    fn pathdiff(path: &Path) -> String {
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        let up = cwd.components().count() - 1;
+        let mut out = "../".repeat(up);
+        let full = path.canonicalize().unwrap();
+        out.push_str(full.strip_prefix("/").unwrap().to_str().unwrap());
+        out
+    }
 
     /// What the app's `/plugins` shows is what `rein plugin list` prints:
     /// nothing before an install, then one line naming the plugin, its

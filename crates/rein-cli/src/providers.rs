@@ -384,6 +384,23 @@ pub fn build_named(cfg: &Config, text: &str) -> Result<Arc<dyn Provider>> {
     if m.is_some() {
         c.model = m;
     }
+    // The local provider runs only its own models: any other name is a
+    // mistake to say, not a switch that silently keeps the current model.
+    let name = chosen_name(&c);
+    if BuiltinProvider::named(name.as_deref().unwrap_or_default()) == Some(BuiltinProvider::Local)
+        && let Some(model) = c.model.as_deref().filter(|m| model::find(m).is_none())
+    {
+        bail!(
+            "no model `{model}` here: the local models are {}; another provider's model is \
+             PROVIDER:MODEL (`openai:{model}` with OPENAI_API_KEY set, `anthropic:{model}` with \
+             ANTHROPIC_API_KEY, or a [providers.NAME] of your config)",
+            model::MODELS
+                .iter()
+                .map(|k| k.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     build(&c)
 }
 
@@ -405,6 +422,24 @@ pub fn model_choice(cfg: &Config, text: &str) -> (Option<String>, Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/model gpt-4.1` on the local model is an error saying what would
+    /// work, never a switch that keeps the current model.
+    #[test]
+    fn a_name_the_local_provider_does_not_have_is_an_error_naming_what_works() {
+        let mut cfg = Config::defaults(std::path::PathBuf::from("/nonexistent"));
+        cfg.provider = Some("local".into());
+        let Err(e) = build_named(&cfg, "gpt-4.1") else {
+            panic!("gpt-4.1 was taken for a local model")
+        };
+        let e = e.to_string();
+        assert!(e.contains("no model `gpt-4.1` here"), "{e}");
+        assert!(
+            e.contains("openai:gpt-4.1") && e.contains("OPENAI_API_KEY"),
+            "{e}"
+        );
+        assert!(e.contains("small"), "{e}");
+    }
 
     #[test]
     fn model_choice_tells_providers_from_models() {

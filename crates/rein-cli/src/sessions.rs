@@ -36,22 +36,7 @@ pub async fn run(cmd: SessionsCommand) -> Result<i32, Failure> {
                 .delete_session(&info.id)
                 .await
                 .map_err(store_failure)?;
-            // The transcript written for its hooks goes with it.
-            if let Some(file) = rein_tools::user_hooks::Transcripts::file(&cfg.home, &info.id) {
-                let _ = std::fs::remove_file(file);
-            }
-            // Its checkpoints go with it (those other sessions use stay).
-            let index = cfg
-                .home
-                .join(format!("checkpoints/sessions/{}.jsonl", info.id));
-            if index.exists()
-                && let Ok(ck) = crate::rewind::SessionCheckpoints::open(
-                    &cfg.home,
-                    std::path::Path::new(&info.workspace),
-                )
-            {
-                let _ = ck.forget(&info.id);
-            }
+            forget_files(&cfg.home, &info);
             out(&format!("deleted session {} ({})", info.id, info.title));
         }
     }
@@ -118,6 +103,22 @@ async fn list(
     Ok(())
 }
 
+/// What rein kept of a deleted session besides the store: the transcript
+/// written for its hooks, and its checkpoints (those other sessions use
+/// stay). For `rein sessions delete` and `rein serve`'s delete alike.
+pub fn forget_files(home: &std::path::Path, info: &rein_core::SessionInfo) {
+    if let Some(file) = rein_tools::user_hooks::Transcripts::file(home, &info.id) {
+        let _ = std::fs::remove_file(file);
+    }
+    let index = home.join(format!("checkpoints/sessions/{}.jsonl", info.id));
+    if index.exists()
+        && let Ok(ck) =
+            crate::rewind::SessionCheckpoints::open(home, std::path::Path::new(&info.workspace))
+    {
+        let _ = ck.forget(&info.id);
+    }
+}
+
 /// `rein sessions show`: the transcript (from the latest compaction on,
 /// unless `all`), then the model calls and the todos.
 async fn show(store: &dyn SessionStore, id: &str, json: bool, all: bool) -> Result<(), Failure> {
@@ -180,8 +181,9 @@ async fn show(store: &dyn SessionStore, id: &str, json: bool, all: bool) -> Resu
         let t = rein_core::LedgerTotals::of(&ledger);
         out("\n── model calls ──");
         out(&format!(
-            "{} calls · {} input ({} cached) · {} output ({} reasoning) tokens · {}",
+            "{} call{} · {} input ({} cached) · {} output ({} reasoning) tokens · {}",
             t.calls,
+            if t.calls == 1 { "" } else { "s" },
             t.input_tokens,
             t.cached_input_tokens,
             t.output_tokens,

@@ -40,6 +40,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     // Servers that fail after the app opened are told as notices; `/mcp`
     // shows them all.
     let (tx, mcp_notes) = tokio::sync::mpsc::unbounded_channel();
+    let mcp_not_started = crate::setup::engine::mcp_not_started(&cfg, first.as_ref());
     let opening = Opening {
         cfg: &cfg,
         workspace: &workspace,
@@ -92,6 +93,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         idle_notify,
         prompt: args.prompt,
         mcp,
+        mcp_not_started,
         commands: prompts.commands.commands().to_vec(),
         expand_command: Some(prompts::expand_command(&prompts)),
         prepare: Some(prepare),

@@ -76,19 +76,40 @@ impl Value {
         }
     }
 
-    /// The value as a list (a text split at commas or spaces).
+    /// The value as a list: a text split at commas or spaces, but not
+    /// inside parentheses (`Bash(git add:*), Read` is two items).
     pub fn list(&self) -> Vec<String> {
         match self {
             Value::List(items) => items.clone(),
-            Value::Text(t) => t
-                .split([',', ' '])
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
+            Value::Text(t) => split_items(t),
             Value::Map(_) => Vec::new(),
         }
     }
+}
+
+/// `text`'s items, parted by commas and whitespace outside parentheses.
+fn split_items(text: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 && (c == ',' || c.is_whitespace()) {
+            if !current.is_empty() {
+                items.push(std::mem::take(&mut current));
+            }
+        } else {
+            current.push(c);
+        }
+    }
+    if !current.is_empty() {
+        items.push(current);
+    }
+    items
 }
 
 /// The `*.md` files of folder `dir`, sorted by name (none when it cannot
@@ -343,6 +364,12 @@ mod tests {
         assert_eq!(get("description").text(), "Fill PDF forms and merge files.");
         assert_eq!(get("license").text(), "Apache-2.0");
         assert_eq!(get("allowed-tools").list(), ["Read", "Bash(python3:*)"]);
+        // Claude's one-line form: commas or spaces, never inside a pattern.
+        let line = Value::Text("Bash(git add:*), Bash(git status:*) Read,Grep".into());
+        assert_eq!(
+            line.list(),
+            ["Bash(git add:*)", "Bash(git status:*)", "Read", "Grep"]
+        );
         assert_eq!(
             get("metadata"),
             Value::Map(vec![

@@ -246,7 +246,10 @@ impl Gate {
         let mut effects = CallEffects::default();
         let mut output = match self.steps(&pass, parsed, ctx, &mut effects).await {
             Ok(out) => out,
-            Err(e) => ToolOutput::error(format!("error: {e}")),
+            Err(e) => {
+                effects.denied = matches!(&e, ToolError::Refused(r) if r.is_denial());
+                ToolOutput::error(format!("error: {e}"))
+            }
         };
         // Only a call the gate let through ran (its access is known then).
         if let Some(run) = &hook_run

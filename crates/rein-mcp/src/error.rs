@@ -12,7 +12,9 @@ pub enum McpError {
     },
     /// The server did not complete the MCP handshake in time.
     #[error(
-        "MCP server `{server}`: did not start within {secs} s (the MCP handshake and its tool list)"
+        "MCP server `{server}`: did not start within {secs} s (the MCP handshake and its tool \
+         list); a server that needs longer (an `npx` download on first use) can be given more \
+         with `startup_timeout_sec` in its [mcp_servers.{server}] section"
     )]
     StartupTimeout { server: String, secs: u64 },
     /// The handshake or a request failed.

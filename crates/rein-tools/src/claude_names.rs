@@ -120,22 +120,30 @@ pub fn rein_name(name: &str) -> String {
 /// A Claude Code permission rule (a command's `allowed-tools` entry) as
 /// rein's rules: the tool renamed, and a command prefix `Bash(git diff:*)`
 /// as the command itself and the command with arguments (`bash(git
-/// diff)`, `bash(git diff *)`); other patterns as they are.
-pub fn rein_rules(claude: &str) -> Vec<String> {
+/// diff)`, `bash(git diff *)`); other patterns as they are. An entry
+/// with an unclosed or empty pattern (`Bash(git`, a list split in the
+/// wrong place) is no rule at all, never the whole tool.
+pub fn rein_rules(claude: &str) -> Result<Vec<String>, String> {
     let claude = claude.trim();
     let tool = rein_name(claude);
-    let pattern = claude
-        .split_once('(')
-        .and_then(|(_, rest)| rest.strip_suffix(')'))
+    let broken = || format!("`{claude}` is not a permission rule (`Tool` or `Tool(pattern)`)");
+    let Some((_, rest)) = claude.split_once('(') else {
+        return match claude.contains(')') {
+            true => Err(broken()),
+            false => Ok(vec![tool]),
+        };
+    };
+    let pattern = rest
+        .strip_suffix(')')
         .map(str::trim)
         .filter(|p| !p.is_empty());
-    match pattern {
-        None => vec![tool],
-        Some(p) => match p.strip_suffix(":*") {
-            Some(prefix) => vec![format!("{tool}({prefix})"), format!("{tool}({prefix} *)")],
-            None => vec![format!("{tool}({p})")],
-        },
-    }
+    let Some(p) = pattern.filter(|p| !p.contains(['(', ')'])) else {
+        return Err(broken());
+    };
+    Ok(match p.strip_suffix(":*") {
+        Some(prefix) => vec![format!("{tool}({prefix})"), format!("{tool}({prefix} *)")],
+        None => vec![format!("{tool}({p})")],
+    })
 }
 
 /// Claude Code's name for a rein tool, so its hook matchers match; other
@@ -217,6 +225,7 @@ mod tests {
 
     #[test]
     fn a_claude_rule_reads_as_reins_rules_with_a_command_prefix_as_two() {
+        let rein_rules = |t: &str| rein_rules(t).unwrap();
         assert_eq!(rein_rules("Read"), ["read_file"]);
         assert_eq!(rein_rules("Read(src/**)"), ["read_file(src/**)"]);
         assert_eq!(
@@ -225,6 +234,10 @@ mod tests {
         );
         assert_eq!(rein_rules("Bash(cargo test)"), ["bash(cargo test)"]);
         assert_eq!(rein_rules("mcp__docs__search"), ["mcp__docs__search"]);
+        // A broken entry grants nothing, least of all the whole tool.
+        for broken in ["Bash(git", "Bash()", "add:*)", "Bash(a(b))"] {
+            assert!(super::rein_rules(broken).is_err(), "{broken}");
+        }
     }
     use serde_json::json;
 

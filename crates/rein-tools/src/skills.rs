@@ -206,6 +206,30 @@ fn valid_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
+/// A skill's name: its folder's, which a `name` field must repeat when it
+/// is a skill name. As Claude Code reads them, a missing `name`, or one
+/// written for display (`Writing Rules`), leaves the folder's name; a
+/// valid name that differs from the folder's is refused.
+fn skill_name(field: Option<&frontmatter::Field>, folder_name: &str) -> Result<String, String> {
+    if !valid_name(folder_name) {
+        return Err(format!(
+            "the folder's name `{folder_name}` is not lowercase letters, digits and hyphens \
+             (at most 64)"
+        ));
+    }
+    let Some(field) = field else {
+        return Ok(folder_name.to_string());
+    };
+    let name = field.value.text();
+    if valid_name(&name) && name != folder_name {
+        return Err(format!(
+            "line {}: the name `{name}` is not the folder's (`{folder_name}`)",
+            field.line
+        ));
+    }
+    Ok(folder_name.to_string())
+}
+
 /// Read and check one SKILL.md; the error names the line when it can.
 fn read_skill(folder: &Path, file: &Path, trusted: bool) -> Result<Skill, String> {
     let text = frontmatter::read_file(file, MAX_SKILL_BYTES).map_err(|e| e.to_string())?;
@@ -215,21 +239,7 @@ fn read_skill(folder: &Path, file: &Path, trusted: bool) -> Result<Skill, String
     }
     let field = |key: &str| fields.iter().find(|f| f.key == key);
     let folder_name = folder.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let name = field("name").ok_or("no `name` in the frontmatter")?;
-    let name_text = name.value.text();
-    if !valid_name(&name_text) {
-        return Err(format!(
-            "line {}: the name `{name_text}` is not lowercase letters, digits and hyphens \
-             (at most 64)",
-            name.line
-        ));
-    }
-    if name_text != folder_name {
-        return Err(format!(
-            "line {}: the name `{name_text}` is not the folder's (`{folder_name}`)",
-            name.line
-        ));
-    }
+    let name_text = skill_name(field("name"), folder_name)?;
     let description = field("description")
         .map(|f| f.value.text())
         .filter(|d| !d.trim().is_empty())
@@ -406,9 +416,30 @@ mod tests {
         assert!(all.contains("no-desc/SKILL.md: no `description`"), "{all}");
         assert!(all.contains("bad-yaml/SKILL.md: line 3:"), "{all}");
         assert!(
-            all.contains("Upper/SKILL.md: line 2: the name `Upper`"),
+            all.contains("Upper/SKILL.md: the folder's name `Upper` is not lowercase"),
             "{all}"
         );
+    }
+
+    /// As Claude Code reads them (its own published plugins rely on it): a
+    /// `name` written for display, or none, leaves the folder's name.
+    #[test]
+    fn a_display_name_or_no_name_leaves_the_folders_name() {
+        let dir = tempfile::tempdir().unwrap();
+        skill(
+            dir.path(),
+            "writing-rules",
+            "---\nname: Writing Hookify Rules\ndescription: Rules.\n---\nWrite rules.\n",
+        );
+        skill(
+            dir.path(),
+            "unnamed",
+            "---\ndescription: No name.\n---\nBody.\n",
+        );
+        let found = Skills::read_folder(dir.path());
+        let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["unnamed", "writing-rules"], "{:?}", found.warnings);
+        assert!(found.warnings.is_empty(), "{:?}", found.warnings);
     }
 
     #[test]

@@ -110,6 +110,8 @@ struct Loop {
     titled: bool,
     /// `/mcp`'s lines, when MCP servers are configured.
     mcp_status: Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>,
+    /// Why configured servers were not started.
+    mcp_not_started: Option<String>,
     /// Prepares each message as every front end does.
     prepare: Option<Prepare>,
     mcp_prompt: Option<McpPrompt>,
@@ -262,6 +264,7 @@ impl Loop {
             prepare: setup.prepare.take(),
             mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
             mcp_status: setup.mcp.map(|m| m.status),
+            mcp_not_started: setup.mcp_not_started,
             idle_at: None,
             idle_notify: setup.idle_notify,
             rewind: setup.rewind,
@@ -434,9 +437,10 @@ impl Loop {
             Action::LoadCheckpoints { session } => self.load_checkpoints(session),
             Action::Rewind(request) => self.start_rewind(request),
             Action::ShowMcp => {
-                let lines = match &self.mcp_status {
-                    Some(status) => status(),
-                    None => vec![
+                let lines = match (&self.mcp_status, &self.mcp_not_started) {
+                    (Some(status), _) => status(),
+                    (None, Some(why)) => vec![why.clone()],
+                    (None, None) => vec![
                         "no MCP servers configured ([mcp_servers.NAME] in $REIN_HOME/config.toml)"
                             .into(),
                     ],

@@ -80,8 +80,14 @@ pub fn add_hooks(set: &mut HookSet, home: &Path) {
     for part in enabled_parts(home, Part::Hooks) {
         let plugin = &part.plugin;
         for path in &part.places {
-            let Ok(text) = std::fs::read_to_string(path) else {
-                continue;
+            // Bounded, and a regular file only (never a FIFO to hang on).
+            let text = match crate::settings_file::read_text(path, "plugin hook file") {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
+                Err(e) => {
+                    set.notes.push(format!("plugin {plugin}: {e:#}"));
+                    continue;
+                }
             };
             match serde_json::from_str::<Value>(&text) {
                 Ok(value) => add_hook_block(set, value, &part.root, path),
@@ -99,15 +105,20 @@ pub fn add_hooks(set: &mut HookSet, home: &Path) {
 }
 
 /// A hook file's block (`{"hooks": {...}}`, or the events themselves as a
-/// manifest may write them), its plugin's folder expanded.
+/// manifest may write them), its plugin's folder expanded in its commands
+/// and set in their environment ([`ROOT_ENV`]), as Claude Code does.
 fn add_hook_block(set: &mut HookSet, mut value: Value, root: &Path, from: &Path) {
     expand_value(&mut value, root);
     let block = match value.get("hooks") {
         Some(block) => block.clone(),
         None => value,
     };
+    let env: Vec<(String, String)> = ROOT_ENV
+        .iter()
+        .map(|var| (var.to_string(), root.display().to_string()))
+        .collect();
     if !block.is_null() {
-        set.add_block(&block, from);
+        set.add_block_with_env(&block, from, &env);
     }
 }
 

@@ -1,7 +1,9 @@
 //! Marketplaces: a folder or git repository with
 //! `.claude-plugin/marketplace.json` (`name`, and `plugins`: each a `name`
-//! and a `source`, a path inside the marketplace or `{"source": "url",
-//! "url": GIT-URL}`). `rein plugin marketplace add` copies it into
+//! and a `source`: a path inside the marketplace, under its
+//! `metadata.pluginRoot` when it gives one; `{"source": "url", "url":
+//! GIT-URL}`; or `{"source": "github", "repo": "OWNER/REPO"}`, either with
+//! an optional `ref`). `rein plugin marketplace add` copies it into
 //! `$REIN_HOME/marketplaces/NAME/` and records it in
 //! `$REIN_HOME/marketplaces.json`; `rein plugin install PLUGIN@NAME`
 //! installs one of its plugins.
@@ -65,12 +67,15 @@ pub struct Offer {
 pub fn read(root: &Path) -> Result<(String, Vec<Offer>), String> {
     let path = root.join(MANIFEST);
     let shown = path.display();
-    let text = std::fs::read_to_string(&path).map_err(|_| {
-        format!(
-            "{} is not a marketplace: it has no {MANIFEST}",
-            root.display()
-        )
-    })?;
+    // Bounded, and a regular file only (a FIFO would hang the command).
+    let text = crate::settings_file::read_text(&path, "marketplace file")
+        .map_err(|e| format!("{e:#}"))?
+        .ok_or_else(|| {
+            format!(
+                "{} is not a marketplace: it has no {MANIFEST}",
+                root.display()
+            )
+        })?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{shown}: not valid JSON: {e}"))?;
     let name = value["name"].as_str().unwrap_or_default().to_string();
@@ -79,19 +84,28 @@ pub fn read(root: &Path) -> Result<(String, Vec<Offer>), String> {
             "{shown}: `{name}` is not a marketplace name (letters, digits, `-`, `_`)"
         ));
     }
+    // Relative sources are under the plugin root the marketplace names.
+    let base = value["metadata"]["pluginRoot"].as_str().unwrap_or(".");
     let mut offers = Vec::new();
     for entry in value["plugins"].as_array().into_iter().flatten() {
         let Some(plugin) = entry["name"].as_str() else {
             continue;
         };
+        let with_ref = |url: String, at: &serde_json::Value| match at["ref"].as_str() {
+            Some(r) => format!("{url}@{r}"),
+            None => url,
+        };
         let source = match &entry["source"] {
-            serde_json::Value::String(rel) => inside(root, rel).map(|p| p.display().to_string()),
-            other if other["source"] == "url" => {
-                other["url"].as_str().map(|u| match other["ref"].as_str() {
-                    Some(r) => format!("{u}@{r}"),
-                    None => u.to_string(),
-                })
+            serde_json::Value::String(rel) => {
+                inside(root, &Path::new(base).join(rel)).map(|p| p.display().to_string())
             }
+            other if other["source"] == "url" => other["url"]
+                .as_str()
+                .map(|u| with_ref(u.to_string(), other)),
+            other if other["source"] == "github" => other["repo"]
+                .as_str()
+                .filter(|r| github_repo(r))
+                .map(|r| with_ref(format!("https://github.com/{r}.git"), other)),
             _ => None,
         };
         if let Some(source) = source {
@@ -104,8 +118,36 @@ pub fn read(root: &Path) -> Result<(String, Vec<Offer>), String> {
     Ok((name, offers))
 }
 
+/// Whether `repo` is `OWNER/REPO` and nothing more.
+fn github_repo(repo: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with('.')
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    matches!(repo.split_once('/'), Some((owner, name)) if part(owner) && part(name))
+}
+
+/// When `folder` (given to `install`) is a marketplace and no plugin:
+/// how to install from it instead.
+pub fn as_marketplace_hint(folder: &Path) -> Option<String> {
+    let (name, offers) = read(folder).ok()?;
+    let names: Vec<&str> = offers.iter().map(|o| o.name.as_str()).collect();
+    Some(format!(
+        "{} is the marketplace `{name}`, not a plugin: add it with `rein plugin marketplace add`, \
+         then install one of its plugins as PLUGIN@{name} ({})",
+        folder.display(),
+        if names.is_empty() {
+            "it offers none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
 /// `rel` under `root` when it really is inside it.
-fn inside(root: &Path, rel: &str) -> Option<PathBuf> {
+fn inside(root: &Path, rel: &Path) -> Option<PathBuf> {
     let real_root = root.canonicalize().ok()?;
     let path = root.join(rel).canonicalize().ok()?;
     path.starts_with(&real_root).then_some(path)
@@ -198,4 +240,53 @@ pub fn remove(home: &Path, name: &str) -> Result<(), String> {
     }
     crate::output::out(&format!("removed marketplace {name}"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn market(json: serde_json::Value) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".claude-plugin")).unwrap();
+        std::fs::write(dir.path().join(MANIFEST), json.to_string()).unwrap();
+        dir
+    }
+
+    #[test]
+    fn offers_come_from_the_plugin_root_a_git_url_or_a_github_repo_and_nothing_leads_out() {
+        let dir = market(serde_json::json!({"name": "tools",
+        "metadata": {"pluginRoot": "./plugins"},
+        "plugins": [
+            {"name": "fmt", "source": "fmt"},
+            {"name": "out", "source": "../../etc"},
+            {"name": "remote", "source": {"source": "url", "url": "/srv/fmt.git", "ref": "v1"}},
+            {"name": "hub", "source": {"source": "github", "repo": "acme/lint"}},
+            {"name": "badhub", "source": {"source": "github", "repo": "../x/y"}},
+            {"name": "other", "source": {"source": "npm", "package": "x"}}
+        ]}));
+        std::fs::create_dir_all(dir.path().join("plugins/fmt")).unwrap();
+        let (name, offers) = read(dir.path()).unwrap();
+        assert_eq!(name, "tools");
+        let real = dir.path().canonicalize().unwrap();
+        let got: Vec<(&str, String)> = offers
+            .iter()
+            .map(|o| (o.name.as_str(), o.source.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("fmt", real.join("plugins/fmt").display().to_string()),
+                ("remote", "/srv/fmt.git@v1".to_string()),
+                ("hub", "https://github.com/acme/lint.git".to_string()),
+            ]
+        );
+        let hint = as_marketplace_hint(dir.path()).unwrap();
+        assert!(
+            hint.contains("is the marketplace `tools`, not a plugin"),
+            "{hint}"
+        );
+        assert!(hint.contains("PLUGIN@tools (fmt, remote, hub)"), "{hint}");
+    }
 }

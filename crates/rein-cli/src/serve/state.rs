@@ -182,7 +182,7 @@ impl Server {
 
     /// Stop serving `id` and delete it from the store (its folder stays).
     pub async fn delete(&self, id: &str) -> Result<(), Failure> {
-        self.stored(id).await?;
+        let info = self.stored(id).await?;
         let served = self
             .sessions
             .lock()
@@ -193,6 +193,11 @@ impl Server {
             s.idle().await;
         }
         self.host.store().delete_session(id).await?;
+        // Its hook transcript and checkpoints go with it, as with `rein
+        // sessions delete`.
+        if let Ok(home) = crate::config::rein_home() {
+            crate::sessions::forget_files(&home, &info);
+        }
         Ok(())
     }
 

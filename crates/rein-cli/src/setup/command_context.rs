@@ -197,7 +197,17 @@ pub fn pre_approvals(command: &CustomCommand) -> (Vec<Rule>, Vec<String>) {
     let mut rules = Vec::new();
     let mut notes = Vec::new();
     for entry in &command.allowed_tools {
-        for text in claude_names::rein_rules(entry) {
+        let texts = match claude_names::rein_rules(entry) {
+            Ok(texts) => texts,
+            Err(why) => {
+                notes.push(format!(
+                    "the command `{}`: {why}; it pre-approves nothing",
+                    command.name
+                ));
+                continue;
+            }
+        };
+        for text in texts {
             match text.parse::<Rule>() {
                 Ok(rule) => rules.push(rule),
                 Err(e) => notes.push(format!(

@@ -329,17 +329,33 @@ pub fn mcp_servers(
     workspace: &Path,
     provider: &dyn rein_core::Provider,
 ) -> (Option<Arc<rein_mcp::McpHub>>, Vec<String>) {
-    let profile = profile_for(cfg, provider);
-    if profile.helps(Lever::Tools, &cfg.without) {
-        let any = cfg.mcp_servers.iter().any(|s| s.enabled) || !cfg.project_mcp_servers.is_empty();
-        let note = any.then(|| {
-            "MCP servers are not started: the small profile offers six tools \
-             (`--profile full` offers every tool, MCP servers' included)"
-                .to_string()
-        });
-        return (None, note.into_iter().collect());
+    if let Some(why) = mcp_not_started(cfg, provider) {
+        return (None, vec![why]);
     }
     crate::mcp::start(cfg, workspace)
+}
+
+/// Why configured MCP servers are not started (the small profile offers
+/// its six tools only), when they are not: the note at start and what
+/// the app's `/mcp` says.
+pub fn mcp_not_started(cfg: &Config, provider: &dyn rein_core::Provider) -> Option<String> {
+    let profile = profile_for(cfg, provider);
+    if !profile.helps(Lever::Tools, &cfg.without) {
+        return None;
+    }
+    let configured =
+        cfg.mcp_servers.iter().filter(|s| s.enabled).count() + cfg.project_mcp_servers.len();
+    (configured > 0).then(|| {
+        let servers = if configured == 1 {
+            "server is"
+        } else {
+            "servers are"
+        };
+        format!(
+            "{configured} MCP {servers} configured but not started: the small profile offers six \
+             tools (`--profile full` offers every tool, MCP servers' included)"
+        )
+    })
 }
 
 /// Embedded models at most this large (the file) get the small profile

@@ -40,8 +40,9 @@ pub struct Prepared {
 /// Why a prepared prompt is not sent.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
-    #[error(transparent)]
-    Context(#[from] ContextRefused),
+    /// A context line was refused; the notes said before it.
+    #[error("{0}")]
+    Context(ContextRefused, Vec<String>),
     #[error("the command `{command}` runs on the model `{model}`, which cannot be used: {why}")]
     Model {
         command: String,
@@ -114,6 +115,16 @@ pub fn command_scope(
     Ok((scope, notes))
 }
 
+impl PrepareError {
+    /// What was noted before the prompt was refused.
+    pub fn notes(&self) -> &[String] {
+        match self {
+            PrepareError::Context(_, notes) => notes,
+            _ => &[],
+        }
+    }
+}
+
 impl Prompts {
     /// Steps 1 to 3 above for `expanded`, in the session `run` names.
     pub async fn prepare(
@@ -143,8 +154,11 @@ impl Prompts {
                     cancel: run.cancel.clone(),
                     ..*run
                 };
-                let (text, more) =
-                    command_context::bring_in(command, &expanded.text, &run, &scope).await?;
+                let brought = command_context::bring_in(command, &expanded.text, &run, &scope);
+                let (text, more) = match brought.await {
+                    Ok(brought) => brought,
+                    Err(refused) => return Err(PrepareError::Context(refused, notes)),
+                };
                 notes.extend(more);
                 (scope, text)
             }

@@ -228,3 +228,59 @@ fn a_context_line_in_a_new_session_is_seen_by_hooks_with_the_sessions_id() {
         "one session, not two"
     );
 }
+
+/// `allowed-tools` on one line, as Claude Code's own commit command writes
+/// it (`Bash(git add:*), Bash(git status:*)`), pre-approves exactly those
+/// commands: its `git status` line runs headless in the default mode; a
+/// line it does not cover is refused; an entry broken in the middle
+/// (`Bash(git`) grants nothing, least of all every command.
+#[test]
+fn a_one_line_allowed_tools_pre_approves_its_commands_and_a_broken_entry_nothing() {
+    let env = Env::new();
+    let run = |env: &Env| {
+        std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(env.ws.path())
+            .status()
+            .unwrap();
+    };
+    run(&env);
+    command(
+        &env,
+        "commit",
+        "---\nallowed-tools: Bash(git add:*), Bash(git status:*), Bash(git commit:*)\n---\nStatus: !`git status --short`\n",
+    );
+    command(
+        &env,
+        "wider",
+        "---\nallowed-tools: Bash(git add:*), Bash(touch:*)\n---\nMark: !`git status --short` !`touch made.txt`\n",
+    );
+    command(
+        &env,
+        "broken",
+        "---\nallowed-tools: [\"Bash(git\", \"status:*)\"]\n---\nMark: !`touch made.txt`\n",
+    );
+    let script = answer(&env);
+    let o = env.replay_json(&script, &["--trust", "--command", "commit"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(sent(&o).starts_with("Status: "), "{}", sent(&o));
+    let o = env.replay_json(&script, &["--trust", "--command", "wider"]);
+    assert_clean_failure(
+        &o,
+        2,
+        "the command `wider` was not sent: its context line `git status --short` was refused",
+    );
+    let o = env.replay_json(&script, &["--trust", "--command", "broken"]);
+    assert!(!env.ws.path().join("made.txt").exists());
+    assert!(
+        stderr(&o).contains("`Bash(git` is not a permission rule"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("its context line `touch made.txt` was refused"),
+        "{}",
+        stderr(&o)
+    );
+}

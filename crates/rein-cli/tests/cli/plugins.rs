@@ -218,10 +218,13 @@ fn a_plugins_hook_runs_from_its_folder_and_stops_when_the_plugin_is_removed() {
         ]}]}})
         .to_string(),
     );
+    // As Claude's own plugins do (hookify), the script finds its
+    // plugin's modules through the CLAUDE_PLUGIN_ROOT variable.
     write(
         &plugin.path().join("scripts/no_grep.py"),
-        "import json, sys\nevent = json.load(sys.stdin)\nif \"grep\" in event[\"tool_input\"][\"command\"]:\n    print(\"use rg instead of grep\", file=sys.stderr)\n    sys.exit(2)\n",
+        "import json, os, sys\nsys.path.insert(0, os.environ[\"CLAUDE_PLUGIN_ROOT\"])\nfrom rules import BANNED\nevent = json.load(sys.stdin)\nif BANNED in event[\"tool_input\"][\"command\"]:\n    print(\"use rg instead of grep\", file=sys.stderr)\n    sys.exit(2)\n",
     );
+    write(&plugin.path().join("rules.py"), "BANNED = \"grep\"\n");
     let o = env.rein(&["plugin", "install", plugin.path().to_str().unwrap()]);
     assert!(
         stdout(&o).contains("(commands, agents, skills, hooks)"),

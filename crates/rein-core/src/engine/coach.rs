@@ -95,8 +95,12 @@ impl Coach {
     /// succeeded).
     pub fn observe(&mut self, calls: &[ToolCall], finished: &[Finished], wrote: bool) {
         self.looked.wrote |= wrote;
-        self.looked.last_round_failed =
-            !finished.is_empty() && finished.iter().all(|f| f.result.is_error);
+        // A refusal is the user's decision, not a failed call to retry.
+        self.looked.last_round_denied = finished.iter().any(|f| f.effects.denied);
+        self.looked.last_round_failed = !finished.is_empty()
+            && finished
+                .iter()
+                .all(|f| f.result.is_error && !f.effects.denied);
         for f in finished.iter().filter(|f| !f.result.is_error) {
             if let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) {
                 self.looked.saw(&call.arguments);

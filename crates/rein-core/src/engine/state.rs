@@ -1,12 +1,13 @@
 //! What one run keeps as it goes: the conversation with its token counts,
 //! and the facts the task ledger and the loop guard need.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use crate::compaction::TaskLedger;
 use crate::engine::guard::LoopGuard;
 use crate::engine::run::Finished;
-use crate::schema::Message;
+use crate::schema::{AssistantMessage, ContentPart, Message};
 use crate::text::truncate_middle;
 use crate::tokens::{TokenCounter, count_message, message_text};
 use crate::tool::ToolAccess;
@@ -33,6 +34,25 @@ pub(crate) fn realign_seqs(
             }
         })
         .collect()
+}
+
+/// An id like `id` (or `call` when it is empty) that `taken` lacks, of
+/// the characters every provider accepts in an id.
+fn fresh_id(id: &str, taken: &HashSet<String>) -> String {
+    let base: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        .take(48)
+        .collect();
+    let base = if base.is_empty() {
+        "call".to_string()
+    } else {
+        base
+    };
+    (2u64..)
+        .map(|n| format!("{base}_{n}"))
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or(base)
 }
 
 /// A session as it was opened.
@@ -84,6 +104,34 @@ impl Conversation {
         self.counts.push(n);
         self.messages.push(m);
         self.seqs.push(seq);
+    }
+
+    /// `answer` with every call id unique in the conversation: an id that
+    /// is empty, or that an earlier call (in the conversation or in this
+    /// answer) already has, is replaced by a fresh one (`call_1` a small
+    /// model repeats each turn becomes `call_1_2`). Committed so, the
+    /// history, a resume, the hooks and the telemetry all pair each
+    /// result with its call.
+    pub fn unique_call_ids(&self, answer: &mut AssistantMessage) {
+        let mut taken: HashSet<String> = self
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Assistant(a) => Some(a.tool_calls()),
+                _ => None,
+            })
+            .flatten()
+            .map(|c| c.id.clone())
+            .collect();
+        for part in &mut answer.content {
+            let ContentPart::ToolCall(call) = part else {
+                continue;
+            };
+            if call.id.is_empty() || taken.contains(&call.id) {
+                call.id = fresh_id(&call.id, &taken);
+            }
+            taken.insert(call.id.clone());
+        }
     }
 
     /// Replace everything (after a compaction), recounting.
@@ -195,14 +243,14 @@ mod tests {
             access: Some(ToolAccess::Write),
             writes: vec![PathBuf::from(path)],
             test_command: None,
-            waited: Default::default(),
+            ..Default::default()
         };
         let test_run = CallEffects {
             halt: None,
             access: Some(ToolAccess::Execute),
             writes: Vec::new(),
             test_command: Some("cargo test".into()),
-            waited: Default::default(),
+            ..Default::default()
         };
         let wrote = t.observe(
             &[

@@ -58,15 +58,23 @@ impl Gate {
                 return Err(Refusal::Denied { why }.into());
             }
             Permit::Ask(question) => {
-                self.ask(
+                // A denial's duration leaves out the user's time too.
+                let asked_at = std::time::Instant::now();
+                let answer = self.ask(
                     pass,
                     &hooked.args,
                     question,
                     &assessment,
                     ctx,
                     &mut effects.halt,
-                )
-                .await?
+                );
+                match answer.await {
+                    Ok(waited) => waited,
+                    Err(e) => {
+                        effects.waited = asked_at.elapsed();
+                        return Err(e);
+                    }
+                }
             }
         };
         *effects = CallEffects {
@@ -75,6 +83,7 @@ impl Gate {
             test_command: assessment.test_command,
             waited,
             halt: None,
+            denied: false,
         };
         Ok(hooked.args)
     }

@@ -113,4 +113,7 @@ pub struct CallEffects {
     pub waited: Duration,
     /// A hook said the run must stop, for this reason.
     pub halt: Option<String>,
+    /// The user's policy refused the call ([`super::Refusal::is_denial`]):
+    /// it is not to be retried as it was.
+    pub denied: bool,
 }

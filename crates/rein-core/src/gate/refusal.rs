@@ -70,6 +70,21 @@ impl Refusal {
         }
     }
 
+    /// Whether the user's policy refused the call (a rule, a protection,
+    /// the mode, a hook, the user or nobody there to ask): a decision, not
+    /// a mistake in the call to fix and try again.
+    pub fn is_denial(&self) -> bool {
+        matches!(
+            self,
+            Refusal::Denied { .. }
+                | Refusal::HookVetoed { .. }
+                | Refusal::HookDenied { .. }
+                | Refusal::NobodyToAsk { .. }
+                | Refusal::UserDenied { .. }
+                | Refusal::NotOffered { .. }
+        )
+    }
+
     /// The observation the model gets, as the engine shows a refusal that
     /// never reached the gate's pipeline.
     pub fn observation(&self) -> String {

@@ -289,8 +289,13 @@ impl<'a> Call<'a> {
     /// Ask about the call, suggesting a precise rule for each subject no
     /// allow rule matched (none for an opaque call).
     fn ask(&self, why: String, mode_fix: Option<PermissionMode>, allowed: &Allowed) -> Verdict {
+        let nothing_to_match = self.subjects.iter().all(|s| s.is_empty());
         let rules = if self.a.opaque {
             Vec::new()
+        } else if nothing_to_match {
+            // A call with nothing to match (an MCP tool): the bare rule
+            // spelling its whole name is the precise one, and it allows it.
+            vec![Rule::new(self.tool, None)]
         } else {
             self.subjects
                 .iter()

@@ -348,10 +348,16 @@ fn server_wide_rules_and_exact_names_for_tools_with_nothing_to_match() {
         ..Default::default()
     };
     for m in [PermissionMode::Default, PermissionMode::Auto] {
-        assert!(
-            is_ask(&exec(&server, m, "mcp__github__delete_repo", &destructive)),
-            "{m}"
-        );
+        let asked = exec(&server, m, "mcp__github__delete_repo", &destructive);
+        // What it suggests is the rule that allows it (applied below).
+        let Verdict::Ask {
+            suggested_rules, ..
+        } = asked
+        else {
+            panic!("{m}: {asked:?}");
+        };
+        let got: Vec<String> = suggested_rules.iter().map(|r| r.to_string()).collect();
+        assert_eq!(got, ["mcp__github__delete_repo"], "{m}");
     }
     let named = perms(&["mcp__github__delete_repo"], &[], &[]);
     assert!(is_allow(&exec(

@@ -471,3 +471,41 @@ async fn a_session_approval_of_a_file_covers_every_file_tool_and_the_wait_is_not
         "the 1.5 s wait counted as the call's time: {first} ms"
     );
 }
+
+/// A call the user denies reports the time it took, not the time the
+/// user took to answer (as an approved call already did).
+#[tokio::test]
+async fn a_denied_calls_duration_leaves_out_the_time_the_user_took() {
+    let s = setup(
+        vec![Ok(shell_calls(&["cargo test"])), Ok(text("done"))],
+        Approvals::Events,
+    );
+    let mut events = Vec::new();
+    let mut sink = FnSink(|e: Event| {
+        if let Event::ApprovalRequired { reply, .. } = &e {
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(600));
+                reply.send(ApprovalDecision::deny());
+            });
+        }
+        events.push(e);
+    });
+    let outcome = (s.h.engine)
+        .run(
+            RunRequest::new("test it"),
+            CancellationToken::new(),
+            &mut sink,
+        )
+        .await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let took = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolFinished { duration_ms, .. } => Some(*duration_ms),
+            _ => None,
+        })
+        .unwrap();
+    assert!(took < 600, "the denied call took {took} ms");
+    assert!(s.ran.lock().unwrap().is_empty());
+}

@@ -320,6 +320,38 @@ async fn an_answer_right_after_a_failed_call_is_nudged_and_the_next_turn_must_ac
     );
 }
 
+/// A call the user's policy refused is not a failure to retry: the
+/// answer after it ("I could not run it") ends the run, with no nudge to
+/// try again (which contradicted the refusal's "do not retry it").
+#[tokio::test]
+async fn an_answer_right_after_a_refused_call_is_not_nudged_to_try_again() {
+    let ws = workspace_with(&[("a.txt", "x")]);
+    let provider = Scripted::new(vec![
+        Ok(calls(&[("c1", "write", json!({"path": "a.txt"}))])),
+        Ok(text("I was not allowed to change a.txt.")),
+    ]);
+    let wrote = Arc::new(std::sync::Mutex::new(0));
+    let w = wrote.clone();
+    let path = ws.path().to_path_buf();
+    let h = harness(provider, move |b| {
+        b.workspace(path)
+            .profile(Profile::Small)
+            .tool(Arc::new(Writer(w)))
+            .mode(rein_core::PermissionMode::Plan)
+    });
+    let (outcome, _) = h.run(RunRequest::new("Change a.txt")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    assert_eq!(outcome.final_text, "I was not allowed to change a.txt.");
+    assert_eq!(*wrote.lock().unwrap(), 0);
+    let stored = h.stored(&outcome).await;
+    assert!(
+        !stored
+            .iter()
+            .any(|m| matches!(m, Message::User { content } if content.starts_with("[rein]"))),
+        "{stored:?}"
+    );
+}
+
 /// The loop guard reads the text that comes with calls: the same long
 /// paragraph turn after turn stops the run, whatever the calls are.
 #[tokio::test]

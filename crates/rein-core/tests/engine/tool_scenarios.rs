@@ -459,3 +459,44 @@ async fn replaced_tools_are_gone_and_the_new_ones_offered() {
     assert!(!names(1).contains(&"sleep".to_string()), "{:?}", names(1));
     assert!(names(1).contains(&"write".to_string()), "{:?}", names(1));
 }
+
+/// A small model repeats `call_1` every turn (and may leave an id empty):
+/// the ids are made unique as the answer is committed, so each stored
+/// result pairs with its own call (what resume, hooks and telemetry read).
+#[tokio::test]
+async fn repeated_or_empty_call_ids_are_made_unique_before_they_are_committed() {
+    let h = harness(
+        Scripted::new(vec![
+            Ok(calls(&[(
+                "call_1",
+                "sleep",
+                json!({"ms": 1, "label": "first"}),
+            )])),
+            Ok(calls(&[
+                ("call_1", "sleep", json!({"ms": 1, "label": "second"})),
+                ("", "sleep", json!({"ms": 1, "label": "third"})),
+                ("", "sleep", json!({"ms": 1, "label": "fourth"})),
+            ])),
+            Ok(text("done")),
+        ]),
+        |b| b,
+    );
+    let (outcome, _) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    let stored = h.stored(&outcome).await;
+    let ids: Vec<String> = stored
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(a) => Some(a.tool_calls().map(|c| c.id.clone()).collect::<Vec<_>>()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(ids, ["call_1", "call_1_2", "call_2", "call_3"]);
+    // Each result names its own call, and carries that call's label.
+    let results = tool_results(&stored);
+    for (id, label) in ids.iter().zip(["first", "second", "third", "fourth"]) {
+        let result = results.iter().find(|r| &r.call_id == id).unwrap();
+        assert_eq!(result.output, label, "{results:?}");
+    }
+}

@@ -22,6 +22,9 @@ pub(crate) struct OutputBuilder {
     seen: Vec<(String, String)>,
     /// A call repeated one made earlier in this answer (small models loop).
     repeated: bool,
+    /// The start of a call that was cut off or cannot be read (a
+    /// `<tool_call>` whose body never completed): never shown as text.
+    broken: Option<String>,
 }
 
 impl OutputBuilder {
@@ -34,6 +37,7 @@ impl OutputBuilder {
             calls: 0,
             seen: Vec::new(),
             repeated: false,
+            broken: None,
         }
     }
 
@@ -50,14 +54,30 @@ impl OutputBuilder {
         self.repeated
     }
 
-    /// The answer ended: the chunks left, and whether it made tool calls.
-    pub(crate) fn finish(mut self) -> (Vec<StreamChunk>, bool) {
+    /// The answer ended: the chunks left, whether it made tool calls, and
+    /// the start of a call it began and never completed (or that cannot
+    /// be read), if any.
+    pub(crate) fn finish(mut self) -> (Vec<StreamChunk>, bool, Option<String>) {
         let tail = self.echo.finish();
         let mut chunks = self.push_past_echo(&tail);
         let holdback = std::mem::take(&mut self.holdback);
         let segments = holdback.finish();
         chunks.extend(self.convert(segments));
-        (chunks, self.calls > 0)
+        (chunks, self.calls > 0, self.broken)
+    }
+
+    /// Whether a candidate that holds no call is one begun and broken: it
+    /// opens a `<tool_call>` tag, or is JSON naming an offered tool.
+    fn is_broken_call(&self, text: &str) -> bool {
+        let text = text.trim_start();
+        if text.starts_with("<tool_call>") {
+            return true;
+        }
+        let names_tool = |t: &ToolSpec| {
+            let compact: String = text.split_whitespace().collect();
+            compact.starts_with(&format!("{{\"name\":\"{}\"", t.name))
+        };
+        text.starts_with('{') && self.offered.iter().any(names_tool)
     }
 
     fn push_past_echo(&mut self, text: &str) -> Vec<StreamChunk> {
@@ -72,6 +92,11 @@ impl OutputBuilder {
                 Segment::Text(text) => self.text(&text, &mut out),
                 Segment::Candidate(text) => {
                     let (rest, calls) = parse_tool_calls(&text, &self.offered);
+                    if calls.is_empty() && self.is_broken_call(&text) {
+                        let start: String = text.trim().chars().take(120).collect();
+                        self.broken.get_or_insert(start);
+                        continue;
+                    }
                     if calls.is_empty() {
                         self.text(&text, &mut out);
                         continue;
@@ -130,7 +155,7 @@ mod tests {
         for p in pieces {
             out.extend(b.push(p));
         }
-        let (rest, calls) = b.finish();
+        let (rest, calls, _) = b.finish();
         out.extend(rest);
         (out, calls)
     }
@@ -183,8 +208,8 @@ mod tests {
         assert!(!b.repeated());
         assert!(b.push(call).is_empty());
         assert!(b.repeated());
-        let (rest, calls) = b.finish();
-        assert!(rest.is_empty() && calls);
+        let (rest, calls, broken) = b.finish();
+        assert!(rest.is_empty() && calls && broken.is_none());
     }
 
     #[test]
@@ -199,5 +224,28 @@ mod tests {
             })
             .collect();
         assert_eq!(text, "x\n{\"name\": \"other\"} y");
+    }
+
+    /// A call the repetition stop (or the token limit) cut off is never
+    /// text for the user: it is reported as broken.
+    #[test]
+    fn a_cut_call_is_reported_and_never_shown_as_text() {
+        for cut in [
+            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"pa",
+            "{\"name\": \"read_file\", \"arguments\": {\"path\": ",
+        ] {
+            let mut b = OutputBuilder::new(&offered());
+            let mut out = b.push("Checking.\n");
+            out.extend(b.push(cut));
+            let (rest, calls, broken) = b.finish();
+            out.extend(rest);
+            assert!(!calls);
+            assert!(broken.unwrap().contains("read_file"), "{cut}");
+            let shown: Vec<&StreamChunk> = out
+                .iter()
+                .filter(|c| matches!(c, StreamChunk::TextDelta(t) if t.contains("name")))
+                .collect();
+            assert!(shown.is_empty(), "{out:?}");
+        }
     }
 }

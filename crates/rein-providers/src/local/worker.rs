@@ -522,9 +522,18 @@ fn close_stream(
     for chunk in output.push(&decoder.finish()) {
         send(chunk);
     }
-    let (rest, made_calls) = output.finish();
+    let (rest, made_calls, broken) = output.finish();
     for chunk in rest {
         send(chunk);
+    }
+    // A call begun and never completed is no answer: the attempt fails
+    // (and is retried), so it never becomes the task's answer.
+    if let Some(start) = broken.filter(|_| !made_calls) {
+        let _ = tx.send(Err(ProviderError::new(
+            ProviderErrorKind::Protocol,
+            format!("the model's tool call was cut off or cannot be read: {start}"),
+        )));
+        return;
     }
     send(StreamChunk::Usage(usage));
     send(StreamChunk::Done(if made_calls {

@@ -85,6 +85,7 @@ pub(super) async fn run_handler(handler: &Handler, input: &Value, launch: &HostL
     let mut child = match tokio::process::Command::from(launch.command("sh"))
         .arg("-c")
         .arg(&handler.command)
+        .envs(handler.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

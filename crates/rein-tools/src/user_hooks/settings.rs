@@ -23,6 +23,10 @@ pub struct Handler {
     /// Block the call when the hook itself fails.
     #[serde(default)]
     pub fail_closed: bool,
+    /// Variables the hook gets besides the usual ones (a plugin's hook:
+    /// its folder), never read from a settings file.
+    #[serde(skip)]
+    pub env: Vec<(String, String)>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -52,6 +56,12 @@ pub struct HookSet {
 impl HookSet {
     /// Add the `hooks` block of settings file `file` (the JSON value).
     pub fn add_block(&mut self, block: &Value, file: &Path) {
+        self.add_block_with_env(block, file, &[]);
+    }
+
+    /// [`HookSet::add_block`], each hook getting `env` too (a plugin's
+    /// hooks learn its folder).
+    pub fn add_block_with_env(&mut self, block: &Value, file: &Path, env: &[(String, String)]) {
         let groups: BTreeMap<String, Vec<Group>> = match serde_json::from_value(block.clone()) {
             Ok(g) => g,
             Err(e) => {
@@ -83,7 +93,8 @@ impl HookSet {
                     ));
                     continue;
                 }
-                for handler in group.hooks {
+                for mut handler in group.hooks {
+                    handler.env = env.to_vec();
                     if handler.kind != "command" || handler.command.trim().is_empty() {
                         self.notes.push(format!(
                             "{}: a {event} hook of type `{}` without a command is not run",

@@ -11,6 +11,7 @@ fn handler(command: &str) -> Handler {
         command: command.into(),
         timeout: Some(5),
         fail_closed: false,
+        env: Vec::new(),
     }
 }
 

@@ -102,9 +102,12 @@ async fn context_lines(app: &mut App, engine: &AgentEngine) -> Vec<String> {
     let total = fixed.total() + history;
     let mut lines = vec![
         format!(
-            "next request        about {total}{} of a {} window",
+            "next request        about {total}{} of {}",
             pct(total),
-            window.map_or_else(|| "unknown".into(), |w| format!("{w}-token"))
+            window.map_or_else(
+                || "a window of unknown size".into(),
+                |w| format!("a {w}-token window")
+            )
         ),
         format!(
             "  system prompt     {}{}",

@@ -40,6 +40,9 @@ pub struct Setup {
     pub prompt: Option<String>,
     /// The MCP servers, when some are configured.
     pub mcp: Option<McpView>,
+    /// Why configured servers were not started, for `/mcp` (none
+    /// running).
+    pub mcp_not_started: Option<String>,
     /// The custom commands (`.rein/commands/`, `.claude/commands/`,
     /// `$REIN_HOME/commands/`), offered as `/NAME`.
     pub commands: Vec<rein_core::commands::CustomCommand>,

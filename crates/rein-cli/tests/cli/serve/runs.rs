@@ -13,6 +13,15 @@ use crate::cli::support::*;
 fn serve_runs_a_prompt_asks_approval_over_http_and_streams_events() {
     let env = Env::new();
     let script = write_script(&env);
+    // A hook of the user's (so the session gets a hook transcript) and a
+    // command of theirs with a context line.
+    crate::cli::hooks::settings(
+        &env.home.path().join("settings.json"),
+        json!({"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "true"}]}]}),
+    );
+    let own = env.home.path().join("commands");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::write(own.join("mark.md"), "Mark: !`touch ran.txt`\n").unwrap();
     let s = Served::start(&env, &["--script", &script]);
     let id = create(&s, json!({"workspace": "proj"}));
     let (status, accepted) = s.call(
@@ -38,6 +47,14 @@ fn serve_runs_a_prompt_asks_approval_over_http_and_streams_events() {
         Some(json!({"text": "again"})),
     );
     assert_eq!(status, 409, "{busy}");
+    // So is a command to it: its context line never runs.
+    let (status, busy) = s.call(
+        "POST",
+        &format!("/sessions/{id}/prompt"),
+        Some(json!({"text": "/mark"})),
+    );
+    assert_eq!(status, 409, "{busy}");
+    assert!(!env.ws.path().join("proj/ran.txt").exists());
     let (status, _) = s.call(
         "POST",
         &format!("/sessions/{id}/approvals/w1"),
@@ -57,10 +74,23 @@ fn serve_runs_a_prompt_asks_approval_over_http_and_streams_events() {
     let rest = s.events_until(&id, Some(ids[2]), "stopped");
     assert_eq!(rest[0].0, ids[3]);
     assert_eq!(rest.len(), all.len() - 3);
+    // Its first run is a new session's, and its first prompt names it.
+    let started = all
+        .iter()
+        .find(|(_, e)| e["type"] == "run_started")
+        .unwrap();
+    assert_eq!(started.1["resumed"], false, "{started:?}");
     // The session is listed and stored.
     let (_, list) = s.call("GET", "/sessions", None);
     assert_eq!(list["sessions"][0]["id"], id.as_str(), "{list}");
+    assert_eq!(list["sessions"][0]["title"], "write out.txt", "{list}");
     assert_eq!(stored(&env, &id).len(), 4);
+    // Deleted, it takes its hook transcript with it.
+    let transcript = env.home.path().join(format!("transcripts/{id}.jsonl"));
+    assert!(transcript.exists());
+    let (status, _) = s.call("DELETE", &format!("/sessions/{id}"), None);
+    assert_eq!(status, 204);
+    assert!(!transcript.exists());
 }
 
 #[test]

@@ -112,3 +112,38 @@ fn the_app_calls_an_mcp_tool_and_slash_mcp_shows_the_server() {
     assert!(screen.contains("everything: 13 tools"), "{screen}");
     quit(&app);
 }
+
+/// On the small profile the configured servers are not started: `/mcp`
+/// says so and how to have them, never "no MCP servers configured".
+#[test]
+fn slash_mcp_on_the_small_profile_names_the_servers_that_were_not_started() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[mcp_servers.one]\ncommand = \"true\"\n[mcp_servers.two]\ncommand = \"true\"\n",
+    )
+    .unwrap();
+    let script = env.script("t.json", &json!({"model": "m", "turns": [{"text": "ok"}]}));
+    let app = Tmux::start(
+        &env,
+        &[
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            "--profile",
+            "small",
+        ],
+    );
+    app.wait_for("/help");
+    app.type_text("/mcp");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("MCP servers");
+    assert!(
+        screen.contains("2 MCP servers are configured but not started"),
+        "{screen}"
+    );
+    assert!(screen.contains("--profile full"), "{screen}");
+    assert!(!screen.contains("no MCP servers configured"), "{screen}");
+    quit(&app);
+}

@@ -130,3 +130,17 @@ fn exec_on_a_terminal_shows_the_local_models_progress_then_erases_it() {
         "the progress line was left on the screen:\n{screen}"
     );
 }
+
+/// The first Ctrl+C on an empty input says what the second does; the
+/// second quits.
+#[test]
+fn a_first_ctrl_c_on_an_empty_input_says_a_second_quits() {
+    let env = Env::new();
+    let script = env.script("t.json", &json!({"turns": [{"text": "ok"}]}));
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("/help");
+    app.keys(&["C-c"]);
+    app.wait_for("Ctrl+C again to quit");
+    app.keys(&["C-c"]);
+    app.wait_for("rein exited with");
+}

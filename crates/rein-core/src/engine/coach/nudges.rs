@@ -26,8 +26,11 @@ pub(crate) struct Looked {
     seen: String,
     /// The kinds of nudge the run got already.
     pub nudged: Vec<NudgeKind>,
-    /// Every call of the latest round failed.
+    /// Every call of the latest round failed (none was refused).
     pub last_round_failed: bool,
+    /// A call of the latest round was refused by the user's policy: an
+    /// answer after it (saying it could not) is not nudged to retry.
+    pub last_round_denied: bool,
     /// What the answer after a nudge must be.
     pub next: NextTurn,
     /// The request asks for a change: the workspace as it was when the
@@ -112,6 +115,9 @@ pub(crate) fn nudge(
     workspace: &Path,
 ) -> Option<(NudgeKind, String)> {
     let fresh = |kind| !looked.nudged.contains(&kind);
+    if looked.last_round_denied {
+        return None;
+    }
     if looked.last_round_failed && fresh(NudgeKind::FailedCall) {
         return Some((
             NudgeKind::FailedCall,
@@ -382,6 +388,18 @@ mod tests {
         assert!(n.contains("shows code for calc.py"), "{n}");
         assert!(!n.contains("not read"), "{n}");
         looked.wrote = true;
+        assert_eq!(nudge(answer, &looked, ws.path()), None);
+    }
+
+    #[test]
+    fn an_answer_right_after_a_refused_call_is_not_nudged_to_retry_it() {
+        let ws = workspace();
+        let looked = Looked {
+            last_round_denied: true,
+            ..Default::default()
+        };
+        // Not even for the code it shows: the change was refused.
+        let answer = "I could not edit calc.py: ```py\nreturn 1\n```";
         assert_eq!(nudge(answer, &looked, ws.path()), None);
     }
 

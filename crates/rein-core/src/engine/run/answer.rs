@@ -44,10 +44,11 @@ impl RunLoop<'_> {
                 .await?;
             outcome = self.ask(ctx).await;
         }
-        let (assistant, failure) = match outcome {
+        let (mut assistant, failure) = match outcome {
             Ok(a) => (a, None),
             Err(f) => (f.partial, Some(f.stop)),
         };
+        self.conv.unique_call_ids(&mut assistant);
         if let Some(u) = &assistant.usage {
             ctx.st.usage.add(u);
             if u.input_tokens > 0 {
