@@ -22,6 +22,7 @@
 mod agent;
 mod client_fs;
 mod client_terminal;
+mod elicit;
 mod mcp;
 mod permission;
 mod session;

@@ -37,10 +37,15 @@ pub struct Hosted {
     /// Makes each run's telemetry observer, when telemetry is on.
     observers: Option<rein_telemetry::Observers>,
     /// Kept alive for the engine's MCP servers and tools.
-    _extras: LoadedExtras,
+    extras: LoadedExtras,
 }
 
 impl Hosted {
+    /// The session's MCP servers, when it has any.
+    pub fn mcp(&self) -> Option<&std::sync::Arc<rein_mcp::McpHub>> {
+        self.extras.mcp.as_ref()
+    }
+
     /// A telemetry observer for one run, when telemetry is on.
     pub fn observer(&self) -> Option<rein_telemetry::RunObserver> {
         self.observers.as_ref().map(|o| o.observer())
@@ -132,7 +137,7 @@ impl Host {
             mode,
             prompts,
             observers: self.observers.clone(),
-            _extras: extras,
+            extras,
         })
     }
 

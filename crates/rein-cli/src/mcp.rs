@@ -33,6 +33,7 @@ pub fn lazy_tools(cfg: &Config, engine: &AgentEngine) -> LazyTools {
     }
 }
 
+pub(crate) mod browser;
 mod plugins;
 pub mod project;
 
@@ -61,6 +62,8 @@ pub(crate) fn launch(cfg: &Config, workspace: &Path) -> Launch {
         env_allow: cfg.permissions.env_allow.clone(),
         log_dir: Some(cfg.home.join("logs").join("mcp")),
         auth_dir: Some(auth_dir(cfg)),
+        browser: Some(browser::handle()),
+        asker: Default::default(),
     }
 }
 

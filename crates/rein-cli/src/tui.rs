@@ -154,13 +154,17 @@ fn provider_factory(cfg: crate::config::Config) -> rein_tui::ProviderFactory {
 }
 
 /// The MCP servers as the app shows them: their status, the notes that
-/// come later and the servers' prompts.
+/// come later, the servers' prompts, and their forms (the app asks the
+/// user instead of the server's policy).
 fn mcp_view(
     hub: Arc<rein_mcp::McpHub>,
     notes: tokio::sync::mpsc::UnboundedReceiver<String>,
 ) -> rein_tui::McpView {
+    let (forms_tx, forms) = tokio::sync::mpsc::unbounded_channel();
+    hub.set_asker(Arc::new(AppForms(forms_tx)));
     let for_prompt = hub.clone();
     rein_tui::McpView {
+        forms,
         status: Box::new(move || crate::mcp::status_lines(&hub)),
         notes,
         prompt: Arc::new(move |command: String, args: String| {
@@ -168,6 +172,35 @@ fn mcp_view(
             Box::pin(async move { hub.prompt_text(&command, &args).await })
                 as rein_tui::McpFuture<Result<String, String>>
         }),
+    }
+}
+
+/// The app as the asker of MCP servers' forms.
+struct AppForms(tokio::sync::mpsc::UnboundedSender<rein_tui::form::FormRequest>);
+
+#[async_trait::async_trait]
+impl rein_mcp::Asker for AppForms {
+    async fn ask(
+        &self,
+        server: &str,
+        message: &str,
+        schema: &serde_json::Value,
+    ) -> Option<rein_mcp::Answer> {
+        use rein_tui::form::{FormAnswer, FormRequest};
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let request = FormRequest {
+            server: server.to_string(),
+            message: message.to_string(),
+            schema: schema.clone(),
+            reply,
+        };
+        // The app is gone: the server's policy answers.
+        self.0.send(request).ok()?;
+        Some(match answer.await {
+            Ok(FormAnswer::Accept(content)) => rein_mcp::Answer::Accept(content),
+            Ok(FormAnswer::Decline) => rein_mcp::Answer::Decline,
+            Ok(FormAnswer::Cancel) | Err(_) => rein_mcp::Answer::Cancel,
+        })
     }
 }
 

@@ -18,6 +18,7 @@ mod cli {
     mod host_isolation;
     mod http_providers;
     mod mcp;
+    mod mcp_conformance;
     mod mcp_http;
     mod mcp_lifetime;
     mod memory;

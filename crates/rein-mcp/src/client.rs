@@ -1,11 +1,16 @@
-//! rein's side of an MCP session: who it says it is in the handshake, and
-//! what it does when a server says its tool list changed (reads it again,
-//! so the run's tools follow from the next turn).
+//! rein's side of an MCP session: who it says it is in the handshake (form
+//! elicitation included), what it does when a server says its tool list
+//! changed (reads it again, so the run's tools follow from the next turn),
+//! and how it answers a server's question ([`crate::elicit`]).
 
 use std::sync::Weak;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::ErrorData;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, Implementation,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 
 use crate::server::McpServer;
 
@@ -29,9 +34,26 @@ impl rmcp::ClientHandler for Client {
         }
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(server) = self.server.upgrade() else {
+            return Ok(crate::elicit::answer(Default::default(), &request));
+        };
+        let config = server.config();
+        let slot = &server.launch().asker;
+        Ok(crate::elicit::respond(slot, &config.name, config.elicitation, &request).await)
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::new());
+        capabilities.elicitation = Some(elicitation);
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("rein", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -1,12 +1,16 @@
 //! One server's settings, in the shape of Codex's `[mcp_servers.NAME]`:
 //! a local server (`command`, `args`, `env`, `cwd`) or a remote one
-//! (`url`, `headers`, `bearer_token_env_var`), never both.
+//! (`url`, `headers`, `bearer_token_env_var`, `oauth`), never both; and
+//! how its questions are answered when no one is asked (`elicitation`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::elicit::ElicitationPolicy;
+use crate::oauth_config::OAuthConfig;
 
 /// How rein reaches a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +55,10 @@ pub struct McpServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools (by the server's names) are never offered.
     pub disabled_tools: Vec<String>,
+    /// `[mcp_servers.NAME.oauth]`: the client and grant of its sign-in.
+    pub oauth: Option<OAuthConfig>,
+    /// How its elicitation requests are answered when no one is asked.
+    pub elicitation: ElicitationPolicy,
 }
 
 /// The table as written; [`McpServerConfig`] is what it means.
@@ -75,6 +83,9 @@ struct RawServer {
     enabled_tools: Option<Vec<String>>,
     #[serde(default)]
     disabled_tools: Vec<String>,
+    oauth: Option<OAuthConfig>,
+    #[serde(default)]
+    elicitation: ElicitationPolicy,
 }
 
 fn default_startup() -> u64 {
@@ -96,10 +107,15 @@ impl TryFrom<RawServer> for McpServerConfig {
                 if command.trim().is_empty() {
                     return Err("has an empty `command`".into());
                 }
-                if !raw.headers.is_empty() || raw.bearer_token_env_var.is_some() {
-                    return Err("sets `headers` or `bearer_token_env_var`, which only a \
+                if !raw.headers.is_empty()
+                    || raw.bearer_token_env_var.is_some()
+                    || raw.oauth.is_some()
+                {
+                    return Err(
+                        "sets `headers`, `bearer_token_env_var` or `oauth`, which only a \
                                 `url` server uses"
-                        .into());
+                            .into(),
+                    );
                 }
                 McpTransport::Stdio {
                     command,
@@ -132,6 +148,8 @@ impl TryFrom<RawServer> for McpServerConfig {
             enabled: raw.enabled,
             enabled_tools: raw.enabled_tools,
             disabled_tools: raw.disabled_tools,
+            oauth: raw.oauth,
+            elicitation: raw.elicitation,
         })
     }
 }
@@ -183,6 +201,8 @@ impl McpServerConfig {
             enabled: true,
             enabled_tools: None,
             disabled_tools: Vec::new(),
+            oauth: None,
+            elicitation: ElicitationPolicy::Decline,
         }
     }
 

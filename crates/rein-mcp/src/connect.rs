@@ -117,6 +117,25 @@ pub(crate) async fn http(server: &Arc<McpServer>, client: Client) -> Result<Conn
         transport = transport.auth_header(token.trim());
     }
     let http = http_client().map_err(|e| server.protocol(format!("cannot set up HTTP: {e}")))?;
+    if let (Some(dir), Some(oauth)) = (
+        &server.launch().auth_dir,
+        crate::grant::client_credentials_of(config),
+    ) {
+        // No refresh token in this grant: a token near its end is asked for again.
+        let file = TokenFile::new(dir, url);
+        if !file
+            .read()
+            .ok()
+            .flatten()
+            .is_some_and(|c| crate::grant::fresh(&c))
+        {
+            crate::grant::sign_in(config, oauth, file, &[])
+                .await
+                .map_err(|e| {
+                    server.protocol(format!("its client-credentials sign-in failed: {e}"))
+                })?;
+        }
+    }
     let tokens = match &server.launch().auth_dir {
         Some(dir) => oauth::stored_manager(url, TokenFile::new(dir, url))
             .await

@@ -31,6 +31,8 @@ pub fn schema_tokens(tools: &[Arc<dyn Tool>]) -> usize {
 /// The run's servers.
 pub struct McpHub {
     servers: Vec<Arc<McpServer>>,
+    /// Who answers the servers' forms (shared with their launch).
+    asker: crate::elicit::AskerSlot,
     /// Bumped whenever the set of tools changes.
     changed: Arc<watch::Sender<u64>>,
     /// The tools `tool_search` loaded.
@@ -55,6 +57,7 @@ impl McpHub {
         let names: Vec<&str> = enabled.iter().map(|c| c.name.as_str()).collect();
         let prefixes = server_prefixes(&names);
         let changed = Arc::new(watch::Sender::new(0));
+        let asker = launch.asker.clone();
         let launch = Arc::new(launch);
         let servers: Vec<Arc<McpServer>> = enabled
             .into_iter()
@@ -66,9 +69,15 @@ impl McpHub {
         }
         Arc::new(McpHub {
             servers,
+            asker,
             changed,
             loaded: Loaded::default(),
         })
+    }
+
+    /// Send the servers' form requests to `asker` (a person) from now on.
+    pub fn set_asker(&self, asker: Arc<dyn crate::elicit::Asker>) {
+        self.asker.set(asker);
     }
 
     /// What the model is offered of the servers' tools: all of them, or,

@@ -27,24 +27,33 @@ mod client;
 mod config;
 mod connect;
 mod content;
+mod elicit;
 mod error;
+mod grant;
 mod hub;
+mod jwt;
 mod naming;
 mod oauth;
+mod oauth_config;
+mod probe;
 mod prompts;
 mod search;
 mod server;
 mod stderr;
+mod stepup;
 mod tool;
 
 pub use config::{McpServerConfig, McpTransport};
+pub use elicit::{ASK_WAIT, Answer, Asker, AskerSlot, ElicitationPolicy};
 pub use error::McpError;
 pub use hub::{LazyTools, McpHub, schema_tokens};
 pub use naming::{exposed_name, server_prefixes};
 pub use oauth::{LOGIN_WAIT, LoginOutcome, LoginUi, TokenFile, login};
+pub use oauth_config::{Grant, OAuthConfig, Secret, SigningAlgorithm};
 pub use prompts::PromptCommand;
 pub use search::{TOOL_SEARCH, ToolSearch};
 pub use server::{Launch, McpServer, ServerReport, ServerStatus};
+pub use stepup::{Browser, BrowserHandle};
 pub use tool::McpTool;
 
 /// Makes ring rustls's process-wide crypto provider, which HTTP servers and

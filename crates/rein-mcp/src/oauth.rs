@@ -1,8 +1,12 @@
 //! OAuth 2.1 for remote servers: `rein mcp login NAME` (authorization code
-//! with PKCE, the client registered dynamically, the browser sent back to a
-//! one-shot listener on 127.0.0.1), and the tokens it gets, kept per server
-//! URL in `$REIN_HOME/mcp-auth/` (owner-only files) and refreshed before
-//! they expire by every later connection.
+//! with PKCE, the browser sent back to a one-shot listener on 127.0.0.1;
+//! the client pre-registered in `[mcp_servers.NAME.oauth]`, else named by
+//! its client ID metadata document when one is configured and the server
+//! supports them, else registered dynamically; or, with `grant =
+//! "client_credentials"`, [`crate::grant`] with no browser), and the
+//! tokens it gets, kept per server URL in `$REIN_HOME/mcp-auth/`
+//! (owner-only files) and refreshed before they expire by every later
+//! connection.
 //!
 //! Tokens are keyed by the URL, not the server's name: a repository that
 //! names its own server like one of the user's gets no token for it, and a
@@ -14,13 +18,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
-    StoredCredentials,
+    StoredCredentials, WWWAuthenticateParams,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{McpServerConfig, McpTransport};
+use crate::probe::{Probe, challenge};
 
 /// How long `login` waits for the browser to come back.
 pub const LOGIN_WAIT: Duration = Duration::from_secs(300);
@@ -58,7 +63,7 @@ impl TokenFile {
         self.read().ok().flatten().is_some()
     }
 
-    fn read(&self) -> std::io::Result<Option<StoredCredentials>> {
+    pub(crate) fn read(&self) -> std::io::Result<Option<StoredCredentials>> {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -146,6 +151,12 @@ pub enum LoginOutcome {
 pub trait LoginUi {
     /// The browser must open `url` (rein prints it and may open it).
     fn open(&mut self, url: &str);
+
+    /// Whether no one can come back from the page (no browser could be
+    /// opened and no one was told): the sign-in stops instead of waiting.
+    fn gave_up(&self) -> bool {
+        false
+    }
 }
 
 /// Sign in to the remote server `config`: its challenge read from an
@@ -156,7 +167,18 @@ pub trait LoginUi {
 pub async fn login(
     config: &McpServerConfig,
     file: TokenFile,
-    ui: &mut dyn LoginUi,
+    ui: &mut (dyn LoginUi + Send),
+) -> Result<LoginOutcome, AuthError> {
+    authorize(config, file, ui, &[]).await
+}
+
+/// [`login`], asking for `scopes` (with those the server named) when some
+/// are given: a step-up to a larger scope.
+pub(crate) async fn authorize(
+    config: &McpServerConfig,
+    file: TokenFile,
+    ui: &mut (dyn LoginUi + Send),
+    scopes: &[String],
 ) -> Result<LoginOutcome, AuthError> {
     crate::install_tls_provider();
     let McpTransport::Http { url, headers, .. } = &config.transport else {
@@ -165,6 +187,10 @@ pub async fn login(
             config.name
         )));
     };
+    if let Some(oauth) = crate::grant::client_credentials_of(config) {
+        crate::grant::sign_in(config, oauth, file, &[]).await?;
+        return Ok(LoginOutcome::SignedIn);
+    }
     let challenge = match challenge(url, headers).await? {
         Probe::Open => return Ok(LoginOutcome::NotNeeded),
         Probe::Unauthorized(challenge) => challenge,
@@ -184,7 +210,17 @@ pub async fn login(
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await?;
     manager.set_metadata(metadata.metadata);
-    let mut request = AuthorizationRequest::new(&redirect).with_client_name("rein");
+    let mut request = client_request(config, &redirect).map_err(AuthError::InternalError)?;
+    if !scopes.is_empty() {
+        let mut all = request.scopes.clone();
+        all.extend(
+            scopes
+                .iter()
+                .filter(|s| !request.scopes.contains(s))
+                .cloned(),
+        );
+        request = request.with_scopes(all);
+    }
     if let Some(challenge) = challenge {
         request = request.with_challenge(challenge);
     }
@@ -192,6 +228,9 @@ pub async fn login(
         .await
         .map_err(|(_, e)| e)?;
     ui.open(&session.auth_url);
+    if ui.gave_up() {
+        return Err(AuthError::AuthorizationRequired);
+    }
 
     let back = tokio::time::timeout(LOGIN_WAIT, callback(&listener))
         .await
@@ -207,52 +246,40 @@ pub async fn login(
     Ok(LoginOutcome::SignedIn)
 }
 
-/// How a server answers an initialize request sent without a token.
-enum Probe {
-    /// It took it: there is nothing to sign in to.
-    Open,
-    /// 401, with its `WWW-Authenticate` challenge when it gave one (the
-    /// challenge points at its OAuth metadata; without one, discovery
-    /// tries the well-known paths).
-    Unauthorized(Option<String>),
+/// Who rein is to the authorization server, from the server's oauth table:
+/// a pre-registered client (with its secret), a client ID metadata
+/// document, or (the fallback rmcp takes) dynamic registration as "rein".
+fn client_request(
+    config: &McpServerConfig,
+    redirect: &str,
+) -> Result<AuthorizationRequest, String> {
+    // The first sign-in asks for the scope the server's challenge names
+    // (else what its metadata lists); a step-up adds to it.
+    let mut request = AuthorizationRequest::new(redirect)
+        .with_client_name("rein")
+        .with_initial_scope_selection();
+    let Some(oauth) = &config.oauth else {
+        return Ok(request);
+    };
+    if let Some(id) = &oauth.client_id {
+        request = request.with_preregistered_client(id);
+        if let Some(secret) = oauth.secret()? {
+            request = request.with_client_secret(secret.expose());
+        }
+    }
+    if let Some(url) = &oauth.client_metadata_url {
+        request = request.with_client_metadata_url(url);
+    }
+    if !oauth.scopes.is_empty() {
+        request = request.with_scopes(oauth.scopes.iter().cloned());
+    }
+    Ok(request)
 }
 
-async fn challenge(
-    url: &str,
-    headers: &std::collections::BTreeMap<String, String>,
-) -> Result<Probe, AuthError> {
-    let client =
-        crate::connect::http_client().map_err(|e| AuthError::InternalError(e.to_string()))?;
-    let body = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")},
-        },
-    });
-    let mut request = client
-        .post(url)
-        .timeout(Duration::from_secs(30))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    for (k, v) in headers {
-        request = request.header(k, v);
-    }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| AuthError::InternalError(format!("cannot reach {url}: {e}")))?;
-    if response.status().is_success() {
-        return Ok(Probe::Open);
-    }
-    Ok(Probe::Unauthorized(
-        response
-            .headers()
-            .get(reqwest::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
-    ))
+/// The `scope` a `WWW-Authenticate` challenge asks for.
+pub(crate) fn scope_of(challenge: &str, url: &str) -> Option<String> {
+    let base = reqwest::Url::parse(url).ok()?;
+    WWWAuthenticateParams::parse(challenge, &base).scope
 }
 
 /// Wait for the browser's request to `/callback` and answer it; returns its

@@ -36,6 +36,12 @@ pub struct Launch {
     /// Where OAuth tokens of remote servers are kept (`rein mcp login`);
     /// without one, remote servers get only their static headers.
     pub auth_dir: Option<PathBuf>,
+    /// Opens the page of a step-up sign-in during a run; without one, a
+    /// server that wants more scope is told to `rein mcp login`.
+    pub browser: Option<crate::stepup::BrowserHandle>,
+    /// Who answers servers' forms, once a front end that can ask a person
+    /// installs one ([`crate::McpHub::set_asker`]).
+    pub asker: crate::elicit::AskerSlot,
 }
 
 /// Where a server is in its life.
@@ -87,6 +93,8 @@ struct State {
     listed: Vec<rmcp::model::Tool>,
     error: Option<String>,
     restarts: u32,
+    /// Step-up sign-ins made in this run.
+    step_ups: u32,
     conn: Option<Arc<Connection>>,
 }
 
@@ -122,6 +130,7 @@ impl McpServer {
                 listed: Vec::new(),
                 error: None,
                 restarts: 0,
+                step_ups: 0,
                 conn: None,
             }),
             connecting: tokio::sync::Mutex::new(()),
@@ -262,9 +271,28 @@ impl McpServer {
         &self.launch
     }
 
-    /// The server's tools this configuration offers.
-    async fn list(&self, conn: &Connection) -> Result<Vec<rmcp::model::Tool>, McpError> {
-        let listed = conn.service.list_all_tools().await.map_err(|e| {
+    /// Count a step-up sign-in; false when the run's are used up.
+    pub(crate) fn count_step_up(&self) -> bool {
+        let mut state = self.state();
+        if state.step_ups >= crate::stepup::MAX_STEP_UPS {
+            return false;
+        }
+        state.step_ups += 1;
+        true
+    }
+
+    /// The server's tools this configuration offers (after a step-up to
+    /// the scope listing them needs, when it says so).
+    async fn list(self: &Arc<Self>, conn: &Connection) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        let mut listed = conn.service.list_all_tools().await;
+        while let Err(e) = &listed {
+            match self.step_up(e).await {
+                Some(Ok(())) => listed = conn.service.list_all_tools().await,
+                Some(Err(why)) => return Err(why),
+                None => break,
+            }
+        }
+        let listed = listed.map_err(|e| {
             self.protocol(format!(
                 "listing its tools failed: {e}{}",
                 conn.stderr.quoted()
@@ -304,7 +332,16 @@ impl McpServer {
     ) -> Result<CallToolResult, McpError> {
         let conn = self.live().await?;
         let params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
-        match conn.service.call_tool(params).await {
+        let mut called = conn.service.call_tool(params.clone()).await;
+        // A refusal for want of scope: signed in again for it, sent again.
+        while let Err(e) = &called {
+            match self.step_up(e).await {
+                Some(Ok(())) => called = conn.service.call_tool(params.clone()).await,
+                Some(Err(why)) => return Err(why),
+                None => break,
+            }
+        }
+        match called {
             Ok(result) => Ok(result),
             Err(e) => {
                 let mut message = format!("calling `{name}` failed: {e}{}", conn.stderr.quoted());

@@ -52,6 +52,8 @@ fn launch(ws: &std::path::Path) -> Launch {
         env_allow: Vec::new(),
         log_dir: Some(ws.join("logs")),
         auth_dir: None,
+        browser: None,
+        asker: Default::default(),
     }
 }
 

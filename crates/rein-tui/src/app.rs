@@ -143,6 +143,8 @@ pub enum Modal {
     /// The checkpoints of the session, to go back to one (Esc Esc,
     /// `/rewind`).
     Rewind(RewindPicker),
+    /// An MCP server's form.
+    Form(Box<crate::form::Form>),
 }
 
 /// The completion popup.
@@ -175,6 +177,8 @@ pub struct App {
     pub modal: Option<Modal>,
     pub popup: Option<Popup>,
     pub approvals: VecDeque<PendingApproval>,
+    /// MCP servers' forms waiting for the modal.
+    pub forms: VecDeque<crate::form::Form>,
     /// Messages typed during a run, not yet delivered.
     pub queued: Vec<String>,
     /// Finished cells, waiting to go to the scrollback.
@@ -243,6 +247,7 @@ impl App {
             modal: None,
             popup: None,
             approvals: VecDeque::new(),
+            forms: VecDeque::new(),
             queued: Vec::new(),
             inserts: Vec::new(),
             streamed_cells: 0,

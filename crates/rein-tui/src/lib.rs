@@ -8,6 +8,7 @@ pub mod cells;
 pub mod complete;
 pub mod diff;
 pub mod editor;
+pub mod form;
 pub mod highlight;
 pub mod history;
 pub mod markdown;

@@ -16,6 +16,7 @@ use crate::cells::{Cell, fit, one_line};
 use crate::theme::{Role, Theme};
 
 mod approval;
+mod form;
 mod rewind;
 pub use approval::grants_line;
 use approval::{approval_summary, draw_approval};
@@ -125,6 +126,7 @@ fn modal_height(app: &App, width: u16) -> u16 {
         Some(Modal::Resume { sessions, .. }) => (sessions.len() as u16).min(10) + 3,
         Some(Modal::PlanDone) => 5,
         Some(Modal::Rewind(p)) => rewind_height(p, width),
+        Some(Modal::Form(f)) => form::form_height(f, width),
     }
 }
 
@@ -419,6 +421,7 @@ fn draw_modal(app: &App, frame: &mut Frame, area: Rect) {
             frame.render_widget(Paragraph::new(lines).block(block), area);
         }
         Some(Modal::Rewind(p)) => draw_rewind(app, p, frame, area),
+        Some(Modal::Form(f)) => form::draw_form(app, f, frame, area),
         None => {}
     }
 }

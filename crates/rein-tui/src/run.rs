@@ -134,6 +134,10 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
         let (_, empty) = mpsc::unbounded_channel();
         std::mem::replace(&mut m.notes, empty)
     });
+    let mut mcp_forms = setup.mcp.as_mut().map(|m| {
+        let (_, empty) = mpsc::unbounded_channel();
+        std::mem::replace(&mut m.forms, empty)
+    });
     let mut notes = setup.notes.take();
     let mut lp = Loop::start(setup, events_tx, side_tx).await;
     let mut screen = Screen::start(render::MIN_HEIGHT, alternate_screen)?;
@@ -169,6 +173,10 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
                 lp.app.notice(note);
                 Vec::new()
             }
+            Some(form) = next_note(&mut mcp_forms) => {
+                lp.app.show_form(form);
+                Vec::new()
+            }
             _ = tick.tick(), if lp.app.animating() || lp.app.hint.is_some() => {
                 lp.app.on_tick();
                 Vec::new()
@@ -194,9 +202,9 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
     Ok(lp.app.status.session_id.clone())
 }
 
-/// The next note (an MCP server's, telemetry's), or never when nothing
-/// says any.
-async fn next_note(notes: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+/// The next note (an MCP server's, telemetry's) or form, or never when
+/// nothing sends any.
+async fn next_note<T>(notes: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
     match notes {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,

@@ -103,6 +103,12 @@ impl AcpAgent {
             .engine(&workspace, cfg)
             .await
             .map_err(host_error)?;
+        let caps = self
+            .client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        super::elicit::install(hosted.mcp(), &caps, &id, client);
         let client_writes = client_fs::install(&hosted.engine, self.through(), &id, client);
         let terminal_calls =
             client_terminal::install(&hosted.engine, self.offers_terminal(), &id, client);

@@ -65,5 +65,9 @@ fn server(server: &McpServer) -> Result<McpServerConfig, AcpError> {
         enabled: true,
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        // The editor's servers carry no client credentials, and their
+        // questions are declined.
+        oauth: None,
+        elicitation: rein_mcp::ElicitationPolicy::Decline,
     })
 }

@@ -468,6 +468,24 @@ impl crate::config::Config {
             ));
             return;
         }
+        if config.oauth.is_some() {
+            // Client secrets and keys are the user's: a repository may not
+            // set them, nor pick the client a server signs in as.
+            self.mcp_notes.push(format!(
+                "{file}: server `{name}` sets `oauth`, which only your own config may set; it \
+                 is not started"
+            ));
+            return;
+        }
+        let mut config = config;
+        if config.elicitation != rein_mcp::ElicitationPolicy::Decline {
+            // Whether a server's questions are answered for you is yours to say.
+            self.mcp_notes.push(format!(
+                "{file}: server `{name}` sets `elicitation`, which only your own config may \
+                 set; its questions are declined"
+            ));
+            config.elicitation = rein_mcp::ElicitationPolicy::Decline;
+        }
         if self.mcp_servers.iter().any(|s| s.name == name) {
             self.mcp_notes.push(format!(
                 "{file}: server `{name}` has the name of one of your own servers; yours is used"

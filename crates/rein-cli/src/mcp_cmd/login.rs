@@ -99,39 +99,11 @@ impl LoginUi for Terminal {
             rein_mcp::LOGIN_WAIT.as_secs()
         ));
         if !self.no_browser
-            && let Err(e) = open_browser(url)
+            && let Err(e) = crate::mcp::browser::open(url)
         {
             err(&format!(
                 "rein: could not open a browser ({e}); open the page by hand"
             ));
         }
     }
-}
-
-/// Open `url` in the user's browser: `$BROWSER URL`, or `xdg-open URL` on
-/// a desktop. Only http(s) pages are opened (the URL is the authorization
-/// server's).
-fn open_browser(url: &str) -> anyhow::Result<()> {
-    if !(url.starts_with("https://") || url.starts_with("http://")) {
-        anyhow::bail!("the sign-in page is not an http(s) URL");
-    }
-    let program = match std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
-        Some(browser) => browser,
-        None if std::env::var_os("DISPLAY").is_some()
-            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
-        {
-            "xdg-open".into()
-        }
-        None => anyhow::bail!("no desktop here and $BROWSER is not set"),
-    };
-    // The user's desktop program, with the desktop's environment, but
-    // never started in the workspace (a repository's files are not its).
-    std::process::Command::new(program)
-        .arg(url)
-        .current_dir(rein_core::host_process::neutral_dir())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    Ok(())
 }

@@ -51,6 +51,10 @@ struct Client {
     terminals: terminal::Terminals,
     /// The `terminal/*` requests received.
     terminal_asked: Vec<Value>,
+    /// The editor's answer to `elicitation/create` (a form).
+    form_answer: Value,
+    /// The forms received.
+    forms: Vec<Value>,
 }
 
 impl Client {
@@ -92,6 +96,8 @@ impl Client {
             fs_asked: Vec::new(),
             terminals: terminal::Terminals::default(),
             terminal_asked: Vec::new(),
+            form_answer: json!({"action": "decline"}),
+            forms: Vec::new(),
         };
         let init = client.request(
             "initialize",
@@ -149,6 +155,11 @@ impl Client {
             self.send(
                 json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}}),
             );
+        }
+        if message["method"] == "elicitation/create" {
+            self.forms.push(message.clone());
+            let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": self.form_answer});
+            self.send(reply);
         }
         if let Some(method) = message["method"].as_str()
             && method.starts_with("fs/")

@@ -543,3 +543,32 @@ fn a_sub_agent_calls_an_mcp_tool_through_the_same_hooks() {
     assert_eq!(logged.trim().lines().count(), 1, "{logged}");
     assert!(logged.contains("\"agent_id\":\"agent-"), "{logged}");
 }
+
+/// A headless run never waits on a server's form: by default it is
+/// declined at once, and `accept-defaults` does not guess a required field
+/// the schema gives no default (the reference server's `name`).
+#[test]
+fn a_headless_run_answers_a_servers_form_by_its_policy_without_waiting() {
+    let Some(server) = everything() else { return };
+    for policy in ["", "elicitation = \"accept-defaults\"\n"] {
+        let more = format!("{policy}\n[permissions]\nallow = [\"mcp__everything__*\"]\n");
+        let env = with_everything(&server, &more);
+        let script = env.script(
+            "s.json",
+            &json!({"turns": [
+                {"tool_calls": [{"name": "mcp__everything__trigger-elicitation-request",
+                                 "arguments": {}}]},
+                {"text": "done"}
+            ]}),
+        );
+        let o = env.replay_json(&script, &["go"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let events = json_lines(&o);
+        let finished = events
+            .iter()
+            .find(|e| e["type"] == "tool_finished")
+            .unwrap_or_else(|| panic!("{events:?}"));
+        let output = finished["output_preview"].as_str().unwrap();
+        assert!(output.contains("User declined"), "{policy}: {output}");
+    }
+}

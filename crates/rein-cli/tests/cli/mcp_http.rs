@@ -3,7 +3,8 @@
 //! with a browser that approves, a whole `rein exec --json` run calling the
 //! server's tool, `rein mcp logout`. The server is built with the Python
 //! SDK (its own authorization server), which `.ci/run` installs under
-//! `~/.cache/rein/pymcp`; without it the test says so and passes.
+//! `~/.cache/rein/pymcp`; without it the test says so and passes. And a
+//! client secret in a server's `oauth` table never shows in output.
 
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -220,4 +221,59 @@ fn remote_server_commands_refuse_bad_input_in_one_line() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = env.rein(&["mcp", "login", "gone", "--no-browser"]);
     assert_clean_failure(&o, 1, "signing in to `gone` failed");
+}
+
+/// A client secret in `[mcp_servers.NAME.oauth]` is used, never shown:
+/// not by `rein mcp get` or `list`, nor in a sign-in that fails.
+#[test]
+fn an_oauth_client_secret_never_appears_in_output() {
+    let env = Env::new();
+    let secret = "s3cret-do-not-print-7f2a";
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.m2m]\nurl = \"http://127.0.0.1:1/mcp\"\nstartup_timeout_sec = 5\n\n\
+             [mcp_servers.m2m.oauth]\nclient_id = \"rein-ci\"\nclient_secret = {secret:?}\n\
+             grant = \"client_credentials\"\n"
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["mcp", "get", "m2m"][..],
+        &["mcp", "get", "m2m", "--json"],
+        &["mcp", "list"],
+        &["mcp", "login", "m2m"],
+    ] {
+        let o = env.rein(args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(!all.contains(secret), "{args:?}: {all}");
+        assert!(!all.contains("panicked"), "{args:?}: {all}");
+    }
+    let o = env.rein(&["mcp", "login", "m2m"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("signing in to `m2m` failed"),
+        "{}",
+        stderr(&o)
+    );
+    let logs = env.home.path().join("logs");
+    if logs.exists() {
+        for entry in walk(&logs) {
+            let text = std::fs::read_to_string(&entry).unwrap_or_default();
+            assert!(!text.contains(secret), "{}", entry.display());
+        }
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -156,6 +156,7 @@ impl App {
         match modal {
             Modal::Approval { feedback } => self.approval_key(key, feedback),
             Modal::Rewind(picker) => self.rewind_key(key, picker),
+            Modal::Form(form) => self.form_key(key, form),
             Modal::Resume {
                 sessions,
                 mut filter,
@@ -278,12 +279,79 @@ impl App {
         Vec::new()
     }
 
-    /// Answer the front approval and show the next one, if any.
+    /// Answer the front approval and show the next one, if any (else a
+    /// waiting form).
     pub(super) fn decide(&mut self, decision: ApprovalDecision) {
         if let Some(p) = self.approvals.pop_front() {
             p.reply.send(decision);
         }
         self.modal = (!self.approvals.is_empty()).then_some(Modal::Approval { feedback: None });
         self.approval_shown = self.modal.is_some().then(std::time::Instant::now);
+        self.next_form();
+    }
+
+    /// An MCP server's form: shown now, or when the modal is free.
+    pub fn show_form(&mut self, request: crate::form::FormRequest) {
+        self.forms.push_back(crate::form::Form::new(request));
+        self.next_form();
+    }
+
+    fn next_form(&mut self) {
+        if self.modal.is_none()
+            && let Some(form) = self.forms.pop_front()
+        {
+            self.popup = None;
+            self.modal = Some(Modal::Form(Box::new(form)));
+        }
+    }
+
+    fn form_key(&mut self, key: KeyEvent, mut form: Box<crate::form::Form>) -> Vec<Action> {
+        use crate::form::FormAnswer;
+        let answer = match key.code {
+            KeyCode::Esc => Some(FormAnswer::Cancel),
+            KeyCode::Char('d') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(FormAnswer::Decline)
+            }
+            KeyCode::Enter => match form.content() {
+                Ok(content) => Some(FormAnswer::Accept(content)),
+                Err(problem) => {
+                    form.problem = Some(problem);
+                    None
+                }
+            },
+            KeyCode::Up | KeyCode::BackTab => {
+                form.previous();
+                None
+            }
+            KeyCode::Down | KeyCode::Tab => {
+                form.next();
+                None
+            }
+            KeyCode::Left => {
+                form.cycle(-1);
+                None
+            }
+            KeyCode::Right => {
+                form.cycle(1);
+                None
+            }
+            KeyCode::Backspace => {
+                form.backspace();
+                None
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                form.type_char(c);
+                None
+            }
+            _ => None,
+        };
+        match answer {
+            Some(answer) => {
+                form.answer(answer);
+                self.next_form();
+            }
+            None => self.modal = Some(Modal::Form(form)),
+        }
+        Vec::new()
     }
 }

@@ -125,4 +125,6 @@ pub struct McpView {
     pub notes: mpsc::UnboundedReceiver<String>,
     /// The text of a prompt command with its arguments.
     pub prompt: McpPrompt,
+    /// The servers' forms, shown as they come.
+    pub forms: mpsc::UnboundedReceiver<crate::form::FormRequest>,
 }

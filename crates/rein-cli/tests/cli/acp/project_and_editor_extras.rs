@@ -94,3 +94,64 @@ fn acp_starts_the_mcp_servers_the_editor_passes_and_offers_their_tools() {
         "{r}"
     );
 }
+
+/// An MCP server's form goes to an editor that offers forms, and its
+/// answer is the server's; an editor that does not offer them is never
+/// asked (the server's policy, decline, answers).
+#[test]
+fn acp_sends_an_mcp_servers_form_to_the_editor_that_offers_forms() {
+    let Some(server) = crate::cli::mcp::everything() else {
+        return;
+    };
+    let env = Env::new();
+    let turns = json!({"turns": [
+        {"tool_calls": [{"id": "e1", "name": "mcp__everything__trigger-elicitation-request",
+                         "arguments": {}}]},
+        {"text": "done"}
+    ]});
+    let servers = json!([{"name": "everything", "command": server, "args": ["stdio"], "env": []}]);
+    let tool_output = |env: &Env, session: &str| {
+        let stored = stored(env, session);
+        let result = stored.iter().find(|m| m["role"] == "tool").cloned();
+        result.unwrap_or_else(|| panic!("{stored:?}"))["output"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    let script = env.script("forms.json", &turns);
+    let offers = json!({"elicitation": {"form": {}}});
+    let mut c = Client::start_offering(&env, &script, &["--profile", "full"], offers);
+    c.form_answer = json!({"action": "accept", "content": {"name": "Ada Lovelace", "integer": 7}});
+    let r = c.request(
+        "session/new",
+        json!({"cwd": env.ws.path(), "mcpServers": servers}),
+    );
+    let session = r["result"]["sessionId"].as_str().unwrap().to_string();
+    let done = c.prompt(&session, "ask me");
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{:#?}", c.seen);
+    assert_eq!(c.forms.len(), 1, "{:#?}", c.seen);
+    let form = &c.forms[0]["params"];
+    assert_eq!(form["sessionId"], session.as_str(), "{form}");
+    assert_eq!(form["mode"], "form", "{form}");
+    assert_eq!(
+        form["requestedSchema"]["properties"]["integer"]["default"], 42,
+        "{form}"
+    );
+    let output = tool_output(&env, &session);
+    assert!(output.contains("- Name: Ada Lovelace"), "{output}");
+    assert!(output.contains("- Favorite Integer: 7"), "{output}");
+
+    let env = Env::new();
+    let script = env.script("plain.json", &turns);
+    let mut c = Client::start(&env, &script, &["--profile", "full"]);
+    let r = c.request(
+        "session/new",
+        json!({"cwd": env.ws.path(), "mcpServers": servers}),
+    );
+    let session = r["result"]["sessionId"].as_str().unwrap().to_string();
+    c.prompt(&session, "ask me");
+    assert!(c.forms.is_empty(), "{:#?}", c.forms);
+    let output = tool_output(&env, &session);
+    assert!(output.contains("declined"), "{output}");
+}

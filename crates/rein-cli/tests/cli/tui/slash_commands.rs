@@ -109,8 +109,84 @@ fn the_app_calls_an_mcp_tool_and_slash_mcp_shows_the_server() {
     app.type_text("/mcp");
     app.keys(&["Enter"]);
     let screen = app.wait_for("MCP servers");
-    assert!(screen.contains("everything: 13 tools"), "{screen}");
+    // rein announces form elicitation, so the server offers its tool
+    // that asks the user.
+    assert!(screen.contains("everything: 14 tools"), "{screen}");
+    assert!(screen.contains("trigger-elicitation-request"), "{screen}");
     quit(&app);
+}
+
+/// An MCP server's form in the app (the reference server's, whose `name`
+/// is required and has no default): the defaults are shown, Enter with the
+/// name typed accepts (the server gets the name and the defaults), Ctrl+D
+/// declines.
+#[test]
+fn the_app_shows_a_servers_form_with_its_defaults_and_sends_accept_and_decline() {
+    let Some(server) = crate::cli::mcp::everything() else {
+        return;
+    };
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[permissions]\nallow = [\"mcp__everything__*\"]\n\n[mcp_servers.everything]\n\
+             command = {:?}\nargs = [\"stdio\"]\nstartup_timeout_sec = 60\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let call = json!({"tool_calls": [{"name": "mcp__everything__trigger-elicitation-request",
+                                      "arguments": {}}]});
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [call, call, {"text": "Both forms answered."}]}),
+    );
+    let app = Tmux::start(
+        &env,
+        &["--provider", "replay", "--script", &script, "ask me"],
+    );
+    let screen = app.wait_for("MCP form");
+    assert!(screen.contains("`everything` asks"), "{screen}");
+    assert!(
+        screen.contains("It was a dark and stormy night."),
+        "{screen}"
+    );
+    assert!(screen.contains("42"), "{screen}");
+    // Enter before the required name is filled does not accept.
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("is required");
+    assert!(screen.contains("MCP form"), "{screen}");
+    app.type_text("Ada Lovelace");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("User provided the requested information");
+    assert!(screen.contains("MCP form"), "the second form: {screen}");
+    app.keys(&["C-d"]);
+    let screen = app.wait_for("Both forms answered.");
+    assert!(screen.contains("User declined"), "{screen}");
+    quit(&app);
+    // The server got the typed name and the defaults.
+    let list = env.rein(&["sessions", "list", "--json"]);
+    let sessions = json_lines(&list);
+    let id = sessions[0]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sessions:?}"));
+    let outputs: Vec<String> = stored(&env, id)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["output"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(outputs.len(), 2, "{outputs:?}");
+    assert!(
+        outputs[0].contains("- Name: Ada Lovelace"),
+        "{}",
+        outputs[0]
+    );
+    assert!(
+        outputs[0].contains("- Favorite Integer: 42"),
+        "{}",
+        outputs[0]
+    );
+    assert!(outputs[1].contains("User declined"), "{}", outputs[1]);
 }
 
 /// On the small profile the configured servers are not started: `/mcp`
