@@ -30,6 +30,8 @@ pub const LOG_NAME: &str = "rein-skipped.log";
 pub enum Component {
     /// `@modelcontextprotocol/server-everything` under ~/.cache/rein/npm.
     McpReferenceServer,
+    /// The official MCP conformance suite under ~/.cache/rein/conformance.
+    McpConformance,
     /// The official Python MCP SDK under ~/.cache/rein/pymcp.
     PythonMcpSdk,
     /// The official Python `opentelemetry-proto` package under ~/.cache/rein/pyotel.
@@ -62,6 +64,9 @@ impl Component {
         match self {
             Component::McpReferenceServer => {
                 "the MCP reference server (.ci/run installs it with npm into ~/.cache/rein/npm)"
+            }
+            Component::McpConformance => {
+                "the MCP conformance suite (.ci/run installs it with npm into ~/.cache/rein/conformance)"
             }
             Component::PythonMcpSdk => {
                 "the Python MCP SDK (.ci/run installs it with pip into ~/.cache/rein/pymcp)"
