@@ -316,7 +316,11 @@ fn main() {
     let _ = child.wait();
     println!(
         "| {} | {} | {completed}/{} | {:.1} ms | {:.1} ms | {peak:.0} MiB | {:.4} s | {:.1} s |",
-        if o.postgres { "PostgreSQL" } else { "SQLite" },
+        match (o.postgres, pg::durable()) {
+            (false, _) => "SQLite",
+            (true, true) => "PostgreSQL (durable)",
+            (true, false) => "PostgreSQL (fsync off)",
+        },
         o.turns,
         o.sessions,
         percentile(&gaps, 0.5).as_secs_f64() * 1000.0,
@@ -326,5 +330,6 @@ fn main() {
     );
     if !failures.is_empty() {
         println!("not completed: {failures:?}");
+        std::process::exit(1);
     }
 }

@@ -20,6 +20,7 @@ mod cli {
     mod mcp;
     mod mcp_conformance;
     mod mcp_http;
+    mod mcp_lifetime;
     mod memory;
     mod model;
     mod otel;

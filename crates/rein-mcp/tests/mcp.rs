@@ -30,9 +30,9 @@ fn everything() -> Option<PathBuf> {
     if path.exists() {
         Some(path)
     } else {
-        eprintln!(
-            "skipped: the MCP reference server is not installed ({})",
-            path.display()
+        rein_test_support::skip(
+            rein_test_support::Component::McpReferenceServer,
+            format!("not installed ({})", path.display()),
         );
         None
     }
@@ -291,9 +291,9 @@ fn python_sdk() -> Option<PathBuf> {
     if dir.join("mcp").is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipped: the Python MCP SDK is not installed ({})",
-            dir.display()
+        rein_test_support::skip(
+            rein_test_support::Component::PythonMcpSdk,
+            format!("not installed ({})", dir.display()),
         );
         None
     }

@@ -49,7 +49,7 @@
 //! - a sub-agent's run as `invoke_agent {agent}` under its `execute_tool
 //!   task` span;
 //! - metrics `gen_ai.client.token.usage`, `gen_ai.client.operation.duration`,
-//!   `gen_ai.execute_tool.duration`, `rein.tool.errors` and `rein.cost.usd`
+//!   `rein.tool.duration`, `rein.tool.errors` and `rein.cost.usd`
 //!   (cumulative, see [Metrics](#metrics)).
 //!
 //! Prompts, answers, tool arguments and results are recorded only when

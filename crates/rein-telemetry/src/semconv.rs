@@ -54,6 +54,8 @@ pub const OP_EXECUTE_TOOL: &str = "execute_tool";
 /// Metric names.
 pub const METRIC_TOKEN_USAGE: &str = "gen_ai.client.token.usage";
 pub const METRIC_OPERATION_DURATION: &str = "gen_ai.client.operation.duration";
-pub const METRIC_TOOL_DURATION: &str = "gen_ai.execute_tool.duration";
+/// rein's own: the GenAI conventions publish no tool-duration metric
+/// (checked by the `independent` telemetry test against their package).
+pub const METRIC_TOOL_DURATION: &str = "rein.tool.duration";
 pub const METRIC_TOOL_ERRORS: &str = "rein.tool.errors";
 pub const METRIC_COST: &str = "rein.cost.usd";

@@ -199,7 +199,10 @@ fn a_rewritten_hook_script_is_not_run_until_the_folder_is_trusted_again() {
 #[test]
 fn the_model_cannot_rewrite_what_a_hook_or_an_approved_server_runs() {
     if which("bwrap").is_none() {
-        eprintln!("skipped: bubblewrap is not installed");
+        rein_test_support::skip(
+            rein_test_support::Component::Bubblewrap,
+            "bubblewrap is not installed",
+        );
         return;
     }
     let env = Env::new();

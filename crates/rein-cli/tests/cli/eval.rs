@@ -497,7 +497,12 @@ fn an_eval_task_runs_on_a_fresh_store_and_not_the_users_store_or_servers() {
     std::fs::remove_dir_all(kept).unwrap();
 }
 
-/// The public suite on the real local model (slow: minutes). Run with
+/// Floor under the default (1.5B) model's last recorded count on the public
+/// suite, 10/34 (BENCHMARKS.md; greedy decoding, so a drop is a change).
+const PUBLIC_SUITE_FLOOR: usize = 8;
+
+/// The public suite on the real default local model (slow: tens of
+/// minutes; the 1.5B model must be in the models folder). Run with
 /// `cargo test --release -p rein-cli --test cli -- --ignored --nocapture the_public_suite_on`.
 #[test]
 #[ignore]
@@ -515,6 +520,8 @@ fn the_public_suite_on_the_local_model() {
             suite.to_str().unwrap(),
             "--provider",
             "local",
+            "--model",
+            "medium",
             "--out",
         ])
         .arg(&out)
@@ -524,9 +531,20 @@ fn the_public_suite_on_the_local_model() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     println!("{report}");
     let records = results(&out);
-    assert!(records.len() >= 30);
+    let tasks = std::fs::read_dir(&suite)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
+    assert_eq!(records.len(), tasks, "every task of the suite has a record");
+    let solved = records.iter().filter(|r| r["solved"] == true).count();
     assert!(
-        records.iter().any(|r| r["solved"] == true),
-        "nothing solved"
+        solved >= PUBLIC_SUITE_FLOOR,
+        "{solved}/{tasks} solved, floor {PUBLIC_SUITE_FLOOR}"
     );
 }

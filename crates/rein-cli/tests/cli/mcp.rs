@@ -19,9 +19,9 @@ pub fn everything() -> Option<PathBuf> {
     if path.exists() {
         Some(path)
     } else {
-        eprintln!(
-            "skipped: the MCP reference server is not installed ({})",
-            path.display()
+        rein_test_support::skip(
+            rein_test_support::Component::McpReferenceServer,
+            format!("not installed ({})", path.display()),
         );
         None
     }
@@ -442,7 +442,10 @@ pub fn with_python_server(env: &Env) -> bool {
     };
     let sdk = std::path::PathBuf::from(home).join(".cache/rein/pymcp");
     if !sdk.join("mcp").is_dir() {
-        eprintln!("skipped: the Python MCP SDK is not installed");
+        rein_test_support::skip(
+            rein_test_support::Component::PythonMcpSdk,
+            "the Python MCP SDK is not installed",
+        );
         return false;
     }
     let server = repo_root().join("crates/rein-mcp/tests/servers/python_sdk_server.py");

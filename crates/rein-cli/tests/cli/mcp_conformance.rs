@@ -7,7 +7,7 @@
 //! failure fails the test, and so does one of them passing (a stale entry).
 //!
 //! Without the suite the test says it skipped, unless
-//! `REIN_REQUIRE_CONFORMANCE=1` (CI), when it fails.
+//! `REIN_REQUIRE_ALL=1` (CI), when it fails.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -65,14 +65,10 @@ fn suite() -> Option<PathBuf> {
     if bin.exists() && version.contains(&format!("\"version\": \"{VERSION}\"")) {
         return Some(bin);
     }
-    let why = format!(
-        "the MCP conformance suite {VERSION} is not installed in {}",
-        dir.display()
+    rein_test_support::skip(
+        rein_test_support::Component::McpConformance,
+        format!("{VERSION} is not installed in {}", dir.display()),
     );
-    if std::env::var("REIN_REQUIRE_CONFORMANCE").is_ok_and(|v| v == "1") {
-        panic!("{why} (REIN_REQUIRE_CONFORMANCE=1)");
-    }
-    eprintln!("skipped: {why}");
     None
 }
 

@@ -29,9 +29,9 @@ fn python_sdk() -> Option<PathBuf> {
     if dir.join("mcp").is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipped: the Python MCP SDK is not installed ({})",
-            dir.display()
+        rein_test_support::skip(
+            rein_test_support::Component::PythonMcpSdk,
+            format!("not installed ({})", dir.display()),
         );
         None
     }

@@ -33,8 +33,9 @@ pub(super) fn real_model() -> Option<PathBuf> {
         .into_iter()
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() == SMALL_SIZE));
     if found.is_none() {
-        eprintln!(
-            "skipped: the real model is not here (set REIN_MODEL_PATH or run scripts/fetch-model.sh)"
+        rein_test_support::skip(
+            rein_test_support::Component::Model,
+            "not here (set REIN_MODEL_PATH or run scripts/fetch-model.sh)",
         );
     }
     found

@@ -74,7 +74,7 @@ fn bash_output(events: &[Value]) -> String {
 #[test]
 fn commands_never_see_rein_home_not_even_in_plan_mode() {
     if !rein_tools::sandbox::can_apply(&rein_core::SandboxPolicy::default()) {
-        eprintln!("no sandbox here: skipped");
+        rein_test_support::skip(rein_test_support::Component::AnySandbox, "no sandbox here");
         return;
     }
     let d = dirs();
@@ -95,7 +95,7 @@ fn commands_never_see_rein_home_not_even_in_plan_mode() {
 #[test]
 fn sandbox_limits_from_the_user_config_reach_commands() {
     if !rein_tools::sandbox::can_apply(&rein_core::SandboxPolicy::default()) {
-        eprintln!("no sandbox here: skipped");
+        rein_test_support::skip(rein_test_support::Component::AnySandbox, "no sandbox here");
         return;
     }
     let d = dirs();

@@ -14,6 +14,7 @@ use super::support::*;
 
 mod guards;
 mod openapi;
+mod remote;
 mod runs;
 
 /// A `rein serve` process and how to reach it.
@@ -48,8 +49,10 @@ impl Served {
             if stderr.read_line(&mut line).unwrap() == 0 {
                 panic!("rein serve ended before listening: {line}");
             }
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.split_whitespace().next().unwrap().to_string();
+            // http:// or, with --tls-cert, https://
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let url = rest.split_whitespace().next().unwrap();
+                break url.split("://").nth(1).unwrap().to_string();
             }
         };
         // Keep draining stderr so the server never blocks on it.

@@ -294,7 +294,7 @@ fn in_the_home_plan_mode_file_tools_never_read_token_stores_or_rein_home() {
 #[test]
 fn in_the_home_a_sandboxed_command_finds_the_token_stores_empty() {
     if !rein_tools::sandbox::can_apply(&rein_core::SandboxPolicy::default()) {
-        eprintln!("no sandbox here: skipped");
+        rein_test_support::skip(rein_test_support::Component::AnySandbox, "no sandbox here");
         return;
     }
     let home = Home::new();

@@ -1,5 +1,9 @@
 //! Measurements behind the provider's defaults (ignored; see the crate's
-//! header for the command).
+//! header for the command). Each prints its figures (BENCHMARKS.md, "The
+//! embedded local model") and then fails below a stated floor: a share of
+//! the last recorded count (temperature 0 or fixed seeds, so a drop is a
+//! change, not luck), or half the last recorded speed on the same machine
+//! class (2 cores).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,6 +20,14 @@ use crate::{
     ReadFile, bash_spec, complete, config, engine_system, list_dir_spec, load, read_file_spec,
     serial, tools,
 };
+
+/// Floors under the recorded figures (9/10, 7/10 and 11/20 of 20 with no
+/// malformed call; 137 and 23.7 tok/s in release on 2 cores).
+const ANSWERS_FLOOR: usize = 8;
+const WHOLE_RUNS_FLOOR: usize = 6;
+const GRAMMAR_VALID_FLOOR: usize = 9;
+const PROMPT_TOKS_FLOOR: f64 = 137.0 / 2.0;
+const GEN_TOKS_FLOOR: f64 = 23.7 / 2.0;
 
 /// (file, content, question, expected answer)
 const FACT_TASKS: [(&str, &str, &str, &str); 10] = [
@@ -189,6 +201,12 @@ async fn measure_tool_results_modes() {
         println!(
             "RESULT tool_results_as_user={as_user}: {answered}/10 answers use the result; {went_on}/5 read the file the result points to"
         );
+        if as_user {
+            assert!(
+                answered >= ANSWERS_FLOOR,
+                "results as user text (the default): {answered}/10 answers use the result, floor {ANSWERS_FLOOR}"
+            );
+        }
     }
     if std::env::var_os("MEASURE_NO_LOOP").is_some() {
         return;
@@ -225,6 +243,12 @@ async fn measure_tool_results_modes() {
             );
         }
         println!("RESULT whole runs: tool_results_as_user={as_user}: {right}/10 runs answer right");
+        if as_user {
+            assert!(
+                right >= WHOLE_RUNS_FLOOR,
+                "whole runs (the default): {right}/10 right, floor {WHOLE_RUNS_FLOOR}"
+            );
+        }
     }
 }
 
@@ -315,6 +339,14 @@ async fn measure_grammar_call_validity() {
         println!(
             "RESULT grammar={grammar}: {valid}/20 valid calls, {invalid} malformed or wrong, {none} answered without a call"
         );
+        if grammar {
+            // The grammar's promise: no malformed call, and at least the floor valid.
+            assert_eq!(invalid, 0, "malformed calls with the grammar on");
+            assert!(
+                valid >= GRAMMAR_VALID_FLOOR,
+                "grammar on: {valid}/20 valid calls, floor {GRAMMAR_VALID_FLOOR}"
+            );
+        }
     }
 }
 
@@ -356,12 +388,25 @@ async fn measure_speed() {
     let usage = usage.unwrap();
     let first = first.unwrap();
     let gen_secs = (total - first).as_secs_f64();
+    let prompt_rate = usage.input_tokens as f64 / first.as_secs_f64();
+    let gen_rate = (usage.output_tokens.saturating_sub(1)) as f64 / gen_secs;
     println!(
-        "RESULT prompt {} tokens, first text after {:.2}s ({:.0} prompt tok/s); {} tokens generated at {:.1} tok/s",
+        "RESULT prompt {} tokens, first text after {:.2}s ({prompt_rate:.0} prompt tok/s); {} tokens generated at {gen_rate:.1} tok/s",
         usage.input_tokens,
         first.as_secs_f64(),
-        usage.input_tokens as f64 / first.as_secs_f64(),
         usage.output_tokens,
-        (usage.output_tokens.saturating_sub(1)) as f64 / gen_secs
+    );
+    assert!(
+        usage.output_tokens > 100,
+        "only {} tokens generated",
+        usage.output_tokens
+    );
+    assert!(
+        prompt_rate >= PROMPT_TOKS_FLOOR,
+        "prompt {prompt_rate:.0} tok/s, floor {PROMPT_TOKS_FLOOR}"
+    );
+    assert!(
+        gen_rate >= GEN_TOKS_FLOOR,
+        "generation {gen_rate:.1} tok/s, floor {GEN_TOKS_FLOOR}"
     );
 }

@@ -30,6 +30,8 @@ pub struct Received {
     pub requests: Vec<Seen>,
     pub traces: Vec<ExportTraceServiceRequest>,
     pub metrics: Vec<ExportMetricsServiceRequest>,
+    /// The bodies as they arrived (path, bytes), for a decoder of others.
+    pub bodies: Vec<(String, Bytes)>,
 }
 
 /// A receiver running until the test ends.
@@ -88,6 +90,11 @@ impl Receiver {
             .unwrap_or_default()
     }
 
+    /// The bodies of accepted requests, in arrival order.
+    pub fn bodies(&self) -> Vec<(String, Bytes)> {
+        self.received.lock().unwrap().bodies.clone()
+    }
+
     pub fn requests(&self) -> Vec<Seen> {
         self.received.lock().unwrap().requests.clone()
     }
@@ -121,6 +128,7 @@ async fn answer(
     {
         let mut r = state.lock().unwrap();
         if status == 200 {
+            r.bodies.push((seen.path.clone(), body.clone()));
             match seen.path.as_str() {
                 "/v1/traces" => r
                     .traces

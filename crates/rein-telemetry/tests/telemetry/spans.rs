@@ -10,7 +10,7 @@ use crate::events::{PROMPT, SECRET_ARGS, SHUTDOWN, config, scenario};
 use crate::receiver::Receiver;
 
 /// Run the scenario through an observer into a fresh receiver.
-async fn exported(capture: bool) -> Receiver {
+pub(crate) async fn exported(capture: bool) -> Receiver {
     let receiver = Receiver::start(200).await;
     let endpoint = receiver.endpoint();
     let (config, lines) = config(
@@ -295,7 +295,7 @@ async fn metrics_count_tokens_durations_tool_errors_and_cost() {
     };
     assert_eq!(h.data_points.iter().map(|p| p.count).sum::<u64>(), 4);
 
-    let tools = metric(&metrics, "gen_ai.execute_tool.duration");
+    let tools = metric(&metrics, "rein.tool.duration");
     let Some(Data::Histogram(h)) = &tools.data else {
         panic!()
     };

@@ -50,7 +50,10 @@ fn bwrap() -> Option<impl Tool> {
         "bubblewrap is not usable here (missing, or namespaces are forbidden); install \
          bubblewrap, or set {ALLOW_NONE}=1 to skip the sandbox tests knowingly"
     );
-    eprintln!("sandbox: none (bubblewrap not usable; skipped because {ALLOW_NONE}=1)");
+    rein_test_support::skip(
+        rein_test_support::Component::Bubblewrap,
+        format!("bubblewrap not usable; {ALLOW_NONE}=1"),
+    );
     None
 }
 
@@ -64,10 +67,13 @@ fn landlock() -> Option<impl Tool> {
         );
         return Some(Bash::with_sandbox(SandboxKind::Landlock));
     }
-    eprintln!("landlock: not supported by this kernel");
     assert!(
         sandbox::bubblewrap_usable() || none_allowed(),
         "neither Landlock nor bubblewrap works here; set {ALLOW_NONE}=1 to skip knowingly"
+    );
+    rein_test_support::skip(
+        rein_test_support::Component::Landlock,
+        "not supported by this kernel",
     );
     None
 }

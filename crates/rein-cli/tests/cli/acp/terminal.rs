@@ -354,7 +354,10 @@ fn acp_editor_terminal_commands_never_see_the_editor_secrets() {
 #[test]
 fn acp_editor_terminal_commands_stay_in_rein_sandbox() {
     if !rein_tools::sandbox::can_apply(&rein_core::SandboxPolicy::default()) {
-        eprintln!("no sandbox here (neither bubblewrap nor Landlock): skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::AnySandbox,
+            "no sandbox here (neither bubblewrap nor Landlock)",
+        );
         return;
     }
     let env = Env::new();

@@ -179,3 +179,41 @@ fn the_real_model_verifies() {
             .to_string()
     );
 }
+
+/// A fresh `rein exec` (no provider, no key, no model configured) picks the
+/// default 1.5B model's file when both known files are in the models
+/// folder; checked without downloading it: the files here are GGUF stubs of
+/// the wrong size, so the run stops at the size check, naming the file it
+/// chose.
+#[test]
+fn a_fresh_exec_picks_the_1_5b_model_by_default() {
+    let env = Env::new();
+    let models = tempfile::tempdir().unwrap();
+    let medium = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+    for name in [SMALL_FILE, medium] {
+        std::fs::write(models.path().join(name), b"GGUF stub").unwrap();
+    }
+    let o = env
+        .command()
+        .env("REIN_MODELS_DIR", models.path())
+        .args(["exec", "hello"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(
+        err.contains(medium) && err.contains("expected 1117320768"),
+        "{err}"
+    );
+    assert!(!err.contains(SMALL_FILE), "{err}");
+    // With only the 0.5B file there, it is still not picked.
+    std::fs::remove_file(models.path().join(medium)).unwrap();
+    let o = env
+        .command()
+        .env("REIN_MODELS_DIR", models.path())
+        .args(["exec", "hello"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    assert!(!stderr(&o).contains(SMALL_FILE), "{}", stderr(&o));
+}

@@ -36,7 +36,10 @@ fn have_pip() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: `python3 -m pip` is not available");
+        rein_test_support::skip(
+            rein_test_support::Component::ModelPackages,
+            "`python3 -m pip` is not available",
+        );
     }
     ok
 }
@@ -60,9 +63,12 @@ fn cached_small_wheels() -> Option<PathBuf> {
             .any(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
     });
     if !all_there || !have_pip() {
-        eprintln!(
-            "skipped: the small model's packages are not in {} (scripts/fetch-model.sh puts them there)",
-            wheels.display()
+        rein_test_support::skip(
+            rein_test_support::Component::ModelPackages,
+            format!(
+                "not in {} (scripts/fetch-model.sh puts them there)",
+                wheels.display()
+            ),
         );
         return None;
     }

@@ -72,7 +72,10 @@ fn the_app_calls_an_mcp_tool_and_slash_mcp_shows_the_server() {
     let server = std::path::PathBuf::from(home)
         .join(".cache/rein/npm/node_modules/.bin/mcp-server-everything");
     if !server.exists() {
-        eprintln!("skipped: the MCP reference server is not installed");
+        rein_test_support::skip(
+            rein_test_support::Component::McpReferenceServer,
+            "the MCP reference server is not installed",
+        );
         return;
     }
     let env = Env::new();

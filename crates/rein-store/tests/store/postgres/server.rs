@@ -13,6 +13,10 @@
 //!
 //! Each test gets a database of its own, so tests running in parallel never
 //! see each other's rows.
+//!
+//! No server binaries is a skip (through rein-test-support, so a failure
+//! under `REIN_REQUIRE_ALL=1`); binaries found but a server that does not
+//! start (initdb, setpriv, chown, readiness) is a failure, with its log.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -64,12 +68,22 @@ pub fn with_dbname(url: &str, db: &str) -> String {
     kept.join(" ")
 }
 
-static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
+/// Why there is no server.
+#[derive(Debug, Clone)]
+pub enum NoServer {
+    /// No PostgreSQL server binaries on this machine: a skip.
+    Missing(String),
+    /// Found, but it did not start (or a database could not be made): a
+    /// failure, with what the server said.
+    Failed(String),
+}
+
+static SERVER: OnceLock<Result<Server, NoServer>> = OnceLock::new();
 static NEXT_DB: AtomicU32 = AtomicU32::new(0);
 
 /// A fresh, empty database for the test `name`, as a connection string;
-/// `Err` says why there is no PostgreSQL (the caller skips).
-pub async fn fresh_db(name: &str) -> Result<String, String> {
+/// `Err` says why there is no PostgreSQL.
+pub async fn fresh_db(name: &str) -> Result<String, NoServer> {
     let server = SERVER.get_or_init(start).as_ref().map_err(Clone::clone)?;
     let db = format!(
         "t{}_{}_{}",
@@ -84,25 +98,29 @@ pub async fn fresh_db(name: &str) -> Result<String, String> {
     let admin = server.url.clone();
     let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
         .await
-        .map_err(|e| format!("cannot connect to the test server ({admin}): {e}"))?;
+        .map_err(|e| {
+            NoServer::Failed(format!("cannot connect to the test server ({admin}): {e}"))
+        })?;
     let io = tokio::spawn(connection);
     client
         .batch_execute(&format!("CREATE DATABASE \"{db}\""))
         .await
-        .map_err(|e| format!("cannot create a test database: {e:?}"))?;
+        .map_err(|e| NoServer::Failed(format!("cannot create a test database: {e:?}")))?;
     drop(client);
     let _ = io.await;
     Ok(server.url_for(&db))
 }
 
-/// The URL for the test `name`, or a `skipped:` line and `None`.
+/// The URL for the test `name`; `None` (a recorded skip) without server
+/// binaries; a panic with the server's log when one was found but failed.
 pub async fn db_or_skip(name: &str) -> Option<String> {
     match fresh_db(name).await {
         Ok(url) => Some(url),
-        Err(reason) => {
-            eprintln!("skipped: {name}: {reason}");
+        Err(NoServer::Missing(reason)) => {
+            rein_test_support::skip(rein_test_support::Component::Postgres, reason);
             None
         }
+        Err(NoServer::Failed(reason)) => panic!("{name}: PostgreSQL failed: {reason}"),
     }
 }
 
@@ -115,11 +133,18 @@ pub async fn raw(url: &str) -> tokio_postgres::Client {
     client
 }
 
-fn start() -> Result<Server, String> {
+fn start() -> Result<Server, NoServer> {
     if let Ok(url) = std::env::var("REIN_TEST_POSTGRES_URL") {
         return Ok(Server { url });
     }
-    let bin = find_bin_dir().ok_or("no PostgreSQL server binaries (initdb, postgres) found")?;
+    let bin = find_bin_dir().ok_or_else(|| {
+        NoServer::Missing("no PostgreSQL server binaries (initdb, postgres) found".into())
+    })?;
+    start_cluster(&bin).map_err(NoServer::Failed)
+}
+
+/// A throwaway cluster from the binaries in `bin`, started and ready.
+fn start_cluster(bin: &Path) -> Result<Server, String> {
     remove_stale_clusters();
     let dir = tempfile::Builder::new()
         .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
@@ -146,7 +171,7 @@ fn start() -> Result<Server, String> {
         "--no-sync",
     ]);
     run(&mut initdb)?;
-    let pid = spawn_postmaster(as_postgres, &bin, &dir, &data)?;
+    let pid = spawn_postmaster(as_postgres, bin, &dir, &data)?;
     stop_at_exit(pid, dir.clone());
     wait_ready(&data, &dir)?;
     Ok(Server {
@@ -228,6 +253,13 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     ))
 }
 
+/// Whether the throwaway server keeps PostgreSQL's durable defaults (fsync,
+/// synchronous commit, full-page writes): `REIN_TEST_POSTGRES_DURABLE=1`,
+/// for benchmarks that compare stores at the same durability.
+pub fn durable() -> bool {
+    std::env::var("REIN_TEST_POSTGRES_DURABLE").is_ok_and(|v| v == "1")
+}
+
 /// Start the server from a thread that never ends: a parent-death signal
 /// fires when the spawning *thread* exits, and test threads come and go.
 fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> Result<u32, String> {
@@ -238,12 +270,15 @@ fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> R
         .arg(dir)
         .args(["-p", &PORT.to_string()])
         .args(["-c", "listen_addresses="])
-        // Throwaway data: durability only slows the tests down.
-        .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
-        .args(["-c", "full_page_writes=off", "-c", "max_connections=300"])
+        .args(["-c", "max_connections=300"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?);
+    if !durable() {
+        // Throwaway data: durability only slows the tests down.
+        cmd.args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
+            .args(["-c", "full_page_writes=off"]);
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("postgres-parent".into())

@@ -194,7 +194,7 @@ pub fn ordinary() -> Vec<Case> {
 #[tokio::test]
 async fn commands_cannot_plant_git_metadata_at_any_depth() {
     if !have("git", &["--version"]) {
-        eprintln!("git does not run here: skipped");
+        rein_test_support::skip(rein_test_support::Component::Git, "git does not run here");
         return;
     }
     run_cases(planted(), &[])
@@ -205,7 +205,7 @@ async fn commands_cannot_plant_git_metadata_at_any_depth() {
 #[tokio::test]
 async fn ordinary_git_work_still_succeeds_in_the_sandbox() {
     if !have("git", &["--version"]) {
-        eprintln!("git does not run here: skipped");
+        rein_test_support::skip(rein_test_support::Component::Git, "git does not run here");
         return;
     }
     run_cases(ordinary(), &[]).await.assert("ordinary git work");

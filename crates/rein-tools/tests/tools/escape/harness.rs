@@ -311,6 +311,10 @@ pub fn sandbox_kind() -> Option<SandboxKind> {
             "no sandbox works here; install bubblewrap, or set REIN_ALLOW_NO_SANDBOX=1 to skip \
              the rows that run commands knowingly"
         );
+        rein_test_support::skip(
+            rein_test_support::Component::AnySandbox,
+            "REIN_ALLOW_NO_SANDBOX=1",
+        );
         return None;
     }
     Some(kind)
@@ -363,11 +367,17 @@ pub async fn run_cases(cases: Vec<Case>, extra: &[(&str, String)]) -> Outcome {
     };
     for case in cases {
         if case.runs_bash() && kind.is_none() {
-            eprintln!("skipped `{}`: no sandbox", case.name);
+            rein_test_support::skip(
+                rein_test_support::Component::AnySandbox,
+                format!("`{}`: no sandbox", case.name),
+            );
             continue;
         }
         if case.needs_bwrap && kind != Some(SandboxKind::Bubblewrap) {
-            eprintln!("skipped `{}`: it relies on bubblewrap", case.name);
+            rein_test_support::skip(
+                rein_test_support::Component::Bubblewrap,
+                format!("`{}`: it relies on bubblewrap", case.name),
+            );
             continue;
         }
         let mut fx = Fixture::new(case.ws_is_home);

@@ -192,12 +192,20 @@ fn folded(out: &str) -> String {
 /// root, exempt from `RLIMIT_NPROC`) nothing but the timeout would, so the
 /// bombs are not set off.
 fn bombs_are_safe_here() -> bool {
-    let cgroup = sandbox::cgroup_available();
+    let cgroup = rein_test_support::cgroup_usable();
+    assert_eq!(
+        sandbox::cgroup_available(),
+        cgroup,
+        "rein's probe disagrees"
+    );
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     eprintln!("cgroup per command: {cgroup}; root: {root}");
     if !cgroup && root {
-        eprintln!("no cgroup can be made and root ignores RLIMIT_NPROC: fork bombs skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Cgroup,
+            "no cgroup can be made and root ignores RLIMIT_NPROC",
+        );
         return false;
     }
     true
@@ -240,7 +248,7 @@ async fn fork_bombs_end_within_the_timeout_and_leave_nothing_behind() {
             out.contains("timed out") || exit_code(&out).is_some(),
             "{name}: neither timed out nor exited:\n{shown}"
         );
-        if sandbox::cgroup_available() {
+        if rein_test_support::cgroup_usable() {
             assert!(
                 out.contains("process limit (64) reached"),
                 "{name}: the observation does not name the process limit:\n{shown}"
@@ -291,7 +299,10 @@ async fn a_write_past_the_file_size_limit_fails_clearly() {
 #[tokio::test]
 async fn the_private_tmp_fills_only_to_its_cap() {
     if sandbox_kind() != Some(SandboxKind::Bubblewrap) {
-        eprintln!("only bubblewrap gives a private /tmp: skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Bubblewrap,
+            "only bubblewrap gives a private /tmp",
+        );
         return;
     }
     assert!(
@@ -427,12 +438,18 @@ async fn a_call_waiting_for_a_slot_can_be_cancelled() {
 
 #[tokio::test]
 async fn a_command_past_the_memory_cap_is_killed_and_told_so() {
-    if sandbox_kind().is_none() || !sandbox::cgroup_available() {
-        eprintln!("no cgroup per command here: skipped");
+    if sandbox_kind().is_none() || !rein_test_support::cgroup_usable() {
+        rein_test_support::skip(
+            rein_test_support::Component::Cgroup,
+            "no cgroup per command here",
+        );
         return;
     }
     if !have("python3", &["-c", "pass"]) {
-        eprintln!("python3 does not run here: skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Python3,
+            "python3 does not run here",
+        );
         return;
     }
     let lim = Lim::new().await;

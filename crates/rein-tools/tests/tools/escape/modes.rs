@@ -46,7 +46,10 @@ pub fn plan() -> Vec<Case> {
     if have("python3", &["-c", "pass"]) {
         commands.push("python3 -c \"open('f','w')\"");
     } else {
-        eprintln!("python3 does not run here: its plan-mode row is skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Python3,
+            "python3 does not run here: its plan-mode row",
+        );
     }
     for cmd in commands {
         cases.push(Case::new(format!("bash `{cmd}`"), Plan).bash(cmd, Failed));
@@ -162,7 +165,10 @@ pub fn network() -> Vec<Case> {
             ),
         );
     } else {
-        eprintln!("python3 does not run here: its network row is skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Python3,
+            "python3 does not run here: its network row",
+        );
     }
     // Landlock refuses TCP only from ABI 4 on; bubblewrap always can.
     cases.into_iter().map(Case::bwrap_only).collect()

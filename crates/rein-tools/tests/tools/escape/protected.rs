@@ -138,12 +138,18 @@ fn unseen_deletions() -> Vec<&'static str> {
     if have("python3", &["-c", "pass"]) {
         cmds.push("python3 -c \"import shutil; shutil.rmtree('{out}')\"");
     } else {
-        eprintln!("python3 does not run here: its deletion row is skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Python3,
+            "python3 does not run here: its deletion row",
+        );
     }
     if have("perl", &["-e", "1"]) {
         cmds.push("perl -MFile::Path=remove_tree -e 'remove_tree(\"{out}\") or die'");
     } else {
-        eprintln!("perl does not run here: its deletion row is skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Perl,
+            "perl does not run here: its deletion row",
+        );
     }
     cmds
 }

@@ -22,7 +22,7 @@ async fn bwrap_workspace_writes_work() {
 async fn bwrap_git_works_while_its_hooks_stay_read_only() {
     let Some(tool) = bwrap() else { return };
     if !have("git") {
-        eprintln!("git not found: skipped");
+        rein_test_support::skip(rein_test_support::Component::Git, "git not found");
         return;
     }
     let sbx = Sbx::new().await;
@@ -217,7 +217,7 @@ async fn bwrap_hidden_paths_cannot_be_read_or_written() {
 async fn bwrap_hidden_sockets_cannot_be_connected() {
     let Some(tool) = bwrap() else { return };
     if !have("python3") {
-        eprintln!("python3 not found: skipped");
+        rein_test_support::skip(rein_test_support::Component::Python3, "python3 not found");
         return;
     }
     let sbx = Sbx::new().await;

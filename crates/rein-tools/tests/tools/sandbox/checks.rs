@@ -32,7 +32,10 @@ pub(super) fn escape_commands() -> Vec<&'static str> {
     if have("python3") {
         cmds.push("python3 -c \"open('OUT/p', 'w')\"");
     } else {
-        eprintln!("python3 not found: its escape case is skipped");
+        rein_test_support::skip(
+            rein_test_support::Component::Python3,
+            "python3 not found: its escape case",
+        );
     }
     cmds
 }
