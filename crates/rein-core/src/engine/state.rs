@@ -36,9 +36,9 @@ pub(crate) fn realign_seqs(
         .collect()
 }
 
-/// An id like `id` (or `call` when it is empty) that `taken` lacks, of
+/// An id like `id` (or `call` when it is empty) that is not `taken`, of
 /// the characters every provider accepts in an id.
-fn fresh_id(id: &str, taken: &HashSet<String>) -> String {
+fn fresh_id(id: &str, taken: impl Fn(&str) -> bool) -> String {
     let base: String = id
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
@@ -51,7 +51,7 @@ fn fresh_id(id: &str, taken: &HashSet<String>) -> String {
     };
     (2u64..)
         .map(|n| format!("{base}_{n}"))
-        .find(|candidate| !taken.contains(candidate))
+        .find(|candidate| !taken(candidate))
         .unwrap_or(base)
 }
 
@@ -74,6 +74,9 @@ pub(crate) struct Conversation {
     counts: Vec<u64>,
     total: u64,
     chars: u64,
+    /// The ids of every call in the messages, kept as they arrive, so
+    /// making a new answer's ids unique costs what the answer holds.
+    call_ids: HashSet<String>,
 }
 
 impl Conversation {
@@ -89,6 +92,7 @@ impl Conversation {
             counts: Vec::new(),
             total: 0,
             chars: 0,
+            call_ids: HashSet::new(),
         };
         let mut seqs = seqs.into_iter();
         for m in messages {
@@ -102,6 +106,9 @@ impl Conversation {
         self.total = self.total.saturating_add(n);
         self.chars = self.chars.saturating_add(message_text(&m).len() as u64);
         self.counts.push(n);
+        if let Message::Assistant(a) = &m {
+            self.call_ids.extend(a.tool_calls().map(|c| c.id.clone()));
+        }
         self.messages.push(m);
         self.seqs.push(seq);
     }
@@ -113,24 +120,17 @@ impl Conversation {
     /// history, a resume, the hooks and the telemetry all pair each
     /// result with its call.
     pub fn unique_call_ids(&self, answer: &mut AssistantMessage) {
-        let mut taken: HashSet<String> = self
-            .messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::Assistant(a) => Some(a.tool_calls()),
-                _ => None,
-            })
-            .flatten()
-            .map(|c| c.id.clone())
-            .collect();
+        // This answer's own ids so far, besides the conversation's.
+        let mut own: HashSet<String> = HashSet::new();
         for part in &mut answer.content {
             let ContentPart::ToolCall(call) = part else {
                 continue;
             };
-            if call.id.is_empty() || taken.contains(&call.id) {
-                call.id = fresh_id(&call.id, &taken);
+            let taken = |id: &str| self.call_ids.contains(id) || own.contains(id);
+            if call.id.is_empty() || taken(&call.id) {
+                call.id = fresh_id(&call.id, taken);
             }
-            taken.insert(call.id.clone());
+            own.insert(call.id.clone());
         }
     }
 
