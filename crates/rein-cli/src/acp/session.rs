@@ -234,18 +234,6 @@ impl AcpSession {
         }
         Ok((text, context))
     }
-
-    /// A session made by `session/new` has no title until its first prompt.
-    async fn title_if_new(&self, prompt: &str) {
-        let store = self.hosted.engine.store();
-        if let Ok(info) = store.get_session(&self.id).await
-            && info.message_count == 0
-        {
-            let _ = store
-                .set_title(&self.id, &rein_core::prompt_title(prompt))
-                .await;
-        }
-    }
 }
 
 /// A prompt holding its session's run slot; the slot is given back when
@@ -284,7 +272,6 @@ impl Turn {
         let prepared = (s.hosted.prompts.prepare(&self.expanded, &live).await)
             .map_err(|e| invalid(e.to_string()))?;
         let prompt = format!("{}{}", prepared.text, self.context);
-        s.title_if_new(&prompt).await;
         let request = RunRequest {
             prompt,
             resume: Some(s.id.clone()),

@@ -233,14 +233,6 @@ async fn prompt(
     };
     let prepared = (served.hosted.prompts.prepare(&expanded, &live).await)
         .map_err(|e| Failure::bad_request(e.to_string()))?;
-    // A session created without a title is named by its first prompt.
-    let store = served.hosted.engine.store();
-    if let Ok(info) = store.get_session(id).await
-        && info.title.is_empty()
-        && info.message_count == 0
-    {
-        let _ = (store.set_title(id, &rein_core::prompt_title(&expanded.text))).await;
-    }
     super::leases::start_run(server, &served, slot, prepared).await?;
     Ok(json(
         StatusCode::ACCEPTED,

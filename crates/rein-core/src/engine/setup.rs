@@ -186,7 +186,8 @@ impl AgentEngine {
     /// Create the session, or load and repair the one to resume: the
     /// model's view is the latest compaction's summary and what follows it.
     /// A session with no messages yet ([`AgentEngine::start_session`]'s)
-    /// is not a resumed one.
+    /// is not a resumed one, and takes its first prompt as its title when
+    /// it has none.
     pub(super) async fn open_session(&self, request: &RunRequest) -> Result<Opened, StoreError> {
         let store = &self.inner.store;
         match &request.resume {
@@ -227,6 +228,15 @@ impl AgentEngine {
                 let repaired_seqs = state::realign_seqs(&repaired, seqs, &seq_of);
                 store.set_model(&id, self.provider().model()).await?;
                 let resumed = !repaired.messages.is_empty();
+                // A session made empty beforehand (a command's calls, an
+                // editor's or a client's new session) with no title yet
+                // is named by its first prompt, as a new one is.
+                if !resumed
+                    && !request.prompt.is_empty()
+                    && store.get_session(&id).await?.title.is_empty()
+                {
+                    store.set_title(&id, &title_of(&request.prompt)).await?;
+                }
                 Ok(Opened {
                     id,
                     messages: repaired.messages,
