@@ -185,15 +185,39 @@ struct Seen {
     unknown_skill_notes: String,
     resource: String,
     refusal: String,
+    /// The commands that set their run's model and tools, and the run
+    /// after them.
+    scoped: Scoped,
+    /// What the model got for the command with live parts.
+    live: String,
+}
+
+/// What the runs of the commands that set their run's model (`/fast`)
+/// and tools (`/narrow`) were sent, and the run after them.
+#[derive(Debug)]
+struct Scoped {
     /// What the model got for the narrowing command, and its tools.
     narrowing: String,
     /// How many tools the run after it was offered.
     tools_after_narrowing: usize,
-    /// The model of each run from the user's `/fast` on (it, the
-    /// narrowing command's, the next).
+    /// The model of each run from `/fast` on (it, `/narrow`'s, the next).
     models: Vec<String>,
-    /// What the model got for the command with live parts.
-    live: String,
+}
+
+/// `/fast`, `/narrow`, then a plain command, each through `run` (one
+/// front end's way to send a prompt and wait for its run).
+fn scoped_runs(server: &MockServer, run: &mut dyn FnMut(&str) -> String) -> Scoped {
+    let from_fast = server.requests().len();
+    run(FAST_COMMAND);
+    let seen = server.requests().len();
+    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
+    let seen = server.requests().len();
+    run(KNOWN_COMMAND);
+    Scoped {
+        narrowing,
+        tools_after_narrowing: tools_after(server, seen).len(),
+        models: models_after(server, from_fast),
+    }
 }
 
 /// The expectations every front end meets.
@@ -229,20 +253,20 @@ fn assert_prepared(front: &str, seen: &Seen) {
         seen.live.contains("[file notes.txt]") && seen.live.contains("the notes say hi"),
         "{front}: the command's file is not attached: {seen:#?}"
     );
-    assert_eq!(seen.narrowing, NARROWED, "{front}: {seen:#?}");
+    assert_eq!(seen.scoped.narrowing, NARROWED, "{front}: {seen:#?}");
     assert!(
-        seen.tools_after_narrowing > 3,
+        seen.scoped.tools_after_narrowing > 3,
         "{front}: the command's tools held past its run: {seen:#?}"
     );
     assert_eq!(
-        seen.models,
+        seen.scoped.models,
         ["other", "m", "m"],
         "{front}: a command's model is not its run's alone: {seen:#?}"
     );
 }
 
 fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
-    let run = |prompt: &str| {
+    let mut run = |prompt: &str| {
         let seen = server.requests().len();
         let o = env.rein(&["exec", "-C", project.to_str().unwrap(), prompt]);
         assert_eq!(o.status.code(), Some(0), "{prompt}: {}", stderr(&o));
@@ -254,22 +278,14 @@ fn via_exec(env: &Env, project: &Path, server: &MockServer) -> Seen {
     assert!(prompts_after(server, seen).is_empty());
     let o = env.rein(&["exec", "-C", project.to_str().unwrap(), UNKNOWN_SKILL]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let from_fast = server.requests().len();
-    run(FAST_COMMAND);
-    let seen = server.requests().len();
-    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
-    let seen = server.requests().len();
-    run(KNOWN_COMMAND);
-    let models = models_after(server, from_fast);
+    let scoped = scoped_runs(server, &mut run);
     Seen {
         command: run(KNOWN_COMMAND),
         skill: run(SKILL),
         unknown_skill_notes: stderr(&o),
         resource: run(RESOURCE),
         refusal: stderr(&refused),
-        narrowing,
-        tools_after_narrowing: tools_after(server, seen).len(),
-        models,
+        scoped,
         live: run(LIVE_COMMAND),
     }
 }
@@ -287,7 +303,7 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     let app = Tmux::start(env, &["-C", project.to_str().unwrap()]);
     app.wait_for("/help");
     let answers = || app.capture().matches("• Done.").count();
-    let run = |prompt: &str| {
+    let mut run = |prompt: &str| {
         let (seen, answered) = (server.requests().len(), answers());
         app.type_text(prompt);
         app.keys(&["Enter"]);
@@ -311,14 +327,7 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
     let unknown_skill_notes = joined(app.capture());
     let resource = run(RESOURCE);
     let live = run(LIVE_COMMAND);
-    let from_fast = server.requests().len();
-    run(FAST_COMMAND);
-    let seen = server.requests().len();
-    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
-    let seen = server.requests().len();
-    run(KNOWN_COMMAND);
-    let models = models_after(server, from_fast);
-    let tools_after_narrowing = tools_after(server, seen).len();
+    let scoped = scoped_runs(server, &mut run);
     let seen = server.requests().len();
     app.type_text(UNKNOWN_COMMAND);
     app.keys(&["Enter"]);
@@ -332,9 +341,7 @@ fn via_app(env: &Env, project: &Path, server: &MockServer) -> Seen {
         unknown_skill_notes,
         resource,
         refusal: joined(refusal),
-        narrowing,
-        tools_after_narrowing,
-        models,
+        scoped,
         live,
     }
 }
@@ -434,14 +441,7 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
     run(UNKNOWN_SKILL);
     let resource = run(RESOURCE);
     let live = run(LIVE_COMMAND);
-    let from_fast = server.requests().len();
-    run(FAST_COMMAND);
-    let seen = server.requests().len();
-    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
-    let seen = server.requests().len();
-    run(KNOWN_COMMAND);
-    let models = models_after(server, from_fast);
-    let tools_after_narrowing = tools_after(server, seen).len();
+    let scoped = scoped_runs(server, &mut run);
     let seen = server.requests().len();
     let refused = prompt(UNKNOWN_COMMAND);
     assert!(prompts_after(server, seen).is_empty());
@@ -452,9 +452,7 @@ fn via_acp(env: &Env, project: &Path, server: &MockServer) -> Seen {
         unknown_skill_notes,
         resource,
         refusal: refused["error"]["message"].to_string(),
-        narrowing,
-        tools_after_narrowing,
-        models,
+        scoped,
         live,
     }
 }
@@ -471,7 +469,7 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
             Some(json!({"text": text})),
         )
     };
-    let run = |text: &str| {
+    let mut run = |text: &str| {
         let seen = server.requests().len();
         let (status, body) = prompt(text);
         assert_eq!(status, 202, "{text}: {body}");
@@ -487,14 +485,7 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
     let skill = run(SKILL);
     let resource = run(RESOURCE);
     let live = run(LIVE_COMMAND);
-    let from_fast = server.requests().len();
-    run(FAST_COMMAND);
-    let seen = server.requests().len();
-    let narrowing = narrowed(server, seen, run(NARROWING_COMMAND));
-    let seen = server.requests().len();
-    run(KNOWN_COMMAND);
-    let models = models_after(server, from_fast);
-    let tools_after_narrowing = tools_after(server, seen).len();
+    let scoped = scoped_runs(server, &mut run);
     let seen = server.requests().len();
     let (status, refused) = prompt(UNKNOWN_COMMAND);
     assert_eq!(status, 400, "{refused}");
@@ -505,9 +496,7 @@ fn via_serve(env: &Env, server: &MockServer) -> Seen {
         unknown_skill_notes,
         resource,
         refusal: refused.to_string(),
-        narrowing,
-        tools_after_narrowing,
-        models,
+        scoped,
         live,
     }
 }
