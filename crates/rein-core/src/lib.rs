@@ -137,6 +137,10 @@ pub use permission::{
     RuleProblem, Rules, SandboxMode, SandboxPolicy, SubjectKind, Verdict, normalise,
     protected_write,
 };
+pub use permission::{
+    Host, HostDecision, HostError, HostPattern, HostPolicy, NetworkAccess, Target, is_public,
+    parse_host,
+};
 pub use profile::{Lever, Profile};
 pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice,

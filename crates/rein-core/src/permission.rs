@@ -49,8 +49,8 @@ pub const SECRET_HOME_DIRS: &[&str] = &[
 pub struct Permissions {
     pub mode: PermissionMode,
     pub rules: Rules,
-    /// Let shell commands use the network.
-    pub network: bool,
+    /// What network shell commands get.
+    pub network: NetworkAccess,
     /// Environment variables passed to commands besides the built-in
     /// allowlist.
     pub env_allow: Vec<String>,
@@ -146,7 +146,11 @@ impl Permissions {
             mode: mode.sandbox(),
             // Plan mode has no side effects: a request that changes
             // something elsewhere would be one.
-            network: self.network && mode != PermissionMode::Plan,
+            network: if mode == PermissionMode::Plan {
+                NetworkAccess::Off
+            } else {
+                self.network.clone()
+            },
             env_allow: self.env_allow.clone(),
             read_only: self
                 .state_dir
@@ -166,11 +170,16 @@ impl Permissions {
 mod assessment;
 mod decide;
 mod mode;
+mod network;
 mod never_read;
 mod protected;
 mod rule;
 pub use assessment::{Assessment, Risk, SubjectKind, Verdict};
 pub use mode::{ParseModeError, PermissionMode, SandboxMode, SandboxPolicy};
+pub use network::{
+    Decision as HostDecision, Host, HostError, HostPattern, HostPolicy, NetworkAccess, Target,
+    is_public, parse_host,
+};
 pub use never_read::ReadFence;
 pub use protected::normalise;
 pub use protected::protected_write;

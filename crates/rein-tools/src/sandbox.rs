@@ -61,6 +61,9 @@ mod landlock;
 #[cfg(not(target_os = "linux"))]
 #[path = "sandbox/landlock_stub.rs"]
 mod landlock;
+pub mod netbridge;
+pub mod netproxy;
+mod netroute;
 mod rlimits;
 pub mod scope;
 
@@ -230,6 +233,8 @@ pub struct Prepared {
 pub struct After {
     cgroup: Option<cgroup::CommandCgroup>,
     git: Option<(PathBuf, gitmeta::GitMeta)>,
+    /// The command's network proxy (kept alive as long as it runs).
+    net: netroute::Route,
     limits: CommandLimits,
     cpu_secs: u64,
     tmp_capped: bool,
@@ -247,6 +252,7 @@ impl After {
             notes.extend(cg.report());
         }
         notes.extend(self.end());
+        notes.extend(self.net.notes());
         if let Some(s) = status
             && let Some(line) = rlimits::explain(
                 &rlimits::Ending {
@@ -306,6 +312,7 @@ pub fn prepare(
     timeout: std::time::Duration,
 ) -> Result<Prepared, PrepareError> {
     let kind = effective(kind, policy);
+    let mut net = netroute::Route::default();
     let mut cmd = match kind {
         SandboxKind::Bubblewrap => {
             if policy.mode != SandboxMode::ReadOnly {
@@ -316,18 +323,23 @@ pub fn prepare(
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("bwrap"));
             let mut cmd = Command::new(program);
-            if probe().bwrap_size {
-                cmd.args(bwrap_args(policy, workspace, script));
+            let mut args = if probe().bwrap_size {
+                bwrap_args(policy, workspace, script)
             } else {
                 // An old bubblewrap: /tmp stays private but uncapped.
                 let mut uncapped = policy.clone();
                 uncapped.limits.tmp_size = 0;
-                cmd.args(bwrap_args(&uncapped, workspace, script));
-            }
+                bwrap_args(&uncapped, workspace, script)
+            };
+            net = netroute::route(kind, policy, Some(&mut args));
+            cmd.args(args);
             cmd.process_group(0);
             cmd
         }
-        SandboxKind::Landlock => plain(script),
+        SandboxKind::Landlock => {
+            net = netroute::route(kind, policy, None);
+            plain(script)
+        }
         SandboxKind::None => {
             let mut cmd = plain(script);
             cmd.process_group(0);
@@ -368,6 +380,7 @@ pub fn prepare(
         after: After {
             cgroup,
             git,
+            net,
             limits: policy.limits,
             cpu_secs,
             tmp_capped: kind == SandboxKind::Bubblewrap

@@ -146,8 +146,8 @@ pub enum SandboxMode {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxPolicy {
     pub mode: SandboxMode,
-    /// Whether commands may use the network.
-    pub network: bool,
+    /// What network commands get.
+    pub network: super::NetworkAccess,
     /// Environment variables passed to commands besides the built-in
     /// allowlist (see the sandbox of the tools crate).
     pub env_allow: Vec<String>,

@@ -282,10 +282,10 @@ fn plan_mode_asks_for_a_tool_that_is_not_read_only_and_not_sandboxed_as_default_
 #[test]
 fn plan_mode_commands_never_get_the_network() {
     let mut p = perms(&[], &[], &[]);
-    p.network = true;
-    assert!(!p.sandbox(PermissionMode::Plan).network);
-    assert!(p.sandbox(PermissionMode::Default).network);
-    assert!(p.sandbox(PermissionMode::Auto).network);
+    p.network = NetworkAccess::On;
+    assert!(!p.sandbox(PermissionMode::Plan).network.any());
+    assert!(p.sandbox(PermissionMode::Default).network.any());
+    assert!(p.sandbox(PermissionMode::Auto).network.any());
 }
 
 #[test]

@@ -236,7 +236,7 @@ pub fn bwrap_args_with(
 ) -> Vec<OsString> {
     let mut args = Args::default();
     args.push_all(ISOLATION);
-    if !policy.network {
+    if policy.network != rein_core::NetworkAccess::On {
         args.push("--unshare-net");
     }
     base_mounts(&mut args, policy.limits.tmp_size);

@@ -107,7 +107,7 @@ fn ruleset(policy: &SandboxPolicy, workspace: &Path) -> Result<RulesetCreated, R
     let mut rules = Ruleset::default()
         .handle_access(all)?
         .scope(Scope::AbstractUnixSocket | Scope::Signal)?;
-    if !policy.network {
+    if policy.network != rein_core::NetworkAccess::On {
         // Handled with no rule: every TCP bind and connect is refused.
         rules = rules.handle_access(AccessNet::from_all(TARGET))?;
     }

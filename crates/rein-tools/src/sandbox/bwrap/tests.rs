@@ -69,7 +69,7 @@ fn workspace_write_binds_the_workspace_and_cuts_the_network() {
 #[test]
 fn read_only_binds_the_workspace_read_only_and_protects_nothing_more() {
     let mut p = policy(SandboxMode::ReadOnly);
-    p.network = true;
+    p.network = rein_core::NetworkAccess::On;
     p.read_only = vec![PathBuf::from("/w/state")];
     let args = bwrap_args_with(
         &p,

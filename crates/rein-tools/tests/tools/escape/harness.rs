@@ -147,7 +147,7 @@ impl Fixture {
     fn permissions(&self, case: &Case) -> Permissions {
         let mut p = Permissions::new(case.mode);
         p.rules = case.rules.clone();
-        p.network = false;
+        p.network = rein_core::NetworkAccess::Off;
         p.state_dir = Some(self.state.clone());
         p.home = Some(self.perm_home.clone());
         // The outside folder is one the user lets commands read (as with

@@ -157,7 +157,7 @@ pub(super) async fn network(tool: &dyn Tool, sbx: &Sbx) {
     let mut p = policy(SandboxMode::WorkspaceWrite);
     let out = sbx.fails(tool, &p, &connect).await;
     assert!(!out.contains("connected"), "{out}");
-    p.network = true;
+    p.network = rein_core::NetworkAccess::On;
     let out = sbx.ok(tool, &p, &connect).await;
     assert!(out.starts_with("connected\n"), "{out}");
     drop(listener);
