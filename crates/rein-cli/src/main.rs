@@ -35,8 +35,19 @@ mod trust;
 mod trust_cmd;
 mod tui;
 
+use rein_tools::sandbox::netbridge;
+
 fn main() {
-    let cli = match cli::Cli::parse_args(std::env::args_os().collect()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Inside the sandbox, as the bridge to the network proxy of a command
+    // whose network is a list of hosts: nothing else of rein runs.
+    if args.get(1).is_some_and(|a| a == netbridge::BRIDGE_ARG) {
+        std::process::exit(netbridge::main(&args[2..]));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        netbridge::register(exe);
+    }
+    let cli = match cli::Cli::parse_args(args) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version are not errors.

@@ -6,7 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
-use rein_core::{PermissionMode, ProjectRules, ProjectRulesError, Rule, Rules};
+use rein_core::{
+    HostPattern, HostPolicy, NetworkAccess, PermissionMode, ProjectRules, ProjectRulesError, Rule,
+    Rules,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -22,11 +25,23 @@ pub struct PermissionsSection {
     pub ask: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
-    /// Let shell commands use the network.
-    pub network: Option<bool>,
+    /// What network shell commands get: `false`, `true`, or a list of
+    /// hosts reached through rein's proxy.
+    pub network: Option<NetworkSetting>,
+    /// Hosts commands never reach, even when `network` allows them.
+    #[serde(default)]
+    pub network_deny: Vec<String>,
     /// Secret-looking environment variables commands may still see.
     #[serde(default)]
     pub env_allow: Vec<String>,
+}
+
+/// `network` as written: a switch or a list of host patterns.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum NetworkSetting {
+    Switch(bool),
+    Hosts(Vec<String>),
 }
 
 /// A rules file: `{"permissions": {...}}`.
@@ -46,8 +61,13 @@ struct SettingsFile {
 pub struct PermissionSettings {
     pub mode: Option<PermissionMode>,
     pub rules: Rules,
-    pub network: bool,
+    /// The network commands get: the last layer's `network` with every
+    /// layer's `network_deny`.
+    pub network: NetworkAccess,
     pub env_allow: Vec<String>,
+    /// The last layer's `network`, before the deny lists.
+    network_set: NetworkAccess,
+    network_deny: Vec<HostPattern>,
 }
 
 /// The line of `needle` (a quoted string) in `text`, for error messages.
@@ -91,9 +111,27 @@ impl PermissionSettings {
             deny: parse(&section.deny)?,
         };
         self.rules.extend(layer);
-        if let Some(n) = section.network {
-            self.network = n;
+        let hosts = |list: &[String]| -> Result<Vec<HostPattern>> {
+            list.iter()
+                .map(|h| {
+                    h.parse::<HostPattern>()
+                        .map_err(|e| anyhow!("{}: network host {h:?}: {e}", at(h)))
+                })
+                .collect()
+        };
+        match &section.network {
+            Some(NetworkSetting::Switch(false)) => self.network_set = NetworkAccess::Off,
+            Some(NetworkSetting::Switch(true)) => self.network_set = NetworkAccess::On,
+            Some(NetworkSetting::Hosts(list)) => {
+                self.network_set = NetworkAccess::Hosts(HostPolicy {
+                    allow: hosts(list)?,
+                    deny: Vec::new(),
+                });
+            }
+            None => {}
         }
+        self.network_deny.extend(hosts(&section.network_deny)?);
+        self.network = self.network_set.clone().with_deny(&self.network_deny);
         for name in section.env_allow {
             if name.trim().is_empty() || name.contains('=') {
                 bail!(

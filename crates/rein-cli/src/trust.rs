@@ -437,6 +437,7 @@ pub fn restrict_permissions(
         ask,
         deny,
         network,
+        network_deny,
         env_allow,
     } = section;
     let mut ignored = Vec::new();
@@ -454,12 +455,21 @@ pub fn restrict_permissions(
     if !allow.is_empty() {
         ignored.push(Ignored::AllowRules(allow.len()));
     }
-    let network = network.filter(|&on| {
-        let looser = on && !current.network;
+    let network = network.filter(|setting| {
+        // A list that does not parse keeps nothing: the layer's error
+        // names it when it is applied.
+        let mut probe = PermissionSettings::default();
+        let parsed = PermissionsSection {
+            network: Some(setting.clone()),
+            ..Default::default()
+        };
+        let looser = probe
+            .apply(parsed, std::path::Path::new(""), "")
+            .map_or(true, |()| probe.network.loosens(&current.network));
         if looser {
             ignored.push(Ignored::Network);
         }
-        !on
+        !looser
     });
     if !env_allow.is_empty() {
         ignored.push(Ignored::EnvAllow(env_allow.len()));
@@ -470,6 +480,7 @@ pub fn restrict_permissions(
         ask,
         deny,
         network,
+        network_deny,
         env_allow: Vec::new(),
     };
     Restricted { kept, ignored }

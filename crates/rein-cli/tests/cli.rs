@@ -23,6 +23,7 @@ mod cli {
     mod mcp_lifetime;
     mod memory;
     mod model;
+    mod network;
     mod otel;
     mod permissions;
     mod plugins;

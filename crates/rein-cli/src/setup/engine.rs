@@ -127,7 +127,7 @@ impl rein_core::rewind::Checkpointer for Unavailable {
 pub fn permissions(cfg: &Config, mode: PermissionMode) -> Permissions {
     let mut p = Permissions::new(mode);
     p.rules = cfg.permissions.rules.clone();
-    p.network = cfg.permissions.network;
+    p.network = cfg.permissions.network.clone();
     p.env_allow = cfg.permissions.env_allow.clone();
     p.state_dir = Some(cfg.home.clone());
     p.read_paths = cfg.sandbox.read_paths.clone();

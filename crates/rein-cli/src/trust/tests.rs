@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::*;
+use crate::permissions::NetworkSetting;
 
 /// The user's own settings these rows compare with.
 fn user() -> Config {
@@ -195,39 +196,76 @@ fn deny_and_ask_rules_are_kept_allow_rules_and_env_allow_ignored() {
 #[test]
 fn network_off_is_kept_and_network_on_ignored() {
     let (cfg, ignored) = applied("[permissions]\nnetwork = true\n");
-    assert!(!cfg.permissions.network);
+    assert!(!cfg.permissions.network.any());
     assert_eq!(ignored, vec![Ignored::Network]);
-    let mut u = PermissionSettings {
-        network: true,
-        ..Default::default()
-    };
+    let mut u = u_with_network(NetworkSetting::Switch(true));
     let r = restrict_permissions(
         PermissionsSection {
-            network: Some(false),
+            network: Some(NetworkSetting::Switch(false)),
             ..Default::default()
         },
         &u,
     );
-    assert_eq!(r.kept.network, Some(false));
+    assert_eq!(r.kept.network, Some(NetworkSetting::Switch(false)));
     assert!(r.ignored.is_empty());
     u.apply(r.kept, std::path::Path::new("s.json"), "").unwrap();
-    assert!(!u.network);
+    assert!(!u.network.any());
     // Asking for what the user already allows changes nothing.
     let r = restrict_permissions(
         PermissionsSection {
-            network: Some(true),
+            network: Some(NetworkSetting::Switch(true)),
             ..Default::default()
         },
-        &u_with_network(),
+        &u_with_network(NetworkSetting::Switch(true)),
     );
     assert!(r.ignored.is_empty(), "{:?}", r.ignored);
 }
 
-fn u_with_network() -> PermissionSettings {
-    PermissionSettings {
-        network: true,
+#[test]
+fn an_untrusted_host_list_is_ignored_when_it_adds_hosts_and_its_deny_list_is_kept() {
+    let (cfg, ignored) = applied(
+        "[permissions]\nnetwork = [\"attacker.example\"]\nnetwork_deny = [\"x.example\"]\n",
+    );
+    assert!(!cfg.permissions.network.any());
+    assert_eq!(ignored, vec![Ignored::Network]);
+    // The user's own list: a project may narrow it and deny more.
+    let user = u_with_network(NetworkSetting::Hosts(vec![
+        "a.example".into(),
+        "b.example".into(),
+    ]));
+    let narrower = restrict_permissions(
+        PermissionsSection {
+            network: Some(NetworkSetting::Hosts(vec!["a.example".into()])),
+            network_deny: vec!["c.example".into()],
+            ..Default::default()
+        },
+        &user,
+    );
+    assert!(narrower.ignored.is_empty(), "{:?}", narrower.ignored);
+    assert_eq!(narrower.kept.network_deny, vec!["c.example".to_string()]);
+    let wider = restrict_permissions(
+        PermissionsSection {
+            network: Some(NetworkSetting::Hosts(vec![
+                "a.example".into(),
+                "evil.example".into(),
+            ])),
+            ..Default::default()
+        },
+        &user,
+    );
+    assert_eq!(wider.ignored, vec![Ignored::Network]);
+    assert_eq!(wider.kept.network, None);
+}
+
+fn u_with_network(setting: NetworkSetting) -> PermissionSettings {
+    let mut u = PermissionSettings::default();
+    let section = PermissionsSection {
+        network: Some(setting),
         ..Default::default()
-    }
+    };
+    u.apply(section, std::path::Path::new("config.toml"), "")
+        .unwrap();
+    u
 }
 
 #[test]

@@ -8,14 +8,14 @@ use serde_json::{Value, json};
 
 use super::support::{json_lines, stderr};
 
-struct Dirs {
+pub(super) struct Dirs {
     _home: tempfile::TempDir,
     _ws: tempfile::TempDir,
-    home: std::path::PathBuf,
-    ws: std::path::PathBuf,
+    pub home: std::path::PathBuf,
+    pub ws: std::path::PathBuf,
 }
 
-fn dirs() -> Dirs {
+pub(super) fn dirs() -> Dirs {
     let base = env!("CARGO_TARGET_TMPDIR");
     let home = tempfile::Builder::new()
         .prefix("sbx-home-")
@@ -34,7 +34,7 @@ fn dirs() -> Dirs {
 }
 
 /// Run one bash command through a replay model; the events.
-fn run_one(d: &Dirs, mode: &str, command: &str) -> Vec<Value> {
+pub(super) fn run_one(d: &Dirs, mode: &str, command: &str) -> Vec<Value> {
     let script = d.home.join("script.json");
     std::fs::write(
         &script,
@@ -60,7 +60,7 @@ fn run_one(d: &Dirs, mode: &str, command: &str) -> Vec<Value> {
     json_lines(&o)
 }
 
-fn bash_output(events: &[Value]) -> String {
+pub(super) fn bash_output(events: &[Value]) -> String {
     let finished = events
         .iter()
         .find(|e| e["type"] == "tool_finished")

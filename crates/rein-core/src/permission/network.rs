@@ -10,9 +10,9 @@
 //!    [`Target`], refusing control characters, empty labels and anything
 //!    that is neither a host name nor an IP literal;
 //! 2. [`HostPolicy::decide`] matches it against the deny list, then the
-//!    allow list ([`HostPattern`]: `example.org`, `*.example.com`, an IP
-//!    literal, each optionally with `:port`; without a port only 80 and 443
-//!    match);
+//!    allow list ([`HostPattern`]: `example.org`, `*.example.com`, `*`, an
+//!    IP literal, each optionally with `:port`; without a port only 80 and
+//!    443 match);
 //! 3. the proxy connects only when the answer is [`Decision::Allowed`], and
 //!    to a private, loopback or link-local address only when the name was
 //!    listed exactly ([`is_public`] tells them apart).
@@ -37,6 +37,26 @@ pub enum NetworkAccess {
 }
 
 impl NetworkAccess {
+    /// `On` with a deny list is every name but those, through the proxy
+    /// (so the deny list and the private-address guard hold); other
+    /// settings take the deny list as it is.
+    pub fn with_deny(self, deny: &[HostPattern]) -> NetworkAccess {
+        match self {
+            NetworkAccess::On if !deny.is_empty() => NetworkAccess::Hosts(HostPolicy {
+                allow: vec![HostPattern {
+                    host: HostMatch::Any,
+                    port: None,
+                }],
+                deny: deny.to_vec(),
+            }),
+            NetworkAccess::Hosts(mut h) => {
+                h.deny.extend(deny.iter().cloned());
+                NetworkAccess::Hosts(h)
+            }
+            other => other,
+        }
+    }
+
     /// Whether a command may reach anything at all.
     pub fn any(&self) -> bool {
         !matches!(self, NetworkAccess::Off)
@@ -89,7 +109,7 @@ impl HostPolicy {
         }
         let mut found = None;
         for p in self.allow.iter().filter(|p| p.matches(target)) {
-            let exact = !matches!(p.host, HostMatch::Subdomains(_));
+            let exact = !matches!(p.host, HostMatch::Subdomains(_) | HostMatch::Any);
             found = Some(found.unwrap_or(false) || exact);
         }
         match found {
@@ -109,6 +129,8 @@ pub struct HostPattern {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum HostMatch {
+    /// Any name (`*`), never an IP literal; never a private address.
+    Any,
     /// Exactly this name (lower case, no trailing dot).
     Name(String),
     /// Any name below this one (`*.example.com`), not the name itself.
@@ -125,6 +147,7 @@ impl HostPattern {
         };
         port_ok
             && match (&self.host, &target.host) {
+                (HostMatch::Any, Host::Name(_)) => true,
                 (HostMatch::Name(n), Host::Name(h)) => n == h,
                 (HostMatch::Subdomains(n), Host::Name(h)) => h
                     .strip_suffix(n.as_str())
@@ -155,11 +178,13 @@ pub enum HostError {
 impl FromStr for HostPattern {
     type Err = HostError;
 
-    /// `example.org`, `*.example.com`, `10.0.0.5`, `[::1]`, each optionally
-    /// followed by `:port`.
+    /// `example.org`, `*.example.com`, `*` (any name), `10.0.0.5`,
+    /// `[::1]`, each optionally followed by `:port`.
     fn from_str(s: &str) -> Result<HostPattern, HostError> {
         let (host, port) = split_port(s.trim())?;
-        let host = if let Some(rest) = host.strip_prefix("*.") {
+        let host = if host == "*" {
+            HostMatch::Any
+        } else if let Some(rest) = host.strip_prefix("*.") {
             match parse_host(rest)? {
                 Host::Name(n) => HostMatch::Subdomains(n),
                 Host::Ip(_) => return Err(HostError::BadWildcard),
@@ -177,6 +202,7 @@ impl FromStr for HostPattern {
 impl fmt::Display for HostPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.host {
+            HostMatch::Any => f.write_str("*")?,
             HostMatch::Name(n) => f.write_str(n)?,
             HostMatch::Subdomains(n) => write!(f, "*.{n}")?,
             HostMatch::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,

@@ -169,3 +169,35 @@ fn a_list_loosens_off_and_on_loosens_a_list_but_not_the_other_way() {
     let with_deny = NetworkAccess::Hosts(policy(&["example.org"], &["x.example.org"]));
     assert!(fewer_denies.loosens(&with_deny));
 }
+
+#[test]
+fn a_star_matches_every_name_but_no_ip_literal_and_never_counts_as_exact() {
+    let p = policy(&["*"], &["evil.example"]);
+    assert_eq!(
+        p.decide(&target("anything.example:443")),
+        Decision::Allowed { exact: false }
+    );
+    assert!(matches!(
+        p.decide(&target("evil.example:443")),
+        Decision::Denied(_)
+    ));
+    assert_eq!(p.decide(&target("10.0.0.1:443")), Decision::NotListed);
+}
+
+#[test]
+fn network_on_with_a_deny_list_becomes_every_name_but_those() {
+    let deny: Vec<HostPattern> = vec!["evil.example".parse().unwrap()];
+    let NetworkAccess::Hosts(h) = NetworkAccess::On.with_deny(&deny) else {
+        panic!("on with a deny list must go through the proxy");
+    };
+    assert!(matches!(
+        h.decide(&target("evil.example:443")),
+        Decision::Denied(_)
+    ));
+    assert_eq!(
+        h.decide(&target("ok.example:443")),
+        Decision::Allowed { exact: false }
+    );
+    assert_eq!(NetworkAccess::On.with_deny(&[]), NetworkAccess::On);
+    assert_eq!(NetworkAccess::Off.with_deny(&deny), NetworkAccess::Off);
+}

@@ -1,0 +1,249 @@
+//! `network` as a list of hosts, as a user meets it: commands reach the
+//! listed hosts through rein's proxy (curl over CONNECT and plain HTTP,
+//! `pip download` from a package index), and nothing else — not an
+//! unlisted port, not an IP literal, not a direct socket; when the proxy
+//! cannot start, commands have no network and say why. The servers run
+//! on the host's loopback, which a sandboxed command cannot reach but
+//! through the proxy.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use rein_test_support::{Component, skip};
+
+use super::sandbox::{Dirs, bash_output, dirs, run_one};
+
+/// A server on the host's loopback answering GET requests for `files`
+/// (path → body), 404 otherwise; its port.
+fn serve(files: HashMap<String, Vec<u8>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let files = Arc::new(files);
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let files = files.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                let (status, body) = match files.get(&path) {
+                    Some(b) => ("200 OK", b.clone()),
+                    None => ("404 Not Found", b"no such file\n".to_vec()),
+                };
+                let kind = if path.ends_with('/') {
+                    "text/html"
+                } else {
+                    "application/octet-stream"
+                };
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(&body);
+            });
+        }
+    });
+    port
+}
+
+fn text_server(body: &str) -> u16 {
+    serve(HashMap::from([(
+        "/hello".to_string(),
+        body.as_bytes().to_vec(),
+    )]))
+}
+
+fn needs_bubblewrap_and(tools: &[&str]) -> bool {
+    if !rein_tools::sandbox::bubblewrap_usable() {
+        skip(Component::Bubblewrap, "a list of hosts needs bubblewrap");
+        return false;
+    }
+    for tool in tools {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(found, "{tool} is not installed (.ci/run installs it)");
+    }
+    true
+}
+
+fn config(d: &Dirs, toml: &str) {
+    std::fs::write(d.home.join("config.toml"), toml).unwrap();
+}
+
+/// Run `command` (its output written to a file in the workspace, so none
+/// of it is cut) in auto mode; the file's text and the tool's notes.
+fn run(d: &Dirs, command: &str) -> (String, String) {
+    let out = bash_output(&run_one(d, "auto", &format!("({command}) > out.txt 2>&1")));
+    let text = std::fs::read_to_string(d.ws.join("out.txt")).unwrap_or_default();
+    (text, out)
+}
+
+#[test]
+fn commands_reach_listed_hosts_through_the_proxy_and_nothing_else() {
+    if !needs_bubblewrap_and(&["curl"]) {
+        return;
+    }
+    let allowed = text_server("ALLOWED-BODY\n");
+    let other = text_server("OTHER-BODY\n");
+    let d = dirs();
+    config(
+        &d,
+        &format!("[permissions]\nnetwork = [\"localhost:{allowed}\"]\n"),
+    );
+    // NO_PROXY names localhost (servers a command starts itself, inside the
+    // sandbox); `--noproxy ''` sends these requests to the proxy anyway.
+    let (text, notes) = run(
+        &d,
+        &format!(
+            "curl -sS --noproxy '' http://localhost:{allowed}/hello; \
+             curl -sS --noproxy '' http://localhost:{other}/hello; echo rc=$?; \
+             curl -sS --noproxy '' -p http://localhost:{allowed}/hello; echo rc=$?; \
+             curl -sS --noproxy '' http://127.0.0.1:{allowed}/hello; echo rc=$?; \
+             curl -sS --noproxy '' -p http://localhost:{other}/hello; echo rc=$?; \
+             curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{allowed}/hello; echo rc=$?; \
+             python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {allowed}), 5)' \
+               2>&1 | tail -1"
+        ),
+    );
+    eprintln!("{text}\n---\n{notes}");
+    // Plain HTTP and a CONNECT tunnel (-p) to the listed host both work.
+    assert_eq!(text.matches("ALLOWED-BODY").count(), 2, "{text}");
+    assert!(!text.contains("OTHER-BODY"), "{text}");
+    // Another port of the same name and the IP literal are refused by the
+    // proxy, with a line saying how to allow them.
+    let blocked_port = format!("rein: network: blocked localhost:{other}: add it to `network`");
+    let blocked_ip = format!("rein: network: blocked 127.0.0.1:{allowed}: add it to `network`");
+    assert!(text.contains(&blocked_port), "{text}");
+    assert!(text.contains(&blocked_ip), "{text}");
+    // A direct connection has nowhere to go: the sandbox's own loopback.
+    assert!(
+        text.contains("Couldn't connect") || text.contains("Failed to connect"),
+        "{text}"
+    );
+    assert!(text.contains("ConnectionRefusedError"), "{text}");
+    // The tool's result ends with the refusals, once each.
+    assert_eq!(notes.matches(&blocked_port).count(), 1, "{notes}");
+    assert_eq!(notes.matches(&blocked_ip).count(), 1, "{notes}");
+}
+
+#[test]
+fn pip_downloads_from_a_listed_package_index_through_the_proxy() {
+    if !needs_bubblewrap_and(&["python3"]) {
+        return;
+    }
+    let d = dirs();
+    // A minimal wheel, built by Python's own zipfile.
+    let wheel = d.home.join("tinypkg-1.0-py3-none-any.whl");
+    let made = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+             z.writestr('tinypkg/__init__.py', '')\n\
+             z.writestr('tinypkg-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: tinypkg\\nVersion: 1.0\\n')\n\
+             z.writestr('tinypkg-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+             z.writestr('tinypkg-1.0.dist-info/RECORD', '')\n\
+             z.close()\n",
+        )
+        .arg(&wheel)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let name = "tinypkg-1.0-py3-none-any.whl";
+    let index = format!("<html><body><a href=\"/files/{name}\">{name}</a></body></html>");
+    let port = serve(HashMap::from([
+        ("/simple/tinypkg/".to_string(), index.into_bytes()),
+        (format!("/files/{name}"), std::fs::read(&wheel).unwrap()),
+    ]));
+    config(
+        &d,
+        &format!("[permissions]\nnetwork = [\"localhost:{port}\"]\n"),
+    );
+    let (text, notes) = run(
+        &d,
+        &format!(
+            "NO_PROXY= no_proxy= python3 -m pip download --no-deps --no-cache-dir \
+             --disable-pip-version-check --index-url http://localhost:{port}/simple/ \
+             --trusted-host localhost -d dl tinypkg"
+        ),
+    );
+    eprintln!("{text}\n---\n{notes}");
+    assert!(d.ws.join("dl").join(name).is_file(), "{text}");
+}
+
+#[test]
+fn when_the_proxy_cannot_start_commands_get_no_network_and_a_note() {
+    if !needs_bubblewrap_and(&["curl"]) {
+        return;
+    }
+    let allowed = text_server("ALLOWED-BODY\n");
+    let d = dirs();
+    config(
+        &d,
+        &format!("[permissions]\nnetwork = [\"localhost:{allowed}\"]\n"),
+    );
+    // The proxy's private folder is made under TMPDIR.
+    let script = d.home.join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command":
+                format!("curl -sS --noproxy '' http://localhost:{allowed}/hello > out.txt 2>&1")}}]},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", &d.home)
+        .env("TMPDIR", d.home.join("no-such-folder"))
+        .env_remove("REIN_PROVIDER")
+        .env_remove("REIN_MODEL")
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args(["exec", "--json", "--provider", "replay", "--script"])
+        .arg(&script)
+        .args(["--mode", "auto", "go"])
+        .output()
+        .unwrap();
+    let events = super::support::json_lines(&o);
+    let notes = bash_output(&events);
+    let text = std::fs::read_to_string(d.ws.join("out.txt")).unwrap_or_default();
+    assert!(!text.contains("ALLOWED-BODY"), "{text}");
+    assert!(
+        notes.contains("rein's proxy could not start") && notes.contains("no network at all"),
+        "{notes}"
+    );
+}
+
+#[test]
+fn a_bad_host_pattern_is_one_clear_line_naming_the_file() {
+    let d = dirs();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d.home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    config(&d, "[permissions]\nnetwork = [\"exa mple.org\"]\n");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", &d.home)
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args(["exec", "--provider", "replay", "go"])
+        .output()
+        .unwrap();
+    let err = super::support::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("config.toml") && err.contains("exa mple.org"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
