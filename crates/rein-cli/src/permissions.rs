@@ -31,6 +31,9 @@ pub struct PermissionsSection {
     /// Hosts commands never reach, even when `network` allows them.
     #[serde(default)]
     pub network_deny: Vec<String>,
+    /// Hosts `web_fetch` reads without asking.
+    #[serde(default)]
+    pub web: Vec<String>,
     /// Secret-looking environment variables commands may still see.
     #[serde(default)]
     pub env_allow: Vec<String>,
@@ -65,6 +68,8 @@ pub struct PermissionSettings {
     /// layer's `network_deny`.
     pub network: NetworkAccess,
     pub env_allow: Vec<String>,
+    /// Hosts `web_fetch` reads without asking (every layer's).
+    pub web: HostPolicy,
     /// The last layer's `network`, before the deny lists.
     network_set: NetworkAccess,
     network_deny: Vec<HostPattern>,
@@ -131,6 +136,7 @@ impl PermissionSettings {
             None => {}
         }
         self.network_deny.extend(hosts(&section.network_deny)?);
+        self.web.allow.extend(hosts(&section.web)?);
         self.network = self.network_set.clone().with_deny(&self.network_deny);
         for name in section.env_allow {
             if name.trim().is_empty() || name.contains('=') {

@@ -46,6 +46,8 @@ pub enum Ignored {
     Network,
     /// `env_allow` names (how many).
     EnvAllow(usize),
+    /// `web` hosts (how many): `web_fetch` would read them unasked.
+    Web(usize),
     /// A limit or guard looser than the user's: the key and the value.
     Looser { key: &'static str, value: String },
     /// An `[mcp_servers.NAME]` section: a command rein would start.
@@ -67,6 +69,7 @@ impl fmt::Display for Ignored {
             Ignored::AllowRules(n) => write!(f, "allow rules ({n})"),
             Ignored::Network => f.write_str("network"),
             Ignored::EnvAllow(n) => write!(f, "env_allow ({n})"),
+            Ignored::Web(n) => write!(f, "web hosts ({n})"),
             Ignored::Looser { key, value } => write!(f, "{key} = {value}"),
             Ignored::McpServer(name) => write!(f, "[mcp_servers.{}]", shown(name)),
             Ignored::Store => f.write_str("store"),
@@ -438,6 +441,7 @@ pub fn restrict_permissions(
         deny,
         network,
         network_deny,
+        web,
         env_allow,
     } = section;
     let mut ignored = Vec::new();
@@ -474,6 +478,9 @@ pub fn restrict_permissions(
     if !env_allow.is_empty() {
         ignored.push(Ignored::EnvAllow(env_allow.len()));
     }
+    if !web.is_empty() {
+        ignored.push(Ignored::Web(web.len()));
+    }
     let kept = PermissionsSection {
         mode,
         allow: Vec::new(),
@@ -481,6 +488,7 @@ pub fn restrict_permissions(
         deny,
         network,
         network_deny,
+        web: Vec::new(),
         env_allow: Vec::new(),
     };
     Restricted { kept, ignored }

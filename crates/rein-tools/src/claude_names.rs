@@ -93,6 +93,12 @@ const TOOLS: &[ToolNames] = &[
         claude: "TodoWrite",
         keys: &[],
     },
+    // `url` and `prompt` are the same.
+    ToolNames {
+        rein: "web_fetch",
+        claude: "WebFetch",
+        keys: &[],
+    },
 ];
 
 /// Claude's names that read as a rein tool but that rein never calls
@@ -139,6 +145,11 @@ pub fn rein_rules(claude: &str) -> Result<Vec<String>, String> {
         .filter(|p| !p.is_empty());
     let Some(p) = pattern.filter(|p| !p.contains(['(', ')'])) else {
         return Err(broken());
+    };
+    // `WebFetch(domain:example.com)`: rein's web_fetch rules name the host.
+    let p = match (tool.as_str(), p.strip_prefix("domain:")) {
+        ("web_fetch", Some(host)) if !host.trim().is_empty() => host.trim(),
+        _ => p,
     };
     Ok(match p.strip_suffix(":*") {
         Some(prefix) => vec![format!("{tool}({prefix})"), format!("{tool}({prefix} *)")],
@@ -255,6 +266,17 @@ mod tests {
         assert_eq!(claude_name("todo_write"), "TodoWrite");
         assert_eq!(claude_name("mcp__fs__read"), "mcp__fs__read");
         assert_eq!(claude_name("memory_write"), "memory_write");
+    }
+
+    #[test]
+    fn webfetch_domain_rules_become_web_fetch_host_rules() {
+        assert_eq!(rein_name("WebFetch"), "web_fetch");
+        assert_eq!(claude_name("web_fetch"), "WebFetch");
+        assert_eq!(
+            rein_rules("WebFetch(domain:docs.example.org)").unwrap(),
+            vec!["web_fetch(docs.example.org)"]
+        );
+        assert_eq!(rein_rules("WebFetch").unwrap(), vec!["web_fetch"]);
     }
 
     #[test]

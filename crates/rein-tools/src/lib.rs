@@ -22,6 +22,7 @@ pub mod fileio;
 pub mod glob;
 pub mod grep;
 pub mod memory;
+pub mod net;
 pub mod read_file;
 pub mod read_first;
 pub mod sandbox;
@@ -30,6 +31,7 @@ pub mod skills;
 pub mod todo;
 pub mod user_hooks;
 mod walk;
+pub mod web_fetch;
 pub mod workspace;
 pub mod worktrees;
 pub mod write_file;
@@ -42,6 +44,7 @@ pub use memory::{MemorySearch, MemoryWrite, memory_tools};
 pub use read_file::ReadFile;
 pub use read_first::ReadBeforeOverwrite;
 pub use todo::TodoWrite;
+pub use web_fetch::WebFetch;
 pub use write_file::WriteFile;
 
 /// Every built-in tool, ready to hand to a `rein_core::Gate`.
@@ -69,6 +72,12 @@ pub fn small_model_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(WriteFile),
         Arc::new(Bash),
     ]
+}
+
+/// Makes ring rustls's process-wide crypto provider (reqwest is built
+/// without one). Harmless when one is already installed.
+pub(crate) fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// The JSON Schema of an argument struct, as the model sees it: no

@@ -230,6 +230,9 @@ pub fn engine_builder(
         let (skills_text, _) = crate::skills::prompt_section(extras.skills, provider_window);
         let mut builder = builder
             .tools(rein_tools::builtin_tools())
+            .tool(Arc::new(rein_tools::WebFetch::new(
+                cfg.permissions.web.clone(),
+            )))
             .tools(extras.memory.tools.clone())
             .system_note(join_notes(&extras.memory.note, &skills_text));
         if !extras.skills.skills.is_empty() {

@@ -1,4 +1,6 @@
-//! `network` as a list of hosts, as a user meets it: commands reach the
+//! The network as a user meets it. `web_fetch` reads hosts on the `web`
+//! list (in plan mode too) and refuses others headless. `network` as a
+//! list of hosts: commands reach the
 //! listed hosts through rein's proxy (curl over CONNECT and plain HTTP,
 //! `pip download` from a package index), and nothing else — not an
 //! unlisted port, not an IP literal, not a direct socket; when the proxy
@@ -246,4 +248,84 @@ fn a_bad_host_pattern_is_one_clear_line_naming_the_file() {
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// Run `calls` (tool calls) through a replay model in `mode`; the events
+/// (the exit code must be `code`).
+fn run_calls(d: &Dirs, mode: &str, calls: serde_json::Value, code: i32) -> Vec<serde_json::Value> {
+    let script = d.home.join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [{"tool_calls": calls}, {"text": "done"}]}).to_string(),
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", &d.home)
+        .env_remove("REIN_PROVIDER")
+        .env_remove("REIN_MODEL")
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args(["exec", "--json", "--provider", "replay", "--script"])
+        .arg(&script)
+        .args(["--mode", mode, "go"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{}",
+        super::support::stderr(&o)
+    );
+    super::support::json_lines(&o)
+}
+
+#[test]
+fn web_fetch_reads_listed_hosts_in_plan_mode_too_and_headless_refuses_others() {
+    let page = b"<html><body><h1>Hello docs</h1><script>bad()</script></body></html>".to_vec();
+    let port = serve(HashMap::from([("/page.html".to_string(), page)]));
+    let d = dirs();
+    config(
+        &d,
+        &format!("[permissions]\nweb = [\"localhost:{port}\"]\n"),
+    );
+    for mode in ["default", "plan"] {
+        let events = run_calls(
+            &d,
+            mode,
+            serde_json::json!([
+                {"name": "web_fetch", "arguments": {"url": format!("http://localhost:{port}/page.html")}},
+                {"name": "web_fetch", "arguments": {"url": format!("http://vm.invalid:{port}/page.html")}}
+            ]),
+            // A call that needed an approval nobody could give.
+            9,
+        );
+        let finished: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| e["type"] == "tool_finished")
+            .collect();
+        let listed = finished
+            .iter()
+            .find(|e| {
+                e["output_preview"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("<web_page")
+            })
+            .unwrap_or_else(|| panic!("{mode}: no page: {events:?}"));
+        let text = listed["output_preview"].as_str().unwrap();
+        assert!(
+            text.contains("# Hello docs") && !text.contains("bad()"),
+            "{text}"
+        );
+        let stopped = events.iter().find(|e| e["type"] == "stopped").unwrap();
+        let refused = stopped["refused"].as_array().unwrap();
+        assert_eq!(refused.len(), 1, "{mode}: {refused:?}");
+        assert!(
+            refused[0]["why"]
+                .as_str()
+                .unwrap()
+                .contains("vm.invalid is not on the `web` list"),
+            "{refused:?}"
+        );
+    }
 }

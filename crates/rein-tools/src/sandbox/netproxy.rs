@@ -24,14 +24,16 @@
 //! What it does not stop: data sent to an allowed host is sent.
 
 use std::io;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rein_core::{Host, HostDecision, HostPolicy, Target, is_public};
+use rein_core::{HostPolicy, Target};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
+
+use crate::net::{Refused, check};
+pub use crate::net::{Resolve, SystemResolver};
 
 /// The longest request head read before refusing the request.
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -41,23 +43,6 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most refusals remembered for the command's notes.
 const MAX_NOTES: usize = 16;
-
-/// How names become addresses. The system's resolver in rein; tests put
-/// names of their own on loopback.
-#[async_trait::async_trait]
-pub trait Resolve: Send + Sync {
-    async fn resolve(&self, name: &str, port: u16) -> io::Result<Vec<SocketAddr>>;
-}
-
-/// The system's resolver (`getaddrinfo`).
-pub struct SystemResolver;
-
-#[async_trait::async_trait]
-impl Resolve for SystemResolver {
-    async fn resolve(&self, name: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-        Ok(tokio::net::lookup_host((name, port)).await?.collect())
-    }
-}
 
 /// One command's proxy: alive until dropped.
 pub struct NetProxy {
@@ -286,42 +271,26 @@ fn unusable(asked: &str, e: &rein_core::HostError) -> Refusal {
     }
 }
 
-/// Decide, resolve, check and connect.
+/// Decide, resolve, check ([`crate::net::check`]) and connect to an
+/// address that was checked.
 async fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Refusal> {
-    let exact = match shared.policy.decide(target) {
-        HostDecision::Allowed { exact } => exact,
-        HostDecision::Denied(p) => {
-            return Err(blocked(format!(
-                "rein: network: blocked {target} (denied by `{p}` in `network_deny`)"
+    let checked = match check(&shared.policy, target, shared.resolver.as_ref()).await {
+        Ok(c) => c,
+        Err(refused @ Refused::Unresolved(_)) => {
+            return Err(unreachable(format!(
+                "rein proxy: {}",
+                refused.line(target, "network")
             )));
         }
-        HostDecision::NotListed => {
+        Err(refused) => {
             return Err(blocked(format!(
-                "rein: network: blocked {target}: add it to `network` to allow it"
+                "rein: network: {}",
+                refused.line(target, "network")
             )));
         }
     };
-    let found = match &target.host {
-        Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
-        Host::Name(name) => shared
-            .resolver
-            .resolve(name, target.port)
-            .await
-            .map_err(|e| unreachable(format!("rein proxy: could not resolve {name}: {e}")))?,
-    };
-    let usable: Vec<SocketAddr> = found
-        .iter()
-        .copied()
-        .filter(|a| exact || is_public(a.ip()))
-        .collect();
-    if usable.is_empty() && !found.is_empty() {
-        return Err(blocked(format!(
-            "rein: network: blocked {target}: it resolves to a private address, which only a \
-             host listed by its exact name may reach"
-        )));
-    }
     let mut last = None;
-    for addr in usable {
+    for addr in checked.addrs {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => return Ok(s),
             Ok(Err(e)) => last = Some(e.to_string()),

@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use std::collections::HashMap;
 
+use std::net::SocketAddr;
+
 use tokio::net::TcpListener;
 
 use super::*;
