@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 
 mod file;
+pub mod web_search;
 
 use file::read_file;
 pub use file::{
@@ -73,6 +74,8 @@ pub struct Config {
     /// What could not be used of the project's MCP servers.
     pub mcp_notes: Vec<String>,
     pub mcp_tool_search: ToolSearchSetting,
+    /// `[web_search]`, merged across the user's files.
+    pub web_search: Option<web_search::WebSearchSection>,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -119,6 +122,7 @@ impl Config {
             project_mcp_servers: Vec::new(),
             mcp_notes: Vec::new(),
             mcp_tool_search: ToolSearchSetting::Auto,
+            web_search: None,
         }
     }
 
@@ -342,6 +346,11 @@ impl Config {
             local.model_path = local.model_path.map(|p| base.join(p));
             self.local.merge_from(local);
         }
+        if let Some(section) = file.web_search {
+            self.web_search
+                .get_or_insert_with(Default::default)
+                .merge_from(section);
+        }
         Ok(())
     }
 
@@ -355,7 +364,13 @@ impl Config {
                 "`local` is a built-in provider: configure it under [local], not [providers.local]"
             );
         }
+        self.web_search_backend()?;
         Ok(())
+    }
+
+    /// The `web_search` tool's backend, when `[web_search]` names one.
+    pub fn web_search_backend(&self) -> Result<Option<rein_tools::web_search::Backend>> {
+        self.web_search.as_ref().map(|w| w.backend()).transpose()
     }
 
     pub fn sessions_db(&self) -> PathBuf {

@@ -168,6 +168,7 @@ fn limit<T: PartialOrd + Copy>(project: T, current: Option<T>) -> Compare {
 }
 
 /// Collects the kept values and the ignored ones of one file.
+#[derive(Default)]
 struct Sorter {
     ignored: Vec<Ignored>,
 }
@@ -224,10 +225,9 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         mcp_servers,
         mcp_tool_search,
         checkpoints,
+        web_search,
     } = file;
-    let mut s = Sorter {
-        ignored: Vec::new(),
-    };
+    let mut s = Sorter::default();
     // Redirects: who the model is and where requests and keys go.
     s.ignore(provider, Ignored::Provider);
     s.ignore(model, Ignored::Model);
@@ -239,6 +239,8 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
     }
     s.ignore(replay.and_then(|r| r.script), |_| Ignored::ReplayScript);
     s.ignore(local, |_| Ignored::Section("[local]"));
+    // Where every search query goes.
+    s.ignore(web_search, |_| Ignored::Section("[web_search]"));
     // Commands to start: only from the user's own config.
     for name in mcp_servers.into_keys() {
         s.ignore(Some(name), Ignored::McpServer);

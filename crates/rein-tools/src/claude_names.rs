@@ -99,6 +99,12 @@ const TOOLS: &[ToolNames] = &[
         claude: "WebFetch",
         keys: &[],
     },
+    // `query`, `allowed_domains` and `blocked_domains` are the same.
+    ToolNames {
+        rein: "web_search",
+        claude: "WebSearch",
+        keys: &[],
+    },
 ];
 
 /// Claude's names that read as a rein tool but that rein never calls

@@ -32,6 +32,7 @@ pub mod todo;
 pub mod user_hooks;
 mod walk;
 pub mod web_fetch;
+pub mod web_search;
 pub mod workspace;
 pub mod worktrees;
 pub mod write_file;
@@ -45,6 +46,7 @@ pub use read_file::ReadFile;
 pub use read_first::ReadBeforeOverwrite;
 pub use todo::TodoWrite;
 pub use web_fetch::WebFetch;
+pub use web_search::WebSearch;
 pub use write_file::WriteFile;
 
 /// Every built-in tool, ready to hand to a `rein_core::Gate`.

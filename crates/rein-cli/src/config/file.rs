@@ -47,6 +47,8 @@ pub struct ConfigFile {
     pub mcp_tool_search: Option<ToolSearchSetting>,
     /// Checkpoint the workspace for `rein rewind` (default true).
     pub checkpoints: Option<bool>,
+    /// `[web_search]`: the search service (the user's config only).
+    pub web_search: Option<super::web_search::WebSearchSection>,
 }
 
 /// When MCP tools are offered lazily, through `tool_search`.

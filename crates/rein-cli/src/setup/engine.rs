@@ -195,6 +195,15 @@ fn run_files(
     files
 }
 
+/// `web_search`, when the user's config names a backend that works
+/// (checked by `Config::validate` before any engine is built).
+fn web_search_tool(cfg: &Config) -> Vec<Arc<dyn rein_core::Tool>> {
+    match cfg.web_search_backend() {
+        Ok(Some(backend)) => vec![Arc::new(rein_tools::WebSearch::new(backend))],
+        _ => Vec::new(),
+    }
+}
+
 /// Two pieces of the system prompt's end, either possibly empty.
 fn join_notes(a: &str, b: &str) -> String {
     match (a.trim().is_empty(), b.trim().is_empty()) {
@@ -233,6 +242,7 @@ pub fn engine_builder(
             .tool(Arc::new(rein_tools::WebFetch::new(
                 cfg.permissions.web.clone(),
             )))
+            .tools(web_search_tool(cfg))
             .tools(extras.memory.tools.clone())
             .system_note(join_notes(&extras.memory.note, &skills_text));
         if !extras.skills.skills.is_empty() {

@@ -1,5 +1,6 @@
 //! The network as a user meets it. `web_fetch` reads hosts on the `web`
-//! list (in plan mode too) and refuses others headless. `network` as a
+//! list (in plan mode too) and refuses others headless; `web_search` asks
+//! the backend of the user's config, never a repository's. `network` as a
 //! list of hosts: commands reach the
 //! listed hosts through rein's proxy (curl over CONNECT and plain HTTP,
 //! `pip download` from a package index), and nothing else — not an
@@ -328,4 +329,82 @@ fn web_fetch_reads_listed_hosts_in_plan_mode_too_and_headless_refuses_others() {
             "{refused:?}"
         );
     }
+}
+
+const SEARXNG_ANSWER: &str = r#"{"query": "tokio", "results": [
+  {"url": "https://tokio.rs/", "title": "Tokio", "content": "An asynchronous runtime.", "engine": "bing"}
+]}"#;
+
+#[test]
+fn web_search_asks_the_users_backend_and_a_projects_backend_is_ignored() {
+    let port = serve(HashMap::from([(
+        "/search?q=tokio+runtime&format=json".to_string(),
+        SEARXNG_ANSWER.as_bytes().to_vec(),
+    )]));
+    let d = dirs();
+    config(
+        &d,
+        &format!("[web_search]\nbackend = \"searxng\"\nurl = \"http://127.0.0.1:{port}\"\n"),
+    );
+    // A repository's own backend would receive every query.
+    std::fs::create_dir_all(d.ws.join(".rein")).unwrap();
+    std::fs::write(
+        d.ws.join(".rein/config.toml"),
+        "[web_search]\nbackend = \"searxng\"\nurl = \"http://127.0.0.1:9\"\n",
+    )
+    .unwrap();
+    let events = run_calls(
+        &d,
+        "default",
+        serde_json::json!([{"name": "web_search", "arguments": {"query": "tokio runtime"}}]),
+        0,
+    );
+    let out = bash_output_of(&events, "web_search");
+    assert!(
+        out.contains("1. Tokio\n   https://tokio.rs/\n   An asynchronous runtime."),
+        "{out}"
+    );
+}
+
+#[test]
+fn web_search_is_not_offered_without_a_backend_and_a_broken_one_is_one_line() {
+    let d = dirs();
+    let events = run_calls(
+        &d,
+        "default",
+        serde_json::json!([{"name": "web_search", "arguments": {"query": "x"}}]),
+        0,
+    );
+    let out = bash_output_of(&events, "web_search");
+    assert!(
+        out.contains("unknown tool") || out.contains("no tool"),
+        "{out}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d.home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    config(
+        &d,
+        "[web_search]\nbackend = \"brave\"\napi_key_env = \"REIN_TEST_NO_SUCH_KEY\"\n",
+    );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", &d.home)
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args(["exec", "--provider", "replay", "go"])
+        .output()
+        .unwrap();
+    let err = super::support::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("$REIN_TEST_NO_SUCH_KEY"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// The output of the call of `tool` in `events`.
+fn bash_output_of(events: &[serde_json::Value], tool: &str) -> String {
+    events
+        .iter()
+        .find(|e| e["type"] == "tool_finished" && e["name"] == tool)
+        .and_then(|e| e["output_preview"].as_str())
+        .unwrap_or_else(|| panic!("no {tool} call finished: {events:?}"))
+        .to_string()
 }
