@@ -323,3 +323,43 @@ fn hosts_off_the_web_list_are_high_risk_and_rules_match_the_host() {
     let bad = tool.assess(&serde_json::json!({"url": "nope"}), &ctx());
     assert!(bad.opaque);
 }
+
+/// Answers a public address first and loopback after: DNS rebinding.
+struct Rebinding {
+    lookups: AtomicUsize,
+}
+
+#[async_trait]
+impl Resolve for Rebinding {
+    async fn resolve(&self, _name: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+        let first = self.lookups.fetch_add(1, Ordering::SeqCst) == 0;
+        // A public address (nothing answers it on this closed network),
+        // then loopback.
+        let ip = if first { "8.8.8.8" } else { "127.0.0.1" };
+        Ok(vec![SocketAddr::new(ip.parse().unwrap(), port)])
+    }
+}
+
+#[tokio::test]
+async fn dns_rebinding_cannot_reach_the_private_address_the_second_answer_names() {
+    // A local server that counts who reaches it.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reached = Arc::new(AtomicUsize::new(0));
+    let count = reached.clone();
+    tokio::spawn(async move {
+        while let Ok((_conn, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let resolver = Arc::new(Rebinding {
+        lookups: AtomicUsize::new(0),
+    });
+    let tool = WebFetch::with_resolver(web(&[&format!("*.test:{port}")]), resolver.clone())
+        .with_timeout(Duration::from_secs(2));
+    // The public address is unreachable here; what matters is that the
+    // fetch never asks again and never connects to loopback.
+    let _ = fetch(&tool, &format!("http://rebind.test:{port}/")).await;
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 1);
+    assert_eq!(reached.load(Ordering::SeqCst), 0);
+}
