@@ -34,6 +34,10 @@ pub struct PermissionsSection {
     /// Hosts `web_fetch` reads without asking.
     #[serde(default)]
     pub web: Vec<String>,
+    /// Named host lists (`@NAME` in the lists above); the user's own
+    /// files only.
+    #[serde(default)]
+    pub presets: std::collections::BTreeMap<String, Vec<String>>,
     /// Secret-looking environment variables commands may still see.
     #[serde(default)]
     pub env_allow: Vec<String>,
@@ -70,9 +74,24 @@ pub struct PermissionSettings {
     pub env_allow: Vec<String>,
     /// Hosts `web_fetch` reads without asking (every layer's).
     pub web: HostPolicy,
+    /// The user's named host lists.
+    presets: std::collections::BTreeMap<String, Vec<HostPattern>>,
     /// The last layer's `network`, before the deny lists.
     network_set: NetworkAccess,
     network_deny: Vec<HostPattern>,
+}
+
+/// A preset nobody defined, and the ones there are.
+fn unknown_preset(at: &str, name: &str) -> anyhow::Error {
+    let built_in: Vec<String> = rein_core::PRESETS
+        .iter()
+        .map(|(n, _)| format!("@{n}"))
+        .collect();
+    anyhow!(
+        "{at}: no host list @{name} (built in: {}; define your own under [permissions.presets] \
+         in your config)",
+        built_in.join(", ")
+    )
 }
 
 /// The line of `needle` (a quoted string) in `text`, for error messages.
@@ -116,13 +135,30 @@ impl PermissionSettings {
             deny: parse(&section.deny)?,
         };
         self.rules.extend(layer);
+        let pattern = |h: &String| {
+            h.parse::<HostPattern>()
+                .map_err(|e| anyhow!("{}: network host {h:?}: {e}", at(h)))
+        };
+        for (name, list) in &section.presets {
+            let parsed = list.iter().map(pattern).collect::<Result<Vec<_>>>()?;
+            self.presets.insert(name.clone(), parsed);
+        }
+        let presets = self.presets.clone();
         let hosts = |list: &[String]| -> Result<Vec<HostPattern>> {
-            list.iter()
-                .map(|h| {
-                    h.parse::<HostPattern>()
-                        .map_err(|e| anyhow!("{}: network host {h:?}: {e}", at(h)))
-                })
-                .collect()
+            let mut out = Vec::new();
+            for h in list {
+                match h.strip_prefix('@') {
+                    Some(name) => out.extend(
+                        presets
+                            .get(name)
+                            .cloned()
+                            .or_else(|| rein_core::preset(name))
+                            .ok_or_else(|| unknown_preset(&at(h), name))?,
+                    ),
+                    None => out.push(pattern(h)?),
+                }
+            }
+            Ok(out)
         };
         match &section.network {
             Some(NetworkSetting::Switch(false)) => self.network_set = NetworkAccess::Off,
@@ -148,6 +184,21 @@ impl PermissionSettings {
             self.env_allow.push(name);
         }
         Ok(())
+    }
+
+    /// What `setting` would give as a layer over these settings (the
+    /// user's presets known), or `None` when it does not parse.
+    pub fn network_of(&self, setting: &NetworkSetting) -> Option<NetworkAccess> {
+        let mut probe = PermissionSettings {
+            presets: self.presets.clone(),
+            ..Default::default()
+        };
+        let layer = PermissionsSection {
+            network: Some(setting.clone()),
+            ..Default::default()
+        };
+        probe.apply(layer, Path::new(""), "").ok()?;
+        Some(probe.network)
     }
 
     /// Read a JSON rules file, if it exists, and add it as a layer.
@@ -290,6 +341,39 @@ impl ProjectRules for ProjectRulesFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn layer(toml_text: &str) -> PermissionsSection {
+        #[derive(Deserialize)]
+        struct File {
+            permissions: PermissionsSection,
+        }
+        toml::from_str::<File>(toml_text).unwrap().permissions
+    }
+
+    #[test]
+    fn presets_expand_built_in_and_the_users_own_and_an_unknown_one_is_named() {
+        let mut s = PermissionSettings::default();
+        let text = "[permissions]\nnetwork = [\"@github\", \"@corp\"]\n\
+                    [permissions.presets]\ncorp = [\"git.corp.example\"]\n";
+        s.apply(layer(text), Path::new("config.toml"), text)
+            .unwrap();
+        let NetworkAccess::Hosts(h) = &s.network else {
+            panic!("{:?}", s.network);
+        };
+        let names: Vec<String> = h.allow.iter().map(ToString::to_string).collect();
+        assert!(names.contains(&"github.com".to_string()), "{names:?}");
+        assert!(names.contains(&"git.corp.example".to_string()), "{names:?}");
+        let text = "[permissions]\nweb = [\"@nope\"]\n";
+        let err = s
+            .apply(layer(text), Path::new("config.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no host list @nope (built in: @github;"),
+            "{err}"
+        );
+        assert!(err.contains("config.toml (line 2)"), "{err}");
+    }
 
     #[test]
     fn a_bad_rule_names_the_file_and_line() {

@@ -444,6 +444,7 @@ pub fn restrict_permissions(
         network,
         network_deny,
         web,
+        presets,
         env_allow,
     } = section;
     let mut ignored = Vec::new();
@@ -464,14 +465,9 @@ pub fn restrict_permissions(
     let network = network.filter(|setting| {
         // A list that does not parse keeps nothing: the layer's error
         // names it when it is applied.
-        let mut probe = PermissionSettings::default();
-        let parsed = PermissionsSection {
-            network: Some(setting.clone()),
-            ..Default::default()
-        };
-        let looser = probe
-            .apply(parsed, std::path::Path::new(""), "")
-            .map_or(true, |()| probe.network.loosens(&current.network));
+        let looser = current
+            .network_of(setting)
+            .is_none_or(|n| n.loosens(&current.network));
         if looser {
             ignored.push(Ignored::Network);
         }
@@ -483,6 +479,10 @@ pub fn restrict_permissions(
     if !web.is_empty() {
         ignored.push(Ignored::Web(web.len()));
     }
+    // A project's `@github` could name any host.
+    if !presets.is_empty() {
+        ignored.push(Ignored::Section("[permissions.presets]"));
+    }
     let kept = PermissionsSection {
         mode,
         allow: Vec::new(),
@@ -491,6 +491,7 @@ pub fn restrict_permissions(
         network,
         network_deny,
         web: Vec::new(),
+        presets: Default::default(),
         env_allow: Vec::new(),
     };
     Restricted { kept, ignored }

@@ -138,8 +138,8 @@ pub use permission::{
     protected_write,
 };
 pub use permission::{
-    Host, HostDecision, HostError, HostPattern, HostPolicy, NetworkAccess, Target, is_public,
-    parse_host,
+    Host, HostDecision, HostError, HostPattern, HostPolicy, NetworkAccess, PRESETS, Target,
+    is_public, parse_host, preset,
 };
 pub use profile::{Lever, Profile};
 pub use provider::{

@@ -177,8 +177,8 @@ mod rule;
 pub use assessment::{Assessment, Risk, SubjectKind, Verdict};
 pub use mode::{ParseModeError, PermissionMode, SandboxMode, SandboxPolicy};
 pub use network::{
-    Decision as HostDecision, Host, HostError, HostPattern, HostPolicy, NetworkAccess, Target,
-    is_public, parse_host,
+    Decision as HostDecision, Host, HostError, HostPattern, HostPolicy, NetworkAccess, PRESETS,
+    Target, is_public, parse_host, preset,
 };
 pub use never_read::ReadFence;
 pub use protected::normalise;

@@ -382,3 +382,14 @@ fn sandbox_limits_may_be_lowered_but_read_paths_and_higher_or_unlimited_values_a
         ]
     );
 }
+
+#[test]
+fn a_projects_presets_are_ignored_and_its_lists_use_the_users() {
+    let (cfg, ignored) = applied(
+        "[permissions]\nnetwork_deny = [\"@github\"]\n[permissions.presets]\ngithub = [\"evil.example\"]\n",
+    );
+    assert_eq!(ignored, vec![Ignored::Section("[permissions.presets]")]);
+    // The deny list was kept, with the built-in meaning of @github; the
+    // network stays off.
+    assert!(!cfg.permissions.network.any());
+}

@@ -23,6 +23,24 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// Host lists with a name, written `@NAME` in `network`, `network_deny`
+/// and `web` (users add their own under `[permissions.presets]`).
+pub const PRESETS: &[(&str, &[&str])] = &[(
+    "github",
+    &[
+        "github.com",
+        "api.github.com",
+        "codeload.github.com",
+        "*.githubusercontent.com",
+    ],
+)];
+
+/// The built-in preset `name` (without `@`), parsed.
+pub fn preset(name: &str) -> Option<Vec<HostPattern>> {
+    let (_, list) = PRESETS.iter().find(|(n, _)| *n == name)?;
+    list.iter().map(|p| p.parse().ok()).collect()
+}
+
 /// What network a shell command gets.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -201,3 +201,12 @@ fn network_on_with_a_deny_list_becomes_every_name_but_those() {
     assert_eq!(NetworkAccess::On.with_deny(&[]), NetworkAccess::On);
     assert_eq!(NetworkAccess::Off.with_deny(&deny), NetworkAccess::Off);
 }
+
+#[test]
+fn every_built_in_preset_parses() {
+    for (name, list) in PRESETS {
+        let parsed = preset(name).unwrap_or_else(|| panic!("@{name} does not parse"));
+        assert_eq!(parsed.len(), list.len());
+    }
+    assert!(preset("nope").is_none());
+}
