@@ -43,6 +43,9 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most refusals remembered for the command's notes.
 const MAX_NOTES: usize = 16;
+/// The most connections one command has open through its proxy at once
+/// (each holds file descriptors of rein's own process); more wait.
+pub const MAX_CONNECTIONS: usize = 128;
 
 /// One command's proxy: alive until dropped.
 pub struct NetProxy {
@@ -73,8 +76,19 @@ impl NetProxy {
             let Ok(listener) = UnixListener::from_std(listener) else {
                 return;
             };
-            while let Ok((conn, _)) = listener.accept().await {
-                tokio::spawn(serve(conn, shared.clone()));
+            let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+            loop {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
+                let Ok((conn, _)) = listener.accept().await else {
+                    return;
+                };
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    serve(conn, shared).await;
+                    drop(slot);
+                });
             }
         });
         Ok(NetProxy { dir, blocked, task })
