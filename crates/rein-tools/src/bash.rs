@@ -246,6 +246,7 @@ pub async fn run_admitted(
         admitted.deadline,
         admitted.limit,
         ctx.cancel.clone(),
+        ctx.events.clone(),
     )
     .await
 }
@@ -393,6 +394,7 @@ async fn run(
     deadline: Instant,
     limit: Duration,
     cancel: CancellationToken,
+    events: Option<rein_core::GateEvents>,
 ) -> Result<ToolOutput, ToolError> {
     let sandbox::Prepared { mut cmd, after } = prepared;
     let mut child = cmd
@@ -468,6 +470,13 @@ async fn run(
         }
     };
     let text = observe::body(pipes.captured);
+    // A host the network proxy refused is a notice too: a long output's
+    // preview would not show the note at its end.
+    if let Some(events) = &events {
+        for line in after.network_blocked() {
+            events(rein_core::Event::Notice { message: line });
+        }
+    }
     let notes = after_notes(after, status, text.clone()).await;
     Ok(observation(
         text,

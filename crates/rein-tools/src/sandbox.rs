@@ -278,6 +278,15 @@ impl After {
 }
 
 impl After {
+    /// One line per host the command's network proxy refused (so far).
+    pub fn network_blocked(&self) -> Vec<String> {
+        self.net
+            .proxy
+            .as_ref()
+            .map(|p| p.blocked())
+            .unwrap_or_default()
+    }
+
     /// Kill what is left in the cgroup (and remove it), then undo planted
     /// git metadata; once.
     fn end(&mut self) -> Option<String> {

@@ -84,11 +84,18 @@ fn config(d: &Dirs, toml: &str) {
 }
 
 /// Run `command` (its output written to a file in the workspace, so none
-/// of it is cut) in auto mode; the file's text and the tool's notes.
-fn run(d: &Dirs, command: &str) -> (String, String) {
-    let out = bash_output(&run_one(d, "auto", &format!("({command}) > out.txt 2>&1")));
+/// of it is cut) in auto mode; the file's text, the tool's notes and the
+/// notices of the run.
+fn run(d: &Dirs, command: &str) -> (String, String, Vec<String>) {
+    let events = run_one(d, "auto", &format!("({command}) > out.txt 2>&1"));
+    let out = bash_output(&events);
     let text = std::fs::read_to_string(d.ws.join("out.txt")).unwrap_or_default();
-    (text, out)
+    let notices = events
+        .iter()
+        .filter(|e| e["type"] == "notice")
+        .filter_map(|e| e["message"].as_str().map(String::from))
+        .collect();
+    (text, out, notices)
 }
 
 #[test]
@@ -105,7 +112,7 @@ fn commands_reach_listed_hosts_through_the_proxy_and_nothing_else() {
     );
     // NO_PROXY names localhost (servers a command starts itself, inside the
     // sandbox); `--noproxy ''` sends these requests to the proxy anyway.
-    let (text, notes) = run(
+    let (text, notes, notices) = run(
         &d,
         &format!(
             "curl -sS --noproxy '' http://localhost:{allowed}/hello; \
@@ -137,6 +144,15 @@ fn commands_reach_listed_hosts_through_the_proxy_and_nothing_else() {
     // The tool's result ends with the refusals, once each.
     assert_eq!(notes.matches(&blocked_port).count(), 1, "{notes}");
     assert_eq!(notes.matches(&blocked_ip).count(), 1, "{notes}");
+    // And each is a notice the app shows, whatever the output's length.
+    assert!(
+        notices.iter().any(|n| n.starts_with(&blocked_port)),
+        "{notices:?}"
+    );
+    assert!(
+        notices.iter().any(|n| n.starts_with(&blocked_ip)),
+        "{notices:?}"
+    );
 }
 
 #[test]
@@ -172,7 +188,7 @@ fn pip_downloads_from_a_listed_package_index_through_the_proxy() {
         &d,
         &format!("[permissions]\nnetwork = [\"localhost:{port}\"]\n"),
     );
-    let (text, notes) = run(
+    let (text, notes, _) = run(
         &d,
         &format!(
             "NO_PROXY= no_proxy= python3 -m pip download --no-deps --no-cache-dir \
