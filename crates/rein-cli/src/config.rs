@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 
 mod file;
+pub mod lsp;
 pub mod web_search;
 
 use file::read_file;
@@ -76,6 +77,8 @@ pub struct Config {
     pub mcp_tool_search: ToolSearchSetting,
     /// `[web_search]`, merged across the user's files.
     pub web_search: Option<web_search::WebSearchSection>,
+    /// `[lsp]`, layered.
+    pub lsp: lsp::LspConfig,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -123,6 +126,7 @@ impl Config {
             mcp_notes: Vec::new(),
             mcp_tool_search: ToolSearchSetting::Auto,
             web_search: None,
+            lsp: lsp::LspConfig::default(),
         }
     }
 
@@ -345,6 +349,9 @@ impl Config {
             }
             local.model_path = local.model_path.map(|p| base.join(p));
             self.local.merge_from(local);
+        }
+        if let Some(section) = file.lsp {
+            self.lsp.apply(section)?;
         }
         if let Some(section) = file.web_search {
             self.web_search

@@ -226,6 +226,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         mcp_tool_search,
         checkpoints,
         web_search,
+        lsp,
     } = file;
     let mut s = Sorter::default();
     // Redirects: who the model is and where requests and keys go.
@@ -241,6 +242,8 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
     s.ignore(local, |_| Ignored::Section("[local]"));
     // Where every search query goes.
     s.ignore(web_search, |_| Ignored::Section("[web_search]"));
+    // Servers are programs to start.
+    s.ignore(lsp, |_| Ignored::Section("[lsp]"));
     // Commands to start: only from the user's own config.
     for name in mcp_servers.into_keys() {
         s.ignore(Some(name), Ignored::McpServer);
@@ -302,22 +305,24 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         // kept.
         tui,
         mcp_tool_search,
-        // Checkpoints are the user's way back: a project may turn them
-        // on, never off.
-        checkpoints: checkpoints.and_then(|on| {
-            let cmp = if on || !current.checkpoints {
-                Compare::Keep
-            } else {
-                Compare::Looser
-            };
-            s.limit("checkpoints", on, cmp)
-        }),
+        checkpoints: checkpoints.and_then(|on| restrict_checkpoints(on, current, &mut s)),
         ..ConfigFile::default()
     };
     Restricted {
         kept,
         ignored: s.ignored,
     }
+}
+
+/// Checkpoints are the user's way back: a project may turn them on,
+/// never off.
+fn restrict_checkpoints(on: bool, current: &Config, s: &mut Sorter) -> Option<bool> {
+    let cmp = if on || !current.checkpoints {
+        Compare::Keep
+    } else {
+        Compare::Looser
+    };
+    s.limit("checkpoints", on, cmp)
 }
 
 /// `[compaction]`: what keeps the context smaller is kept.

@@ -17,6 +17,7 @@ mod cli {
     mod hooks_claude;
     mod host_isolation;
     mod http_providers;
+    mod lsp;
     mod mcp;
     mod mcp_conformance;
     mod mcp_http;

@@ -56,6 +56,8 @@ pub enum Component {
     Perl,
     /// git.
     Git,
+    /// The pyright language server under ~/.cache/rein/lsp.
+    Pyright,
 }
 
 impl Component {
@@ -84,6 +86,9 @@ impl Component {
             Component::Python3 => "python3",
             Component::Perl => "perl",
             Component::Git => "git",
+            Component::Pyright => {
+                "the pyright language server (.ci/run installs it with npm into ~/.cache/rein/lsp)"
+            }
         }
     }
 }

@@ -21,6 +21,7 @@ mod edit_match;
 pub mod fileio;
 pub mod glob;
 pub mod grep;
+pub mod lsp;
 pub mod memory;
 pub mod net;
 pub mod read_file;

@@ -17,6 +17,8 @@ mod escape;
 mod files;
 #[path = "tools/gate.rs"]
 mod gate;
+#[path = "tools/lsp.rs"]
+mod lsp;
 #[path = "tools/races.rs"]
 mod races;
 #[path = "tools/sandbox.rs"]

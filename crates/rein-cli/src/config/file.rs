@@ -49,6 +49,8 @@ pub struct ConfigFile {
     pub checkpoints: Option<bool>,
     /// `[web_search]`: the search service (the user's config only).
     pub web_search: Option<super::web_search::WebSearchSection>,
+    /// `[lsp]`: language servers checking edited files.
+    pub lsp: Option<super::lsp::LspSection>,
 }
 
 /// When MCP tools are offered lazily, through `tool_search`.

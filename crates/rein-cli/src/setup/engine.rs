@@ -195,6 +195,27 @@ fn run_files(
     files
 }
 
+/// Language-server diagnostics after edits, when `[lsp]` turns them on
+/// (see [`crate::config::lsp`]); the servers run in the plan-mode sandbox:
+/// read-only, offline.
+fn lsp_feedback(cfg: &Config, mode: PermissionMode) -> Option<Arc<dyn rein_core::CallHook>> {
+    if !cfg.lsp.on() {
+        return None;
+    }
+    let settings = rein_tools::lsp::LspSettings {
+        servers: cfg.lsp.servers.clone(),
+        warnings: cfg.lsp.warnings,
+        ..Default::default()
+    };
+    let launch = rein_tools::lsp::Launch {
+        kind: rein_tools::sandbox::available(),
+        policy: permissions(cfg, mode).sandbox(PermissionMode::Plan),
+    };
+    Some(Arc::new(rein_tools::lsp::Diagnostics::new(
+        settings, launch,
+    )))
+}
+
 /// `web_search`, when the user's config names a backend that works
 /// (checked by `Config::validate` before any engine is built).
 fn web_search_tool(cfg: &Config) -> Vec<Arc<dyn rein_core::Tool>> {
@@ -249,6 +270,9 @@ pub fn engine_builder(
             builder = builder.tool(Arc::new(rein_tools::skills::SkillTool::new(
                 extras.skills.clone(),
             )));
+        }
+        if let Some(hook) = lsp_feedback(cfg, mode) {
+            builder = builder.hook(hook);
         }
         if let Some(hook) =
             rein_tools::skills::UntrustedScripts::for_skills(extras.skills, workspace)

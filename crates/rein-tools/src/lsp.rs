@@ -1,0 +1,20 @@
+//! Language servers in the loop: after the model writes or edits a file,
+//! the project's own language tooling checks it, and its errors join the
+//! call's result ([`feedback::Diagnostics`], a hook in the gate).
+//!
+//! Layout:
+//! - [`rpc`]: JSON-RPC over a server's standard streams;
+//! - [`server`]: one server, started in the sandbox (read-only, offline)
+//!   or as a host process, documents synced, diagnostics awaited;
+//! - [`languages`]: which server serves which file (the user's entries,
+//!   then the built-in table found on `PATH`);
+//! - [`feedback`]: the hook, its settings, and the report for the model.
+
+pub mod feedback;
+pub mod languages;
+pub mod rpc;
+pub mod server;
+
+pub use feedback::{Diagnostics, LspSettings};
+pub use languages::ServerSpec;
+pub use server::Launch;

@@ -1,0 +1,145 @@
+//! Which language server serves a file: the user's `[lsp.NAME]` entries
+//! first, then the built-in table of [`DEFAULTS`], whose first program
+//! found on `PATH` is used.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// How to run one server, and which files it serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    /// The entry's name (`python`, or the user's `[lsp.NAME]`).
+    pub name: String,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// File extensions it serves, without the dot.
+    pub extensions: Vec<String>,
+    /// Sent in the handshake.
+    pub init_options: Option<Value>,
+    /// The `languageId` of its documents.
+    pub language_id: String,
+}
+
+/// A built-in entry: a name, the commands tried in order, extensions,
+/// the language id.
+struct Default {
+    name: &'static str,
+    commands: &'static [&'static [&'static str]],
+    extensions: &'static [&'static str],
+    language_id: &'static str,
+}
+
+/// The servers rein looks for on `PATH`.
+const DEFAULTS: &[Default] = &[
+    Default {
+        name: "python",
+        commands: &[
+            &["basedpyright-langserver", "--stdio"],
+            &["pyright-langserver", "--stdio"],
+            &["pylsp"],
+        ],
+        extensions: &["py", "pyi"],
+        language_id: "python",
+    },
+    Default {
+        name: "typescript",
+        commands: &[&["typescript-language-server", "--stdio"]],
+        extensions: &["ts", "tsx", "js", "jsx", "mjs", "cjs"],
+        language_id: "typescript",
+    },
+    Default {
+        name: "rust",
+        commands: &[&["rust-analyzer"]],
+        extensions: &["rs"],
+        language_id: "rust",
+    },
+    Default {
+        name: "go",
+        commands: &[&["gopls"]],
+        extensions: &["go"],
+        language_id: "go",
+    },
+    Default {
+        name: "c",
+        commands: &[&["clangd"]],
+        extensions: &["c", "h", "cc", "cpp", "cxx", "hpp"],
+        language_id: "cpp",
+    },
+];
+
+/// What rust-analyzer gets: nothing of the project is built or run
+/// (build scripts, procedural macros and `cargo check` run code).
+fn init_options(name: &str) -> Option<Value> {
+    (name == "rust").then(|| {
+        json!({
+            "cargo": {"buildScripts": {"enable": false}},
+            "procMacro": {"enable": false},
+            "checkOnSave": false
+        })
+    })
+}
+
+/// The server for a file with extension `ext`: a configured entry that
+/// names it, else the first built-in one whose program is on `PATH`.
+pub fn server_for(ext: &str, configured: &[ServerSpec]) -> Option<ServerSpec> {
+    if let Some(s) = configured
+        .iter()
+        .find(|s| s.extensions.iter().any(|e| e == ext))
+    {
+        return Some(s.clone());
+    }
+    let d = DEFAULTS.iter().find(|d| d.extensions.contains(&ext))?;
+    let command = d.commands.iter().find(|c| find_program(c[0]).is_some())?;
+    Some(ServerSpec {
+        name: d.name.to_string(),
+        command: command.iter().map(|w| w.to_string()).collect(),
+        extensions: d.extensions.iter().map(|e| e.to_string()).collect(),
+        init_options: init_options(d.name),
+        language_id: language_id(d.language_id, ext),
+    })
+}
+
+/// The `languageId` of a file: TypeScript's and C's family by extension.
+fn language_id(base: &str, ext: &str) -> String {
+    match ext {
+        "tsx" => "typescriptreact",
+        "js" | "mjs" | "cjs" => "javascript",
+        "jsx" => "javascriptreact",
+        "c" | "h" => "c",
+        _ => base,
+    }
+    .to_string()
+}
+
+/// `name` as a program: an absolute path that exists, or the first
+/// executable of that name on `PATH` (absolute folders only).
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let path = Path::new(name);
+    if path.is_absolute() {
+        return runnable(path).then(|| path.to_path_buf());
+    }
+    if name.contains('/') {
+        return None;
+    }
+    let dirs = std::env::var_os("PATH")?;
+    std::env::split_paths(&dirs)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| runnable(p))
+}
+
+/// The folder a server's program needs to read besides the system's: its
+/// `node_modules` when it is an npm package, else its own folder.
+pub fn installation(program: &Path) -> PathBuf {
+    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    real.ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .or_else(|| real.parent())
+        .unwrap_or(&real)
+        .to_path_buf()
+}

@@ -1,0 +1,165 @@
+//! Diagnostics after edits, against the real pyright language server
+//! (installed by `.ci/run` under ~/.cache/rein/lsp): an edit that brings
+//! a type error gets it in the result, the fix clears it, and a server
+//! that is missing or never answers costs at most the cap and adds
+//! nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rein_core::{
+    AfterCall, CallHook, HookRun, PermissionMode, SandboxPolicy, ToolCall, ToolOutput,
+};
+use rein_test_support::{Component, skip};
+use rein_tools::lsp::{Diagnostics, Launch, LspSettings, ServerSpec};
+use serde_json::json;
+
+fn pyright() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")?;
+    let p = Path::new(&home).join(".cache/rein/lsp/node_modules/.bin/pyright-langserver");
+    p.exists().then_some(p)
+}
+
+fn spec(command: Vec<String>) -> ServerSpec {
+    ServerSpec {
+        name: "python".into(),
+        command,
+        extensions: vec!["py".into()],
+        init_options: None,
+        language_id: "python".into(),
+    }
+}
+
+fn hook(command: Vec<String>, cap: Duration) -> Diagnostics {
+    let settings = LspSettings {
+        servers: vec![spec(command)],
+        cap,
+        first_cap: cap,
+        ..LspSettings::default()
+    };
+    let launch = Launch {
+        kind: rein_tools::sandbox::available(),
+        policy: SandboxPolicy {
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            ..SandboxPolicy::default()
+        },
+    };
+    Diagnostics::new(settings, launch)
+}
+
+/// Write `text` to `name` in `root` and tell the hook an edit did it.
+async fn edited(hook: &Diagnostics, root: &Path, name: &str, text: &str) -> AfterCall {
+    std::fs::write(root.join(name), text).unwrap();
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "edit_file".into(),
+        arguments: String::new(),
+    };
+    let run = HookRun {
+        session_id: "s".into(),
+        workspace: root.to_path_buf(),
+        mode: PermissionMode::Default,
+        agent_id: None,
+        user_can_answer: false,
+    };
+    hook.after_call_in(
+        &call,
+        &json!({"path": name}),
+        &ToolOutput::ok("edited"),
+        &run,
+    )
+    .await
+}
+
+const BROKEN: &str =
+    "def add(a: int, b: int) -> int:\n    return a + b\n\n\ntotal: int = add(1, \"2\")\n";
+const FIXED: &str =
+    "def add(a: int, b: int) -> int:\n    return a + b\n\n\ntotal: int = add(1, 2)\n";
+
+#[tokio::test]
+async fn a_type_error_an_edit_brings_is_in_its_result_and_the_fix_clears_it() {
+    let Some(server) = pyright() else {
+        skip(Component::Pyright, "no pyright under ~/.cache/rein/lsp");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let hook = hook(
+        vec![server.display().to_string(), "--stdio".into()],
+        Duration::from_secs(30),
+    );
+    std::fs::write(root.join("calc.py"), FIXED).unwrap();
+    assert_eq!(
+        edited(&hook, &root, "calc.py", FIXED).await,
+        AfterCall::Nothing
+    );
+    let AfterCall::Tell(report) = edited(&hook, &root, "calc.py", BROKEN).await else {
+        panic!("no diagnostics for a type error");
+    };
+    eprintln!("{report}");
+    assert!(
+        report.starts_with("[python language server: 1 error in calc.py]"),
+        "{report}"
+    );
+    assert!(report.contains("\ncalc.py:5:21: error: "), "{report}");
+    assert!(report.contains("\"Literal['2']\""), "{report}");
+    assert!(report.ends_with("(new)"), "{report}");
+    assert_eq!(
+        edited(&hook, &root, "calc.py", FIXED).await,
+        AfterCall::Nothing
+    );
+    hook.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_missing_server_is_said_once_and_then_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let hook = hook(
+        vec!["/nonexistent/pyright-langserver".into()],
+        Duration::from_secs(5),
+    );
+    let AfterCall::Warn(why) = edited(&hook, &root, "a.py", BROKEN).await else {
+        panic!("a missing server must be said once");
+    };
+    assert!(
+        why.contains("python language server is off") && why.contains("not found"),
+        "{why}"
+    );
+    assert_eq!(
+        edited(&hook, &root, "a.py", BROKEN).await,
+        AfterCall::Nothing
+    );
+    // Files of no configured language cost nothing.
+    assert_eq!(
+        edited(&hook, &root, "notes.txt", "x").await,
+        AfterCall::Nothing
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_costs_at_most_the_handshake_and_then_nothing() {
+    if !std::path::Path::new("/bin/cat").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    // `sleep` reads nothing and answers nothing.
+    let hook = hook(
+        vec!["/bin/sleep".into(), "600".into()],
+        Duration::from_millis(500),
+    );
+    let started = Instant::now();
+    let first = edited(&hook, &root, "a.py", BROKEN).await;
+    assert!(
+        matches!(first, AfterCall::Warn(ref w) if w.contains("did not answer initialize")),
+        "{first:?}"
+    );
+    let again = Instant::now();
+    assert_eq!(
+        edited(&hook, &root, "a.py", BROKEN).await,
+        AfterCall::Nothing
+    );
+    assert!(again.elapsed() < Duration::from_secs(1));
+    eprintln!("first edit took {:?}", started.elapsed());
+}
