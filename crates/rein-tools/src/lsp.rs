@@ -8,13 +8,19 @@
 //!   or as a host process, documents synced, diagnostics awaited;
 //! - [`languages`]: which server serves which file (the user's entries,
 //!   then the built-in table found on `PATH`);
-//! - [`feedback`]: the hook, its settings, and the report for the model.
+//! - [`servers`]: the workspace's servers, started on first use;
+//! - [`feedback`]: the hook, its settings, and the report for the model;
+//! - [`tool`]: the `lsp` tool (definition, references, hover, symbols).
 
 pub mod feedback;
 pub mod languages;
 pub mod rpc;
 pub mod server;
+pub mod servers;
+pub mod tool;
 
 pub use feedback::{Diagnostics, LspSettings};
 pub use languages::ServerSpec;
 pub use server::Launch;
+pub use servers::Servers;
+pub use tool::LspTool;

@@ -195,10 +195,10 @@ fn run_files(
     files
 }
 
-/// Language-server diagnostics after edits, when `[lsp]` turns them on
-/// (see [`crate::config::lsp`]); the servers run in the plan-mode sandbox:
-/// read-only, offline.
-fn lsp_feedback(cfg: &Config, mode: PermissionMode) -> Option<Arc<dyn rein_core::CallHook>> {
+/// The language servers of diagnostics after edits and the `lsp` tool,
+/// when `[lsp]` turns them on (see [`crate::config::lsp`]); they run in
+/// the plan-mode sandbox: read-only, offline.
+fn lsp_servers(cfg: &Config, mode: PermissionMode) -> Option<Arc<rein_tools::lsp::Servers>> {
     if !cfg.lsp.on() {
         return None;
     }
@@ -211,9 +211,7 @@ fn lsp_feedback(cfg: &Config, mode: PermissionMode) -> Option<Arc<dyn rein_core:
         kind: rein_tools::sandbox::available(),
         policy: permissions(cfg, mode).sandbox(PermissionMode::Plan),
     };
-    Some(Arc::new(rein_tools::lsp::Diagnostics::new(
-        settings, launch,
-    )))
+    Some(Arc::new(rein_tools::lsp::Servers::new(settings, launch)))
 }
 
 /// `web_search`, when the user's config names a backend that works
@@ -271,8 +269,12 @@ pub fn engine_builder(
                 extras.skills.clone(),
             )));
         }
-        if let Some(hook) = lsp_feedback(cfg, mode) {
-            builder = builder.hook(hook);
+        if let Some(servers) = lsp_servers(cfg, mode) {
+            builder = builder
+                .hook(Arc::new(rein_tools::lsp::Diagnostics::over(
+                    servers.clone(),
+                )))
+                .tool(Arc::new(rein_tools::lsp::LspTool::new(servers)));
         }
         if let Some(hook) =
             rein_tools::skills::UntrustedScripts::for_skills(extras.skills, workspace)

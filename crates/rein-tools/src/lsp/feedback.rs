@@ -1,6 +1,7 @@
 //! Diagnostics after edits: a hook in the gate that, after `write_file`
-//! or `edit_file` changed a file, has the file's language server check it
-//! and adds its errors (and, when asked, warnings) to the call's result.
+//! or `edit_file` changed a file (or a `bash` command changed files a
+//! server has open), has the file's language server check it and adds its
+//! errors (and, when asked, warnings) to the call's result.
 //!
 //! 1. the file (inside the workspace, at most [`MAX_FILE`] bytes) picks its
 //!    server by extension ([`super::languages::server_for`]); none, and
@@ -14,7 +15,6 @@
 //!    message`, those the file did not have before the edit marked new.
 //!    A server that is slow or says nothing adds nothing.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +23,14 @@ use lsp_types::{Diagnostic, DiagnosticSeverity};
 use rein_core::{AfterCall, CallHook, HookRun, HookVerdict, ToolCall, ToolOutput};
 use serde_json::Value;
 
-use super::languages::{ServerSpec, server_for};
-use super::server::{LanguageServer, Launch};
+use super::languages::ServerSpec;
+use super::server::Launch;
+use super::servers::{Found, Servers};
 
 /// The largest file sent to a server.
 pub const MAX_FILE: u64 = 2 * 1024 * 1024;
+/// Most files re-checked after one command.
+const MAX_CHANGED: usize = 5;
 
 /// What the feedback does.
 #[derive(Debug, Clone)]
@@ -60,19 +63,9 @@ impl Default for LspSettings {
     }
 }
 
-enum Slot {
-    Running {
-        server: Arc<LanguageServer>,
-        restarted: bool,
-    },
-    Unavailable,
-}
-
-/// The language servers of one workspace, and the hook.
+/// The diagnostics hook, over the workspace's servers.
 pub struct Diagnostics {
-    settings: LspSettings,
-    launch: Launch,
-    slots: tokio::sync::Mutex<HashMap<String, Slot>>,
+    servers: Arc<Servers>,
 }
 
 /// What checking one file gave.
@@ -86,25 +79,20 @@ enum Checked {
 
 impl Diagnostics {
     pub fn new(settings: LspSettings, launch: Launch) -> Diagnostics {
-        Diagnostics {
-            settings,
-            launch,
-            slots: tokio::sync::Mutex::new(HashMap::new()),
-        }
+        Diagnostics::over(Arc::new(Servers::new(settings, launch)))
+    }
+
+    /// The hook over `servers` (shared with the `lsp` tool).
+    pub fn over(servers: Arc<Servers>) -> Diagnostics {
+        Diagnostics { servers }
     }
 
     /// Check `path` (canonical, inside `root`) after an edit.
     async fn check(&self, root: &Path, path: &Path) -> Checked {
-        let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
-            return Checked::Nothing;
-        };
-        let Some(spec) = server_for(ext, &self.settings.servers) else {
-            return Checked::Nothing;
-        };
-        let (server, first) = match self.server(&spec, root).await {
-            Ok(s) => s,
-            Err(Some(why)) => return Checked::Unavailable(why),
-            Err(None) => return Checked::Nothing,
+        let (server, first) = match self.servers.for_file(path, root).await {
+            Found::Server { server, fresh } => (server, fresh),
+            Found::Failed(why) => return Checked::Unavailable(why),
+            Found::None => return Checked::Nothing,
         };
         let Some(text) = read_text(path) else {
             return Checked::Nothing;
@@ -113,12 +101,12 @@ impl Diagnostics {
             return Checked::Nothing;
         };
         let cap = if first {
-            self.settings.first_cap
+            self.servers.settings.first_cap
         } else {
-            self.settings.cap
+            self.servers.settings.cap
         };
         match server
-            .diagnostics(path, past, self.settings.settle, cap)
+            .diagnostics(path, past, self.servers.settings.settle, cap)
             .await
         {
             Some(items) => {
@@ -128,51 +116,6 @@ impl Diagnostics {
                 }
             }
             None => Checked::Nothing,
-        }
-    }
-
-    /// The running server for `spec` (started now if need be, or again
-    /// once after a crash), and whether this is its first file. `Err(Some)`
-    /// says why it could not start, the first time only.
-    async fn server(
-        &self,
-        spec: &ServerSpec,
-        root: &Path,
-    ) -> Result<(Arc<LanguageServer>, bool), Option<String>> {
-        let mut slots = self.slots.lock().await;
-        let restarted = match slots.get(&spec.name) {
-            Some(Slot::Running { server, .. }) if server.is_alive() => {
-                return Ok((server.clone(), false));
-            }
-            Some(Slot::Running {
-                restarted: true, ..
-            })
-            | Some(Slot::Unavailable) => {
-                slots.insert(spec.name.clone(), Slot::Unavailable);
-                return Err(None);
-            }
-            Some(Slot::Running { .. }) => true,
-            None => false,
-        };
-        match LanguageServer::start(spec, root, &self.launch, self.settings.first_cap).await {
-            Ok(server) => {
-                let server = Arc::new(server);
-                slots.insert(
-                    spec.name.clone(),
-                    Slot::Running {
-                        server: server.clone(),
-                        restarted,
-                    },
-                );
-                Ok((server, true))
-            }
-            Err(e) => {
-                slots.insert(spec.name.clone(), Slot::Unavailable);
-                Err(Some(format!(
-                    "the {} language server is off for this session: {e}",
-                    spec.name
-                )))
-            }
         }
     }
 
@@ -195,7 +138,7 @@ impl Diagnostics {
             .iter()
             .filter(|d| match d.severity {
                 Some(DiagnosticSeverity::ERROR) | None => true,
-                Some(DiagnosticSeverity::WARNING) => self.settings.warnings,
+                Some(DiagnosticSeverity::WARNING) => self.servers.settings.warnings,
                 _ => false,
             })
             .collect();
@@ -215,7 +158,7 @@ impl Diagnostics {
             "[{server} language server: {} in {shown_path}]",
             counts.join(", ")
         );
-        for d in wanted.iter().take(self.settings.max_lines) {
+        for d in wanted.iter().take(self.servers.settings.max_lines) {
             let severity = match d.severity {
                 Some(DiagnosticSeverity::WARNING) => "warning",
                 _ => "error",
@@ -229,25 +172,29 @@ impl Diagnostics {
                 if new { " (new)" } else { "" }
             ));
         }
-        if wanted.len() > self.settings.max_lines {
+        if wanted.len() > self.servers.settings.max_lines {
             out.push_str(&format!(
                 "\n[{} more]",
-                wanted.len() - self.settings.max_lines
+                wanted.len() - self.servers.settings.max_lines
             ));
         }
         Some(out)
     }
 
+    /// Files open on a running server that a command changed (at most
+    /// [`MAX_CHANGED`]).
+    async fn changed_by_command(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for server in self.servers.running().await {
+            files.extend(server.changed_on_disk(MAX_CHANGED).await);
+        }
+        files.truncate(MAX_CHANGED);
+        files
+    }
+
     /// Stop every server.
     pub async fn shutdown(&self) {
-        let mut slots = self.slots.lock().await;
-        for (_, slot) in slots.drain() {
-            if let Slot::Running { server, .. } = slot
-                && let Ok(server) = Arc::try_unwrap(server)
-            {
-                server.shutdown().await;
-            }
-        }
+        self.servers.shutdown().await;
     }
 }
 
@@ -264,12 +211,12 @@ fn read_text(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// The file a write or edit changed: canonical and inside `root`.
+/// The file a write or edit changed: canonical and inside `root`
+/// (canonical).
 fn edited_file(args: &Value, root: &Path) -> Option<PathBuf> {
     let raw = args.get("path")?.as_str()?;
-    let root = std::fs::canonicalize(root).ok()?;
     let path = std::fs::canonicalize(root.join(raw)).ok()?;
-    path.starts_with(&root).then_some(path)
+    path.starts_with(root).then_some(path)
 }
 
 #[async_trait::async_trait]
@@ -285,17 +232,27 @@ impl CallHook for Diagnostics {
         output: &ToolOutput,
         run: &HookRun,
     ) -> AfterCall {
-        if output.is_error || !matches!(call.name.as_str(), "write_file" | "edit_file") {
-            return AfterCall::Nothing;
-        }
-        let Some(path) = edited_file(args, &run.workspace) else {
-            return AfterCall::Nothing;
-        };
         let root = std::fs::canonicalize(&run.workspace).unwrap_or_else(|_| run.workspace.clone());
-        match self.check(&root, &path).await {
-            Checked::Report(text) => AfterCall::Tell(text),
-            Checked::Unavailable(why) => AfterCall::Warn(why),
-            Checked::Nothing => AfterCall::Nothing,
+        let files = match call.name.as_str() {
+            "write_file" | "edit_file" if !output.is_error => {
+                edited_file(args, &root).into_iter().collect()
+            }
+            // A command may have changed files a server has open.
+            "bash" => self.changed_by_command().await,
+            _ => Vec::new(),
+        };
+        let mut reports = Vec::new();
+        for path in files {
+            match self.check(&root, &path).await {
+                Checked::Report(text) => reports.push(text),
+                Checked::Unavailable(why) => return AfterCall::Warn(why),
+                Checked::Nothing => {}
+            }
+        }
+        if reports.is_empty() {
+            AfterCall::Nothing
+        } else {
+            AfterCall::Tell(reports.join("\n"))
         }
     }
 }

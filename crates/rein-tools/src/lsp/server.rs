@@ -42,14 +42,20 @@ pub struct Launch {
     pub policy: SandboxPolicy,
 }
 
+/// A document the server has open.
+struct Open {
+    version: i32,
+    text: String,
+}
+
 /// A server that answered the handshake.
 pub struct LanguageServer {
     spec: ServerSpec,
     conn: Arc<Connection>,
     child: Child,
     _after: Option<sandbox::After>,
-    /// Each open document's version.
-    versions: tokio::sync::Mutex<HashMap<PathBuf, i32>>,
+    /// Each open document: its version and the text last sent.
+    versions: tokio::sync::Mutex<HashMap<PathBuf, Open>>,
 }
 
 impl LanguageServer {
@@ -101,7 +107,9 @@ impl LanguageServer {
             "capabilities": {
                 "textDocument": {
                     "synchronization": {"dynamicRegistration": false},
-                    "publishDiagnostics": {"relatedInformation": false, "versionSupport": true}
+                    "publishDiagnostics": {"relatedInformation": false, "versionSupport": true},
+                    "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+                    "hover": {"contentFormat": ["markdown", "plaintext"]}
                 },
                 "workspace": {"configuration": true, "workspaceFolders": true}
             },
@@ -131,20 +139,27 @@ impl LanguageServer {
         let before = self.conn.published(&uri);
         let mut versions = self.versions.lock().await;
         match versions.get_mut(path) {
-            Some(v) => {
-                *v += 1;
+            Some(open) => {
+                open.version += 1;
+                open.text = text.to_string();
                 self.conn
                     .notify(
                         "textDocument/didChange",
                         json!({
-                            "textDocument": {"uri": uri, "version": *v},
+                            "textDocument": {"uri": uri, "version": open.version},
                             "contentChanges": [{"text": text}]
                         }),
                     )
                     .await?;
             }
             None => {
-                versions.insert(path.to_path_buf(), 1);
+                versions.insert(
+                    path.to_path_buf(),
+                    Open {
+                        version: 1,
+                        text: text.to_string(),
+                    },
+                );
                 self.conn
                     .notify(
                         "textDocument/didOpen",
@@ -156,6 +171,18 @@ impl LanguageServer {
             }
         }
         Ok((before.items, before.count))
+    }
+
+    /// The open documents whose file no longer holds the text last sent
+    /// (a command changed them), at most `limit`.
+    pub async fn changed_on_disk(&self, limit: usize) -> Vec<PathBuf> {
+        let versions = self.versions.lock().await;
+        versions
+            .iter()
+            .filter(|(path, open)| std::fs::read_to_string(path).is_ok_and(|now| now != open.text))
+            .map(|(path, _)| path.clone())
+            .take(limit)
+            .collect()
     }
 
     /// The diagnostics of `path` published after the `past`-th one, once
@@ -191,6 +218,16 @@ impl LanguageServer {
             }
         }
         Some(self.conn.published(&uri).items)
+    }
+
+    /// A request of the tool's (definition, references...).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        self.conn.request(method, params, timeout).await
     }
 
     /// Ask it to exit, then make sure it did.

@@ -30,7 +30,7 @@ fn spec(command: Vec<String>) -> ServerSpec {
     }
 }
 
-fn hook(command: Vec<String>, cap: Duration) -> Diagnostics {
+fn servers(command: Vec<String>, cap: Duration) -> std::sync::Arc<rein_tools::lsp::Servers> {
     let settings = LspSettings {
         servers: vec![spec(command)],
         cap,
@@ -44,15 +44,24 @@ fn hook(command: Vec<String>, cap: Duration) -> Diagnostics {
             ..SandboxPolicy::default()
         },
     };
-    Diagnostics::new(settings, launch)
+    std::sync::Arc::new(rein_tools::lsp::Servers::new(settings, launch))
+}
+
+fn hook(command: Vec<String>, cap: Duration) -> Diagnostics {
+    Diagnostics::over(servers(command, cap))
 }
 
 /// Write `text` to `name` in `root` and tell the hook an edit did it.
 async fn edited(hook: &Diagnostics, root: &Path, name: &str, text: &str) -> AfterCall {
     std::fs::write(root.join(name), text).unwrap();
+    after(hook, root, "edit_file", json!({"path": name})).await
+}
+
+/// Tell the hook a call of `tool` with `args` ran.
+async fn after(hook: &Diagnostics, root: &Path, tool: &str, args: serde_json::Value) -> AfterCall {
     let call = ToolCall {
         id: "c1".into(),
-        name: "edit_file".into(),
+        name: tool.into(),
         arguments: String::new(),
     };
     let run = HookRun {
@@ -62,13 +71,8 @@ async fn edited(hook: &Diagnostics, root: &Path, name: &str, text: &str) -> Afte
         agent_id: None,
         user_can_answer: false,
     };
-    hook.after_call_in(
-        &call,
-        &json!({"path": name}),
-        &ToolOutput::ok("edited"),
-        &run,
-    )
-    .await
+    hook.after_call_in(&call, &args, &ToolOutput::ok("done"), &run)
+        .await
 }
 
 const BROKEN: &str =
@@ -106,6 +110,18 @@ async fn a_type_error_an_edit_brings_is_in_its_result_and_the_fix_clears_it() {
     assert!(report.ends_with("(new)"), "{report}");
     assert_eq!(
         edited(&hook, &root, "calc.py", FIXED).await,
+        AfterCall::Nothing
+    );
+    // A command that breaks an open file gets the error too.
+    std::fs::write(root.join("calc.py"), BROKEN).unwrap();
+    let AfterCall::Tell(report) = after(&hook, &root, "bash", json!({"command": "sed"})).await
+    else {
+        panic!("no diagnostics after a command changed an open file");
+    };
+    assert!(report.contains("calc.py:5:21: error: "), "{report}");
+    // A command that changed nothing open costs nothing.
+    assert_eq!(
+        after(&hook, &root, "bash", json!({"command": "true"})).await,
         AfterCall::Nothing
     );
     hook.shutdown().await;
@@ -162,4 +178,63 @@ async fn a_server_that_never_answers_costs_at_most_the_handshake_and_then_nothin
     );
     assert!(again.elapsed() < Duration::from_secs(1));
     eprintln!("first edit took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn the_lsp_tool_finds_definitions_references_hover_and_symbols() {
+    use rein_core::Tool;
+    let Some(server) = pyright() else {
+        skip(Component::Pyright, "no pyright under ~/.cache/rein/lsp");
+        return;
+    };
+    let env = super::common::Env::new().await;
+    std::fs::write(env.root.join("calc.py"), FIXED).unwrap();
+    std::fs::write(
+        env.root.join("main.py"),
+        "from calc import add\n\nprint(add(2, 3))\n",
+    )
+    .unwrap();
+    let servers = servers(
+        vec![server.display().to_string(), "--stdio".into()],
+        Duration::from_secs(30),
+    );
+    let tool = rein_tools::lsp::LspTool::new(servers.clone());
+    let ask = |args: serde_json::Value| {
+        let tool = &tool;
+        let ctx = env.ctx();
+        async move { tool.call(args, ctx).await }
+    };
+    let out = ask(json!({"operation": "definition", "path": "main.py", "line": 3, "column": 7}))
+        .await
+        .unwrap();
+    assert_eq!(out.content, "calc.py:1:5", "{}", out.content);
+    let out = ask(json!({"operation": "references", "path": "calc.py", "line": 1, "column": 5}))
+        .await
+        .unwrap();
+    assert!(out.content.contains("calc.py:5:14"), "{}", out.content);
+    let out = ask(json!({"operation": "hover", "path": "calc.py", "line": 1, "column": 5}))
+        .await
+        .unwrap();
+    assert!(
+        out.content.contains("def add(") && out.content.contains(") -> int"),
+        "{}",
+        out.content
+    );
+    let out = ask(json!({"operation": "document_symbols", "path": "calc.py"}))
+        .await
+        .unwrap();
+    assert!(out.content.contains("function add 1"), "{}", out.content);
+    assert!(out.content.contains("variable total 5"), "{}", out.content);
+    let err = ask(json!({"operation": "hover", "path": "calc.py"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("needs `line` and `column`"),
+        "{err}"
+    );
+    let err = ask(json!({"operation": "hover", "path": "notes.txt", "line": 1, "column": 1}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no language server"), "{err}");
+    servers.shutdown().await;
 }
