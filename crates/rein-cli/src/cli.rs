@@ -16,7 +16,9 @@ pub use manage::{
     MemoryCommand, SessionsCommand, TrustArgs,
 };
 pub use plugin::PluginCommand;
-pub use run::{BudgetArgs, CompactArgs, ExecArgs, ModelArgs, SessionArgs};
+pub use run::{
+    BudgetArgs, CompactArgs, ExecArgs, InitArgs, ModelArgs, ReviewArgs, SessionArgs, Severity,
+};
 pub use serving::{AcpArgs, SandboxRunArgs, ServeArgs};
 
 /// rein: a coding agent for the terminal.
@@ -148,6 +150,12 @@ pub enum Command {
     Memory(MemoryCommand),
     /// Compact a session now: summarise all but its last turns.
     Compact(CompactArgs),
+    /// Review the uncommitted changes (or this branch against --base)
+    /// with a read-only agent: findings P0 (critical) to P3.
+    Review(ReviewArgs),
+    /// Write or update the project's AGENTS.md with the agent (the
+    /// built-in `/init` command).
+    Init(InitArgs),
     /// Trust a folder: its `.rein/` settings then count like your own
     /// (untrusted, they may only tighten). Covers its subfolders.
     Trust(TrustArgs),

@@ -73,7 +73,7 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
 /// `harness_error`, the message in `error`), so a consumer always gets one.
 pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
     let json = args.json;
-    let result = run_task(args).await;
+    let result = run_task(args).await.map(|(code, _)| code);
     if json && let Err(failure) = &result {
         let reason = if failure.code == exit::USAGE {
             rein_core::StopReason::UsageError
@@ -109,7 +109,10 @@ fn command_model(cfg: &mut crate::config::Config, command: &mut CustomCommand, m
     }
 }
 
-async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
+/// One headless run: its exit code and how it ended. Without `--json`
+/// the answer goes to stdout, unless `args.keep_answer` (the caller
+/// shows it its own way).
+pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutcome), Failure> {
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
@@ -202,6 +205,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
         outcome
     } else {
         let mut human = HumanOutput::default();
+        human.keep_answer = args.keep_answer;
         let mut sink = FnSink(|event: Event| {
             crate::otel::observe(&mut observer, &event);
             human.show(&event)
@@ -212,7 +216,7 @@ async fn run_task(args: ExecArgs) -> Result<i32, Failure> {
     };
     drop(observer);
     crate::otel::finish(telemetry).await;
-    Ok(exit::for_outcome(&outcome))
+    Ok((exit::for_outcome(&outcome), outcome))
 }
 
 /// The `SessionEnd` hooks of a headless run's session.

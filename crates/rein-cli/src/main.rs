@@ -23,6 +23,7 @@ mod output;
 mod permissions;
 mod plugin;
 mod providers;
+mod review;
 mod rewind;
 mod sandbox_config;
 mod sandbox_run;
@@ -81,6 +82,8 @@ fn main() {
             None => tui::run(cli.app).await,
             Some(cli::Command::Exec(args)) => exec::run(args).await,
             Some(cli::Command::Compact(args)) => exec::compact(args).await,
+            Some(cli::Command::Review(args)) => review::run(args).await,
+            Some(cli::Command::Init(args)) => review::init(args).await,
             Some(cli::Command::Sessions(cmd)) => sessions::run(cmd).await,
             Some(cli::Command::Model(cmd)) => model::run(cmd),
             Some(cli::Command::Memory(cmd)) => memory_cmd::run(cmd).await,

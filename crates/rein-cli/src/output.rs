@@ -170,6 +170,8 @@ pub struct HumanOutput {
     /// Calls the gate refused: their refusal line says it all, their
     /// `tool_finished` is not printed too.
     refused_calls: Vec<String>,
+    /// The answer is the caller's to show (`rein review`): not printed.
+    pub keep_answer: bool,
 }
 
 impl HumanOutput {
@@ -291,7 +293,7 @@ impl HumanOutput {
         error: &Option<String>,
         refused: &[rein_core::RefusedCall],
     ) {
-        if reason == StopReason::Completed {
+        if reason == StopReason::Completed && !self.keep_answer {
             out(final_text.trim_end());
         }
         self.refusals.report();

@@ -29,6 +29,7 @@ mod cli {
     mod permissions;
     mod plugins;
     mod postgres;
+    mod review;
     mod rewind;
     mod same_prompt;
     mod sandbox;

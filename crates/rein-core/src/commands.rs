@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use crate::front_end::FrontEndCommands;
 
+mod builtin;
 pub mod markup;
 
 /// Folders of a project that hold commands, in the order they win.
@@ -184,10 +185,20 @@ fn valid_name(name: &str) -> bool {
 /// Read one command file: a regular file (no symlink), bounded.
 fn read(path: &Path, name: &str) -> Result<CustomCommand, String> {
     let text = crate::frontmatter::read_file(path, MAX_BYTES).map_err(|e| e.to_string())?;
-    let (fields, body) = crate::frontmatter::split(&text).map_err(|e| e.to_string())?;
+    let mut command = parse_command_text(name, &text).map_err(|e| e.to_string())?;
+    command.path = path.to_path_buf();
+    Ok(command)
+}
+
+/// A command from its file's text (its path left empty).
+fn parse_command_text(
+    name: &str,
+    text: &str,
+) -> Result<CustomCommand, crate::frontmatter::FrontmatterError> {
+    let (fields, body) = crate::frontmatter::split(text)?;
     let mut command = CustomCommand {
         name: name.to_string(),
-        path: path.to_path_buf(),
+        path: PathBuf::new(),
         description: None,
         argument_hint: None,
         model: None,

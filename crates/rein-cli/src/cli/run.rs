@@ -126,4 +126,60 @@ pub struct ExecArgs {
     pub trust: bool,
     #[command(flatten)]
     pub otel: crate::otel::OtelArgs,
+    /// The answer is shown by the caller (`rein review`), not printed.
+    #[arg(skip)]
+    pub keep_answer: bool,
+}
+
+/// `rein review`.
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// Review this branch against BASE (a ref: `main`, `HEAD~3`), besides
+    /// the uncommitted changes; default: the uncommitted changes only.
+    #[arg(long, value_name = "REF")]
+    pub base: Option<String>,
+    /// Print the findings as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 11 when a finding at this severity or a worse one exists.
+    #[arg(long, value_name = "P0|P1|P2|P3", ignore_case = true)]
+    pub fail_on: Option<Severity>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
+    pub models: ModelArgs,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Trust the workspace for this run only (see `rein exec --trust`).
+    #[arg(long)]
+    pub trust: bool,
+}
+
+/// `rein init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// What AGENTS.md should stress (optional words for the agent).
+    #[arg(value_name = "WORDS")]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
+    pub models: ModelArgs,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Trust the workspace for this run only (see `rein exec --trust`).
+    #[arg(long)]
+    pub trust: bool,
+}
+
+/// How bad a review finding is: P0 (critical) to P3 (minor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, clap::ValueEnum)]
+#[value(rename_all = "verbatim")]
+pub enum Severity {
+    P0,
+    P1,
+    P2,
+    P3,
 }

@@ -72,6 +72,7 @@ impl CommandSet {
         let mut found =
             Commands::discover(workspace, Some(&user), &reserved, cfg.trusted, &front_end);
         crate::plugin::load::add_commands(&mut found, &cfg.home, &reserved, &front_end);
+        found.add_built_in();
         CommandSet { found }
     }
 
