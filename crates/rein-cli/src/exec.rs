@@ -1,5 +1,7 @@
 //! `rein exec`: one task, headless.
 
+mod answer;
+
 use std::io::Read;
 
 use anyhow::{Context, anyhow};
@@ -113,6 +115,11 @@ fn command_model(cfg: &mut crate::config::Config, command: &mut CustomCommand, m
 /// the answer goes to stdout, unless `args.keep_answer` (the caller
 /// shows it its own way).
 pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutcome), Failure> {
+    let schema = args
+        .output_schema
+        .as_deref()
+        .map(answer::AnswerSchema::read)
+        .transpose()?;
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
@@ -189,34 +196,76 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
         control: None,
         scope: prepared.scope,
     };
-    let outcome = if args.json {
-        let mut refusals = Refusals::default();
-        let mut sink = FnSink(|event: Event| {
-            crate::otel::observe(&mut observer, &event);
-            refusals.note(&event);
-            match serde_json::to_string(&event) {
-                Ok(line) => output::out(&line),
-                Err(e) => output::err(&format!("cannot encode event: {e}")),
-            }
-        });
-        let outcome = engine.run(request, cancel, &mut sink).await;
-        end_session(engine, &outcome, &mut sink).await;
+    let mut refusals = Refusals::default();
+    let mut human = HumanOutput::default();
+    // With a schema the answer is printed once it fits.
+    human.keep_answer = args.keep_answer || schema.is_some();
+    let json = args.json;
+    let mut sink = FnSink(|event: Event| {
+        crate::otel::observe(&mut observer, &event);
+        if !json {
+            return human.show(&event);
+        }
+        refusals.note(&event);
+        match serde_json::to_string(&event) {
+            Ok(line) => output::out(&line),
+            Err(e) => output::err(&format!("cannot encode event: {e}")),
+        }
+    });
+    let (outcome, misfit) =
+        run_answering(engine, request, schema.as_ref(), cancel, &mut sink).await;
+    end_session(engine, &outcome, &mut sink).await;
+    if json {
         refusals.report();
-        outcome
-    } else {
-        let mut human = HumanOutput::default();
-        human.keep_answer = args.keep_answer;
-        let mut sink = FnSink(|event: Event| {
-            crate::otel::observe(&mut observer, &event);
-            human.show(&event)
-        });
-        let outcome = engine.run(request, cancel, &mut sink).await;
-        end_session(engine, &outcome, &mut sink).await;
-        outcome
-    };
+    }
     drop(observer);
     crate::otel::finish(telemetry).await;
-    Ok((exit::for_outcome(&outcome), outcome))
+    if let Some(path) = &args.output_last_message {
+        answer::write_last_message(path, &outcome.final_text)?;
+    }
+    let mut code = exit::for_outcome(&outcome);
+    if let Some(problem) = misfit {
+        output::err(&format!("rein: {problem}"));
+        code = exit::SCHEMA_MISMATCH;
+    } else if schema.is_some() && code == exit::COMPLETED && !json && !args.keep_answer {
+        output::out(outcome.final_text.trim());
+    }
+    Ok((code, outcome))
+}
+
+/// Run `request`; with a `schema`, an answer that misses it gets one
+/// more turn to fix it. The outcome, and what is still wrong.
+async fn run_answering(
+    engine: &rein_core::AgentEngine,
+    request: RunRequest,
+    schema: Option<&answer::AnswerSchema>,
+    cancel: CancellationToken,
+    sink: &mut dyn rein_core::EventSink,
+) -> (rein_core::RunOutcome, Option<String>) {
+    let (mode, scope) = (request.mode, request.scope.clone());
+    let outcome = engine.run(request, cancel.clone(), sink).await;
+    let Some(schema) = schema else {
+        return (outcome, None);
+    };
+    if outcome.reason != rein_core::StopReason::Completed {
+        return (outcome, None);
+    }
+    let Err(problem) = schema.check(&outcome.final_text) else {
+        return (outcome, None);
+    };
+    output::err(&format!("note: {problem}; the model is asked once more"));
+    let retry = RunRequest {
+        prompt: schema.correction(&problem),
+        resume: outcome.session_id.clone(),
+        mode,
+        control: None,
+        scope,
+    };
+    let outcome = engine.run(retry, cancel, sink).await;
+    let misfit = (outcome.reason == rein_core::StopReason::Completed)
+        .then(|| schema.check(&outcome.final_text).err())
+        .flatten();
+    (outcome, misfit)
 }
 
 /// The `SessionEnd` hooks of a headless run's session.

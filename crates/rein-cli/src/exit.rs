@@ -25,6 +25,11 @@ pub const REFUSED: i32 = 9;
 /// A hook of the user's stopped the run (refused the prompt, said
 /// `continue: false`, or denied a call with `interrupt`).
 pub const HOOK_STOPPED: i32 = 10;
+/// `rein review --fail-on`: a finding at that severity or worse.
+pub const FINDINGS: i32 = 11;
+/// `--output-schema`: the answer did not meet the schema, even when the
+/// model was asked once more.
+pub const SCHEMA_MISMATCH: i32 = 12;
 /// Cancelled by Ctrl-C / SIGTERM (128 + SIGINT, as shells do).
 pub const CANCELLED: i32 = 130;
 

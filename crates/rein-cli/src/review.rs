@@ -22,7 +22,7 @@ use crate::exit::{self, Failure};
 use crate::output;
 
 /// The exit code when a finding reaches `--fail-on`.
-pub const FINDINGS: i32 = 11;
+pub use crate::exit::FINDINGS;
 
 /// One finding of the answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,6 +57,8 @@ pub async fn run(args: ReviewArgs) -> Result<i32, Failure> {
         workspace: args.workspace,
         trust: args.trust,
         otel: Default::default(),
+        output_schema: None,
+        output_last_message: None,
         keep_answer: true,
     };
     let (code, outcome) = crate::exec::run_task(exec).await?;
@@ -94,6 +96,8 @@ pub async fn init(args: InitArgs) -> Result<i32, Failure> {
         workspace: args.workspace,
         trust: args.trust,
         otel: Default::default(),
+        output_schema: None,
+        output_last_message: None,
         keep_answer: false,
     })
     .await

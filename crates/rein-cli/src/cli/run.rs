@@ -126,6 +126,14 @@ pub struct ExecArgs {
     pub trust: bool,
     #[command(flatten)]
     pub otel: crate::otel::OtelArgs,
+    /// The final answer must be JSON valid under this JSON Schema; when
+    /// it is not, the model is told once and asked again (exit 12 if it
+    /// still is not).
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
+    /// Also write the final answer to FILE.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output_last_message: Option<PathBuf>,
     /// The answer is shown by the caller (`rein review`), not printed.
     #[arg(skip)]
     pub keep_answer: bool,

@@ -115,3 +115,63 @@ fn init_writes_agents_md_and_nothing_else() {
     // The other write needed an approval nobody could give.
     assert_eq!(o.status.code(), Some(9), "{err}");
 }
+
+const SCHEMA: &str = r#"{"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}},
+    "required": ["verdict"], "additionalProperties": false}"#;
+
+#[test]
+fn an_answer_that_misses_its_schema_is_asked_again_once_then_exits_12() {
+    let d = dirs();
+    std::fs::write(d.home.join("schema.json"), SCHEMA).unwrap();
+    let schema = d.home.join("schema.json").display().to_string();
+    let last = d.home.join("last.txt").display().to_string();
+    // Told once, the model answers in the schema.
+    let script = json!({"turns": [{"text": "It passes."}, {"text": "{\"verdict\": \"pass\"}"}]});
+    let o = rein(
+        &d,
+        script,
+        &["exec", "--output-schema", &schema, "-o", &last, "check it"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "{\"verdict\": \"pass\"}"
+    );
+    assert!(
+        stderr(&o).contains("the answer is not JSON"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&last).unwrap(),
+        "{\"verdict\": \"pass\"}"
+    );
+    // Twice wrong: exit 12, nothing on stdout.
+    let script = json!({"turns": [{"text": "{\"verdict\": \"maybe\"}"}, {"text": "still maybe"}]});
+    let o = rein(
+        &d,
+        script,
+        &["exec", "--output-schema", &schema, "check it"],
+    );
+    assert_eq!(o.status.code(), Some(12), "{}", stderr(&o));
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        stderr(&o).contains("rein: the answer is not JSON"),
+        "{}",
+        stderr(&o)
+    );
+    // A schema that is not JSON is a usage error.
+    std::fs::write(d.home.join("bad.json"), "{nope").unwrap();
+    let bad = d.home.join("bad.json").display().to_string();
+    let o = rein(
+        &d,
+        json!({"turns": []}),
+        &["exec", "--output-schema", &bad, "x"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--output-schema") && stderr(&o).contains("not JSON"));
+}
