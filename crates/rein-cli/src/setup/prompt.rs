@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(e.command.unwrap().name, "greet");
         assert_eq!(
             set.expand("/nope x").unwrap_err().to_string(),
-            "no command named `nope`: greet"
+            "no command named `nope`: greet, init, review"
         );
         let plain = set.expand("/usr/bin/env is missing").unwrap();
         assert_eq!(plain.text, "/usr/bin/env is missing");
