@@ -123,7 +123,7 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
-    let mut cfg = load_config_noting(&workspace, args.models, trusted)?;
+    let mut cfg = load_config_noting(&workspace, args.models.clone(), trusted)?;
     let settings = RunSettings::resolve(&args.session, Some(&args.budget), &cfg)?;
     cfg.budget = settings.budget;
     cfg.validate().map_err(Failure::usage)?;
@@ -166,7 +166,7 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
         output::err(&format!("note: {note}"));
     }
     let engine = &session.engine;
-    let cancel = CancellationToken::new();
+    let cancel = args.cancel.clone().unwrap_or_default();
     // A command's `!` lines and `@path` files through the gate (a line
     // that needs asking is refused: nobody can answer), its scope, and
     // the skills (`$name`) and resources (`@server:uri`) the text names.
@@ -188,7 +188,9 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     }
 
     let mut observer = telemetry.as_ref().map(|t| t.observer());
-    watch_signals(cancel.clone(), args.json);
+    if args.cancel.is_none() {
+        watch_signals(cancel.clone(), args.json);
+    }
     let request = RunRequest {
         prompt: prepared.text,
         resume: prepared.session.or(resume),
@@ -203,6 +205,9 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     let json = args.json;
     let mut sink = FnSink(|event: Event| {
         crate::otel::observe(&mut observer, &event);
+        if let Some(tap) = &args.tap {
+            (tap.0)(&event);
+        }
         if !json {
             return human.show(&event);
         }
@@ -220,17 +225,30 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     }
     drop(observer);
     crate::otel::finish(telemetry).await;
+    let code = deliver(&args, &outcome, misfit, schema.is_some())?;
+    Ok((code, outcome))
+}
+
+/// The answer's last steps: `-o`'s file, an answer that fits its schema
+/// printed (or what is wrong with it said); the exit code.
+fn deliver(
+    args: &ExecArgs,
+    outcome: &rein_core::RunOutcome,
+    misfit: Option<String>,
+    has_schema: bool,
+) -> Result<i32, Failure> {
     if let Some(path) = &args.output_last_message {
         answer::write_last_message(path, &outcome.final_text)?;
     }
-    let mut code = exit::for_outcome(&outcome);
+    let code = exit::for_outcome(outcome);
     if let Some(problem) = misfit {
         output::err(&format!("rein: {problem}"));
-        code = exit::SCHEMA_MISMATCH;
-    } else if schema.is_some() && code == exit::COMPLETED && !json && !args.keep_answer {
+        return Ok(exit::SCHEMA_MISMATCH);
+    }
+    if has_schema && code == exit::COMPLETED && !args.json && !args.keep_answer {
         output::out(outcome.final_text.trim());
     }
-    Ok((code, outcome))
+    Ok(code)
 }
 
 /// Run `request`; with a `schema`, an answer that misses it gets one

@@ -15,6 +15,7 @@ mod hooks_cmd;
 mod hosting;
 mod mcp;
 mod mcp_cmd;
+mod mcp_serve;
 mod memory;
 mod memory_cmd;
 mod model;

@@ -16,6 +16,7 @@ use crate::output::out;
 
 pub async fn run(cmd: McpCommand) -> Result<i32, Failure> {
     match cmd {
+        McpCommand::Serve(args) => crate::mcp_serve::run(args).await,
         McpCommand::List { json, workspace } => list(json, workspace).await,
         McpCommand::Get {
             name,

@@ -60,6 +60,8 @@ pub async fn run(args: ReviewArgs) -> Result<i32, Failure> {
         output_schema: None,
         output_last_message: None,
         keep_answer: true,
+        cancel: None,
+        tap: None,
     };
     let (code, outcome) = crate::exec::run_task(exec).await?;
     let findings = parse(&outcome.final_text);
@@ -99,6 +101,8 @@ pub async fn init(args: InitArgs) -> Result<i32, Failure> {
         output_schema: None,
         output_last_message: None,
         keep_answer: false,
+        cancel: None,
+        tap: None,
     })
     .await
 }

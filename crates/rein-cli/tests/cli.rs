@@ -22,6 +22,7 @@ mod cli {
     mod mcp_conformance;
     mod mcp_http;
     mod mcp_lifetime;
+    mod mcp_serve;
     mod memory;
     mod model;
     mod network;

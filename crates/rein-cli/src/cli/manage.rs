@@ -36,6 +36,9 @@ pub struct ContextArgs {
 /// `rein mcp ...`.
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
+    /// Serve rein itself over MCP (stdio): a `rein` tool that runs a task
+    /// as `rein exec` does, and `rein_result`.
+    Serve(crate::cli::McpServeArgs),
     /// Start every configured server (as a run would, in this folder) and
     /// list the tools each offers, or why it could not start.
     List {

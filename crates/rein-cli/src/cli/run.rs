@@ -137,6 +137,22 @@ pub struct ExecArgs {
     /// The answer is shown by the caller (`rein review`), not printed.
     #[arg(skip)]
     pub keep_answer: bool,
+    /// Stops the run (`rein mcp serve`'s cancellation); None: Ctrl-C.
+    #[arg(skip)]
+    pub cancel: Option<rein_core::CancellationToken>,
+    /// Sees every event of the run besides the output.
+    #[arg(skip)]
+    pub tap: Option<EventTap>,
+}
+
+/// A function every event of a run is shown to.
+#[derive(Clone)]
+pub struct EventTap(pub std::sync::Arc<dyn Fn(&rein_core::Event) + Send + Sync>);
+
+impl std::fmt::Debug for EventTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventTap")
+    }
 }
 
 /// `rein review`.
@@ -190,4 +206,20 @@ pub enum Severity {
     P1,
     P2,
     P3,
+}
+
+/// `rein mcp serve`.
+#[derive(Debug, Args)]
+pub struct McpServeArgs {
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
+    pub models: ModelArgs,
+    /// The project folder the runs work in (default: the current
+    /// directory); a call's `cwd` must lie inside it.
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Trust the folder for these runs (see `rein exec --trust`).
+    #[arg(long)]
+    pub trust: bool,
 }

@@ -1,0 +1,116 @@
+//! `rein mcp serve` driven by the official Python MCP SDK as its client:
+//! initialize, list, a call that runs rein (with the replay provider) and
+//! reports progress, the result tool, bad arguments and a `cwd` outside
+//! the project (tool errors; the server goes on), an unknown tool (a
+//! protocol error), and a cancel that stops the run mid-command.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::sandbox::dirs;
+
+fn sdk() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("HOME")?).join(".cache/rein/pymcp");
+    if dir.join("mcp").is_dir() {
+        return Some(dir);
+    }
+    rein_test_support::skip(
+        rein_test_support::Component::PythonMcpSdk,
+        "the Python MCP SDK is not installed",
+    );
+    None
+}
+
+fn client(sdk: &PathBuf, d: &super::sandbox::Dirs, script: Value, mode: &str) -> Value {
+    let path = d.home.join("script.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_serve_client.py");
+    let o = std::process::Command::new("python3")
+        .arg(&client)
+        .arg(env!("CARGO_BIN_EXE_rein"))
+        .arg(&d.ws)
+        .arg(&path)
+        .arg(mode)
+        .env("PYTHONPATH", sdk)
+        .env("REIN_HOME", &d.home)
+        .env_remove("REIN_PROVIDER")
+        .env_remove("REIN_MODEL")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    serde_json::from_str(out.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {out}\n{err}"))
+}
+
+#[test]
+fn another_agent_runs_rein_through_mcp_and_reads_its_result() {
+    let Some(sdk) = sdk() else { return };
+    let d = dirs();
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo made > made.txt"}}]},
+        {"text": "Made the file."}
+    ]});
+    let seen = client(&sdk, &d, script, "basic");
+    assert_eq!(seen["server"], "rein");
+    assert_eq!(seen["tools"], json!(["rein", "rein_result"]));
+    let answer = seen["answer"].as_str().unwrap();
+    assert!(answer.starts_with("Made the file.\n[session "), "{answer}");
+    assert_eq!(seen["is_error"], false);
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    let progress: Vec<&str> = seen["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(progress.contains(&"turn 1"), "{progress:?}");
+    assert!(
+        progress.iter().any(|p| p.starts_with("bash echo made")),
+        "{progress:?}"
+    );
+    assert_eq!(seen["result"]["answer"], "Made the file.");
+    assert_eq!(seen["result"]["stop_reason"], "completed");
+    assert_eq!(seen["result"]["exit_code"], 0);
+    assert_eq!(seen["bad"][0], true);
+    assert!(
+        seen["bad"][1]
+            .as_str()
+            .unwrap()
+            .contains("bad arguments for `rein`"),
+        "{seen}"
+    );
+    assert_eq!(seen["outside"][0], true);
+    assert!(
+        seen["outside"][1].as_str().unwrap().contains("cwd `../..`"),
+        "{seen}"
+    );
+    assert!(
+        seen["unknown"]
+            .as_str()
+            .unwrap()
+            .contains("no tool named `nope`"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_cancelled_call_stops_its_run_and_the_server_goes_on() {
+    let Some(sdk) = sdk() else { return };
+    let d = dirs();
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 2 && echo late > late.txt"}}]},
+        {"text": "done"}
+    ]});
+    let seen = client(&sdk, &d, script, "cancel");
+    assert_eq!(seen["after_cancel"], 2);
+    assert!(
+        !d.ws.join("late.txt").exists(),
+        "the cancelled command ran on"
+    );
+}
