@@ -114,3 +114,62 @@ fn a_cancelled_call_stops_its_run_and_the_server_goes_on() {
         "the cancelled command ran on"
     );
 }
+
+#[test]
+fn rein_calls_rein_through_its_own_mcp_client() {
+    let d = dirs();
+    let inner = d.home.join("inner.json");
+    std::fs::write(
+        &inner,
+        json!({"turns": [{"text": "inner answer 42"}]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        d.home.join("config.toml"),
+        format!(
+            "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"serve\", \"-C\", {:?}, \
+             \"--provider\", \"replay\", \"--script\", {:?}]\nstartup_timeout_sec = 60\n",
+            env!("CARGO_BIN_EXE_rein"),
+            d.ws.display().to_string(),
+            inner.display().to_string()
+        ),
+    )
+    .unwrap();
+    let outer = d.home.join("outer.json");
+    std::fs::write(
+        &outer,
+        json!({"turns": [
+            {"tool_calls": [{"name": "mcp__inner__rein", "arguments": {"prompt": "what is it?"}}]},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", &d.home)
+        .env_remove("REIN_PROVIDER")
+        .env_remove("REIN_MODEL")
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args([
+            "exec",
+            "--json",
+            "--mode",
+            "auto",
+            "--provider",
+            "replay",
+            "--script",
+        ])
+        .arg(&outer)
+        .arg("go")
+        .output()
+        .unwrap();
+    let events = super::support::json_lines(&o);
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished" && e["name"] == "mcp__inner__rein")
+        .unwrap_or_else(|| panic!("{}", super::support::stderr(&o)));
+    let out = finished["output_preview"].as_str().unwrap();
+    assert!(out.starts_with("inner answer 42"), "{out}");
+    assert_eq!(finished["is_error"], false);
+}
