@@ -13,6 +13,7 @@ mod cli {
     mod eval;
     mod exec;
     mod fault_soak;
+    mod github_action;
     mod hooks;
     mod hooks_claude;
     mod host_isolation;

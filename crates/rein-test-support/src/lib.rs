@@ -58,6 +58,8 @@ pub enum Component {
     Git,
     /// The pyright language server under ~/.cache/rein/lsp.
     Pyright,
+    /// `@action-validator/cli` under ~/.cache/rein/action-validator.
+    ActionValidator,
 }
 
 impl Component {
@@ -86,6 +88,9 @@ impl Component {
             Component::Python3 => "python3",
             Component::Perl => "perl",
             Component::Git => "git",
+            Component::ActionValidator => {
+                "the GitHub Actions validator (.ci/run installs it with npm into ~/.cache/rein/action-validator)"
+            }
             Component::Pyright => {
                 "the pyright language server (.ci/run installs it with npm into ~/.cache/rein/lsp)"
             }
