@@ -17,8 +17,8 @@ pub use manage::{
 };
 pub use plugin::PluginCommand;
 pub use run::{
-    BudgetArgs, CompactArgs, EventTap, ExecArgs, InitArgs, McpServeArgs, ModelArgs, ReviewArgs,
-    SessionArgs, Severity,
+    BudgetArgs, CompactArgs, EventTap, ExecArgs, InitArgs, InputFormat, McpServeArgs, ModelArgs,
+    ReviewArgs, SessionArgs, Severity,
 };
 pub use serving::{AcpArgs, SandboxRunArgs, ServeArgs};
 

@@ -1,6 +1,7 @@
 //! `rein exec`: one task, headless.
 
 mod answer;
+mod stream;
 
 use std::io::Read;
 
@@ -74,8 +75,11 @@ fn watch_signals(cancel: CancellationToken, quiet: bool) {
 /// ends its output with a `stopped` event (reason `usage_error` or
 /// `harness_error`, the message in `error`), so a consumer always gets one.
 pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
-    let json = args.json;
-    let result = run_task(args).await.map(|(code, _)| code);
+    let json = args.json || args.input_format.is_some();
+    let result = match args.input_format {
+        Some(crate::cli::InputFormat::StreamJson) => stream::run(args).await,
+        None => run_task(args).await.map(|(code, _)| code),
+    };
     if json && let Err(failure) = &result {
         let reason = if failure.code == exit::USAGE {
             rein_core::StopReason::UsageError
@@ -120,51 +124,15 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
         .as_deref()
         .map(answer::AnswerSchema::read)
         .transpose()?;
-    let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
-    let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
-    let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
-    let mut cfg = load_config_noting(&workspace, args.models.clone(), trusted)?;
-    let settings = RunSettings::resolve(&args.session, Some(&args.budget), &cfg)?;
-    cfg.budget = settings.budget;
-    cfg.validate().map_err(Failure::usage)?;
-    let telemetry = crate::otel::start(args.otel)?;
-    let mode = settings.mode;
-    let words = args.prompt.join(" ");
-    let commands = CommandSet::discover(&cfg, &workspace);
-    let mut expanded = match &args.command {
-        Some(name) => commands.expand_named(name, &words),
-        None => commands.expand(&read_prompt(&words)?),
-    }
-    .map_err(|e| Failure::usage(anyhow!(e)))?;
-    if let Some(c) = &mut expanded.command {
-        command_model(&mut cfg, c, model_chosen);
-    }
-    if let Some(warning) = safety_warning(mode) {
-        output::err(&warning);
-    }
-    let provider = crate::providers::build_or_offer(&cfg).map_err(Failure::usage)?;
-    // Building a tokenizer's tables takes a moment: off the async threads.
-    let model = provider.model().to_string();
-    tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
-    // The SQLite file, or the PostgreSQL database REIN_STORE names.
-    let (store, _) = open_store(&cfg, 2).await?;
-
-    let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
-
-    let opening = Opening {
-        cfg: &cfg,
-        workspace: &workspace,
+    let Opened {
         mode,
-        provider,
-        store,
-        approvals: Approvals::Refuse,
-    };
-    let session = Session::open(opening, |line| output::err(&format!("note: {line}")))
-        .await
-        .map_err(Failure::usage)?;
-    for note in &session.extras.notes {
-        output::err(&format!("note: {note}"));
-    }
+        session,
+        resume,
+        telemetry,
+        expanded,
+        ..
+    } = open(&args, Some(&args.prompt.join(" ")), Approvals::Refuse).await?;
+    let expanded = expanded.ok_or_else(|| Failure::usage(anyhow!("the prompt is empty")))?;
     let engine = &session.engine;
     let cancel = args.cancel.clone().unwrap_or_default();
     // A command's `!` lines and `@path` files through the gate (a line
@@ -284,6 +252,81 @@ async fn run_answering(
         .then(|| schema.check(&outcome.final_text).err())
         .flatten();
     (outcome, misfit)
+}
+
+/// What every headless run opens before its first prompt.
+pub(crate) struct Opened {
+    pub mode: rein_core::PermissionMode,
+    pub session: Session,
+    /// The session to continue (`--resume`, `--last`).
+    pub resume: Option<String>,
+    pub telemetry: Option<rein_telemetry::Telemetry>,
+    /// The workspace's commands, for the prompts to come.
+    pub commands: CommandSet,
+    /// `words` expanded (a command's text for `--command` or `/name`).
+    pub expanded: Option<crate::setup::prompt::Expanded>,
+}
+
+/// Open a headless run: workspace, trust, config and flags, the prompt's
+/// command (`words`: the first prompt, which may choose the model), the
+/// provider, the store and the session.
+pub(crate) async fn open(
+    args: &ExecArgs,
+    words: Option<&str>,
+    approvals: Approvals,
+) -> Result<Opened, Failure> {
+    let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
+    let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
+    let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
+    let mut cfg = load_config_noting(&workspace, args.models.clone(), trusted)?;
+    let settings = RunSettings::resolve(&args.session, Some(&args.budget), &cfg)?;
+    cfg.budget = settings.budget;
+    cfg.validate().map_err(Failure::usage)?;
+    let telemetry = crate::otel::start(args.otel)?;
+    let mode = settings.mode;
+    let commands = CommandSet::discover(&cfg, &workspace);
+    let mut expanded = match (&args.command, words) {
+        (Some(name), Some(words)) => Some(commands.expand_named(name, words)),
+        (None, Some(words)) => Some(commands.expand(&read_prompt(words)?)),
+        (_, None) => None,
+    }
+    .transpose()
+    .map_err(|e| Failure::usage(anyhow!(e)))?;
+    if let Some(c) = expanded.as_mut().and_then(|e| e.command.as_mut()) {
+        command_model(&mut cfg, c, model_chosen);
+    }
+    if let Some(warning) = safety_warning(mode) {
+        output::err(&warning);
+    }
+    let provider = crate::providers::build_or_offer(&cfg).map_err(Failure::usage)?;
+    // Building a tokenizer's tables takes a moment: off the async threads.
+    let model = provider.model().to_string();
+    tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
+    // The SQLite file, or the PostgreSQL database REIN_STORE names.
+    let (store, _) = open_store(&cfg, 2).await?;
+    let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
+    let opening = Opening {
+        cfg: &cfg,
+        workspace: &workspace,
+        mode,
+        provider,
+        store,
+        approvals,
+    };
+    let session = Session::open(opening, |line| output::err(&format!("note: {line}")))
+        .await
+        .map_err(Failure::usage)?;
+    for note in &session.extras.notes {
+        output::err(&format!("note: {note}"));
+    }
+    Ok(Opened {
+        mode,
+        session,
+        resume,
+        telemetry,
+        commands,
+        expanded,
+    })
 }
 
 /// The `SessionEnd` hooks of a headless run's session.

@@ -167,6 +167,7 @@ impl ReinServer {
         let exec = ExecArgs {
             prompt: vec![run.prompt],
             command: None,
+            input_format: None,
             json: false,
             session: SessionArgs {
                 resume: run.session_id,

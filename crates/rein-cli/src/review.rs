@@ -47,6 +47,7 @@ pub async fn run(args: ReviewArgs) -> Result<i32, Failure> {
     let exec = ExecArgs {
         prompt: args.base.into_iter().collect(),
         command: Some("review".into()),
+        input_format: None,
         json: false,
         session: SessionArgs {
             mode: Some("plan".into()),
@@ -91,6 +92,7 @@ pub async fn init(args: InitArgs) -> Result<i32, Failure> {
     crate::exec::run(ExecArgs {
         prompt: args.words,
         command: Some("init".into()),
+        input_format: None,
         json: false,
         session: SessionArgs::default(),
         budget: args.budget,

@@ -38,6 +38,7 @@ mod cli {
     pub mod serve;
     mod sessions;
     mod skills;
+    mod stream_input;
     mod subagents;
     pub mod support;
     mod trust;

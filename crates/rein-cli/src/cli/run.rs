@@ -101,8 +101,13 @@ pub struct CompactArgs {
 pub struct ExecArgs {
     /// The task for the agent (its words are joined). Use "-" to read it
     /// from standard input. With --command: the command's arguments.
-    #[arg(value_name = "PROMPT", required_unless_present = "command")]
+    #[arg(value_name = "PROMPT", required_unless_present_any = ["command", "input_format"])]
     pub prompt: Vec<String>,
+    /// `stream-json`: read the conversation from stdin, one JSON object
+    /// per line (messages, approval answers, interrupts), events out as
+    /// with --json; the session stays open until stdin closes.
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["prompt", "command"])]
+    pub input_format: Option<InputFormat>,
     /// Run a custom command (`.rein/commands/NAME.md`,
     /// `.claude/commands/NAME.md`, `$REIN_HOME/commands/NAME.md`) with
     /// the words after it as its arguments.
@@ -222,4 +227,11 @@ pub struct McpServeArgs {
     /// Trust the folder for these runs (see `rein exec --trust`).
     #[arg(long)]
     pub trust: bool,
+}
+
+/// How `rein exec` reads its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// One JSON object per line on stdin.
+    StreamJson,
 }
