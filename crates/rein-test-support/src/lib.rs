@@ -60,6 +60,8 @@ pub enum Component {
     Pyright,
     /// `@action-validator/cli` under ~/.cache/rein/action-validator.
     ActionValidator,
+    /// typescript-language-server (and TypeScript) under ~/.cache/rein/lsp.
+    TypescriptServer,
 }
 
 impl Component {
@@ -88,6 +90,9 @@ impl Component {
             Component::Python3 => "python3",
             Component::Perl => "perl",
             Component::Git => "git",
+            Component::TypescriptServer => {
+                "typescript-language-server (.ci/run installs it with npm into ~/.cache/rein/lsp)"
+            }
             Component::ActionValidator => {
                 "the GitHub Actions validator (.ci/run installs it with npm into ~/.cache/rein/action-validator)"
             }

@@ -143,3 +143,23 @@ pub fn installation(program: &Path) -> PathBuf {
         .unwrap_or(&real)
         .to_path_buf()
 }
+
+/// What a server is told in its handshake: its entry's options, or for
+/// typescript-language-server without any, the `tsserver` installed
+/// beside it (it finds none by itself outside a project that has one).
+pub fn handshake_options(spec: &ServerSpec, program: &Path) -> Option<Value> {
+    if spec.init_options.is_some() {
+        return spec.init_options.clone();
+    }
+    let named = |p: &Path| {
+        p.file_name()
+            .is_some_and(|n| n == "typescript-language-server")
+    };
+    if !named(program) && !spec.command.first().is_some_and(|c| named(Path::new(c))) {
+        return None;
+    }
+    let tsserver = installation(program).join("typescript/lib/tsserver.js");
+    tsserver
+        .is_file()
+        .then(|| json!({"tsserver": {"path": tsserver}}))
+}

@@ -88,11 +88,17 @@ impl LanguageServer {
             _after: after,
             versions: tokio::sync::Mutex::new(HashMap::new()),
         };
-        server.initialize(root, handshake).await?;
+        let options = super::languages::handshake_options(spec, &program);
+        server.initialize(root, options, handshake).await?;
         Ok(server)
     }
 
-    async fn initialize(&self, root: &Path, timeout: Duration) -> Result<(), ServerError> {
+    async fn initialize(
+        &self,
+        root: &Path,
+        options: Option<Value>,
+        timeout: Duration,
+    ) -> Result<(), ServerError> {
         let root_uri = uri(root);
         let name = root
             .file_name()
@@ -113,7 +119,7 @@ impl LanguageServer {
                 },
                 "workspace": {"configuration": true, "workspaceFolders": true}
             },
-            "initializationOptions": self.spec.init_options.clone().unwrap_or(Value::Null),
+            "initializationOptions": options.unwrap_or(Value::Null),
             "clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")}
         });
         self.conn.request("initialize", params, timeout).await?;

@@ -238,3 +238,56 @@ async fn the_lsp_tool_finds_definitions_references_hover_and_symbols() {
     assert!(err.to_string().contains("no language server"), "{err}");
     servers.shutdown().await;
 }
+
+#[tokio::test]
+async fn typescript_errors_come_from_the_typescript_language_server() {
+    let Some(home) = std::env::var_os("HOME") else {
+        return;
+    };
+    let bin = Path::new(&home).join(".cache/rein/lsp/node_modules/.bin/typescript-language-server");
+    if !bin.exists() {
+        skip(
+            Component::Pyright,
+            "no typescript-language-server under ~/.cache/rein/lsp",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let settings = LspSettings {
+        servers: vec![ServerSpec {
+            name: "typescript".into(),
+            command: vec![bin.display().to_string(), "--stdio".into()],
+            extensions: vec!["ts".into()],
+            init_options: None,
+            language_id: "typescript".into(),
+        }],
+        cap: Duration::from_secs(30),
+        first_cap: Duration::from_secs(30),
+        ..LspSettings::default()
+    };
+    let launch = Launch {
+        kind: rein_tools::sandbox::available(),
+        policy: SandboxPolicy {
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            ..SandboxPolicy::default()
+        },
+    };
+    let hook = Diagnostics::new(settings, launch);
+    let got = edited(
+        &hook,
+        &root,
+        "a.ts",
+        "const n: number = \"three\";\nexport { n };\n",
+    )
+    .await;
+    let AfterCall::Tell(report) = got else {
+        panic!("no diagnostics for a TypeScript type error: {got:?}");
+    };
+    assert!(report.contains("a.ts:1:7: error: "), "{report}");
+    assert!(
+        report.contains("not assignable to type 'number'"),
+        "{report}"
+    );
+    hook.shutdown().await;
+}
