@@ -291,3 +291,37 @@ async fn typescript_errors_come_from_the_typescript_language_server() {
     );
     hook.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_that_crashes_is_started_once_more_and_then_left_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let starts = dir.path().join("starts.log");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/crashing_lsp.py");
+    // On the host: the log lies in the workspace, which the sandbox keeps
+    // read-only for servers.
+    let settings = LspSettings {
+        servers: vec![spec(vec![
+            "/usr/bin/python3".into(),
+            server.display().to_string(),
+            starts.display().to_string(),
+        ])],
+        cap: Duration::from_millis(500),
+        first_cap: Duration::from_secs(10),
+        ..LspSettings::default()
+    };
+    let launch = Launch {
+        kind: rein_tools::sandbox::SandboxKind::None,
+        policy: SandboxPolicy::default(),
+    };
+    let hook = Diagnostics::new(settings, launch);
+    for _ in 0..4 {
+        assert_eq!(
+            edited(&hook, &root, "a.py", BROKEN).await,
+            AfterCall::Nothing
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let log = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(log.lines().count(), 2, "started {log:?}");
+}
