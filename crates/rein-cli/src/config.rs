@@ -14,12 +14,14 @@ use anyhow::{Context, Result, anyhow, bail};
 
 mod file;
 pub mod lsp;
+mod status;
+pub use status::StatusCommandSettings;
 pub mod web_search;
 
 use file::read_file;
 pub use file::{
     CompactionSection, ConfigFile, LocalSection, LoopGuardSection, ProviderSection,
-    ToolSearchSetting,
+    ToolSearchSetting, TuiSection,
 };
 
 use crate::permissions::PermissionSettings;
@@ -60,6 +62,8 @@ pub struct Config {
     pub loop_guard: rein_core::LoopGuardConfig,
     /// `[tui] alternate_screen`.
     pub alternate_screen: bool,
+    /// `[tui] status_command` and its timing.
+    pub status_command: StatusCommandSettings,
     /// `[tui] idle_notify_secs`.
     pub idle_notify: Duration,
     /// Whether the workspace's own settings counted in full (the folder is
@@ -119,6 +123,7 @@ impl Config {
             loop_guard: Default::default(),
             alternate_screen: false,
             idle_notify: Duration::from_secs(60),
+            status_command: StatusCommandSettings::default(),
             trusted: false,
             sandbox: Default::default(),
             mcp_servers: Vec::new(),
@@ -263,6 +268,9 @@ impl Config {
         }
         if let Some(s) = file.tui.as_ref().and_then(|t| t.idle_notify_secs) {
             self.idle_notify = Duration::from_secs(s.max(1));
+        }
+        if let Some(t) = &file.tui {
+            self.status_command.apply(t);
         }
         if file.provider.is_some() {
             self.provider = file.provider;

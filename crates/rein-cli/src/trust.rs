@@ -20,7 +20,7 @@ use std::fmt;
 
 use rein_core::PermissionMode;
 
-use crate::config::{CompactionSection, Config, ConfigFile, LoopGuardSection};
+use crate::config::{CompactionSection, Config, ConfigFile, LoopGuardSection, TuiSection};
 use crate::permissions::{PermissionSettings, PermissionsSection};
 use crate::sandbox_config::SandboxSection;
 
@@ -302,8 +302,8 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         }),
         sandbox: sandbox.map(|x| restrict_sandbox(x, current, &mut s)),
         // How the app draws and how tools are offered have no authority:
-        // kept.
-        tui,
+        // kept, but a status command (a program to start).
+        tui: tui.map(|t| restrict_tui(t, &mut s)),
         mcp_tool_search,
         checkpoints: checkpoints.and_then(|on| restrict_checkpoints(on, current, &mut s)),
         ..ConfigFile::default()
@@ -312,6 +312,14 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         kept,
         ignored: s.ignored,
     }
+}
+
+/// `[tui]`: all kept but `status_command`, a program to start.
+fn restrict_tui(mut t: TuiSection, s: &mut Sorter) -> TuiSection {
+    if t.status_command.take().is_some() {
+        s.ignored.push(Ignored::Section("[tui] status_command"));
+    }
+    t
 }
 
 /// Checkpoints are the user's way back: a project may turn them on,

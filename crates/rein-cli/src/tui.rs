@@ -80,6 +80,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         .checkpoints
         .then(|| rewind_view(&cfg.home, store.clone()));
     let idle_notify = cfg.idle_notify;
+    let status_command = cfg.status_command.spec();
     let prepare = prompts::prepare(&prompts, &engine);
     let setup = rein_tui::Setup {
         home,
@@ -106,6 +107,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
             .as_ref()
             .map(|t| crate::otel::app_watch(t.observers())),
         notes: telemetry.is_some().then_some(telemetry_notes),
+        status_command,
     };
     let session = rein_tui::run(setup).await;
     // The MCP servers, memory and hooks lived as long as the app.

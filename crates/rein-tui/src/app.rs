@@ -172,6 +172,9 @@ pub enum PopupKind {
 pub struct App {
     pub theme: Theme,
     pub workspace: PathBuf,
+    /// The user's status command's line, shown instead of the built-in
+    /// status line while it has one.
+    pub custom_status: Option<String>,
     pub editor: Editor,
     pub status: Status,
     pub modal: Option<Modal>,
@@ -242,6 +245,7 @@ impl App {
         App {
             theme,
             workspace,
+            custom_status: None,
             editor: Editor::new(),
             status,
             modal: None,

@@ -22,6 +22,7 @@ pub mod theme;
 pub use rewind::{
     CheckpointRow, RewindFailure, RewindMode, RewindOutcome, RewindRequest, RewindView,
 };
+pub use run::status_command::StatusCommand;
 pub use run::{
     CommandText, ExpandCommand, McpFuture, McpView, Prepare, PreparedPrompt, PromptCall,
     ProviderFactory, RunWatcher, Setup, WatchRuns, check_terminal, run,

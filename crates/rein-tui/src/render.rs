@@ -265,6 +265,10 @@ pub fn short_tokens(n: u64) -> String {
 
 /// The status line: model, mode, todos, context, cost, session.
 pub fn status_line(app: &App, width: u16) -> Line<'static> {
+    if let Some(line) = &app.custom_status {
+        let shown: String = line.chars().take(width as usize).collect();
+        return Line::from(Span::raw(shown));
+    }
     let theme = &app.theme;
     let s = &app.status;
     let dim = theme.style(Role::Dim);

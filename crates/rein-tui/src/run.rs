@@ -26,6 +26,7 @@ mod rewind;
 mod session_hooks;
 mod sessions;
 mod setup;
+pub mod status_command;
 mod watch;
 
 use log::{LogRedirect, RENDERING, restore_stderr};
@@ -139,6 +140,13 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
         std::mem::replace(&mut m.forms, empty)
     });
     let mut notes = setup.notes.take();
+    let (mut status_cmd, mut status_lines) = match setup.status_command.take() {
+        Some(spec) => {
+            let (runner, rx) = status_command::StatusRunner::new(spec, setup.engine.workspace());
+            (Some(runner), Some(rx))
+        }
+        None => (None, None),
+    };
     let mut lp = Loop::start(setup, events_tx, side_tx).await;
     let mut screen = Screen::start(render::MIN_HEIGHT, alternate_screen)?;
     let mut keys = EventStream::new();
@@ -156,6 +164,10 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
     }
 
     loop {
+        if let Some(r) = &mut status_cmd {
+            r.poll(&lp.app);
+        }
+        let status_wake = status_cmd.as_ref().and_then(|r| r.wake_at(&lp.app));
         paint(&mut lp.app, &mut screen)?;
         let actions = tokio::select! {
             k = keys.next() => match k {
@@ -182,6 +194,14 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
                 Vec::new()
             }
             _ = session_hooks::until(lp.idle_at), if lp.idle_at.is_some() => lp.idle(),
+            Some(line) = next_note(&mut status_lines) => {
+                if let Some(r) = &mut status_cmd {
+                    r.done();
+                }
+                lp.app.custom_status = line;
+                Vec::new()
+            }
+            _ = session_hooks::until(status_wake), if status_wake.is_some() => Vec::new(),
             _ = next_signal(&mut term_sig) => lp.quit(),
             _ = next_signal(&mut hup_sig) => lp.quit(),
         };

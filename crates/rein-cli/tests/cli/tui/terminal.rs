@@ -145,3 +145,42 @@ fn a_first_ctrl_c_on_an_empty_input_says_a_second_quits() {
     app.keys(&["C-c"]);
     app.wait_for("rein exited with");
 }
+
+#[test]
+fn a_status_command_writes_the_status_line_and_a_slow_or_failing_one_leaves_the_built_in() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.ws.path().join(".git")).unwrap();
+    std::fs::write(
+        env.ws.path().join(".git/HEAD"),
+        "ref: refs/heads/feature-x\n",
+    )
+    .unwrap();
+    let script = env.script("t.json", &json!({"model": "m", "turns": [{"text": "hi"}]}));
+    let cases = [
+        // It reads the state on stdin.
+        (
+            "python3 -c \"import json,sys; d=json.load(sys.stdin); print('ST', d['mode'], d['branch'], d['model'])\"",
+            "ST default feature-x m",
+        ),
+        // Too slow (killed at its timeout) and failing: the built-in line.
+        ("sleep 5; echo TOO-LATE", "default"),
+        ("echo FAILED-LINE; exit 1", "default"),
+    ];
+    for (command, shown) in cases {
+        std::fs::write(
+            env.home.path().join("config.toml"),
+            format!("[tui]\nstatus_command = {command:?}\nstatus_timeout_ms = 500\n"),
+        )
+        .unwrap();
+        let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+        app.wait_for("ask rein to do something");
+        let screen = app.wait_for(shown);
+        std::thread::sleep(Duration::from_millis(1500));
+        let screen_later = app.capture();
+        for bad in ["TOO-LATE", "FAILED-LINE"] {
+            assert!(!screen_later.contains(bad), "{command}: {screen_later}");
+        }
+        assert!(screen.contains(shown), "{command}: {screen}");
+        quit(&app);
+    }
+}
