@@ -15,10 +15,12 @@ fn config(args: &ListArgs) -> Result<(Config, PathBuf), Failure> {
     Ok((cfg, workspace))
 }
 
-/// `rein agents`: each agent the `task` tool can start here.
+/// `rein agents`: each agent the `task` tool can start here, as
+/// aligned columns (name, description, source) or JSON Lines.
 pub fn list_agents(args: ListArgs) -> Result<i32, Failure> {
     let (cfg, workspace) = config(&args)?;
     let catalog = crate::setup::engine::agents(&cfg, &workspace);
+    let mut rows = Vec::new();
     for a in &catalog.agents {
         let source = match &a.source {
             rein_core::agents::AgentSource::BuiltIn => "built-in".to_string(),
@@ -33,17 +35,27 @@ pub fn list_agents(args: ListArgs) -> Result<i32, Failure> {
             })
             .to_string());
         } else {
-            out(&rein_tui::cells::sanitize(&format!(
-                "{}  {}  ({source})",
-                a.name,
-                rein_core::text::one_line(&a.description, 80)
-            )));
+            let description = rein_core::text::one_line(&a.description, 80);
+            rows.push([a.name.clone(), description, format!("({source})")]);
         }
+    }
+    for line in columns(&rows) {
+        out(&rein_tui::cells::sanitize(&line));
     }
     for w in &catalog.warnings {
         out(&format!("note: {}", rein_tui::cells::sanitize(w)));
     }
     Ok(COMPLETED)
+}
+
+/// Rows as lines whose columns start at the same place: every column
+/// but the last padded to its widest cell, two spaces between.
+fn columns(rows: &[[String; 3]]) -> Vec<String> {
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (name, description) = (width(0), width(1));
+    rows.iter()
+        .map(|[n, d, s]| format!("{n:<name$}  {d:<description$}  {s}"))
+        .collect()
 }
 
 /// `rein worktrees`: the worktrees sub-agents left with uncommitted
@@ -67,4 +79,18 @@ pub fn list_worktrees(args: ListArgs) -> Result<i32, Failure> {
         }
     }
     Ok(COMPLETED)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn agent_columns_start_at_the_same_place_on_every_line() {
+        let row = |n: &str, d: &str, s: &str| [n.to_string(), d.to_string(), s.to_string()];
+        let lines = super::columns(&[
+            row("explore", "Reads code", "(built-in)"),
+            row("general-purpose", "Does anything asked", "(built-in)"),
+        ]);
+        assert_eq!(lines[0], "explore          Reads code           (built-in)");
+        assert_eq!(lines[1], "general-purpose  Does anything asked  (built-in)");
+    }
 }

@@ -94,10 +94,22 @@ fn a_folder_plugin_contributes_its_command_agent_and_skill_until_removed() {
     );
 
     let agents = stdout(&env.rein(&["agents"]));
-    assert!(
-        agents.contains("checker  Checks tidiness of one file"),
-        "{agents}"
-    );
+    let checker = agents.lines().find(|l| l.starts_with("checker ")).unwrap();
+    assert!(checker.contains("Checks tidiness of one file"), "{agents}");
+    // Columns line up: every description and every source starts where
+    // the checker's does.
+    let starts = |l: &str, i: usize| {
+        let cell = l
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .nth(i);
+        l.find(cell.unwrap()).unwrap()
+    };
+    for line in agents.lines().filter(|l| !l.starts_with("note:")) {
+        assert_eq!(starts(line, 1), starts(checker, 1), "{agents}");
+        assert_eq!(starts(line, 2), starts(checker, 2), "{agents}");
+    }
 
     let skill = env.script(
         "skill.json",
