@@ -261,16 +261,8 @@ impl Config {
         if let Some(s) = file.mcp_tool_search {
             self.mcp_tool_search = s;
         }
-        if let Some(t) = &file.tui
-            && let Some(a) = t.alternate_screen
-        {
-            self.alternate_screen = a;
-        }
-        if let Some(s) = file.tui.as_ref().and_then(|t| t.idle_notify_secs) {
-            self.idle_notify = Duration::from_secs(s.max(1));
-        }
         if let Some(t) = &file.tui {
-            self.status_command.apply(t);
+            self.apply_tui(t);
         }
         if file.provider.is_some() {
             self.provider = file.provider;
@@ -367,6 +359,17 @@ impl Config {
                 .merge_from(section);
         }
         Ok(())
+    }
+
+    /// `[tui]`.
+    fn apply_tui(&mut self, t: &TuiSection) {
+        if let Some(a) = t.alternate_screen {
+            self.alternate_screen = a;
+        }
+        if let Some(s) = t.idle_notify_secs {
+            self.idle_notify = Duration::from_secs(s.max(1));
+        }
+        self.status_command.apply(t);
     }
 
     /// Check what no single layer could.

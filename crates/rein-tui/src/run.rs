@@ -202,8 +202,8 @@ async fn event_loop(mut setup: Setup) -> anyhow::Result<Option<String>> {
                 Vec::new()
             }
             _ = session_hooks::until(status_wake), if status_wake.is_some() => Vec::new(),
-            _ = next_signal(&mut term_sig) => lp.quit(),
-            _ = next_signal(&mut hup_sig) => lp.quit(),
+            _ = session_hooks::next_signal(&mut term_sig) => lp.quit(),
+            _ = session_hooks::next_signal(&mut hup_sig) => lp.quit(),
         };
         for action in actions {
             lp.apply(action).await;
@@ -228,16 +228,6 @@ async fn next_note<T>(notes: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<
     match notes {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
-    }
-}
-
-/// The next delivery of a signal, or never when it could not be watched.
-async fn next_signal(s: &mut Option<tokio::signal::unix::Signal>) {
-    match s {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending::<()>().await,
     }
 }
 

@@ -334,7 +334,13 @@ fn a_plugins_manifest_paths_and_inline_parts_are_loaded_and_an_escaping_path_is_
             .status
             .success()
     );
-    assert!(stdout(&env.rein(&["agents"])).contains("linter  Lints one file"));
+    let agents = stdout(&env.rein(&["agents"]));
+    assert!(
+        agents
+            .lines()
+            .any(|l| l.starts_with("linter ") && l.contains("Lints one file")),
+        "{agents}"
+    );
     let skill = env.script(
         "skill.json",
         &json!({"turns": [

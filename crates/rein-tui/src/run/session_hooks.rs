@@ -50,3 +50,13 @@ pub(super) async fn until(at: Option<tokio::time::Instant>) {
         None => std::future::pending().await,
     }
 }
+
+/// The next delivery of a signal, or never when it could not be watched.
+pub(super) async fn next_signal(s: &mut Option<tokio::signal::unix::Signal>) {
+    match s {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
