@@ -2,6 +2,8 @@
 //! its stdio, or a remote server over streamable HTTP (the session id, the
 //! stateless revision and SSE are rmcp's) with its static headers, a bearer
 //! token from the environment, or the OAuth tokens `rein mcp login` stored.
+//! Either HTTP client opens the session's standalone stream before the
+//! first request goes ([`crate::stream_first`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,7 @@ use crate::error::McpError;
 use crate::oauth::{self, TokenFile};
 use crate::server::{Connection, McpServer};
 use crate::stderr::StderrTail;
+use crate::stream_first::StreamFirst;
 
 /// Spawn the child as every host process starts
 /// ([`rein_core::host_process`]: a neutral folder unless the server sets
@@ -144,12 +147,13 @@ pub(crate) async fn http(server: &Arc<McpServer>, client: Client) -> Result<Conn
     };
     let served = match tokens {
         Some(manager) => {
-            let authorized = AuthClient::new(http, manager);
+            let authorized = StreamFirst::new(AuthClient::new(http, manager));
             let transport = StreamableHttpClientTransport::with_client(authorized, transport);
             client.serve(transport).await
         }
         None => {
-            let transport = StreamableHttpClientTransport::with_client(http, transport);
+            let transport =
+                StreamableHttpClientTransport::with_client(StreamFirst::new(http), transport);
             client.serve(transport).await
         }
     };

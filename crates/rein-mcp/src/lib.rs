@@ -41,6 +41,7 @@ mod search;
 mod server;
 mod stderr;
 mod stepup;
+mod stream_first;
 mod tool;
 
 pub use config::{McpServerConfig, McpTransport};

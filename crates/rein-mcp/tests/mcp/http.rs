@@ -329,3 +329,56 @@ async fn a_server_without_sessions_works() {
     assert!(out.content.contains("swordfish"), "{}", out.content);
     assert!(!log.exists(), "no OAuth grant was needed");
 }
+
+/// A server that asks its question on the standalone GET stream (tied to
+/// no request of rein's) and answers that GET late, as a loaded server
+/// does: rein opens the stream before its requests go, so the question
+/// arrives (and is answered: declined, by default) and the call completes,
+/// plain and through OAuth. Were a request sent first, the server would
+/// send its question into nothing and the call would time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_on_a_slow_standalone_stream_reaches_rein_plain_and_with_oauth() {
+    let ws = tempfile::tempdir().unwrap();
+    for secured in [false, true] {
+        let log = ws.path().join(format!("grants-{secured}.log"));
+        let mut args = vec!["--slow-get", "1", "--token-secs", "300"];
+        if !secured {
+            args.push("--open");
+        }
+        let Some((_server, url)) = oauth_server(&log, &args) else {
+            return;
+        };
+        let auth = ws.path().join(format!("auth-{secured}"));
+        let mut launch = launch(ws.path());
+        launch.auth_dir = Some(auth.clone());
+        let config = remote("aside", &url);
+        let mut browser = Browser { visits: Vec::new() };
+        let outcome = rein_mcp::login(&config, TokenFile::new(&auth, &url), &mut browser)
+            .await
+            .unwrap();
+        let expected = if secured {
+            rein_mcp::LoginOutcome::SignedIn
+        } else {
+            rein_mcp::LoginOutcome::NotNeeded
+        };
+        assert_eq!(outcome, expected);
+        let hub = rein_mcp::McpHub::start(vec![config], launch);
+        hub.settled().await;
+        let report = &hub.reports()[0];
+        assert_eq!(report.status, ServerStatus::Ready, "{report:?}");
+        let tools = hub.tools();
+        let tool = tools
+            .iter()
+            .find(|t| t.spec().name == "mcp__aside__ask_aside")
+            .unwrap_or_else(|| panic!("no ask_aside among {:?}", report.tools));
+        let out = tool.call(json!({}), context(ws.path())).await;
+        let text = match &out {
+            Ok(out) => out.content.clone(),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            text.contains("the user's answer: decline"),
+            "secured: {secured}: {text}"
+        );
+    }
+}

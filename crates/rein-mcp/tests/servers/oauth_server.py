@@ -5,16 +5,25 @@ that approves every request at once (no login page) and issues access
 tokens that live only a few seconds.
 
     python3 oauth_server.py PORT LOG [--refuse] [--token-secs N] [--open --stateless]
+                            [--slow-get SECS]
 
 Each grant the token endpoint gives is appended to LOG ("code" or
 "refresh"), so a test can see that rein refreshed an expired token.
 `--refuse` makes the authorization endpoint answer access_denied.
 `--open --stateless` serves the same tool with no OAuth and no sessions
 (no `Mcp-Session-Id`: every request stands alone).
+`--slow-get SECS` answers each GET of /mcp (the standalone stream) that
+late, as a loaded server or proxy would; the `ask_aside` tool asks its
+question on that stream (tied to no request of the client's), as the
+conformance suite's elicitation scenario does.
 """
 import secrets
 import sys
 import time
+from datetime import timedelta
+
+import anyio
+import uvicorn
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -24,14 +33,21 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.shared.auth import OAuthToken
-from mcp.types import ToolAnnotations
+from mcp.types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    ServerRequest,
+    ToolAnnotations,
+)
 
 PORT = int(sys.argv[1])
 LOG = sys.argv[2]
 REFUSE = "--refuse" in sys.argv
 TOKEN_SECS = int(sys.argv[sys.argv.index("--token-secs") + 1]) if "--token-secs" in sys.argv else 3
+SLOW_GET = float(sys.argv[sys.argv.index("--slow-get") + 1]) if "--slow-get" in sys.argv else 0
 BASE = f"http://127.0.0.1:{PORT}"
 
 
@@ -145,4 +161,30 @@ def secret_word() -> str:
     return "swordfish"
 
 
-server.run("streamable-http")
+@server.tool()
+async def ask_aside(ctx: Context) -> str:
+    """Asks the user a question on the standalone stream, and says the answer."""
+    asked = ElicitRequest(
+        params=ElicitRequestFormParams(
+            message="Which colour?",
+            requestedSchema={"type": "object", "properties": {"colour": {"type": "string"}}},
+        )
+    )
+    # No related request: the SDK sends it on the GET stream, or drops it
+    # when that stream is not open (then this times out).
+    answer = await ctx.session.send_request(
+        ServerRequest(asked), ElicitResult, request_read_timeout_seconds=timedelta(seconds=20)
+    )
+    return f"the user's answer: {answer.action}"
+
+
+app = server.streamable_http_app()
+
+
+async def slow_gets(scope, receive, send):
+    if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/mcp":
+        await anyio.sleep(SLOW_GET)
+    await app(scope, receive, send)
+
+
+uvicorn.run(slow_gets, host="127.0.0.1", port=PORT, log_level="warning")
