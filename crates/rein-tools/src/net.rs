@@ -103,3 +103,14 @@ pub async fn check(
     }
     Ok(Checked { addrs })
 }
+
+/// An error and its causes, in one line (`a: b: c`).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    msg
+}

@@ -107,7 +107,8 @@ fn probe() -> &'static Probe {
     })
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
+/// The first executable `name` in an absolute folder of `PATH`.
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)

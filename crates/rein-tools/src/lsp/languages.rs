@@ -115,22 +115,18 @@ fn language_id(base: &str, ext: &str) -> String {
 /// `name` as a program: an absolute path that exists, or the first
 /// executable of that name on `PATH` (absolute folders only).
 pub fn find_program(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let runnable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
     let path = Path::new(name);
     if path.is_absolute() {
-        return runnable(path).then(|| path.to_path_buf());
+        let runnable = std::fs::metadata(path).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        });
+        return runnable.then(|| path.to_path_buf());
     }
     if name.contains('/') {
         return None;
     }
-    let dirs = std::env::var_os("PATH")?;
-    std::env::split_paths(&dirs)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(name))
-        .find(|p| runnable(p))
+    crate::sandbox::find_on_path(name)
 }
 
 /// The folder a server's program needs to read besides the system's: its

@@ -133,7 +133,12 @@ async fn follow(
             )
             .send()
             .await
-            .map_err(|e| FetchError::Failed(format!("fetching {url} failed: {}", plain(&e))))?;
+            .map_err(|e| {
+                FetchError::Failed(format!(
+                    "fetching {url} failed: {}",
+                    crate::net::error_chain(&e)
+                ))
+            })?;
         if response.status().is_redirection() {
             let to = redirect_target(&url, &response)?;
             if target_of(&to)?.host != target.host {
@@ -172,11 +177,12 @@ async fn read(url: Url, mut response: reqwest::Response) -> Result<Page, FetchEr
         .to_string();
     let mut body = Vec::new();
     let mut cut = false;
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| FetchError::Failed(format!("reading {url} failed: {}", plain(&e))))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| {
+        FetchError::Failed(format!(
+            "reading {url} failed: {}",
+            crate::net::error_chain(&e)
+        ))
+    })? {
         let room = MAX_BODY - body.len();
         if chunk.len() > room {
             body.extend_from_slice(&chunk[..room]);
@@ -192,15 +198,4 @@ async fn read(url: Url, mut response: reqwest::Response) -> Result<Page, FetchEr
         body,
         cut,
     })
-}
-
-/// An HTTP error with its causes, in one line.
-fn plain(e: &reqwest::Error) -> String {
-    let mut msg = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    msg
 }

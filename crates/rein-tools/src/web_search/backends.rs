@@ -147,14 +147,7 @@ impl Backend {
 /// A request error without the URL (it carries the query, and for some
 /// services a key).
 fn without_query(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut msg = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    msg
+    crate::net::error_chain(&e.without_url())
 }
 
 #[derive(Deserialize)]
