@@ -39,12 +39,36 @@ impl PgFail {
             PgFail::Store(e) => e,
             PgFail::Corrupt(what) => StoreError::Corrupt(format!("PostgreSQL {shown}: {what}")),
             PgFail::Connect { context, source } => StoreError::Other(target.scrub(&format!(
-                "cannot reach PostgreSQL {shown} ({context}): {}",
-                one_line(&source)
+                "cannot reach PostgreSQL {shown} ({context}): {}{}",
+                one_line(&source),
+                if refused_certificate(&source) {
+                    "; rein always checks the server's certificate: name the authority \
+                     that signed it with sslrootcert=PATH"
+                } else {
+                    ""
+                }
             ))),
             PgFail::Db { context, source } => classify(target, context, &source),
         }
     }
+}
+
+/// Whether connecting failed because the server's certificate was not
+/// trusted (an unknown authority, another host's name, expired, ...).
+fn refused_certificate(e: &tokio_postgres::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        let tls = s.downcast_ref::<rustls::Error>().or_else(|| {
+            s.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if matches!(tls, Some(rustls::Error::InvalidCertificate(_))) {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// Map a query error to the `StoreError` kind a caller can act on.

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -66,7 +67,7 @@ impl Pool {
     pub(crate) fn new(target: Target, max: usize) -> Result<Pool, StoreError> {
         let tls = match target.tls {
             TlsMode::Disable => None,
-            TlsMode::Prefer | TlsMode::Require => Some(tls_connector()?),
+            TlsMode::Prefer | TlsMode::Require => Some(tls_connector(target.root_cert.as_deref())?),
         };
         Ok(Pool {
             inner: Arc::new(Inner {
@@ -176,17 +177,45 @@ impl Pool {
     }
 }
 
-/// rustls on ring with the system's trust store, the project's one TLS
-/// setup; built per pool so no process-wide provider has to be installed.
-fn tls_connector() -> Result<MakeRustlsConnect, StoreError> {
+/// rustls on ring, the project's one TLS setup, trusting the system's
+/// roots or only the authorities in `root_cert` (`sslrootcert`). The
+/// certificate and the host name are always checked: `require` and
+/// `verify-ca` are as strict as `verify-full`. Built per pool so no
+/// process-wide provider has to be installed.
+fn tls_connector(root_cert: Option<&Path>) -> Result<MakeRustlsConnect, StoreError> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let failed =
+        |e: rustls::Error| StoreError::Other(format!("cannot set up TLS for PostgreSQL: {e}"));
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())
-        .map_err(|e| StoreError::Other(format!("cannot set up TLS for PostgreSQL: {e}")))?
-        .with_no_client_auth();
-    Ok(MakeRustlsConnect::new(config))
+        .map_err(failed)?;
+    let config = match root_cert {
+        None => builder.with_platform_verifier().map_err(failed)?,
+        Some(path) => builder.with_root_certificates(root_store(path)?),
+    };
+    Ok(MakeRustlsConnect::new(config.with_no_client_auth()))
+}
+
+/// The certificate authorities in the PEM file `path`.
+fn root_store(path: &Path) -> Result<rustls::RootCertStore, StoreError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let bad = |why: String| StoreError::Other(format!("sslrootcert `{}`: {why}", path.display()));
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("not a PEM certificate file ({e})")))?;
+    if certs.is_empty() {
+        return Err(bad("holds no certificate".into()));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs {
+        roots
+            .add(cert)
+            .map_err(|e| bad(format!("a certificate cannot be used: {e}")))?;
+    }
+    Ok(roots)
 }
 
 impl Conn {

@@ -46,6 +46,9 @@ pub(crate) struct Target {
     pub config: tokio_postgres::Config,
     /// Whether to use TLS.
     pub tls: TlsMode,
+    /// The certificate authorities to trust instead of the system's
+    /// (`sslrootcert=PATH`; `system` or none: the system's).
+    pub root_cert: Option<std::path::PathBuf>,
     /// The server as messages name it: `db on host:port`, no secrets.
     pub shown: String,
     /// The password as written and as decoded, scrubbed from messages.
@@ -57,6 +60,7 @@ impl std::fmt::Debug for Target {
         f.debug_struct("Target")
             .field("shown", &self.shown)
             .field("tls", &self.tls)
+            .field("root_cert", &self.root_cert)
             .finish_non_exhaustive()
     }
 }
@@ -107,11 +111,15 @@ fn parse_with(url: &str, env_password: Option<String>) -> Result<Target, StoreEr
     if is_url && url.contains(char::is_whitespace) {
         return Err(malformed("a URL cannot hold spaces; percent-encode them"));
     }
-    let (rest, sslmode) = if is_url {
-        take_url_sslmode(&encode_userinfo(url))
+    let (rest, tls_params) = if is_url {
+        take_url_params(&encode_userinfo(url))
     } else {
-        take_kv_sslmode(url).map_err(|why| malformed(&why))?
+        take_kv_params(url).map_err(|why| malformed(&why))?
     };
+    let TlsParams {
+        mode: sslmode,
+        root_cert,
+    } = tls_params;
     let mut config: tokio_postgres::Config = rest
         .parse()
         .map_err(|e: tokio_postgres::Error| malformed(&e.to_string()))?;
@@ -121,6 +129,8 @@ fn parse_with(url: &str, env_password: Option<String>) -> Result<Target, StoreEr
         ));
     }
     let tls = match sslmode.as_deref() {
+        // A CA named for the server means the server speaks TLS.
+        None if root_cert.is_some() => TlsMode::Require,
         None => default_tls(&config),
         Some(mode) => tls_mode(mode).ok_or_else(|| {
             malformed(&format!(
@@ -156,6 +166,7 @@ fn parse_with(url: &str, env_password: Option<String>) -> Result<Target, StoreEr
         shown: describe(&config),
         config,
         tls,
+        root_cert: root_cert.filter(|p| p != "system").map(Into::into),
         secrets,
     })
 }
@@ -335,18 +346,40 @@ fn authority_is_hosts(url: &str) -> bool {
     })
 }
 
-/// The URL with `sslmode=...` taken out of its query, and the mode.
-fn take_url_sslmode(url: &str) -> (String, Option<String>) {
+/// The TLS parameters of a connection string, which tokio-postgres does
+/// not read itself (`sslmode` it reads, but rein decides the mode).
+#[derive(Debug, Default)]
+struct TlsParams {
+    /// `sslmode`, as written.
+    mode: Option<String>,
+    /// `sslrootcert`, decoded.
+    root_cert: Option<String>,
+}
+
+impl TlsParams {
+    /// Keep `key=value` if it is one of these parameters (the last wins).
+    fn take(&mut self, key: &str, value: String) -> bool {
+        match key {
+            "sslmode" => self.mode = Some(value),
+            "sslrootcert" => self.root_cert = Some(value),
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// The URL with its TLS parameters taken out of its query, and them.
+fn take_url_params(url: &str) -> (String, TlsParams) {
+    let mut params = TlsParams::default();
     let Some(q) = url_query_start(url) else {
-        return (url.to_string(), None);
+        return (url.to_string(), params);
     };
-    let mut mode = None;
     let mut kept = Vec::new();
     for pair in url[q + 1..].split('&') {
-        match pair.strip_prefix("sslmode=") {
-            Some(value) => mode = Some(value.to_string()),
-            None if pair.is_empty() => {}
-            None => kept.push(pair),
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode_str(value).decode_utf8_lossy().into_owned();
+        if !pair.is_empty() && !params.take(key, value) {
+            kept.push(pair);
         }
     }
     let mut rest = url[..q].to_string();
@@ -354,7 +387,7 @@ fn take_url_sslmode(url: &str) -> (String, Option<String>) {
         rest.push('?');
         rest.push_str(&kept.join("&"));
     }
-    (rest, mode)
+    (rest, params)
 }
 
 // ------------------------------------------------------- key=value form
@@ -443,16 +476,20 @@ fn kv_password(s: &str) -> Option<String> {
         .map(|p| p.value)
 }
 
-/// The string with its `sslmode` pair cut out, and the mode.
-fn take_kv_sslmode(s: &str) -> Result<(String, Option<String>), String> {
-    let pairs = kv_pairs(s)?;
-    let Some(pair) = pairs.iter().rev().find(|p| p.key == "sslmode") else {
-        return Ok((s.to_string(), None));
-    };
-    let mut rest = s[..pair.span.start].to_string();
-    rest.push(' ');
-    rest.push_str(&s[pair.span.end..]);
-    Ok((rest, Some(pair.value.clone())))
+/// The string with its TLS pairs cut out, and them.
+fn take_kv_params(s: &str) -> Result<(String, TlsParams), String> {
+    let mut params = TlsParams::default();
+    let mut rest = String::new();
+    let mut from = 0;
+    for pair in kv_pairs(s)? {
+        if params.take(&pair.key, pair.value) {
+            rest.push_str(&s[from..pair.span.start]);
+            rest.push(' ');
+            from = pair.span.end;
+        }
+    }
+    rest.push_str(&s[from..]);
+    Ok((rest, params))
 }
 
 /// The string as errors may show it: in a URL, the user info (see

@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use super::*;
+use std::path::Path;
 
 fn err(url: &str) -> String {
     match parse(url) {
@@ -21,6 +22,23 @@ fn sslmode_is_read_from_both_forms_and_taken_out() {
         TlsMode::Require
     );
     assert_eq!(parse("host=h sslmode=prefer").unwrap().tls, TlsMode::Prefer);
+}
+
+#[test]
+fn sslrootcert_is_read_from_both_forms_taken_out_and_implies_tls() {
+    let t = parse("postgres://u@localhost/x?sslrootcert=%2Fetc%2Fmy%20ca.pem&application_name=a")
+        .unwrap();
+    assert_eq!(t.root_cert.as_deref(), Some(Path::new("/etc/my ca.pem")));
+    // A CA named for a local server still means TLS.
+    assert_eq!(t.tls, TlsMode::Require);
+    assert_eq!(t.config.get_application_name(), Some("a"));
+    let t = parse("host=h sslrootcert='/a b/ca.pem' sslmode=prefer dbname=x").unwrap();
+    assert_eq!(t.root_cert.as_deref(), Some(Path::new("/a b/ca.pem")));
+    assert_eq!(t.tls, TlsMode::Prefer);
+    assert_eq!(t.config.get_dbname(), Some("x"));
+    // `system` is libpq's word for the system's roots.
+    let t = parse("host=h sslrootcert=system").unwrap();
+    assert_eq!((t.root_cert, t.tls), (None, TlsMode::Require));
 }
 
 #[test]

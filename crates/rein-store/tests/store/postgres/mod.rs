@@ -8,6 +8,7 @@ mod errors;
 mod leases;
 mod memory;
 mod server;
+mod tls;
 
 use std::sync::Arc;
 

@@ -20,8 +20,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The port number in the socket's name (nothing listens on TCP).
@@ -140,11 +140,28 @@ fn start() -> Result<Server, NoServer> {
     let bin = find_bin_dir().ok_or_else(|| {
         NoServer::Missing("no PostgreSQL server binaries (initdb, postgres) found".into())
     })?;
-    start_cluster(&bin).map_err(NoServer::Failed)
+    start_socket_cluster(&bin).map_err(NoServer::Failed)
 }
 
-/// A throwaway cluster from the binaries in `bin`, started and ready.
-fn start_cluster(bin: &Path) -> Result<Server, String> {
+/// What a throwaway cluster listens on besides its Unix socket.
+pub enum Listen {
+    /// The socket only.
+    Socket,
+    /// Also TCP on 127.0.0.1:`port`, TLS on (`cert` and `key`, PEM files
+    /// in the cluster's folder), plain connections over TCP refused.
+    Tls {
+        port: u16,
+        cert: String,
+        key: String,
+    },
+}
+
+/// A throwaway cluster from the binaries in `bin`, started and ready;
+/// `setup` writes files into its folder (owned by the server) first.
+pub fn start_cluster(
+    bin: &Path,
+    setup: impl FnOnce(&Path) -> Result<Listen, String>,
+) -> Result<String, String> {
     remove_stale_clusters();
     let dir = tempfile::Builder::new()
         .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
@@ -152,6 +169,7 @@ fn start_cluster(bin: &Path) -> Result<Server, String> {
         .map_err(|e| format!("creating a temp dir: {e}"))?
         // Kept for the life of the process: the server runs in it.
         .keep();
+    let listen = setup(&dir)?;
     let as_postgres = is_root();
     if as_postgres {
         run(Command::new("chown")
@@ -171,15 +189,28 @@ fn start_cluster(bin: &Path) -> Result<Server, String> {
         "--no-sync",
     ]);
     run(&mut initdb)?;
-    let pid = spawn_postmaster(as_postgres, bin, &dir, &data)?;
+    if let Listen::Tls { .. } = listen {
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\n\
+             hostssl all all 127.0.0.1/32 trust\n\
+             hostnossl all all 127.0.0.1/32 reject\n",
+        )
+        .map_err(|e| format!("writing pg_hba.conf: {e}"))?;
+    }
+    let pid = spawn_postmaster(as_postgres, bin, &dir, &data, &listen)?;
     stop_at_exit(pid, dir.clone());
-    wait_ready(&data, &dir)?;
-    Ok(Server {
-        url: format!(
-            "host={} port={PORT} user={SUPERUSER} dbname=postgres",
-            dir.display()
-        ),
-    })
+    wait_ready(pid, &data, &dir)?;
+    Ok(format!(
+        "host={} port={PORT} user={SUPERUSER} dbname=postgres",
+        dir.display()
+    ))
+}
+
+/// A cluster on the socket only, for most tests.
+fn start_socket_cluster(bin: &Path) -> Result<Server, String> {
+    let url = start_cluster(bin, |_| Ok(Listen::Socket))?;
+    Ok(Server { url })
 }
 
 /// `url` (either form) with the parameter `key=value` added.
@@ -200,7 +231,7 @@ fn is_root() -> bool {
 }
 
 /// `initdb` and `postgres` on PATH, else the newest Debian install.
-fn find_bin_dir() -> Option<PathBuf> {
+pub fn find_bin_dir() -> Option<PathBuf> {
     let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("postgres").is_file();
     let on_path = std::env::var_os("PATH")
         .and_then(|path| std::env::split_paths(&path).find(|d| has_both(d)));
@@ -262,15 +293,26 @@ pub fn durable() -> bool {
 
 /// Start the server from a thread that never ends: a parent-death signal
 /// fires when the spawning *thread* exits, and test threads come and go.
-fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> Result<u32, String> {
+fn spawn_postmaster(
+    as_postgres: bool,
+    bin: &Path,
+    dir: &Path,
+    data: &Path,
+    listen: &Listen,
+) -> Result<u32, String> {
     let mut cmd = server_command_with(as_postgres, &bin.join("postgres"), Some("QUIT"));
-    cmd.arg("-D")
-        .arg(data)
-        .arg("-k")
-        .arg(dir)
-        .args(["-p", &PORT.to_string()])
-        .args(["-c", "listen_addresses="])
-        .args(["-c", "max_connections=300"])
+    cmd.arg("-D").arg(data).arg("-k").arg(dir);
+    match listen {
+        Listen::Socket => cmd
+            .args(["-p", &PORT.to_string()])
+            .args(["-c", "listen_addresses="]),
+        Listen::Tls { port, cert, key } => cmd
+            .args(["-p", &port.to_string()])
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "ssl=on"])
+            .args(["-c", &format!("ssl_cert_file={cert}")])
+            .args(["-c", &format!("ssl_key_file={key}")]),
+    };
+    cmd.args(["-c", "max_connections=300"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?);
@@ -299,16 +341,25 @@ fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> R
 
 /// Wait until the server says it accepts connections: the eighth line of
 /// `postmaster.pid` reads `ready` from then on.
-fn wait_ready(data: &Path, dir: &Path) -> Result<(), String> {
+fn wait_ready(pid: u32, data: &Path, dir: &Path) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
+    let log = || std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
     loop {
+        // A server that exited (a zombie until the exit handler reaps it)
+        // will never be ready.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat
+            .rsplit_once(") ")
+            .is_none_or(|(_, rest)| rest.starts_with('Z'))
+        {
+            return Err(format!("postgres exited: {}", log()));
+        }
         let status = std::fs::read_to_string(data.join("postmaster.pid")).unwrap_or_default();
         if status.lines().nth(7).is_some_and(|l| l.trim() == "ready") {
             return Ok(());
         }
         if Instant::now() > deadline {
-            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-            return Err(format!("postgres did not become ready in 30 s: {log}"));
+            return Err(format!("postgres did not become ready in 30 s: {}", log()));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -331,24 +382,31 @@ fn remove_stale_clusters() {
     }
 }
 
-/// The server to stop and the directory to delete when the process exits.
-static AT_EXIT: OnceLock<(u32, PathBuf)> = OnceLock::new();
+/// The servers to stop and the directories to delete when the process
+/// exits.
+static AT_EXIT: Mutex<Vec<(u32, PathBuf)>> = Mutex::new(Vec::new());
 
 fn stop_at_exit(pid: u32, dir: PathBuf) {
-    if AT_EXIT.set((pid, dir)).is_ok() {
+    let mut servers = AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner);
+    if servers.is_empty() {
         // SAFETY: registers a plain `extern "C"` function with no arguments.
         unsafe {
-            libc::atexit(stop_server);
+            libc::atexit(stop_servers);
         }
+    }
+    servers.push((pid, dir));
+}
+
+/// Immediate shutdown of every server, then their directories are deleted.
+extern "C" fn stop_servers() {
+    let servers = std::mem::take(&mut *AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner));
+    for (pid, dir) in servers {
+        stop_server(pid, &dir);
     }
 }
 
-/// Immediate shutdown of the server, then its directory is deleted.
-extern "C" fn stop_server() {
-    let Some((pid, dir)) = AT_EXIT.get() else {
-        return;
-    };
-    let Ok(pid) = libc::pid_t::try_from(*pid) else {
+fn stop_server(pid: u32, dir: &Path) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
         return;
     };
     // SAFETY: signals and reaps our own child process by its pid.
