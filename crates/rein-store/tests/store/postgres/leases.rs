@@ -116,25 +116,61 @@ async fn servers_racing_for_one_session_get_exactly_one_lease() {
     assert_eq!(won.len(), 1, "winners: {won:?}");
 }
 
+/// The heartbeat tests renew often under a long time to live: what they
+/// prove (renewals happen, a loss is seen, a stop hands the lease back)
+/// does not hang on how fast a loaded machine answers.
+const BEAT: Duration = Duration::from_millis(20);
+
+/// When the lease of `session` was last renewed, and until when it holds.
+async fn lease_times(url: &str, session: &str) -> (std::time::SystemTime, std::time::SystemTime) {
+    let row = server::raw(url)
+        .await
+        .query_one(
+            "SELECT renewed_at, expires_at FROM session_leases WHERE session_id = $1",
+            &[&session],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// Wait until the lease of `session` was renewed `times` times more.
+async fn renewals(url: &str, session: &str, times: usize) {
+    let mut last = lease_times(url, session).await.0;
+    let mut seen = 0;
+    let waited = tokio::time::timeout(Duration::from_secs(60), async {
+        while seen < times {
+            tokio::time::sleep(BEAT).await;
+            let renewed = lease_times(url, session).await.0;
+            if renewed > last {
+                (last, seen) = (renewed, seen + 1);
+            }
+        }
+    });
+    waited.await.expect("the heartbeat did not renew the lease");
+}
+
 #[tokio::test]
-async fn a_heartbeat_keeps_a_lease_alive_well_past_its_ttl() {
-    let (_url, store) = pg_store!("heartbeat_alive");
+async fn a_heartbeat_renews_its_lease_again_and_again_pushing_its_expiry_forward() {
+    let (url, store) = pg_store!("heartbeat_alive");
     let s = session(&store, "/w", "t").await;
-    let ttl = Duration::from_millis(300);
     let beat = store
-        .acquire_lease(&s.id, "server-a", ttl)
+        .acquire_lease(&s.id, "server-a", LONG)
         .await
         .unwrap()
-        .keep_alive();
+        .keep_alive_every(BEAT);
     assert_eq!(beat.session_id(), s.id);
-    tokio::time::sleep(ttl * 4).await;
+    let (_, first_expiry) = lease_times(&url, &s.id).await;
+    renewals(&url, &s.id, 3).await;
+    let (_, expiry) = lease_times(&url, &s.id).await;
+    assert!(expiry > first_expiry, "{expiry:?} <= {first_expiry:?}");
     assert!(!beat.is_lost());
     assert!(
         matches!(
             store.acquire_lease(&s.id, "server-b", LONG).await,
             Err(LeaseError::Held { ref owner, .. }) if owner == "server-a"
         ),
-        "the lease expired despite the heartbeat"
+        "another server took a lease being renewed"
     );
     assert!(
         store
@@ -151,12 +187,11 @@ async fn a_heartbeat_keeps_a_lease_alive_well_past_its_ttl() {
 async fn a_heartbeat_signals_loss_when_another_server_takes_the_lease() {
     let (url, store) = pg_store!("heartbeat_loss");
     let s = session(&store, "/w", "t").await;
-    let ttl = Duration::from_millis(300);
     let beat = store
-        .acquire_lease(&s.id, "server-a", ttl)
+        .acquire_lease(&s.id, "server-a", LONG)
         .await
         .unwrap()
-        .keep_alive();
+        .keep_alive_every(BEAT);
     let lost = beat.lost();
     // Another server takes it over as if A's lease had expired.
     server::raw(&url)
@@ -167,7 +202,8 @@ async fn a_heartbeat_signals_loss_when_another_server_takes_the_lease() {
         )
         .await
         .unwrap();
-    tokio::time::timeout(ttl * 3, lost.cancelled())
+    // The next renewal sees it, whenever the machine gets to it.
+    tokio::time::timeout(Duration::from_secs(60), lost.cancelled())
         .await
         .expect("the heartbeat did not report the loss");
     assert!(beat.is_lost());
@@ -181,14 +217,14 @@ async fn a_heartbeat_signals_loss_when_another_server_takes_the_lease() {
 
 #[tokio::test]
 async fn a_stopped_heartbeat_gives_the_lease_back_still_held() {
-    let (_url, store) = pg_store!("heartbeat_stop");
+    let (url, store) = pg_store!("heartbeat_stop");
     let s = session(&store, "/w", "t").await;
     let beat = store
-        .acquire_lease(&s.id, "server-a", Duration::from_millis(300))
+        .acquire_lease(&s.id, "server-a", LONG)
         .await
         .unwrap()
-        .keep_alive();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+        .keep_alive_every(BEAT);
+    renewals(&url, &s.id, 1).await;
     let lease = beat.stop().await.unwrap();
     lease.renew().await.unwrap();
     lease.release().await.unwrap();
@@ -265,7 +301,7 @@ async fn leases_on_unknown_sessions_and_odd_ttls_are_refused_clearly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_heartbeat_that_cannot_renew_reports_loss_before_the_lease_can_expire() {
+async fn a_heartbeat_whose_renewals_hang_on_the_database_reports_the_loss() {
     let (url, store) = pg_store!("heartbeat_blocked");
     let s = session(&store, "/w", "t").await;
     let ttl = Duration::from_millis(600);
@@ -285,17 +321,11 @@ async fn a_heartbeat_that_cannot_renew_reports_loss_before_the_lease_can_expire(
     )
     .await
     .unwrap();
-    let blocked_at = std::time::Instant::now();
-    tokio::time::timeout(ttl * 2, lost.cancelled())
+    // That it gives up before the lease could expire is proven on a paused
+    // clock (the heartbeat's unit tests); here, that it gives up at all.
+    tokio::time::timeout(Duration::from_secs(60), lost.cancelled())
         .await
         .expect("the heartbeat never gave up");
-    // The last good renewal was sent at most a period before the block, so
-    // the lease holds until at least blocked_at + ttl - ttl/3.
-    assert!(
-        blocked_at.elapsed() <= ttl,
-        "loss reported after {:?}, the lease may have expired already",
-        blocked_at.elapsed()
-    );
     tx.rollback().await.unwrap();
     let err = beat.stop().await.unwrap_err();
     assert!(matches!(err, LeaseError::Store(_)), "{err:?}");
