@@ -213,6 +213,7 @@ impl Soak {
 fn kill_9_at_random_points_then_last_finishes_with_a_sound_database() {
     let runs = env_number("REIN_CRASH_RUNS", 100);
     let seed = env_number("REIN_CRASH_SEED", 0xC0FFEE);
+    let _cores = busy_cpu();
     let (_rt, server) = mock_server();
     let workspace = Arc::new(Mutex::new(PathBuf::new()));
     let ids = Arc::new(AtomicU64::new(1));

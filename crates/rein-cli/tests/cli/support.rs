@@ -135,6 +135,28 @@ pub fn assert_clean_failure(o: &Output, code: i32, needle: &str) {
     assert!(err.contains(needle), "expected {needle:?} in: {err}");
 }
 
+/// Tests that keep both cores busy (the real model, the crash soak) and the
+/// one test that times its model service (the fault soak) do not run at
+/// the same time: the busy ones share this lock, the timed one takes it
+/// alone.
+static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that keeps the cores busy, for its whole run.
+pub type CpuShare = std::sync::RwLockReadGuard<'static, ()>;
+
+/// A share of the cores for a test that keeps them busy.
+pub fn busy_cpu() -> CpuShare {
+    CPU.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The cores to itself, for a test whose timeouts must not fire because
+/// another test starved it.
+pub fn quiet_cpu() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CPU.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A number from the environment (a soak's size or seed), else `default`.
 pub fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)

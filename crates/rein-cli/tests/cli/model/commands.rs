@@ -156,7 +156,9 @@ fn home_with(model: &Path) -> Env {
 
 #[test]
 fn the_real_model_verifies() {
-    let Some(model) = real_model() else { return };
+    let Some((model, _cores)) = real_model() else {
+        return;
+    };
     let env = home_with(&model);
     let o = env.rein(&["model", "verify", "small"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

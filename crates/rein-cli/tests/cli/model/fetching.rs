@@ -110,7 +110,9 @@ for i, size in enumerate(map(int, sys.argv[4:]), 1):
 
 #[test]
 fn the_fetch_script_does_nothing_when_the_model_is_there() {
-    let Some(model) = real_model() else { return };
+    let Some((model, _cores)) = real_model() else {
+        return;
+    };
     let models = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let dest = models.path().join(SMALL_FILE);

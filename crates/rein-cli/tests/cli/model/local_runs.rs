@@ -71,7 +71,9 @@ fn the_local_section_of_the_config_is_checked() {
 #[cfg(feature = "local")]
 #[test]
 fn a_truncated_model_fails_to_load_with_one_line() {
-    let Some(model) = real_model() else { return };
+    let Some((model, _cores)) = real_model() else {
+        return;
+    };
     let env = Env::new();
     let cut = env.home.path().join("cut.gguf");
     let mut head = vec![0u8; 4 << 20];
@@ -86,7 +88,9 @@ fn a_truncated_model_fails_to_load_with_one_line() {
 #[cfg(feature = "local")]
 #[test]
 fn exec_runs_a_task_on_the_local_model() {
-    let Some(model) = real_model() else { return };
+    let Some((model, _cores)) = real_model() else {
+        return;
+    };
     let env = Env::new();
     let o = env.rein(&[
         "exec",
@@ -126,7 +130,9 @@ fn exec_runs_a_task_on_the_local_model() {
 #[cfg(feature = "local")]
 #[test]
 fn exec_on_the_local_model_writes_no_progress_lines_to_a_pipe() {
-    let Some(model) = real_model() else { return };
+    let Some((model, _cores)) = real_model() else {
+        return;
+    };
     let env = Env::new();
     let o = env.rein(&[
         "exec",

@@ -85,7 +85,7 @@ fn the_app_started_below_shell_output_keeps_it_and_shows_its_first_cells() {
 #[cfg(feature = "local")]
 #[test]
 fn exec_on_a_terminal_shows_the_local_models_progress_then_erases_it() {
-    let Some(model) = crate::cli::model::real_model() else {
+    let Some((model, _cores)) = crate::cli::model::real_model() else {
         return;
     };
     let env = Env::new();
