@@ -12,6 +12,9 @@
 //!    folder (`target/debug/`); `scripts/test.sh` clears that file before
 //!    `cargo test` and prints how many tests were skipped and why after it.
 //!
+//! [`ports`] gives tests loopback ports with no window in which another
+//! process could take them.
+//!
 //! [`cgroup_usable`] is a probe of its own (not rein's), for tests whose
 //! expectation depends on whether a cgroup per command can be made.
 
@@ -197,3 +200,5 @@ fn probe_child(dir: &Path) -> bool {
     let _ = std::fs::remove_dir(&child);
     ok
 }
+
+pub mod ports;

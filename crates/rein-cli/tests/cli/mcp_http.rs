@@ -41,22 +41,18 @@ fn python_sdk() -> Option<PathBuf> {
 fn oauth_server(log: &std::path::Path) -> Option<(Server, String)> {
     let sdk = python_sdk()?;
     let script = repo_root().join("crates/rein-mcp/tests/servers/oauth_server.py");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = Server(
-        Command::new("python3")
-            .arg(script)
-            .arg(port.to_string())
-            .arg(log)
-            .env("PYTHONPATH", sdk)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let socket = rein_test_support::ports::Handover::new();
+    let port = socket.port();
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .arg(port.to_string())
+        .arg(log)
+        .arg("--handed-socket")
+        .env("PYTHONPATH", sdk)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    socket.give_to(&mut cmd);
+    let mut server = Server(cmd.spawn().unwrap());
     for _ in 0..600 {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some((server, format!("http://127.0.0.1:{port}/mcp")));
@@ -211,12 +207,8 @@ fn remote_server_commands_refuse_bad_input_in_one_line() {
         "no MCP server named `nothing`",
     );
     // Nothing listens there: login fails saying where it could not go.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let closed = rein_test_support::ports::ClosedPort::new();
+    let url = format!("http://127.0.0.1:{}/mcp", closed.port());
     let o = env.rein(&["mcp", "add", "gone", "--url", &url]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = env.rein(&["mcp", "login", "gone", "--no-browser"]);

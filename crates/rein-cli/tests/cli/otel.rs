@@ -281,11 +281,8 @@ fn the_app_with_the_collector_down_works_and_one_notice_says_export_failed() {
     let env = Env::new();
     let script = read_task(&env);
     // A port nobody listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed_port = rein_test_support::ports::ClosedPort::new();
+    let closed = closed_port.port();
     let err = stderr_file(&env);
     let before = format!(
         "exec 2>'{}'; export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{closed} \

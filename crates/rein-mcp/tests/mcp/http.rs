@@ -9,9 +9,19 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use rein_mcp::{LoginUi, McpServerConfig, McpTransport, ServerStatus, TokenFile};
+use rein_test_support::ports::{ClosedPort, Handover};
 use serde_json::json;
 
 use super::{context, everything, launch, python_sdk};
+
+/// `python3 -m http.server`'s handler, serving the working folder on the
+/// listening socket found as descriptor 3.
+const SERVE_FILES_ON_FD_3: &str = "\
+import http.server, socket
+server = http.server.HTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler, bind_and_activate=False)
+server.socket = socket.socket(fileno=3)
+server.serve_forever()
+";
 
 /// A child process killed when the test ends, however it ends.
 struct Server(Child);
@@ -23,24 +33,45 @@ impl Drop for Server {
     }
 }
 
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
-/// Wait (up to a minute on a loaded machine) until `port` accepts.
-fn wait_for(port: u16, server: &mut Server) {
+/// Wait (up to a minute on a loaded machine) until `port` accepts; `Err`
+/// when the server exited first.
+fn wait_for(port: u16, server: &mut Server) -> Result<(), String> {
     for _ in 0..600 {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
+            return Ok(());
         }
         if let Ok(Some(status)) = server.0.try_wait() {
-            panic!("the test server exited early: {status}");
+            return Err(format!("the test server exited early: {status}"));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("the test server did not listen on {port}");
+}
+
+/// The reference server over streamable HTTP and its port. It binds the
+/// port it is told itself (it cannot take a socket), so a port picked here
+/// may be taken by another process before it binds: a start that fails is
+/// retried on a new port.
+fn reference_server_over_http(bin: &Path) -> (Server, u16) {
+    let mut last = String::new();
+    for _ in 0..5 {
+        // Picked here, let go at once for the server to bind.
+        let port = ClosedPort::new().port();
+        let mut server = Server(
+            Command::new(bin)
+                .arg("streamableHttp")
+                .env("PORT", port.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        match wait_for(port, &mut server) {
+            Ok(()) => return (server, port),
+            Err(e) => last = e,
+        }
+    }
+    panic!("{last}, five times");
 }
 
 fn remote(name: &str, url: &str) -> McpServerConfig {
@@ -54,17 +85,7 @@ fn remote(name: &str, url: &str) -> McpServerConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_server_works_over_streamable_http() {
     let Some(bin) = everything() else { return };
-    let port = free_port();
-    let mut server = Server(
-        Command::new(bin)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(port, &mut server);
+    let (_server, port) = reference_server_over_http(&bin);
     let ws = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let hub = super::started(vec![remote("web", &url)], ws.path()).await;
@@ -89,23 +110,17 @@ async fn the_reference_server_works_over_streamable_http() {
 async fn remote_servers_that_cannot_be_used_are_clear_errors() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("index.html"), "<html>hello</html>").unwrap();
-    let web_port = free_port();
-    let mut web = Server(
-        Command::new("python3")
-            .args([
-                "-m",
-                "http.server",
-                &web_port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ])
-            .current_dir(ws.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(web_port, &mut web);
+    // Python's own file server, on a socket opened here.
+    let socket = Handover::new();
+    let web_port = socket.port();
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", SERVE_FILES_ON_FD_3])
+        .current_dir(ws.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    socket.give_to(&mut cmd);
+    let _web = Server(cmd.spawn().unwrap());
+    let nobody = ClosedPort::new();
     let mut token = remote("token", &format!("http://127.0.0.1:{web_port}/"));
     if let McpTransport::Http {
         bearer_token_env_var,
@@ -115,7 +130,7 @@ async fn remote_servers_that_cannot_be_used_are_clear_errors() {
         *bearer_token_env_var = Some("REIN_TEST_TOKEN_THAT_IS_NOT_SET".into());
     }
     let configs = vec![
-        remote("nobody", &format!("http://127.0.0.1:{}/mcp", free_port())),
+        remote("nobody", &format!("http://127.0.0.1:{}/mcp", nobody.port())),
         remote("html", &format!("http://127.0.0.1:{web_port}/")),
         token,
     ];
@@ -159,20 +174,20 @@ async fn remote_servers_that_cannot_be_used_are_clear_errors() {
 fn oauth_server(log: &Path, extra: &[&str]) -> Option<(Server, String)> {
     let sdk = python_sdk()?;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/oauth_server.py");
-    let port = free_port();
-    let mut server = Server(
-        Command::new("python3")
-            .arg(script)
-            .arg(port.to_string())
-            .arg(log)
-            .args(extra)
-            .env("PYTHONPATH", sdk)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(port, &mut server);
+    let socket = Handover::new();
+    let port = socket.port();
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .arg(port.to_string())
+        .arg(log)
+        .args(extra)
+        .arg("--handed-socket")
+        .env("PYTHONPATH", sdk)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    socket.give_to(&mut cmd);
+    let mut server = Server(cmd.spawn().unwrap());
+    wait_for(port, &mut server).unwrap_or_else(|e| panic!("{e}"));
     Some((server, format!("http://127.0.0.1:{port}/mcp")))
 }
 

@@ -187,4 +187,12 @@ async def slow_gets(scope, receive, send):
     await app(scope, receive, send)
 
 
-uvicorn.run(slow_gets, host="127.0.0.1", port=PORT, log_level="warning")
+if "--handed-socket" in sys.argv:
+    # The test opened the listening socket and passed it as descriptor 3.
+    import socket
+
+    uvicorn.Server(uvicorn.Config(slow_gets, log_level="warning")).run(
+        sockets=[socket.socket(fileno=3)]
+    )
+else:
+    uvicorn.run(slow_gets, host="127.0.0.1", port=PORT, log_level="warning")

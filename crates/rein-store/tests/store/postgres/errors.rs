@@ -12,10 +12,11 @@ use super::server;
 
 const SECRET: &str = "hunter2-Sekr1t";
 
-/// A loopback port nothing listens on.
+/// A loopback port nothing listens on (held until the process ends).
 fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    static CLOSED: std::sync::OnceLock<rein_test_support::ports::ClosedPort> =
+        std::sync::OnceLock::new();
+    CLOSED.get_or_init(Default::default).port()
 }
 
 /// The error `connect` gives for `url`, checked to be one line without
