@@ -6,6 +6,9 @@
 //! - [`ClosedPort`]: a port bound but not listening, held by the test, so
 //!   connecting to it is refused for as long as the test runs.
 
+// Test support: a socket that cannot be made is the test's failure.
+#![allow(clippy::expect_used)]
+
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
