@@ -123,7 +123,7 @@ pub fn user_requests(messages: &[Message]) -> Vec<String> {
         .iter()
         .filter(|m| !is_summary(m))
         .filter_map(|m| match m {
-            Message::User { content } if !content.starts_with("[rein]") => Some(content.clone()),
+            Message::User { content } if !crate::is_harness_note(content) => Some(content.clone()),
             _ => None,
         })
         .collect()

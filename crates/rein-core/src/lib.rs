@@ -146,8 +146,9 @@ pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice,
 };
 pub use schema::{
-    AssistantMessage, ContentPart, FinishReason, Image, Message, ModelProgress, ReasoningBlock,
-    Role, StreamChunk, Todo, TodoStatus, ToolCall, ToolResult, ToolSpec, Usage,
+    AssistantMessage, ContentPart, FinishReason, HARNESS_NOTE, Image, Message, ModelProgress,
+    ReasoningBlock, Role, StreamChunk, Todo, TodoStatus, ToolCall, ToolResult, ToolSpec, Usage,
+    is_harness_note,
 };
 pub use store::{
     AMBIGUOUS_SHOWN, CompactionRecord, NewSession, SessionInfo, SessionStore, StoreError,

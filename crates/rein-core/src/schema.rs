@@ -36,6 +36,15 @@ pub enum Message {
     Tool(ToolResult),
 }
 
+/// How rein's own words to the model begin (nudges, a Stop hook's answer,
+/// sub-agents' reports): stored as user messages, they are not the user's.
+pub const HARNESS_NOTE: &str = "[rein] ";
+
+/// Whether a user message's `content` is rein's own note to the model.
+pub fn is_harness_note(content: &str) -> bool {
+    content.starts_with(HARNESS_NOTE)
+}
+
 impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Message::User {

@@ -78,6 +78,8 @@ pub struct Status {
     /// The session's model calls from its ledger (the runtime refreshes
     /// them after each run and title call): the cost shown.
     pub totals: rein_core::LedgerTotals,
+    /// The current model has no known price: its calls will not be.
+    pub unpriced: bool,
     pub session_id: Option<String>,
     /// A run (or a compaction) is under way; change it with
     /// [`Status::set_running`].
@@ -89,6 +91,19 @@ pub struct Status {
 }
 
 impl Status {
+    /// The session's cost as the status line shows it: a model without a
+    /// price never shows a cost it cannot know (not `$0.0000` before its
+    /// first call is counted).
+    pub fn cost_text(&self) -> String {
+        let mut totals = self.totals.clone();
+        if self.unpriced && totals.unpriced_calls == 0 {
+            // Count the coming call, which will not be priced.
+            totals.calls += 1;
+            totals.unpriced_calls = 1;
+        }
+        totals.cost_text()
+    }
+
     /// Start or end being busy: the elapsed time starts from now, and an
     /// old request's progress is gone.
     pub fn set_running(&mut self, running: bool) {

@@ -331,7 +331,7 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
         };
         parts.push(text);
     }
-    parts.push(vec![Span::raw(s.totals.cost_text())]);
+    parts.push(vec![Span::raw(s.cost_text())]);
     if let Some(id) = &s.session_id {
         parts.push(vec![Span::styled(
             id.chars().take(12).collect::<String>(),

@@ -247,6 +247,7 @@ impl Loop {
             model: provider.model().to_string(),
             mode: setup.mode,
             context_window: provider.capabilities().context_window,
+            unpriced: provider.pricing().is_none(),
             ..Default::default()
         };
         let history = InputHistory::load(setup.home.join("history.jsonl"));
@@ -563,6 +564,7 @@ impl Loop {
                 app.status.model = provider.model().to_string();
                 app.status.provider = provider.name().to_string();
                 app.status.context_window = provider.capabilities().context_window;
+                app.status.unpriced = provider.pricing().is_none();
                 app.notice(format!(
                     "model: {} ({}) from the next turn",
                     app.status.model, app.status.provider

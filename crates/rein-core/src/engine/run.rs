@@ -319,7 +319,10 @@ impl<'e> RunLoop<'e> {
             return Ok(false);
         };
         ctx.emit(Event::Notice {
-            message: format!("nudged the model: {}", text.trim_start_matches("[rein] ")),
+            message: format!(
+                "nudged the model: {}",
+                text.trim_start_matches(crate::HARNESS_NOTE)
+            ),
         });
         ctx.commit_to(&mut self.conv, Message::user(text)).await?;
         Ok(true)

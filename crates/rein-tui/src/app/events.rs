@@ -243,6 +243,11 @@ impl App {
     /// a tool's whole output replaces its preview.
     fn committed(&mut self, message: Message) {
         match message {
+            // rein's own note to the model: the notice that came with it
+            // (a nudge, a Stop hook) already said it.
+            Message::User { content } if rein_core::is_harness_note(&content) => {
+                self.finish_stream();
+            }
             Message::User { content } => {
                 // What was queued is the typed text; skills and resources
                 // may have been attached after it.
@@ -433,6 +438,11 @@ impl App {
         let mut calls: Vec<(String, String, String)> = Vec::new();
         for m in messages {
             match m {
+                Message::User { content } if rein_core::is_harness_note(content) => {
+                    self.push_cell(Cell::Notice {
+                        text: harness_note_shown(content),
+                    });
+                }
                 Message::User { content } => self.push_cell(Cell::User {
                     text: skill_mentions::shown(content),
                 }),
@@ -485,4 +495,12 @@ fn compaction_notice(
     format!(
         "context compacted: {replaced_messages} older messages {how} (about {tokens_before} → {tokens_after} tokens){note}"
     )
+}
+
+/// rein's note to the model as a resumed transcript shows it: its first
+/// line, as a notice (the whole note went to the model).
+fn harness_note_shown(content: &str) -> String {
+    let note = content.trim_start_matches(rein_core::HARNESS_NOTE);
+    let first = note.lines().next().unwrap_or_default();
+    format!("rein told the model: {first}")
 }

@@ -300,3 +300,48 @@ fn a_prompt_on_the_command_line_is_sent_and_every_way_out_says_how_to_resume() {
         );
     }
 }
+
+/// A nudge shows once: as the notice saying rein nudged the model, not
+/// again as if the user had typed it; resumed, it is one notice line.
+#[test]
+fn a_nudge_shows_once_in_the_app_and_once_when_resumed() {
+    let env = Env::new();
+    std::fs::write(env.path("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    let script = env.script(
+        "nudge.json",
+        &json!({"model": "m", "turns": [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+            {"text": "The bug is fixed."},
+            {"tool_calls": [{"name": "write_file", "arguments": {
+                "path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}}]},
+            {"text": "Now it really is fixed."}
+        ]}),
+    );
+    let replay = [
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--mode",
+        "auto",
+    ];
+    let mut args = vec!["--profile", "small"];
+    args.extend(replay);
+    args.push("fix the bug in calc.py");
+    let app = Tmux::start(&env, &args);
+    let screen = app.wait_for("Now it really is fixed.");
+    assert_eq!(screen.matches("asks for a change").count(), 1, "{screen}");
+    assert!(screen.contains("nudged the model"), "{screen}");
+    assert!(!screen.contains("[rein]"), "{screen}");
+    quit(&app);
+    let app = Tmux::start(&env, &replay);
+    app.wait_for("ask rein to do something");
+    app.type_text("/resume");
+    app.keys(&["Enter"]);
+    app.wait_for("Resume a session");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("Now it really is fixed.");
+    assert_eq!(screen.matches("asks for a change").count(), 1, "{screen}");
+    assert!(screen.contains("rein told the model"), "{screen}");
+    quit(&app);
+}

@@ -61,6 +61,30 @@ fn slash_context_gives_a_number_for_every_part() {
     quit(&app);
 }
 
+/// Before any call is counted, the status line of a model without prices
+/// says its cost is unknown (it used to say `$0.0000` until the run
+/// ended); a priced model's says `$0.0000`.
+#[test]
+fn an_unpriced_models_status_line_never_shows_a_zero_cost() {
+    let env = Env::new();
+    for (script, cost) in [
+        (
+            json!({"model": "m", "turns": [{"text": "hi"}]}),
+            "cost unknown",
+        ),
+        (
+            json!({"model": "m", "turns": [{"text": "hi"}], "pricing": {"input": 1.0, "cached_input": 0.5, "output": 2.0}}),
+            "$0.0000",
+        ),
+    ] {
+        let script = env.script("t.json", &script);
+        let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+        let line = status_of(&app, "m ·");
+        assert!(line.contains(cost), "{line}");
+        quit(&app);
+    }
+}
+
 /// The app with an MCP server (the reference server): the model's call to
 /// one of its tools runs (read-only, so without asking) and `/mcp` shows
 /// the server with its tools.
