@@ -75,6 +75,22 @@ impl Cli {
     }
 }
 
+/// Whether a command line, even one clap refuses, asks `rein exec` for JSON
+/// Lines (`--json`, `--input-format`): then its refusal must end with a
+/// `stopped` line too.
+pub fn asks_for_json_lines(args: &[OsString]) -> bool {
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .take_while(|a| *a != "--")
+        .collect();
+    words.contains(&"exec")
+        && words
+            .iter()
+            .any(|w| *w == "--json" || w.starts_with("--input-format"))
+}
+
 /// `args` with the options that come before a command moved after it
 /// (after its subcommand too: `rein -C dir sessions list` becomes `rein
 /// sessions list -C dir`). Unchanged when there is no command, or when an

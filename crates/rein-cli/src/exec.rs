@@ -86,20 +86,27 @@ pub async fn run(args: ExecArgs) -> Result<i32, Failure> {
         } else {
             rein_core::StopReason::HarnessError
         };
-        let stopped = Event::Stopped {
-            reason,
-            turns: 0,
-            usage: Default::default(),
-            final_text: String::new(),
-            error: Some(format!("{:#}", failure.error)),
-            totals: Default::default(),
-            refused: Vec::new(),
-        };
-        if let Ok(line) = serde_json::to_string(&stopped) {
-            output::out(&line);
-        }
+        print_stopped_before_running(reason, format!("{:#}", failure.error));
     }
     result
+}
+
+/// The `stopped` line of a run that never started, for a JSON Lines
+/// reader: every run it asked for ends with one, even a refused command
+/// line.
+pub fn print_stopped_before_running(reason: rein_core::StopReason, error: String) {
+    let stopped = Event::Stopped {
+        reason,
+        turns: 0,
+        usage: Default::default(),
+        final_text: String::new(),
+        error: Some(error),
+        totals: Default::default(),
+        refused: Vec::new(),
+    };
+    if let Ok(line) = serde_json::to_string(&stopped) {
+        output::out(&line);
+    }
 }
 
 /// A command's `model` is this run's model when none was chosen on the

@@ -49,12 +49,19 @@ fn main() {
     if let Ok(exe) = std::env::current_exe() {
         netbridge::register(exe);
     }
+    let json_lines = cli::asks_for_json_lines(&args);
     let cli = match cli::Cli::parse_args(args) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version are not errors.
             let code = if e.use_stderr() { exit::USAGE } else { 0 };
             let _ = e.print();
+            if e.use_stderr() && json_lines {
+                let first = e.render().to_string();
+                let first = first.lines().next().unwrap_or_default();
+                let error = first.trim_start_matches("error: ").to_string();
+                exec::print_stopped_before_running(rein_core::StopReason::UsageError, error);
+            }
             std::process::exit(code);
         }
     };

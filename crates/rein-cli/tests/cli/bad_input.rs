@@ -182,6 +182,27 @@ fn unknown_flags_are_usage_errors() {
 }
 
 #[test]
+fn a_refused_json_command_line_still_ends_with_one_stopped_line() {
+    let env = Env::new();
+    let o = env.rein(&["exec", "--json", "--mode", "bogus", "hi"]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = stdout(&o);
+    let last = out.lines().last().expect("a stopped line on stdout");
+    let event: serde_json::Value = serde_json::from_str(last).expect("JSON");
+    assert_eq!(event["type"], "stopped");
+    assert_eq!(event["reason"], "usage_error");
+    let error = event["error"].as_str().unwrap();
+    assert!(error.contains("bogus") && !error.contains('\n'), "{error}");
+    // Without --json, and for --help, stdout stays free of events.
+    let o = env.rein(&["exec", "--mode", "bogus", "hi"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!stdout(&o).contains("stopped"));
+    let o = env.rein(&["exec", "--json", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!stdout(&o).contains("\"stopped\""));
+}
+
+#[test]
 fn a_script_that_runs_out_stops_with_a_provider_error_and_keeps_the_session() {
     let env = Env::new();
     let script = env.script(
