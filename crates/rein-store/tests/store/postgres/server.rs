@@ -14,6 +14,11 @@
 //! Each test gets a database of its own, so tests running in parallel never
 //! see each other's rows.
 //!
+//! The cluster runs with fsync, synchronous commit and full-page writes off
+//! (throwaway data: durability only slows the tests down), unless its first
+//! user asks for PostgreSQL's durable defaults (`fresh_db_with`), as the
+//! `serve_load` benchmark does to compare stores at the same durability.
+//!
 //! No server binaries is a skip (through rein-test-support, so a failure
 //! under `REIN_REQUIRE_ALL=1`); binaries found but a server that does not
 //! start (initdb, setpriv, chown, readiness) is a failure, with its log.
@@ -31,11 +36,25 @@ const SUPERUSER: &str = "rein";
 /// Temp directories of clusters are named `<prefix><pid>-...`.
 const DIR_PREFIX: &str = "rein-pg-test-";
 
+/// What the throwaway cluster promises about a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// PostgreSQL's defaults: fsync, synchronous commit and full-page
+    /// writes on; a commit has reached the disk when it returns.
+    Durable,
+    /// fsync, synchronous commit and full-page writes off: the tests'
+    /// setting, fast, and a crash of the machine may lose or break data.
+    Fast,
+}
+
 /// How to reach a server that tests may create databases on.
 #[derive(Debug)]
 struct Server {
     /// A connection string to the server's own database.
     url: String,
+    /// The cluster's durability; `None` for `REIN_TEST_POSTGRES_URL` (its
+    /// own settings, not checked).
+    durability: Option<Durability>,
 }
 
 impl Server {
@@ -84,7 +103,23 @@ static NEXT_DB: AtomicU32 = AtomicU32::new(0);
 /// A fresh, empty database for the test `name`, as a connection string;
 /// `Err` says why there is no PostgreSQL.
 pub async fn fresh_db(name: &str) -> Result<String, NoServer> {
-    let server = SERVER.get_or_init(start).as_ref().map_err(Clone::clone)?;
+    fresh_db_with(name, Durability::Fast).await
+}
+
+/// `fresh_db` on a cluster of the given durability. The process's first
+/// call starts the cluster; a later call asking for another durability is
+/// an error (one cluster a process).
+pub async fn fresh_db_with(name: &str, durability: Durability) -> Result<String, NoServer> {
+    let server = SERVER
+        .get_or_init(|| start(durability))
+        .as_ref()
+        .map_err(Clone::clone)?;
+    if server.durability.is_some_and(|d| d != durability) {
+        return Err(NoServer::Failed(format!(
+            "the test cluster already runs {:?}, not {durability:?}",
+            server.durability
+        )));
+    }
     let db = format!(
         "t{}_{}_{}",
         std::process::id(),
@@ -133,18 +168,21 @@ pub async fn raw(url: &str) -> tokio_postgres::Client {
     client
 }
 
-fn start() -> Result<Server, NoServer> {
+fn start(durability: Durability) -> Result<Server, NoServer> {
     if let Ok(url) = std::env::var("REIN_TEST_POSTGRES_URL") {
-        return Ok(Server { url });
+        return Ok(Server {
+            url,
+            durability: None,
+        });
     }
     let bin = find_bin_dir().ok_or_else(|| {
         NoServer::Missing("no PostgreSQL server binaries (initdb, postgres) found".into())
     })?;
-    start_cluster(&bin).map_err(NoServer::Failed)
+    start_cluster(&bin, durability).map_err(NoServer::Failed)
 }
 
 /// A throwaway cluster from the binaries in `bin`, started and ready.
-fn start_cluster(bin: &Path) -> Result<Server, String> {
+fn start_cluster(bin: &Path, durability: Durability) -> Result<Server, String> {
     remove_stale_clusters();
     let dir = tempfile::Builder::new()
         .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
@@ -171,7 +209,7 @@ fn start_cluster(bin: &Path) -> Result<Server, String> {
         "--no-sync",
     ]);
     run(&mut initdb)?;
-    let pid = spawn_postmaster(as_postgres, bin, &dir, &data)?;
+    let pid = spawn_postmaster(as_postgres, bin, &dir, &data, durability)?;
     stop_at_exit(pid, dir.clone());
     wait_ready(&data, &dir)?;
     Ok(Server {
@@ -179,6 +217,7 @@ fn start_cluster(bin: &Path) -> Result<Server, String> {
             "host={} port={PORT} user={SUPERUSER} dbname=postgres",
             dir.display()
         ),
+        durability: Some(durability),
     })
 }
 
@@ -253,16 +292,15 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     ))
 }
 
-/// Whether the throwaway server keeps PostgreSQL's durable defaults (fsync,
-/// synchronous commit, full-page writes): `REIN_TEST_POSTGRES_DURABLE=1`,
-/// for benchmarks that compare stores at the same durability.
-pub fn durable() -> bool {
-    std::env::var("REIN_TEST_POSTGRES_DURABLE").is_ok_and(|v| v == "1")
-}
-
 /// Start the server from a thread that never ends: a parent-death signal
 /// fires when the spawning *thread* exits, and test threads come and go.
-fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> Result<u32, String> {
+fn spawn_postmaster(
+    as_postgres: bool,
+    bin: &Path,
+    dir: &Path,
+    data: &Path,
+    durability: Durability,
+) -> Result<u32, String> {
     let mut cmd = server_command_with(as_postgres, &bin.join("postgres"), Some("QUIT"));
     cmd.arg("-D")
         .arg(data)
@@ -274,8 +312,7 @@ fn spawn_postmaster(as_postgres: bool, bin: &Path, dir: &Path, data: &Path) -> R
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?);
-    if !durable() {
-        // Throwaway data: durability only slows the tests down.
+    if durability == Durability::Fast {
         cmd.args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
             .args(["-c", "full_page_writes=off"]);
     }
