@@ -40,7 +40,9 @@ const DIR_PREFIX: &str = "rein-pg-test-";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
     /// PostgreSQL's defaults: fsync, synchronous commit and full-page
-    /// writes on; a commit has reached the disk when it returns.
+    /// writes on; a commit has reached the disk when it returns. Asked
+    /// for by the serve_load benchmark, not by these tests.
+    #[allow(dead_code)]
     Durable,
     /// fsync, synchronous commit and full-page writes off: the tests'
     /// setting, fast, and a crash of the machine may lose or break data.
