@@ -4,8 +4,18 @@
 //!
 //! ```sh
 //! cargo bench -p rein-cli --no-default-features --bench serve_load -- \
-//!     [--sessions 1000] [--turns 10] [--store sqlite|postgres]
+//!     [--sessions 1000] [--turns 10] [--store sqlite|postgres|postgres-fast]
 //! ```
+//!
+//! The stores compare at the same durability: SQLite in rein's mode (WAL,
+//! a commit survives a crash of rein) and `postgres`, a throwaway cluster
+//! with PostgreSQL's durable defaults. `postgres-fast` turns fsync,
+//! synchronous commit and full-page writes off (the tests' setting) and is
+//! labelled so in the row; it is not a like-for-like comparison.
+//!
+//! Steps: start the mock model service and (for PostgreSQL) the cluster,
+//! start `rein serve`, run every session at once, print one table row and
+//! exit 1 when any session did not complete.
 //!
 //! Reports sessions completed, the latency per turn (from one request of a
 //! session arriving at the mock to its next one arriving: the mock reading
@@ -29,18 +39,54 @@ use serde_json::{Value, json};
 #[path = "../../rein-store/tests/store/postgres/server.rs"]
 mod pg;
 
+/// Which store the server keeps its sessions in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Sqlite,
+    Postgres(pg::Durability),
+}
+
+impl Store {
+    fn parse(value: &str) -> Store {
+        match value {
+            "sqlite" => Store::Sqlite,
+            "postgres" => Store::Postgres(pg::Durability::Durable),
+            "postgres-fast" => Store::Postgres(pg::Durability::Fast),
+            other => {
+                eprintln!("error: --store {other}: expected sqlite, postgres or postgres-fast");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    /// The row's label: the store and its durability.
+    fn label(self) -> &'static str {
+        let external = std::env::var_os("REIN_TEST_POSTGRES_URL").is_some();
+        match self {
+            Store::Sqlite => "SQLite (WAL, durable)",
+            Store::Postgres(_) if external => {
+                "PostgreSQL (REIN_TEST_POSTGRES_URL, its own settings)"
+            }
+            Store::Postgres(pg::Durability::Durable) => "PostgreSQL (durable defaults)",
+            Store::Postgres(pg::Durability::Fast) => {
+                "PostgreSQL (fast: fsync, synchronous commit off)"
+            }
+        }
+    }
+}
+
 /// What one run is asked for.
 struct Options {
     sessions: usize,
     turns: usize,
-    postgres: bool,
+    store: Store,
 }
 
 fn options() -> Options {
     let mut o = Options {
         sessions: 1000,
         turns: 10,
-        postgres: false,
+        store: Store::Sqlite,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -49,7 +95,7 @@ fn options() -> Options {
         match args[i].as_str() {
             "--sessions" => o.sessions = value.parse().expect("--sessions N"),
             "--turns" => o.turns = value.parse().expect("--turns N"),
-            "--store" => o.postgres = value == "postgres",
+            "--store" => o.store = Store::parse(&value),
             _ => {
                 i += 1; // cargo's own flags (--bench)
                 continue;
@@ -59,6 +105,10 @@ fn options() -> Options {
     }
     o
 }
+
+/// Longest one session may take before it counts as failed (the bench
+/// ends instead of waiting for a stuck one).
+const SESSION_LIMIT: Duration = Duration::from_secs(600);
 
 /// When each session's requests arrived at the mock.
 type Arrivals = Arc<Mutex<HashMap<String, Vec<Instant>>>>;
@@ -273,9 +323,13 @@ fn main() {
     mock.respond_with(responder(o.turns, arrivals.clone()));
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let url = o
-        .postgres
-        .then(|| rt.block_on(pg::fresh_db("serve_load")).expect("PostgreSQL"));
+    let url = match o.store {
+        Store::Sqlite => None,
+        Store::Postgres(durability) => Some(
+            rt.block_on(pg::fresh_db_with("serve_load", durability))
+                .expect("PostgreSQL"),
+        ),
+    };
     let server = start_server(home.path(), root.path(), &mock.url(), url.as_deref());
     let base = format!("http://{}", server.addr);
     let client = reqwest::Client::builder()
@@ -285,7 +339,12 @@ fn main() {
     let began = Instant::now();
     let results: Vec<Result<String, String>> =
         rt.block_on(futures_util::future::join_all((0..o.sessions).map(|i| {
-            session(client.clone(), base.clone(), server.token.clone(), i)
+            let one = session(client.clone(), base.clone(), server.token.clone(), i);
+            async move {
+                tokio::time::timeout(SESSION_LIMIT, one)
+                    .await
+                    .unwrap_or_else(|_| Err("no `stopped` event within the limit".into()))
+            }
         })));
     let wall = began.elapsed();
     let (cpu, peak) = usage(server.child.id());
@@ -316,11 +375,7 @@ fn main() {
     let _ = child.wait();
     println!(
         "| {} | {} | {completed}/{} | {:.1} ms | {:.1} ms | {peak:.0} MiB | {:.4} s | {:.1} s |",
-        match (o.postgres, pg::durable()) {
-            (false, _) => "SQLite",
-            (true, true) => "PostgreSQL (durable)",
-            (true, false) => "PostgreSQL (fsync off)",
-        },
+        o.store.label(),
         o.turns,
         o.sessions,
         percentile(&gaps, 0.5).as_secs_f64() * 1000.0,

@@ -14,6 +14,11 @@
 //! Each test gets a database of its own, so tests running in parallel never
 //! see each other's rows.
 //!
+//! The cluster runs with fsync, synchronous commit and full-page writes off
+//! (throwaway data: durability only slows the tests down), unless its first
+//! user asks for PostgreSQL's durable defaults (`fresh_db_with`), as the
+//! `serve_load` benchmark does to compare stores at the same durability.
+//!
 //! No server binaries is a skip (through rein-test-support, so a failure
 //! under `REIN_REQUIRE_ALL=1`); binaries found but a server that does not
 //! start (initdb, setpriv, chown, readiness) is a failure, with its log.
@@ -31,11 +36,27 @@ const SUPERUSER: &str = "rein";
 /// Temp directories of clusters are named `<prefix><pid>-...`.
 const DIR_PREFIX: &str = "rein-pg-test-";
 
+/// What the throwaway cluster promises about a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// PostgreSQL's defaults: fsync, synchronous commit and full-page
+    /// writes on; a commit has reached the disk when it returns. Asked
+    /// for by the serve_load benchmark, not by these tests.
+    #[allow(dead_code)]
+    Durable,
+    /// fsync, synchronous commit and full-page writes off: the tests'
+    /// setting, fast, and a crash of the machine may lose or break data.
+    Fast,
+}
+
 /// How to reach a server that tests may create databases on.
 #[derive(Debug)]
 struct Server {
     /// A connection string to the server's own database.
     url: String,
+    /// The cluster's durability; `None` for `REIN_TEST_POSTGRES_URL` (its
+    /// own settings, not checked).
+    durability: Option<Durability>,
 }
 
 impl Server {
@@ -84,7 +105,23 @@ static NEXT_DB: AtomicU32 = AtomicU32::new(0);
 /// A fresh, empty database for the test `name`, as a connection string;
 /// `Err` says why there is no PostgreSQL.
 pub async fn fresh_db(name: &str) -> Result<String, NoServer> {
-    let server = SERVER.get_or_init(start).as_ref().map_err(Clone::clone)?;
+    fresh_db_with(name, Durability::Fast).await
+}
+
+/// `fresh_db` on a cluster of the given durability. The process's first
+/// call starts the cluster; a later call asking for another durability is
+/// an error (one cluster a process).
+pub async fn fresh_db_with(name: &str, durability: Durability) -> Result<String, NoServer> {
+    let server = SERVER
+        .get_or_init(|| start(durability))
+        .as_ref()
+        .map_err(Clone::clone)?;
+    if server.durability.is_some_and(|d| d != durability) {
+        return Err(NoServer::Failed(format!(
+            "the test cluster already runs {:?}, not {durability:?}",
+            server.durability
+        )));
+    }
     let db = format!(
         "t{}_{}_{}",
         std::process::id(),
@@ -133,14 +170,17 @@ pub async fn raw(url: &str) -> tokio_postgres::Client {
     client
 }
 
-fn start() -> Result<Server, NoServer> {
+fn start(durability: Durability) -> Result<Server, NoServer> {
     if let Ok(url) = std::env::var("REIN_TEST_POSTGRES_URL") {
-        return Ok(Server { url });
+        return Ok(Server {
+            url,
+            durability: None,
+        });
     }
     let bin = find_bin_dir().ok_or_else(|| {
         NoServer::Missing("no PostgreSQL server binaries (initdb, postgres) found".into())
     })?;
-    start_socket_cluster(&bin).map_err(NoServer::Failed)
+    start_socket_cluster(&bin, durability).map_err(NoServer::Failed)
 }
 
 /// What a throwaway cluster listens on besides its Unix socket.
@@ -160,6 +200,7 @@ pub enum Listen {
 /// `setup` writes files into its folder (owned by the server) first.
 pub fn start_cluster(
     bin: &Path,
+    durability: Durability,
     setup: impl FnOnce(&Path) -> Result<Listen, String>,
 ) -> Result<String, String> {
     remove_stale_clusters();
@@ -198,7 +239,7 @@ pub fn start_cluster(
         )
         .map_err(|e| format!("writing pg_hba.conf: {e}"))?;
     }
-    let pid = spawn_postmaster(as_postgres, bin, &dir, &data, &listen)?;
+    let pid = spawn_postmaster(as_postgres, bin, &dir, &data, &listen, durability)?;
     stop_at_exit(pid, dir.clone());
     wait_ready(pid, &data, &dir)?;
     Ok(format!(
@@ -208,9 +249,12 @@ pub fn start_cluster(
 }
 
 /// A cluster on the socket only, for most tests.
-fn start_socket_cluster(bin: &Path) -> Result<Server, String> {
-    let url = start_cluster(bin, |_| Ok(Listen::Socket))?;
-    Ok(Server { url })
+fn start_socket_cluster(bin: &Path, durability: Durability) -> Result<Server, String> {
+    let url = start_cluster(bin, durability, |_| Ok(Listen::Socket))?;
+    Ok(Server {
+        url,
+        durability: Some(durability),
+    })
 }
 
 /// `url` (either form) with the parameter `key=value` added.
@@ -284,13 +328,6 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     ))
 }
 
-/// Whether the throwaway server keeps PostgreSQL's durable defaults (fsync,
-/// synchronous commit, full-page writes): `REIN_TEST_POSTGRES_DURABLE=1`,
-/// for benchmarks that compare stores at the same durability.
-pub fn durable() -> bool {
-    std::env::var("REIN_TEST_POSTGRES_DURABLE").is_ok_and(|v| v == "1")
-}
-
 /// Start the server from a thread that never ends: a parent-death signal
 /// fires when the spawning *thread* exits, and test threads come and go.
 fn spawn_postmaster(
@@ -299,6 +336,7 @@ fn spawn_postmaster(
     dir: &Path,
     data: &Path,
     listen: &Listen,
+    durability: Durability,
 ) -> Result<u32, String> {
     let mut cmd = server_command_with(as_postgres, &bin.join("postgres"), Some("QUIT"));
     cmd.arg("-D").arg(data).arg("-k").arg(dir);
@@ -316,8 +354,7 @@ fn spawn_postmaster(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?);
-    if !durable() {
-        // Throwaway data: durability only slows the tests down.
+    if durability == Durability::Fast {
         cmd.args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
             .args(["-c", "full_page_writes=off"]);
     }

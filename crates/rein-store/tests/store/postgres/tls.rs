@@ -71,7 +71,7 @@ fn start(bin: &Path) -> Result<TlsServer, String> {
             .map_err(|e| format!("picking a port: {e}"))?
             .port();
         let mut certs = PathBuf::new();
-        let started = server::start_cluster(bin, |dir| {
+        let started = server::start_cluster(bin, server::Durability::Fast, |dir| {
             make_certificates(dir)?;
             certs = dir.to_path_buf();
             Ok(Listen::Tls {
