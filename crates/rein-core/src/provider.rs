@@ -147,6 +147,14 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The exact size in tokens of `request` as the model will read it
+    /// (chat template included), when the provider can tell without a
+    /// call; `None` leaves it to rein's accounting
+    /// ([`crate::request_size`]).
+    fn count_request(&self, _request: &ModelRequest) -> Option<u64> {
+        None
+    }
+
     /// The model's prices, when known (None: cost unknown; local models
     /// cost nothing and say so with zero prices).
     fn pricing(&self) -> Option<crate::tokens::Pricing> {

@@ -72,8 +72,11 @@ pub struct Status {
     pub mode_pending: bool,
     pub todos_done: usize,
     pub todos_total: usize,
-    /// Tokens in the context and the window, when known.
+    /// The size of the next request in the one accounting
+    /// ([`rein_core::request_size`]), and the window, when known.
     pub context_tokens: Option<u64>,
+    /// The provider's count of the last request, when it reported one.
+    pub last_request: Option<u64>,
     pub context_window: Option<u64>,
     /// The session's model calls from its ledger (the runtime refreshes
     /// them after each run and title call): the cost shown.

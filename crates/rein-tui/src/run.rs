@@ -31,7 +31,7 @@ mod watch;
 
 use log::{LogRedirect, RENDERING, restore_stderr};
 use paint::{paint, redraw_all};
-use reports::{refresh_cost, show_context, show_cost};
+use reports::{refresh_context, refresh_cost, show_context, show_cost};
 use sessions::{resume, spawn_title};
 pub use setup::{
     CommandText, ExpandCommand, McpFuture, McpPrompt, McpView, Prepare, PreparedPrompt, PromptCall,
@@ -261,7 +261,7 @@ impl Loop {
         }
         let store = engine.store().clone();
         if let Some(id) = &setup.resume {
-            resume(&mut app, store.as_ref(), id).await;
+            resume(&mut app, &engine, id).await;
         }
         app.push_cell(Cell::Info {
             title: format!("rein · {}", workspace.display()),
@@ -369,7 +369,7 @@ impl Loop {
             Side::Compacted(r) => {
                 let actions = self.app.busy_done();
                 match r {
-                    Ok(true) => {}
+                    Ok(true) => refresh_context(&mut self.app, &self.engine).await,
                     Ok(false) => self.app.notice(
                         "nothing to compact: the session has no turns older than the ones kept",
                     ),
@@ -436,7 +436,7 @@ impl Loop {
                     Err(e) => self.app.error(format!("cannot list sessions: {e}")),
                 }
             }
-            Action::Resume(id) => resume(&mut self.app, self.store.as_ref(), &id).await,
+            Action::Resume(id) => resume(&mut self.app, &self.engine, &id).await,
             Action::Compact => self.compact(),
             Action::SwitchModel(name) => self.switch_model(name),
             Action::ShowCost => show_cost(&mut self.app, self.store.as_ref()).await,

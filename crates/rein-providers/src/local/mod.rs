@@ -20,6 +20,7 @@ mod output;
 mod prefix;
 mod preflight;
 mod progress;
+mod prompter;
 mod runaway;
 mod sampler;
 mod template;
@@ -52,6 +53,8 @@ pub struct LocalProvider {
     n_ctx: u32,
     /// The loaded model, shared with the worker, for counting tokens.
     weights: Arc<LlamaModel>,
+    /// How requests become the model's tokens (the worker's own).
+    prompter: Arc<prompter::Prompter>,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -75,6 +78,7 @@ impl LocalProvider {
             model: loaded.model_name,
             n_ctx: loaded.n_ctx,
             weights: loaded.model,
+            prompter: loaded.prompter,
         })
     }
 
@@ -113,6 +117,13 @@ impl Provider for LocalProvider {
 
     fn token_counter(&self) -> Option<Arc<dyn TokenCounter>> {
         Some(Arc::new(self.gguf_counter()))
+    }
+
+    /// Exact: the request rendered with the chat template and tokenized,
+    /// as the worker will evaluate it.
+    fn count_request(&self, request: &ModelRequest) -> Option<u64> {
+        let (_, tokens) = self.prompter.tokens(&self.weights, request).ok()?;
+        Some(tokens.len() as u64)
     }
 
     /// A model on this machine costs nothing per token.

@@ -29,6 +29,7 @@ use super::grammar::{ToolGrammar, tool_call_grammar};
 use super::output::OutputBuilder;
 use super::prefix::reusable_prefix;
 use super::progress::ProgressReporter;
+use super::prompter::Prompter;
 use super::sampler::{CallShape, TokenSampler};
 use super::template::ChatTemplate;
 use super::utf8::PieceDecoder;
@@ -63,6 +64,8 @@ pub(crate) struct Loaded {
     /// Shared read-only with the provider (llama.cpp's model is `Sync`:
     /// tokenizing only reads the vocabulary).
     pub(crate) model: Arc<LlamaModel>,
+    /// How requests become the model's tokens, shared for counting.
+    pub(crate) prompter: Arc<Prompter>,
 }
 
 /// llama.cpp's backend may be initialised once per process.
@@ -134,6 +137,7 @@ fn worker_main(
         model_name: worker.model_name.clone(),
         n_ctx: worker.ctx.n_ctx(),
         model: Arc::clone(&model),
+        prompter: Arc::clone(&worker.prompter),
     };
     if ready.send(Ok(loaded)).is_err() {
         return;
@@ -175,11 +179,9 @@ fn load_model(backend: &LlamaBackend, path: &Path) -> Result<LlamaModel, Provide
 struct Worker<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
-    template: ChatTemplate,
+    prompter: Arc<Prompter>,
     config: LocalConfig,
     model_name: String,
-    /// Text of the BOS token, when the model wants one.
-    bos_text: String,
     /// The tokens held in the KV cache, positions 0..len.
     cached: Vec<LlamaToken>,
     /// The grammar built for the last tool set.
@@ -235,13 +237,13 @@ impl<'m> Worker<'m> {
             model.meta_val_str("general.file_type").ok().as_deref(),
             &config.model_path,
         );
+        let prompter = Prompter::new(template, bos_text, config.tool_results_as_user);
         Ok(Worker {
             model,
             ctx,
-            template,
+            prompter: Arc::new(prompter),
             config,
             model_name,
-            bos_text,
             cached: Vec::new(),
             grammar: None,
         })
@@ -359,15 +361,10 @@ impl<'m> Worker<'m> {
         &self,
         request: &ModelRequest,
     ) -> Result<(String, Vec<LlamaToken>), ProviderError> {
-        let prompt = self
-            .template
-            .render(request, self.config.tool_results_as_user)
+        let (prompt, tokens) = self
+            .prompter
+            .tokens(self.model, request)
             .map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e))?;
-        let add_bos = !self.bos_text.is_empty() && !prompt.starts_with(&self.bos_text);
-        let tokens = self
-            .model
-            .vocab()
-            .tokenize(prompt.as_bytes(), add_bos, true);
         let n_ctx = self.ctx.n_ctx() as usize;
         if tokens.len() >= n_ctx {
             return Err(ProviderError::new(

@@ -431,6 +431,7 @@ impl App {
         let ended = self.status.session_id.take();
         self.status.totals = Default::default();
         self.status.context_tokens = None;
+        self.status.last_request = None;
         self.todos.clear();
         self.status.todos_done = 0;
         self.status.todos_total = 0;
