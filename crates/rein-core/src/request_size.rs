@@ -176,7 +176,11 @@ impl Reports {
 
     pub fn put(&self, session: &str, measured: Measured) {
         let mut map = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= KEPT && !map.contains_key(session) {
+        if let Some(kept) = map.get_mut(session) {
+            *kept = measured;
+            return;
+        }
+        if map.len() >= KEPT {
             map.clear();
         }
         map.insert(session.to_string(), measured);
