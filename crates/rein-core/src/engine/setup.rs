@@ -15,10 +15,10 @@ use crate::instructions::Instructions;
 use crate::permission::PermissionMode;
 use crate::profile::{self, Lever};
 use crate::provider::ModelRequest;
-use crate::request_size::{Fixed, RequestSize, SizeBasis, fixed_id, request_size};
+use crate::request_size::{Fixed, Measured, RequestSize, SizeBasis, fixed_id, request_size};
 use crate::schema::{Message, ToolSpec};
 use crate::store::{NewSession, StoreError};
-use crate::tokens::{TokenCounter, count_message};
+use crate::tokens::{CallKind, TokenCounter, count_message};
 
 /// Tokens every request of a run carries besides the history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -311,7 +311,12 @@ impl AgentEngine {
         let counter = self.token_counter();
         let part = self.fixed_part(&self.gate(), mode, &inputs, counter.as_ref());
         let fixed = self.fixed_tokens_of(&part, &inputs, counter.as_ref());
-        let measured = session_id.and_then(|id| self.inner.sizes.get(id));
+        let mut measured = session_id.and_then(|id| self.inner.sizes.get(id));
+        if measured.is_none()
+            && let Some(id) = session_id
+        {
+            measured = self.last_turn_report(id, &messages, part.id).await;
+        }
         let fixed_part = part.as_fixed();
         let history = messages
             .iter()
@@ -344,6 +349,34 @@ impl AgentEngine {
             next,
             last_reported: measured.map(|m| m.input()),
         })
+    }
+
+    /// A report of a session no run of this process measured (a resumed
+    /// one), from its ledger: the last model call, when it was a turn,
+    /// read the history up to the last answer. Taken to be with the
+    /// current system prompt and tools.
+    async fn last_turn_report(
+        &self,
+        session_id: &str,
+        messages: &[Message],
+        fixed_id: u64,
+    ) -> Option<Measured> {
+        let (entries, _) = self.inner.store.ledger(session_id).await.ok()?;
+        let last = entries
+            .iter()
+            .rev()
+            .find(|e| !matches!(e.kind, CallKind::Title | CallKind::Subagent))?;
+        if last.kind != CallKind::Turn || !last.ok || last.usage.input_tokens == 0 {
+            return None;
+        }
+        let answer = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant(_)))?;
+        Some(Measured::new(
+            last.usage.input_tokens,
+            fixed_id,
+            &messages[..answer],
+        ))
     }
 
     /// The parts of a fixed part, counted.

@@ -250,7 +250,8 @@ fn slash_mcp_on_the_small_profile_names_the_servers_that_were_not_started() {
 
 /// The status line and `/context` give one figure for the next request,
 /// taken from the provider's count of the last one (not an estimate that
-/// contradicts it), and `/context` names the provider's count.
+/// contradicts it), `/context` names the provider's count, and a resumed
+/// session starts from the same figure.
 #[test]
 fn the_status_line_and_slash_context_agree_with_the_providers_count() {
     let env = Env::new();
@@ -288,5 +289,15 @@ fn the_status_line_and_slash_context_agree_with_the_providers_count() {
     assert!((12401..12450).contains(&tokens), "{next}");
     assert!(next.contains("the provider's count"), "{next}");
     assert!(line("last request").contains("12400"), "{screen}");
+    quit(&app);
+    // A new app resuming the session shows the same figure, from the
+    // session's ledger, not an estimate of the whole history.
+    let app = Tmux::start(
+        &env,
+        &["--provider", "replay", "--script", &script, "--last"],
+    );
+    app.wait_for("Resumed");
+    let status = status_of(&app, "m ·");
+    assert!(status.contains("ctx 12.4k"), "{status}");
     quit(&app);
 }
