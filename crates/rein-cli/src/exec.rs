@@ -178,6 +178,8 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     // With a schema the answer is printed once it fits.
     human.keep_answer = args.keep_answer || schema.is_some();
     let json = args.json;
+    // On a terminal the live line's seconds move on their own.
+    let ticker = (!json).then(output::live::Ticker::start);
     let mut sink = FnSink(|event: Event| {
         crate::otel::observe(&mut observer, &event);
         if let Some(tap) = &args.tap {
@@ -195,6 +197,7 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     let (outcome, misfit) =
         run_answering(engine, request, schema.as_ref(), cancel, &mut sink).await;
     end_session(engine, &outcome, &mut sink).await;
+    drop(ticker);
     if json {
         refusals.report();
     }

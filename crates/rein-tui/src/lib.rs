@@ -17,6 +17,7 @@ pub mod render;
 pub mod rewind;
 mod run;
 pub mod screen;
+pub mod summary;
 pub mod theme;
 
 pub use rewind::{

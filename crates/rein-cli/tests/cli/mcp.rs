@@ -29,7 +29,7 @@ pub fn everything() -> Option<PathBuf> {
 
 /// A home whose config.toml starts the reference server as `everything`,
 /// with `more` appended to the file.
-fn with_everything(server: &std::path::Path, more: &str) -> Env {
+pub fn with_everything(server: &std::path::Path, more: &str) -> Env {
     let env = Env::new();
     let config = format!(
         "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n# A loaded CI machine starts Node slowly.\nstartup_timeout_sec = 60\n{more}",
