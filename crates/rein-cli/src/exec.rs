@@ -166,12 +166,19 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     if args.cancel.is_none() {
         watch_signals(cancel.clone(), args.json);
     }
+    let mut scope = prepared.scope;
+    // The model is held to the schema where it can be (a hosted API's
+    // structured output, the local model's grammar); the answer is
+    // checked either way.
+    scope.answer_schema = schema
+        .as_ref()
+        .map(|s| std::sync::Arc::new(s.schema.clone()));
     let request = RunRequest {
         prompt: prepared.text,
         resume: prepared.session.or(resume),
         mode: Some(mode),
         control: None,
-        scope: prepared.scope,
+        scope,
     };
     let mut refusals = Refusals::default();
     let mut human = HumanOutput::default();

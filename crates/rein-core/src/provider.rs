@@ -47,6 +47,10 @@ pub struct ModelRequest {
     /// grammar ends the answer after one call). Small models asked for one
     /// call tend to emit a call to every tool they are offered.
     pub single_tool_call: bool,
+    /// A JSON Schema the final answer's text must meet (`rein exec
+    /// --output-schema`): hosted APIs get it as their structured-output
+    /// setting, the local model as a grammar; tool calls stay free.
+    pub answer_schema: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// What the model may answer with when tools are offered.

@@ -111,6 +111,7 @@ pub fn command_scope(
         tools,
         allow,
         provider,
+        answer_schema: None,
     };
     Ok((scope, notes))
 }

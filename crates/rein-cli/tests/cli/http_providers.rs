@@ -13,6 +13,7 @@ mod context_length;
 mod conversations;
 mod keys_and_prices;
 mod retries;
+mod structured;
 
 fn server() -> (tokio::runtime::Runtime, MockServer) {
     mock_server()

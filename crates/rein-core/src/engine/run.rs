@@ -233,6 +233,7 @@ impl<'e> RunLoop<'e> {
             max_output_tokens: None,
             tool_choice: Default::default(),
             single_tool_call: inner.config.helps(Lever::SingleCall),
+            answer_schema: scope.answer_schema.clone(),
         };
         // The first turn must look when there is something to look at (the
         // lean prompt lists it).

@@ -24,6 +24,9 @@ pub struct RunScope {
     pub allow: Vec<Rule>,
     /// The model this run talks to; None: the engine's.
     pub provider: Option<Arc<dyn Provider>>,
+    /// The JSON Schema this run's answer must meet (see
+    /// [`crate::ModelRequest::answer_schema`]).
+    pub answer_schema: Option<Arc<serde_json::Value>>,
 }
 
 impl fmt::Debug for RunScope {
@@ -32,6 +35,7 @@ impl fmt::Debug for RunScope {
             .field("tools", &self.tools)
             .field("allow", &self.allow)
             .field("model", &self.provider.as_ref().map(|p| p.model()))
+            .field("answer_schema", &self.answer_schema.is_some())
             .finish()
     }
 }
@@ -39,7 +43,10 @@ impl fmt::Debug for RunScope {
 impl RunScope {
     /// Whether the scope narrows or loosens anything.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_none() && self.allow.is_empty() && self.provider.is_none()
+        self.tools.is_none()
+            && self.allow.is_empty()
+            && self.provider.is_none()
+            && self.answer_schema.is_none()
     }
 
     /// `gate` as this run sees it: only the scope's tools, those that

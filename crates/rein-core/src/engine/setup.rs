@@ -329,6 +329,7 @@ impl AgentEngine {
             max_output_tokens: None,
             tool_choice: Default::default(),
             single_tool_call: self.inner.config.helps(Lever::SingleCall),
+            answer_schema: None,
         };
         let next = match self.provider().count_request(&request) {
             Some(tokens) => RequestSize {

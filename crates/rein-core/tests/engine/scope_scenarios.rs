@@ -59,6 +59,7 @@ async fn a_scope_offers_only_its_tools_pre_approves_and_answers_for_its_run_alon
         tools: Some(vec!["shell".to_string()].into()),
         allow: vec!["shell(cargo test)".parse().unwrap()],
         provider: Some(command_model.clone()),
+        answer_schema: None,
     };
     let request = RunRequest {
         scope,

@@ -32,6 +32,7 @@ async fn with_the_grammar_every_call_parses_and_names_an_offered_tool() {
             max_output_tokens: Some(80),
             tool_choice: Default::default(),
             single_tool_call: false,
+            answer_schema: None,
         };
         let answer = complete(&provider, &request).await;
         println!("{prompt}: {:?}", answer.content);
@@ -76,6 +77,7 @@ async fn a_required_call_is_always_a_call_to_an_offered_tool() {
             max_output_tokens: Some(120),
             tool_choice: rein_core::ToolChoice::Required,
             single_tool_call: single,
+            answer_schema: None,
         };
         let answer = complete(&provider, &request).await;
         println!("{prompt} (single: {single}): {:?}", answer.content);
