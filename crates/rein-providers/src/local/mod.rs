@@ -10,6 +10,7 @@
 //! silenced otherwise); `REIN_LOCAL_TRACE=1` prints every rendered prompt
 //! and raw answer, with timings, to stderr.
 
+mod answer_grammar;
 mod config;
 mod cpu;
 mod echo;

@@ -23,6 +23,7 @@ use rein_core::{
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use super::answer_grammar::answer_grammar;
 use super::config::LocalConfig;
 use super::cpu::physical_cores;
 use super::grammar::{ToolGrammar, tool_call_grammar};
@@ -30,7 +31,7 @@ use super::output::OutputBuilder;
 use super::prefix::reusable_prefix;
 use super::progress::ProgressReporter;
 use super::prompter::Prompter;
-use super::sampler::{CallShape, TokenSampler};
+use super::sampler::{CallShape, Hold, TokenSampler};
 use super::template::ChatTemplate;
 use super::utf8::PieceDecoder;
 
@@ -395,31 +396,31 @@ impl<'m> Worker<'m> {
             .max(1)
     }
 
-    /// The sampler for `request`, with the tool-call grammar when tools
-    /// are offered; without it when llama.cpp refuses the grammar.
+    /// The sampler for `request`: with the tool-call grammar when tools
+    /// are offered, or with the answer's grammar from the first token when
+    /// the answer is held to a JSON Schema (unless this turn must be
+    /// calls); without any when llama.cpp refuses the grammar.
     fn sampler_for(&mut self, request: &ModelRequest) -> Result<TokenSampler, ProviderError> {
         let grammar = self.grammar_for(&request.tools);
         let shape = CallShape {
             forced: request.tool_choice.forces_call(&request.tools),
             single: request.single_tool_call,
         };
-        match TokenSampler::new(
-            self.model,
-            self.config.temperature,
-            self.config.seed,
-            grammar.as_ref(),
-            shape,
-        ) {
-            Ok(s) => Ok(s),
-            Err(_) => TokenSampler::new(
-                self.model,
-                self.config.temperature,
-                self.config.seed,
-                None,
-                CallShape::default(),
-            )
-            .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e)),
-        }
+        let forced_calls = shape.forced && grammar.is_some();
+        let whole = request
+            .answer_schema
+            .as_ref()
+            .filter(|_| self.config.grammar && !forced_calls)
+            .and_then(|schema| answer_grammar(schema, grammar.as_ref(), shape.single));
+        let hold = match (&whole, &grammar) {
+            (Some(text), _) => Hold::Whole(text),
+            (None, Some(g)) => Hold::Calls(g, shape),
+            (None, None) => Hold::Free,
+        };
+        let (temperature, seed) = (self.config.temperature, self.config.seed);
+        TokenSampler::new(self.model, temperature, seed, hold)
+            .or_else(|_| TokenSampler::new(self.model, temperature, seed, Hold::Free))
+            .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))
     }
 
     /// Sample and evaluate one token at a time, streaming the text through
