@@ -48,7 +48,8 @@ pub struct Launch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerStatus {
-    /// Started, the handshake or the tool list not done yet.
+    /// Started, the handshake or the tool list not done yet (a second
+    /// time when the first did not finish in time: then with an error).
     Starting,
     /// Its tools are offered.
     Ready,
@@ -63,7 +64,8 @@ pub struct ServerReport {
     pub status: ServerStatus,
     /// Its tools, as the model calls them.
     pub tools: Vec<String>,
-    /// Why it failed, or the last error of a call.
+    /// Why it failed, the last error of a call, or (while it is starting
+    /// once more) why its first start failed.
     pub error: Option<String>,
     /// Times it was started again after it died (at most one).
     pub restarts: u32,
@@ -157,15 +159,26 @@ impl McpServer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Start the server and read its tools; whatever happens, the server
-    /// is settled afterwards and the hub told.
+    /// Start the server and read its tools; one that did not start in
+    /// time is started once more (the first start of an `npx` server may
+    /// spend its time downloading, the second finds the download), its
+    /// error showing meanwhile. Whatever happens, the server is settled
+    /// afterwards and the hub told.
     pub(crate) async fn start(self: Arc<Self>) {
         let started = {
             let _one = self.connecting.lock().await;
-            self.connect_and_list().await
+            match self.connect_and_list().await {
+                Err(e @ McpError::StartupTimeout { .. }) => {
+                    self.state().error = Some(e.to_string());
+                    self.changed.send_modify(|n| *n += 1);
+                    self.connect_and_list().await
+                }
+                started => started,
+            }
         };
-        if let Err(e) = started {
-            self.fail(e.to_string());
+        match started {
+            Ok(()) => self.state().error = None,
+            Err(e) => self.fail(e.to_string()),
         }
         self.settled.send_replace(true);
     }
