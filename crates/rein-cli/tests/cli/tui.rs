@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::support::*;
 
+mod lsp_and_init;
 mod runs_and_resume;
 mod slash_commands;
 mod terminal;
