@@ -49,6 +49,8 @@ pub enum Action {
     ShowContext,
     /// `/mcp`: each MCP server's status.
     ShowMcp,
+    /// `/lsp`: each language server's status.
+    ShowLsp,
     /// `/mcp__SERVER__PROMPT ARGS`: send a server's prompt.
     McpPrompt {
         command: String,

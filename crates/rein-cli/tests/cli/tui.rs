@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::support::*;
 
 mod exec_on_terminal;
+mod lsp_and_init;
 mod runs_and_resume;
 mod slash_commands;
 mod terminal;

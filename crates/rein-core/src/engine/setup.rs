@@ -176,6 +176,7 @@ impl AgentEngine {
         let mut policy = self.fresh_policy(mode);
         *policy.granted.lock().unwrap_or_else(|p| p.into_inner()) = granted;
         policy.for_run = scope.allow.clone();
+        policy.ask_for_run = scope.ask.clone();
         Ok(policy)
     }
 
@@ -186,6 +187,7 @@ impl AgentEngine {
             permissions: self.inner.permissions.clone(),
             granted: Mutex::new(Vec::new()),
             for_run: Vec::new(),
+            ask_for_run: Vec::new(),
             approvals: self.inner.config.approvals.clone(),
             project_rules: self.inner.project_rules.clone(),
             agent_id: self.inner.agent.as_ref().map(|a| a.id.clone()),

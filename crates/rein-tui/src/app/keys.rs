@@ -303,6 +303,7 @@ impl App {
             "/cost" => vec![Action::ShowCost],
             "/context" => vec![Action::ShowContext],
             "/mcp" => vec![Action::ShowMcp],
+            "/lsp" => vec![Action::ShowLsp],
             "/skills" => self.show_skills(),
             "/plugins" => self.show_plugins(),
             "/rewind" => self.ask_rewind(),
