@@ -152,13 +152,23 @@ mod tests {
             call_summary("mcp__calc__add", r#"{"a":1,"b":2.5}"#),
             "a=1 b=2.5"
         );
-        assert_eq!(
-            call_summary(
-                "mcp__fs__search",
-                r#"{"query":"two words","flags":["i","w"],"deep":true,"empty":""}"#
-            ),
-            r#"deep=true empty="" flags=["i","w"] query="two words""#
+        // Pairs in the order serde_json keeps (as written when the
+        // workspace enables its `preserve_order`, sorted otherwise).
+        let shown = call_summary(
+            "mcp__fs__search",
+            r#"{"query":"two words","flags":["i","w"],"deep":true,"empty":""}"#,
         );
+        let pairs = [
+            r#"query="two words""#,
+            r#"flags=["i","w"]"#,
+            "deep=true",
+            r#"empty="""#,
+        ];
+        for pair in pairs {
+            assert!(shown.contains(pair), "{pair} in {shown}");
+        }
+        let len: usize = pairs.iter().map(|p| p.len() + 1).sum();
+        assert_eq!(shown.len(), len - 1, "{shown}");
         assert_eq!(call_summary("mcp__x__ping", "{}"), "");
     }
 
