@@ -168,6 +168,7 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     }
     let request = RunRequest {
         prompt: prepared.text,
+        images: Vec::new(),
         resume: prepared.session.or(resume),
         mode: Some(mode),
         control: None,
@@ -249,6 +250,7 @@ async fn run_answering(
     output::err(&format!("note: {problem}; the model is asked once more"));
     let retry = RunRequest {
         prompt: schema.correction(&problem),
+        images: Vec::new(),
         resume: outcome.session_id.clone(),
         mode,
         control: None,

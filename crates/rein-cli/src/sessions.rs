@@ -213,7 +213,7 @@ fn print_message(m: &Message) {
             out("\n── system ──");
             out(content);
         }
-        Message::User { content } => {
+        Message::User { content, .. } => {
             out("\n── user ──");
             out(content);
         }

@@ -156,6 +156,7 @@ async fn request_for(opened: &Opened, text: &str, resume: Option<String>) -> Opt
     }
     Some(RunRequest {
         prompt: prepared.text,
+        images: Vec::new(),
         resume: prepared.session.or(resume),
         mode: Some(opened.mode),
         control: None,
