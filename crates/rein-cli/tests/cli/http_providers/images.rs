@@ -49,21 +49,43 @@ fn user_message(body: &Value, key: &str) -> Value {
 }
 
 #[test]
-fn an_image_reaches_openai_chat_as_image_url_parts_with_data_urls() {
+fn an_image_reaches_openai_chat_as_image_url_parts_and_stays_with_the_session() {
     let (_rt, server) = server();
     server.push(MockResponse::sse(openai_text_stream("a login form")));
     let env = Env::new();
     let o = exec_with_images(&env, "openai", &openai_env(&server, "sk-test"));
     assert_completed(&o, "a login form");
-    let user = user_message(&server.requests()[0].json(), "messages");
+    let first = user_message(&server.requests()[0].json(), "messages");
     assert_eq!(
-        user["content"],
+        first["content"],
         json!([
             {"type": "text", "text": "what is on the screen?"},
             {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", b64(PNG))}},
             {"type": "image_url", "image_url": {"url": format!("data:image/jpeg;base64,{}", b64(b"\xFF\xD8\xFF\xE0jfif"))}},
         ])
+    ); // Stored with the message: shown, and sent again when the session
+    // goes on without `--image`.
+    let id = session_id(&json_lines(&o));
+    let shown = stdout(&env.rein(&["sessions", "show", &id]));
+    assert!(
+        shown.contains(&format!("[image: image/png, {} bytes]", PNG.len())),
+        "{shown}"
     );
+    server.push(MockResponse::sse(openai_text_stream("still a form")));
+    let mut cmd = env.command();
+    cmd.args([
+        "exec",
+        "--json",
+        "--provider",
+        "openai",
+        "--resume",
+        &id,
+        "and now?",
+    ])
+    .envs(openai_env(&server, "sk-test"));
+    assert_completed(&cmd.output().unwrap(), "still a form");
+    let again = user_message(&server.requests()[1].json(), "messages");
+    assert_eq!(again["content"], first["content"]);
 }
 
 #[test]
