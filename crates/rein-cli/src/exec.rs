@@ -168,19 +168,28 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     if args.cancel.is_none() {
         watch_signals(cancel.clone(), args.json);
     }
+    let mut scope = prepared.scope;
+    // The model is held to the schema where it can be (a hosted API's
+    // structured output, the local model's grammar); the answer is
+    // checked either way.
+    scope.answer_schema = schema
+        .as_ref()
+        .map(|s| std::sync::Arc::new(s.schema.clone()));
     let request = RunRequest {
         prompt: prepared.text,
         images,
         resume: prepared.session.or(resume),
         mode: Some(mode),
         control: None,
-        scope: prepared.scope,
+        scope,
     };
     let mut refusals = Refusals::default();
     let mut human = HumanOutput::default();
     // With a schema the answer is printed once it fits.
     human.keep_answer = args.keep_answer || schema.is_some();
     let json = args.json;
+    // On a terminal the live line's seconds move on their own.
+    let ticker = (!json).then(output::live::Ticker::start);
     let mut sink = FnSink(|event: Event| {
         crate::otel::observe(&mut observer, &event);
         if let Some(tap) = &args.tap {
@@ -198,6 +207,7 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
     let (outcome, misfit) =
         run_answering(engine, request, schema.as_ref(), cancel, &mut sink).await;
     end_session(engine, &outcome, &mut sink).await;
+    drop(ticker);
     if json {
         refusals.report();
     }

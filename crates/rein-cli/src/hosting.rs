@@ -38,6 +38,44 @@ pub struct Hosted {
     observers: Option<rein_telemetry::Observers>,
     /// Kept alive for the engine's MCP servers and tools.
     extras: LoadedExtras,
+    /// What the user should hear of the session's tools (MCP servers not
+    /// started, failed, or started once more), now and later.
+    pub notes: Notes,
+}
+
+/// Notes of a hosted session: each written to the process's stderr, and
+/// kept until the front end takes them ([`Notes::forward`]), then handed
+/// to it as they come (`rein serve` makes them events of the session, so
+/// its clients see them).
+#[derive(Clone, Default)]
+pub struct Notes(Arc<Mutex<NotesState>>);
+
+type Forward = Box<dyn Fn(String) + Send>;
+
+#[derive(Default)]
+struct NotesState {
+    kept: Vec<String>,
+    to: Option<Forward>,
+}
+
+impl Notes {
+    fn say(&self, line: String) {
+        crate::output::err(&format!("note: {line}"));
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match &state.to {
+            Some(to) => to(line),
+            None => state.kept.push(line),
+        }
+    }
+
+    /// Hand `to` the notes kept so far, then each later one.
+    pub fn forward(&self, to: impl Fn(String) + Send + 'static) {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for line in state.kept.drain(..) {
+            to(line);
+        }
+        state.to = Some(Box::new(to));
+    }
 }
 
 impl Hosted {
@@ -122,15 +160,16 @@ impl Host {
             store: self.store.clone(),
             approvals: Approvals::Events,
         };
+        let notes = Notes::default();
+        let later = notes.clone();
+        let opened = Session::open(opening, move |line| later.say(line)).await;
         let Session {
             engine,
             prompts,
             extras,
-        } = Session::open(opening, |line| crate::output::err(&format!("note: {line}")))
-            .await
-            .map_err(|e| HostError::Internal(format!("{e:#}")))?;
+        } = opened.map_err(|e| HostError::Internal(format!("{e:#}")))?;
         for note in &extras.notes {
-            crate::output::err(&format!("note: {note}"));
+            notes.say(note.clone());
         }
         Ok(Hosted {
             engine,
@@ -138,6 +177,7 @@ impl Host {
             prompts,
             observers: self.observers.clone(),
             extras,
+            notes,
         })
     }
 

@@ -1,8 +1,8 @@
 //! The user's MCP servers for one run: started side by side in the
 //! background (never holding up the first request), their tools handed to
 //! the engine as they become ready and whenever a server's list changes,
-//! and each server that fails told in one line (the run goes on without
-//! it).
+//! and each server that fails, or is started once more because its first
+//! start took too long, told in one line (the run goes on without it).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -90,14 +90,22 @@ pub fn follow(
         return;
     };
     tokio::spawn(async move {
-        let mut told: Vec<String> = Vec::new();
+        let (mut told, mut retried) = (Vec::new(), Vec::new());
         loop {
             let Some(hub) = hub.upgrade() else { return };
             engine.replace_tools(McpHub::names, hub.offered(lazy));
             for report in hub.reports() {
-                if report.status == ServerStatus::Failed && !told.contains(&report.server) {
-                    note(failure_line(&report));
-                    told.push(report.server);
+                let (list, line) = match report.status {
+                    ServerStatus::Failed => (&mut told, failure_line(&report)),
+                    // Its first start took too long: started once more.
+                    ServerStatus::Starting if report.error.is_some() => {
+                        (&mut retried, retry_line(&report))
+                    }
+                    _ => continue,
+                };
+                if !list.contains(&report.server) {
+                    note(line);
+                    list.push(report.server);
                 }
             }
             drop(hub);
@@ -112,6 +120,15 @@ pub fn follow(
 fn failure_line(report: &ServerReport) -> String {
     format!(
         "MCP server `{}`: {}; its tools are not offered",
+        report.server,
+        why(report)
+    )
+}
+
+/// "MCP server `x`: why; starting it once more".
+fn retry_line(report: &ServerReport) -> String {
+    format!(
+        "MCP server `{}`: {}; starting it once more",
         report.server,
         why(report)
     )

@@ -301,7 +301,7 @@ fn progress_line(event: &rein_core::Event) -> Option<String> {
             name, arguments, ..
         } => Some(format!(
             "{name} {}",
-            rein_core::text::preview(&rein_tui::cells::call_summary(name, arguments), 1, 200)
+            rein_core::text::preview(&rein_tui::summary::call_summary(name, arguments), 1, 200)
         )),
         Event::PermissionDenied { tool, why, .. } => Some(format!("refused {tool}: {why}")),
         Event::Notice { message } => Some(message.clone()),

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod ecosystems;
+
 use anyhow::{Result, anyhow, bail};
 use rein_core::{
     HostPattern, HostPolicy, NetworkAccess, PermissionMode, ProjectRules, ProjectRulesError, Rule,
@@ -81,11 +83,36 @@ pub struct PermissionSettings {
     network_deny: Vec<HostPattern>,
 }
 
+/// The host list `@name`: the user's own of that name, else a built-in
+/// one, else an ecosystem's as its tools are set up on this machine.
+fn named_list(
+    presets: &std::collections::BTreeMap<String, Vec<HostPattern>>,
+    name: &str,
+    at: &str,
+) -> Result<Vec<HostPattern>> {
+    if let Some(list) = presets
+        .get(name)
+        .cloned()
+        .or_else(|| rein_core::preset(name))
+    {
+        return Ok(list);
+    }
+    match ecosystems::preset(name) {
+        Some(found) => found.map_err(|why| anyhow!("{at}: {why}")),
+        None => Err(unknown_preset(at, name)),
+    }
+}
+
 /// A preset nobody defined, and the ones there are.
 fn unknown_preset(at: &str, name: &str) -> anyhow::Error {
     let built_in: Vec<String> = rein_core::PRESETS
         .iter()
         .map(|(n, _)| format!("@{n}"))
+        .chain(
+            ecosystems::Ecosystem::ALL
+                .iter()
+                .map(|e| format!("@{}", e.name())),
+        )
         .collect();
     anyhow!(
         "{at}: no host list @{name} (built in: {}; define your own under [permissions.presets] \
@@ -148,13 +175,7 @@ impl PermissionSettings {
             let mut out = Vec::new();
             for h in list {
                 match h.strip_prefix('@') {
-                    Some(name) => out.extend(
-                        presets
-                            .get(name)
-                            .cloned()
-                            .or_else(|| rein_core::preset(name))
-                            .ok_or_else(|| unknown_preset(&at(h), name))?,
-                    ),
+                    Some(name) => out.extend(named_list(&presets, name, &at(h))?),
                     None => out.push(pattern(h)?),
                 }
             }
@@ -369,7 +390,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("no host list @nope (built in: @github;"),
+            err.contains("no host list @nope (built in: @github, @python, @node, @rust;"),
             "{err}"
         );
         assert!(err.contains("config.toml (line 2)"), "{err}");

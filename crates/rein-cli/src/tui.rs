@@ -82,6 +82,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let idle_notify = cfg.idle_notify;
     let status_command = cfg.status_command.spec();
     let prepare = prompts::prepare(&prompts, &engine);
+    let lsp_status = lsp_view(&cfg, &workspace, extras.lsp.clone());
     let setup = rein_tui::Setup {
         home,
         engine,
@@ -95,6 +96,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
         prompt: args.prompt,
         mcp,
         mcp_not_started,
+        lsp_status: Some(lsp_status),
         commands: prompts.commands.commands().to_vec(),
         expand_command: Some(prompts::expand_command(&prompts)),
         prepare: Some(prepare),
@@ -175,6 +177,17 @@ fn mcp_view(
                 as rein_tui::McpFuture<Result<String, String>>
         }),
     }
+}
+
+/// `/lsp`: the language servers' own status, a line each.
+fn lsp_view(
+    cfg: &crate::config::Config,
+    workspace: &Path,
+    servers: Option<Arc<rein_tools::lsp::Servers>>,
+) -> rein_tui::StatusLines {
+    let cfg = cfg.clone();
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    Box::new(move || crate::setup::engine::lsp_status(&cfg, &root, servers.as_ref()))
 }
 
 /// The app as the asker of MCP servers' forms.

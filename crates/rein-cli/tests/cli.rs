@@ -12,6 +12,7 @@ mod cli {
     mod crash_soak;
     mod eval;
     mod exec;
+    mod exec_display;
     mod fault_soak;
     mod github_action;
     mod hooks;

@@ -224,6 +224,7 @@ pub fn summary_request(transcript: &str, max_output_tokens: u32) -> ModelRequest
         max_output_tokens: Some(max_output_tokens),
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     }
 }
 

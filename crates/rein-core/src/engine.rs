@@ -47,7 +47,7 @@ pub use child::{AgentTag, ChildPolicy};
 pub use control::RunControl;
 pub use guard::LoopGuardConfig;
 pub use scope::RunScope;
-pub use setup::FixedTokens;
+pub use setup::{ContextSize, FixedTokens};
 pub use side_calls::TitleError;
 pub use subagents::SubagentConfig;
 
@@ -163,6 +163,12 @@ struct Inner {
     /// Takes the workspace's checkpoints (never in a child: its parent
     /// does).
     checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The provider's latest report of each session's request size, for
+    /// the one accounting ([`crate::request_size`]).
+    sizes: crate::request_size::Reports,
+    /// The estimate for a provider without a tokenizer, calibrated on the
+    /// usage it reports, kept across runs.
+    estimator: Arc<crate::tokens::CalibratedEstimator>,
 }
 
 /// The agent loop. Cheap to clone; clones share tools, locks and store.

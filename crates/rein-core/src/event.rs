@@ -177,12 +177,18 @@ pub enum Event {
     TodosUpdated { todos: Vec<Todo> },
     /// Something the user should know that is not an error of the run.
     Notice { message: String },
-    /// Context size: `estimated` for the request just sent, `actual` as the
-    /// provider reported it, and the model's window when known.
+    /// Context size after a turn: `estimated` is rein's estimate of the
+    /// request just sent and `actual` its input tokens as the provider
+    /// reported them; `next_request` is the size of the next request in
+    /// the one accounting ([`crate::request_size`]: the report plus what
+    /// was added since), the figure the status line and `/context` show;
+    /// `window` is the model's window when known.
     TokenUpdate {
         estimated: u64,
         actual: Option<u64>,
         window: Option<u64>,
+        #[serde(default)]
+        next_request: u64,
     },
     /// A message was durably stored in the session (`seq` is its position).
     MessageCommitted { seq: u64, message: Message },

@@ -34,13 +34,16 @@ pub struct InMemorySessionStore {
     data: Mutex<Data>,
 }
 
-/// A new session id: time-ordered hex, unique enough for one user's sessions.
+/// A new session id: 16 hex digits, 8 random then the creation time in
+/// seconds (8 digits, until 2106). Random first, so that the few
+/// characters a user types tell apart sessions made a moment apart; the
+/// time keeps ids of different seconds from clashing. Listings order by
+/// the time columns, never by id (except between equal times, which are
+/// simultaneous anyway). Older ids (11 digits of milliseconds, then 5
+/// random) are plain strings to every store and keep working.
 pub fn new_session_id() -> String {
-    format!(
-        "{:011x}{:05x}",
-        crate::time::now_millis(),
-        fastrand::u32(..) & 0xfffff
-    )
+    let secs = crate::time::now_millis().max(0) / 1000;
+    format!("{:08x}{:08x}", fastrand::u32(..), secs & 0xffff_ffff)
 }
 
 impl InMemorySessionStore {

@@ -98,6 +98,7 @@ mod permission;
 pub mod private_fs;
 mod profile;
 mod provider;
+pub mod request_size;
 pub mod rewind;
 mod schema;
 pub mod schema_check;
@@ -115,9 +116,9 @@ pub use approval::{
 pub use assemble::AssistantAssembler;
 pub use budget::{Budget, BudgetCap, BudgetError, BudgetLimit, MAX_WALL_TIME};
 pub use engine::{
-    AgentEngine, AgentEngineBuilder, AgentTag, ChildPolicy, EngineConfig, EngineError, FixedTokens,
-    LoopGuardConfig, RunControl, RunOutcome, RunRequest, RunScope, RunStream, SubagentConfig,
-    TitleError, title_of as prompt_title,
+    AgentEngine, AgentEngineBuilder, AgentTag, ChildPolicy, ContextSize, EngineConfig, EngineError,
+    FixedTokens, LoopGuardConfig, RunControl, RunOutcome, RunRequest, RunScope, RunStream,
+    SubagentConfig, TitleError, title_of as prompt_title,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use front_end::FrontEndCommands;
@@ -145,6 +146,7 @@ pub use profile::{Lever, Profile};
 pub use provider::{
     Capabilities, ChunkStream, ModelRequest, Provider, ProviderError, ProviderErrorKind, ToolChoice,
 };
+pub use request_size::{Measured, RequestSize, SizeBasis};
 pub use schema::{
     AssistantMessage, ContentPart, FinishReason, HARNESS_NOTE, Image, Message, ModelProgress,
     ReasoningBlock, Role, StreamChunk, Todo, TodoStatus, ToolCall, ToolResult, ToolSpec, Usage,

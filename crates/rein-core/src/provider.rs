@@ -50,6 +50,10 @@ pub struct ModelRequest {
     /// grammar ends the answer after one call). Small models asked for one
     /// call tend to emit a call to every tool they are offered.
     pub single_tool_call: bool,
+    /// A JSON Schema the final answer's text must meet (`rein exec
+    /// --output-schema`): hosted APIs get it as their structured-output
+    /// setting, the local model as a grammar; tool calls stay free.
+    pub answer_schema: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// What the model may answer with when tools are offered.
@@ -147,6 +151,14 @@ pub trait Provider: Send + Sync {
 
     /// The model's own tokenizer, when it is available offline.
     fn token_counter(&self) -> Option<std::sync::Arc<dyn crate::tokens::TokenCounter>> {
+        None
+    }
+
+    /// The exact size in tokens of `request` as the model will read it
+    /// (chat template included), when the provider can tell without a
+    /// call; `None` leaves it to rein's accounting
+    /// ([`crate::request_size`]).
+    fn count_request(&self, _request: &ModelRequest) -> Option<u64> {
         None
     }
 

@@ -10,13 +10,19 @@ pub enum McpError {
         command: String,
         source: std::io::Error,
     },
-    /// The server did not complete the MCP handshake in time.
+    /// The server did not complete the MCP handshake in time (`secs`,
+    /// as configured; `again`: nor in twice that when started once more).
     #[error(
-        "MCP server `{server}`: did not start within {secs} s (the MCP handshake and its tool \
+        "MCP server `{server}`: did not start within {secs} s{} (the MCP handshake and its tool \
          list); a server that needs longer (an `npx` download on first use) can be given more \
-         with `startup_timeout_sec` in its [mcp_servers.{server}] section"
+         with `startup_timeout_sec` in its [mcp_servers.{server}] section",
+        if *.again { ", nor in twice that when started once more" } else { "" }
     )]
-    StartupTimeout { server: String, secs: u64 },
+    StartupTimeout {
+        server: String,
+        secs: u64,
+        again: bool,
+    },
     /// The handshake or a request failed.
     #[error("MCP server `{server}`: {message}")]
     Protocol { server: String, message: String },

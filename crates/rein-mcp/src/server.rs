@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use rein_core::host_process::ProcessGroup;
 use rmcp::RoleClient;
@@ -48,7 +49,8 @@ pub struct Launch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerStatus {
-    /// Started, the handshake or the tool list not done yet.
+    /// Started, the handshake or the tool list not done yet (a second
+    /// time when the first did not finish in time: then with an error).
     Starting,
     /// Its tools are offered.
     Ready,
@@ -63,7 +65,8 @@ pub struct ServerReport {
     pub status: ServerStatus,
     /// Its tools, as the model calls them.
     pub tools: Vec<String>,
-    /// Why it failed, or the last error of a call.
+    /// Why it failed, the last error of a call, or (while it is starting
+    /// once more) why its first start failed.
     pub error: Option<String>,
     /// Times it was started again after it died (at most one).
     pub restarts: u32,
@@ -157,15 +160,37 @@ impl McpServer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Start the server and read its tools; whatever happens, the server
-    /// is settled afterwards and the hub told.
+    /// Start the server and read its tools; one that did not start in
+    /// time is started once more with twice the time (the first start of
+    /// an `npx` server may spend its time downloading, and a download cut
+    /// short may have to start over), its error showing meanwhile.
+    /// Whatever happens, the server is settled afterwards and the hub
+    /// told.
     pub(crate) async fn start(self: Arc<Self>) {
         let started = {
             let _one = self.connecting.lock().await;
-            self.connect_and_list().await
+            let timeout = self.config.startup_timeout();
+            match self.connect_and_list(timeout).await {
+                Err(e @ McpError::StartupTimeout { .. }) => {
+                    self.state().error = Some(e.to_string());
+                    self.changed.send_modify(|n| *n += 1);
+                    match self.connect_and_list(timeout * 2).await {
+                        Err(McpError::StartupTimeout { server, .. }) => {
+                            Err(McpError::StartupTimeout {
+                                server,
+                                secs: timeout.as_secs(),
+                                again: true,
+                            })
+                        }
+                        again => again,
+                    }
+                }
+                started => started,
+            }
         };
-        if let Err(e) = started {
-            self.fail(e.to_string());
+        match started {
+            Ok(()) => self.state().error = None,
+            Err(e) => self.fail(e.to_string()),
         }
         self.settled.send_replace(true);
     }
@@ -234,13 +259,13 @@ impl McpServer {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Start the child, make the handshake and read the tool list, all
-    /// within the startup timeout; the new connection becomes current.
-    async fn connect_and_list(self: &Arc<Self>) -> Result<(), McpError> {
-        let timeout = self.config.startup_timeout();
+    /// Start the child, make the handshake and read the tool list, each
+    /// within `timeout`; the new connection becomes current.
+    async fn connect_and_list(self: &Arc<Self>, timeout: Duration) -> Result<(), McpError> {
         let timed_out = || McpError::StartupTimeout {
             server: self.config.name.clone(),
             secs: timeout.as_secs(),
+            again: false,
         };
         let conn = tokio::time::timeout(timeout, self.connect())
             .await
@@ -418,7 +443,7 @@ impl McpServer {
             }
             state.restarts += 1;
         }
-        if let Err(e) = self.connect_and_list().await {
+        if let Err(e) = self.connect_and_list(self.config.startup_timeout()).await {
             let why = format!("it stopped and starting it again failed: {e}");
             self.fail(why.clone());
             return Err(self.protocol(why));

@@ -280,6 +280,7 @@ fn to_request(system: &str, messages: &[Message], max_tokens: u32) -> ModelReque
         max_output_tokens: Some(max_tokens),
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     }
 }
 

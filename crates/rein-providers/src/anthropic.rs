@@ -112,6 +112,10 @@ impl WireProtocol for Anthropic {
             }
             body.insert("tool_choice".into(), Value::Object(choice));
         }
+        if let Some(schema) = &req.answer_schema {
+            let format = json!({"type": "json_schema", "schema": schema.as_ref()});
+            body.insert("output_config".into(), json!({ "format": format }));
+        }
         body.insert("messages".into(), Value::Array(messages(&req.messages)));
 
         WireRequest {

@@ -57,6 +57,18 @@ impl OpenAiChat {
     }
 }
 
+/// The named schema of OpenAI's structured outputs (`json_schema` of
+/// `response_format`, the `text.format` of the Responses API): not
+/// `strict`, which accepts only a subset of JSON Schema; rein checks the
+/// answer itself.
+pub(crate) fn answer_format(schema: &Value) -> Map<String, Value> {
+    let mut format = Map::new();
+    format.insert("name".into(), json!("answer"));
+    format.insert("schema".into(), schema.clone());
+    format.insert("strict".into(), json!(false));
+    format
+}
+
 impl WireProtocol for OpenAiChat {
     fn kind(&self) -> &'static str {
         "openai"
@@ -92,6 +104,12 @@ impl WireProtocol for OpenAiChat {
         }
         if req.single_tool_call && !req.tools.is_empty() {
             body.insert("parallel_tool_calls".into(), json!(false));
+        }
+        if let Some(schema) = &req.answer_schema {
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": answer_format(schema)}),
+            );
         }
         let cap = match (req.max_output_tokens, endpoint.max_output_tokens) {
             (Some(a), Some(b)) => Some(a.min(b)),

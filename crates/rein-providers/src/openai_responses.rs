@@ -95,6 +95,11 @@ impl WireProtocol for OpenAiResponses {
         if req.single_tool_call && !req.tools.is_empty() {
             body.insert("parallel_tool_calls".into(), json!(false));
         }
+        if let Some(schema) = &req.answer_schema {
+            let mut format = crate::openai_chat::answer_format(schema);
+            format.insert("type".into(), json!("json_schema"));
+            body.insert("text".into(), json!({ "format": format }));
+        }
         if let Some(max) = req.max_output_tokens.or(endpoint.max_output_tokens) {
             body.insert("max_output_tokens".into(), json!(max));
         }

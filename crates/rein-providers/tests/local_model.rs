@@ -245,6 +245,7 @@ fn first_turn() -> ModelRequest {
         max_output_tokens: Some(60),
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     }
 }
 
@@ -307,6 +308,7 @@ async fn progress_is_reported_for_every_prompt_batch_then_for_generation() {
         max_output_tokens: Some(120),
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     };
     let (chunks, error) = collect(&provider, &request, &CancellationToken::new()).await;
     assert!(error.is_none(), "{error:?}");

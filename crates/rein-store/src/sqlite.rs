@@ -230,7 +230,8 @@ fn create_session(conn: &mut Connection, new: NewSession) -> Result<SessionInfo,
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("creating a session")?;
     let now = now_millis();
-    // Ids are time plus 20 random bits; a clash is unlikely but cheap to avoid.
+    // Ids are 32 random bits plus the second; a clash is unlikely but
+    // cheap to avoid.
     let mut id = new_session_id();
     for _ in 0..8 {
         let taken: bool = tx

@@ -8,12 +8,15 @@
 //!   or as a host process, documents synced, diagnostics awaited;
 //! - [`languages`]: which server serves which file (the user's entries,
 //!   then the built-in table found on `PATH`);
-//! - [`servers`]: the workspace's servers, started on first use;
+//! - [`roots`]: a file's project root, by the server's root markers;
+//! - [`servers`]: the workspace's servers, one per language and root,
+//!   started on first use, and their status;
 //! - [`feedback`]: the hook, its settings, and the report for the model;
 //! - [`tool`]: the `lsp` tool (definition, references, hover, symbols).
 
 pub mod feedback;
 pub mod languages;
+pub mod roots;
 pub mod rpc;
 pub mod server;
 pub mod servers;
@@ -22,5 +25,5 @@ pub mod tool;
 pub use feedback::{Diagnostics, LspSettings};
 pub use languages::ServerSpec;
 pub use server::Launch;
-pub use servers::Servers;
+pub use servers::{ServerState, ServerStatus, Servers};
 pub use tool::LspTool;

@@ -16,8 +16,9 @@
 //!   tmpfs (folders) or `/dev/null` (files). When the command exits, its PID
 //!   namespace and everything in it die. A bind needs an existing path, so
 //!   a missing `.rein/` (and, in a repository, `.git/hooks/` and
-//!   `.git/config`) is first created empty on the host; when that fails the
-//!   command does not run. With `.git/config` read-only, `git config`
+//!   `.git/config`) is first created empty on the host, and removed again
+//!   when no command needs it and nothing was put in it ([`made`]); when
+//!   that fails the command does not run. With `.git/config` read-only, `git config`
 //!   writes, `git remote add` and setting a branch's upstream fail inside
 //!   the sandbox in the top repository: that is intended (the config names
 //!   commands git runs on the host later).
@@ -61,6 +62,7 @@ mod landlock;
 #[cfg(not(target_os = "linux"))]
 #[path = "sandbox/landlock_stub.rs"]
 mod landlock;
+mod made;
 pub mod netbridge;
 pub mod netproxy;
 mod netroute;
@@ -233,6 +235,8 @@ pub struct Prepared {
 /// cgroup, undo git metadata it planted, and say which limits it hit.
 pub struct After {
     cgroup: Option<cgroup::CommandCgroup>,
+    /// The protected paths made for bubblewrap, held while it runs.
+    made: Option<made::Hold>,
     git: Option<(PathBuf, gitmeta::GitMeta)>,
     /// The command's network proxy (kept alive as long as it runs).
     net: netroute::Route,
@@ -253,6 +257,9 @@ impl After {
             notes.extend(cg.report());
         }
         notes.extend(self.end());
+        if let Some(made) = self.made.take() {
+            made.release();
+        }
         notes.extend(self.net.notes());
         if let Some(s) = status
             && let Some(line) = rlimits::explain(
@@ -323,10 +330,11 @@ pub fn prepare(
 ) -> Result<Prepared, PrepareError> {
     let kind = effective(kind, policy);
     let mut net = netroute::Route::default();
+    let mut made = None;
     let mut cmd = match kind {
         SandboxKind::Bubblewrap => {
             if policy.mode != SandboxMode::ReadOnly {
-                bwrap::ensure_protected(workspace).map_err(PrepareError::Protect)?;
+                made = Some(made::hold(workspace).map_err(PrepareError::Protect)?);
             }
             let program = probe()
                 .bwrap
@@ -389,6 +397,7 @@ pub fn prepare(
         cmd,
         after: After {
             cgroup,
+            made,
             git,
             net,
             limits: policy.limits,

@@ -49,6 +49,8 @@ pub enum Action {
     ShowContext,
     /// `/mcp`: each MCP server's status.
     ShowMcp,
+    /// `/lsp`: each language server's status.
+    ShowLsp,
     /// `/mcp__SERVER__PROMPT ARGS`: send a server's prompt.
     McpPrompt {
         command: String,
@@ -72,8 +74,11 @@ pub struct Status {
     pub mode_pending: bool,
     pub todos_done: usize,
     pub todos_total: usize,
-    /// Tokens in the context and the window, when known.
+    /// The size of the next request in the one accounting
+    /// ([`rein_core::request_size`]), and the window, when known.
     pub context_tokens: Option<u64>,
+    /// The provider's count of the last request, when it reported one.
+    pub last_request: Option<u64>,
     pub context_window: Option<u64>,
     /// The session's model calls from its ledger (the runtime refreshes
     /// them after each run and title call): the cost shown.

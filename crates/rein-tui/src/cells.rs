@@ -5,7 +5,6 @@
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use serde_json::Value;
 use unicode_width::UnicodeWidthStr;
 
 use crate::diff::{diff_stats, render_diff};
@@ -64,34 +63,6 @@ pub enum Cell {
         title: String,
         lines: Vec<String>,
     },
-}
-
-/// The short description of a call: the command, the path or the pattern.
-pub fn call_summary(name: &str, arguments: &str) -> String {
-    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-    let get = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-    let picked = match name {
-        "bash" => get("command"),
-        "read_file" | "write_file" | "edit_file" => get("path"),
-        "grep" => get("pattern").map(|p| match get("path") {
-            Some(path) => format!("{p} in {path}"),
-            None => p,
-        }),
-        "glob" => get("pattern"),
-        "todo_write" => args
-            .get("todos")
-            .and_then(Value::as_array)
-            .map(|t| format!("{} items", t.len())),
-        _ => None,
-    };
-    let text = picked.or_else(|| {
-        args.as_object().and_then(|o| {
-            o.values()
-                .find_map(|v| v.as_str().map(str::to_string))
-                .or_else(|| (!o.is_empty()).then(|| Value::Object(o.clone()).to_string()))
-        })
-    });
-    one_line(&text.unwrap_or_default())
 }
 
 /// Text from a file, a command or a model made safe for the terminal:
@@ -308,7 +279,7 @@ fn tool_lines(
     theme: &Theme,
     tick: usize,
 ) -> Vec<Line<'static>> {
-    let summary = call_summary(name, arguments);
+    let summary = crate::summary::call_summary(name, arguments);
     let (mark, mark_style, suffix) = match state {
         ToolState::Running => (
             SPINNER[tick % SPINNER.len()].to_string(),

@@ -25,6 +25,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/context", "show what fills the context window"),
     ("/mcp", "show the MCP servers: status, tools, last error"),
     (
+        "/lsp",
+        "show the language servers: ready, starting, slow, missing...",
+    ),
+    (
         "/skills",
         "list the skills ($name in a message attaches one)",
     ),

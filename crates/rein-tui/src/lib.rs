@@ -17,6 +17,7 @@ pub mod render;
 pub mod rewind;
 mod run;
 pub mod screen;
+pub mod summary;
 pub mod theme;
 
 pub use rewind::{
@@ -25,5 +26,5 @@ pub use rewind::{
 pub use run::status_command::StatusCommand;
 pub use run::{
     CommandText, ExpandCommand, McpFuture, McpView, Prepare, PreparedPrompt, PromptCall,
-    ProviderFactory, RunWatcher, Setup, WatchRuns, check_terminal, run,
+    ProviderFactory, RunWatcher, Setup, StatusLines, WatchRuns, check_terminal, run,
 };

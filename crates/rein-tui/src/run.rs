@@ -23,6 +23,7 @@ mod log;
 mod paint;
 mod reports;
 mod rewind;
+mod servers;
 mod session_hooks;
 mod sessions;
 mod setup;
@@ -31,7 +32,8 @@ mod watch;
 
 use log::{LogRedirect, RENDERING, restore_stderr};
 use paint::{paint, redraw_all};
-use reports::{refresh_cost, show_context, show_cost};
+use reports::{refresh_context, refresh_cost, show_context, show_cost};
+pub use servers::StatusLines;
 use sessions::{resume, spawn_title};
 pub use setup::{
     CommandText, ExpandCommand, McpFuture, McpPrompt, McpView, Prepare, PreparedPrompt, PromptCall,
@@ -109,10 +111,8 @@ struct Loop {
     running: Option<Running>,
     /// The current session already has (or asked for) a model title.
     titled: bool,
-    /// `/mcp`'s lines, when MCP servers are configured.
-    mcp_status: Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>,
-    /// Why configured servers were not started.
-    mcp_not_started: Option<String>,
+    /// `/mcp`'s and `/lsp`'s lines.
+    servers: servers::ServerViews,
     /// Prepares each message as every front end does.
     prepare: Option<Prepare>,
     mcp_prompt: Option<McpPrompt>,
@@ -261,7 +261,7 @@ impl Loop {
         }
         let store = engine.store().clone();
         if let Some(id) = &setup.resume {
-            resume(&mut app, store.as_ref(), id).await;
+            resume(&mut app, &engine, id).await;
         }
         app.push_cell(Cell::Info {
             title: format!("rein · {}", workspace.display()),
@@ -282,8 +282,11 @@ impl Loop {
             titled: false,
             prepare: setup.prepare.take(),
             mcp_prompt: setup.mcp.as_ref().map(|m| m.prompt.clone()),
-            mcp_status: setup.mcp.map(|m| m.status),
-            mcp_not_started: setup.mcp_not_started,
+            servers: servers::ServerViews {
+                mcp_status: setup.mcp.map(|m| m.status),
+                mcp_not_started: setup.mcp_not_started,
+                lsp_status: setup.lsp_status,
+            },
             idle_at: None,
             idle_notify: setup.idle_notify,
             rewind: setup.rewind,
@@ -369,7 +372,7 @@ impl Loop {
             Side::Compacted(r) => {
                 let actions = self.app.busy_done();
                 match r {
-                    Ok(true) => {}
+                    Ok(true) => refresh_context(&mut self.app, &self.engine).await,
                     Ok(false) => self.app.notice(
                         "nothing to compact: the session has no turns older than the ones kept",
                     ),
@@ -436,7 +439,7 @@ impl Loop {
                     Err(e) => self.app.error(format!("cannot list sessions: {e}")),
                 }
             }
-            Action::Resume(id) => resume(&mut self.app, self.store.as_ref(), &id).await,
+            Action::Resume(id) => resume(&mut self.app, &self.engine, &id).await,
             Action::Compact => self.compact(),
             Action::SwitchModel(name) => self.switch_model(name),
             Action::ShowCost => show_cost(&mut self.app, self.store.as_ref()).await,
@@ -455,20 +458,14 @@ impl Loop {
             }
             Action::LoadCheckpoints { session } => self.load_checkpoints(session),
             Action::Rewind(request) => self.start_rewind(request),
-            Action::ShowMcp => {
-                let lines = match (&self.mcp_status, &self.mcp_not_started) {
-                    (Some(status), _) => status(),
-                    (None, Some(why)) => vec![why.clone()],
-                    (None, None) => vec![
-                        "no MCP servers configured ([mcp_servers.NAME] in $REIN_HOME/config.toml)"
-                            .into(),
-                    ],
-                };
-                self.app.push_cell(Cell::Info {
-                    title: "MCP servers".into(),
-                    lines,
-                });
-            }
+            Action::ShowMcp => self.app.push_cell(Cell::Info {
+                title: "MCP servers".into(),
+                lines: self.servers.mcp(),
+            }),
+            Action::ShowLsp => self.app.push_cell(Cell::Info {
+                title: "Language servers".into(),
+                lines: self.servers.lsp(),
+            }),
         }
     }
 

@@ -7,7 +7,14 @@
 //! [lsp.python]          # a server of your own (before the built-in table)
 //! command = ["basedpyright-langserver", "--stdio"]
 //! extensions = ["py", "pyi"]
+//! root_markers = ["pyproject.toml", "setup.py"]   # the project's root
 //! ```
+//!
+//! A server's root is the nearest folder at or above the edited file,
+//! inside the workspace, that holds one of its `root_markers`, else the
+//! workspace (see `rein_tools::lsp::roots`); an entry without
+//! `root_markers` gets those of the built-in language that serves one of
+//! its extensions.
 //!
 //! Off unless `enabled = true` or a `[lsp.NAME]` entry names a server
 //! (`enabled = false` turns both off): a server's first analysis can take
@@ -41,6 +48,8 @@ pub struct LspServerSection {
     pub language_id: Option<String>,
     /// Sent in the handshake.
     pub initialization_options: Option<toml::Value>,
+    /// Files that mark a project's root folder (plain names).
+    pub root_markers: Option<Vec<String>>,
 }
 
 /// `[lsp]` after layering.
@@ -77,16 +86,28 @@ impl LspConfig {
                 .initialization_options
                 .map(serde_json::to_value)
                 .transpose()?;
+            if let Some(bad) = s
+                .root_markers
+                .iter()
+                .flatten()
+                .find(|m| m.is_empty() || m.contains('/') || *m == "." || *m == "..")
+            {
+                bail!("[lsp.{name}] root_markers: `{bad}` is not a file name");
+            }
+            let extensions: Vec<String> = s
+                .extensions
+                .iter()
+                .map(|e| e.trim_start_matches('.').to_string())
+                .collect();
             self.servers.retain(|x| x.name != name);
             self.servers.push(rein_tools::lsp::ServerSpec {
                 language_id: s.language_id.unwrap_or_else(|| name.clone()),
                 name,
                 command: s.command,
-                extensions: s
-                    .extensions
-                    .iter()
-                    .map(|e| e.trim_start_matches('.').to_string())
-                    .collect(),
+                root_markers: s
+                    .root_markers
+                    .unwrap_or_else(|| rein_tools::lsp::languages::default_markers(&extensions)),
+                extensions,
                 init_options,
             });
         }
@@ -118,6 +139,11 @@ mod tests {
         assert_eq!(c.servers[0].extensions, vec!["py"]);
         assert_eq!(c.servers[0].language_id, "py");
         assert!(
+            c.servers[0]
+                .root_markers
+                .contains(&"pyproject.toml".to_string())
+        );
+        assert!(
             !layered(&format!("[lsp]\nenabled = false\n{named}"))
                 .unwrap()
                 .on()
@@ -130,5 +156,13 @@ mod tests {
         assert!(e.to_string().contains("[lsp.py] needs `command`"), "{e}");
         let e = layered("[lsp.py]\ncommand = [\"pylsp\"]\nextensions = []\n").unwrap_err();
         assert!(e.to_string().contains("[lsp.py] needs `extensions`"), "{e}");
+        let e = layered(
+            "[lsp.py]\ncommand = [\"pylsp\"]\nextensions = [\"py\"]\nroot_markers = [\"../x\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`../x` is not a file name"), "{e}");
+        let own =
+            "[lsp.py]\ncommand = [\"pylsp\"]\nextensions = [\"py\"]\nroot_markers = [\"BUILD\"]\n";
+        assert_eq!(layered(own).unwrap().servers[0].root_markers, ["BUILD"]);
     }
 }

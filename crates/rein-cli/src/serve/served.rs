@@ -61,11 +61,20 @@ pub enum RunConflict {
 }
 
 impl Served {
+    /// The session's notes (see [`crate::hosting::Notes`]) become
+    /// `notice` events of it, between runs too.
     pub fn new(id: String, hosted: Hosted) -> Served {
+        let events = Arc::new(EventLog::default());
+        let log = events.clone();
+        hosted.notes.forward(move |message| {
+            if let Ok(json) = serde_json::to_string(&Event::Notice { message }) {
+                log.push(json);
+            }
+        });
         Served {
             id,
             hosted,
-            events: Arc::new(EventLog::default()),
+            events,
             state: Mutex::new(State::default()),
             busy: watch::channel(false).0,
         }

@@ -21,6 +21,8 @@ pub struct RunExtras<'a> {
     pub hooks: &'a rein_tools::user_hooks::HookSet,
     /// The sub-agents the `task` tool can start.
     pub agents: &'a rein_core::agents::AgentCatalog,
+    /// The language servers, when `[lsp]` turns them on (full profile).
+    pub lsp: Option<&'a Arc<rein_tools::lsp::Servers>>,
 }
 
 /// What a run adds to the built-in tools, loaded for one workspace, and
@@ -33,6 +35,8 @@ pub struct LoadedExtras {
     pub skills: Arc<rein_tools::skills::Skills>,
     pub hooks: rein_tools::user_hooks::HookSet,
     pub agents: rein_core::agents::AgentCatalog,
+    /// The language servers (their status is the app's `/lsp`).
+    pub lsp: Option<Arc<rein_tools::lsp::Servers>>,
     /// One line each, without a `note:` prefix.
     pub notes: Vec<String>,
 }
@@ -55,12 +59,14 @@ impl LoadedExtras {
         notes.extend(hooks.notes.iter().cloned());
         let agents = agents(cfg, workspace);
         notes.extend(agents.warnings.iter().cloned());
+        let full = !profile_for(cfg, provider).helps(Lever::Tools, &cfg.without);
         LoadedExtras {
             memory,
             mcp,
             skills,
             hooks,
             agents,
+            lsp: full.then(|| lsp_servers(cfg)).flatten(),
             notes,
         }
     }
@@ -73,6 +79,7 @@ impl LoadedExtras {
             skills: &self.skills,
             hooks: &self.hooks,
             agents: &self.agents,
+            lsp: self.lsp.as_ref(),
         }
     }
 }
@@ -197,8 +204,9 @@ fn run_files(
 
 /// The language servers of diagnostics after edits and the `lsp` tool,
 /// when `[lsp]` turns them on (see [`crate::config::lsp`]); they run in
-/// the plan-mode sandbox: read-only, offline.
-fn lsp_servers(cfg: &Config, mode: PermissionMode) -> Option<Arc<rein_tools::lsp::Servers>> {
+/// the plan-mode sandbox: read-only, offline. Made once per session, so
+/// the engine and the app's `/lsp` see the same servers.
+fn lsp_servers(cfg: &Config) -> Option<Arc<rein_tools::lsp::Servers>> {
     if !cfg.lsp.on() {
         return None;
     }
@@ -209,7 +217,7 @@ fn lsp_servers(cfg: &Config, mode: PermissionMode) -> Option<Arc<rein_tools::lsp
     };
     let launch = rein_tools::lsp::Launch {
         kind: rein_tools::sandbox::available(),
-        policy: permissions(cfg, mode).sandbox(PermissionMode::Plan),
+        policy: permissions(cfg, PermissionMode::Plan).sandbox(PermissionMode::Plan),
     };
     Some(Arc::new(rein_tools::lsp::Servers::new(settings, launch)))
 }
@@ -269,12 +277,12 @@ pub fn engine_builder(
                 extras.skills.clone(),
             )));
         }
-        if let Some(servers) = lsp_servers(cfg, mode) {
+        if let Some(servers) = extras.lsp {
             builder = builder
                 .hook(Arc::new(rein_tools::lsp::Diagnostics::over(
                     servers.clone(),
                 )))
-                .tool(Arc::new(rein_tools::lsp::LspTool::new(servers)));
+                .tool(Arc::new(rein_tools::lsp::LspTool::new(servers.clone())));
         }
         if let Some(hook) =
             rein_tools::skills::UntrustedScripts::for_skills(extras.skills, workspace)
@@ -372,6 +380,32 @@ pub fn mcp_servers(
         return (None, vec![why]);
     }
     crate::mcp::start(cfg, workspace)
+}
+
+/// The app's `/lsp`: a line per language server, from the servers' own
+/// record, or why there are none.
+pub fn lsp_status(
+    cfg: &Config,
+    workspace: &Path,
+    servers: Option<&Arc<rein_tools::lsp::Servers>>,
+) -> Vec<String> {
+    match servers {
+        Some(s) => {
+            let lines: Vec<String> = s.status().iter().map(|x| x.line(workspace)).collect();
+            if lines.is_empty() {
+                return vec!["no language server configured or found on PATH".into()];
+            }
+            lines
+        }
+        None if !cfg.lsp.on() => vec![
+            "language servers are off (`[lsp] enabled = true` in config.toml turns them on)".into(),
+        ],
+        None => vec![
+            "language servers are not started: the small profile offers six tools \
+             (`--profile full` runs them)"
+                .into(),
+        ],
+    }
 }
 
 /// Why configured MCP servers are not started (the small profile offers

@@ -84,10 +84,13 @@ impl CommandModels {
 
 /// What a command's frontmatter sets for its run: the tools it offers,
 /// the rules it pre-approves (its notes say what it could not), and its
-/// model.
+/// model. Where a person can answer (`shows_writes`), a command that
+/// shows its writes first (`/init`) gets its pre-approved writes as ask
+/// rules instead: the approval shows the diff, in every mode.
 pub fn command_scope(
     command: &CustomCommand,
     models: &CommandModels,
+    shows_writes: bool,
 ) -> Result<(RunScope, Vec<String>), PrepareError> {
     let tools = (!command.allowed_tools.is_empty()).then(|| {
         let mut names: Vec<String> = command
@@ -98,7 +101,15 @@ pub fn command_scope(
         names.dedup();
         names.into()
     });
-    let (allow, notes) = command_context::pre_approvals(command);
+    let (mut allow, notes) = command_context::pre_approvals(command);
+    let mut ask = Vec::new();
+    if shows_writes && command.shows_writes_first() {
+        let writers = [
+            claude_names::rein_name("Write"),
+            claude_names::rein_name("Edit"),
+        ];
+        (ask, allow) = allow.into_iter().partition(|r| writers.contains(&r.tool));
+    }
     let provider = match &command.model {
         Some(model) => Some(models.get(model).map_err(|e| PrepareError::Model {
             command: command.name.clone(),
@@ -110,7 +121,9 @@ pub fn command_scope(
     let scope = RunScope {
         tools,
         allow,
+        ask,
         provider,
+        answer_schema: None,
     };
     Ok((scope, notes))
 }
@@ -136,7 +149,7 @@ impl Prompts {
         let mut session = None;
         let (scope, text) = match &expanded.command {
             Some(command) => {
-                let (scope, more) = command_scope(command, &self.models)?;
+                let (scope, more) = command_scope(command, &self.models, self.shows_writes)?;
                 notes.extend(more);
                 // The calls of a prompt with no session yet are a new
                 // session's: it is made first, so they have its id.
@@ -172,5 +185,41 @@ impl Prompts {
             notes,
             session,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn built_in(name: &str) -> CustomCommand {
+        let mut commands = rein_core::commands::Commands::default();
+        commands.add_built_in();
+        commands.get(name).unwrap().clone()
+    }
+
+    fn rules(rules: &[rein_core::Rule]) -> Vec<String> {
+        rules.iter().map(|r| r.to_string()).collect()
+    }
+
+    #[test]
+    fn init_asks_before_writing_agents_md_where_a_person_answers_and_not_headless() {
+        let dir = tempfile::tempdir().unwrap();
+        let models = CommandModels::new(&Config::defaults(dir.path().to_path_buf()));
+        let init = built_in("init");
+        let (app, _) = command_scope(&init, &models, true).unwrap();
+        assert_eq!(
+            rules(&app.ask),
+            ["write_file(AGENTS.md)", "edit_file(AGENTS.md)"]
+        );
+        assert!(!rules(&app.allow).iter().any(|r| r.contains("AGENTS.md")));
+        let (headless, _) = command_scope(&init, &models, false).unwrap();
+        assert!(headless.ask.is_empty());
+        assert!(rules(&headless.allow).contains(&"write_file(AGENTS.md)".to_string()));
+        // A user's own init.md pre-approves as written.
+        let mut own = init.clone();
+        own.path = dir.path().join("init.md");
+        assert!(command_scope(&own, &models, true).unwrap().0.ask.is_empty());
     }
 }

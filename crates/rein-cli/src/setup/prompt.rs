@@ -194,6 +194,9 @@ pub struct Prompts {
     pub attachments: Attachments,
     /// The models commands name, built once each.
     pub models: super::prepare::CommandModels,
+    /// A person answers approvals here (the app, an editor): `/init`'s
+    /// write of AGENTS.md asks first, showing the diff.
+    pub shows_writes: bool,
 }
 
 #[cfg(test)]

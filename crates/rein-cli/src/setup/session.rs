@@ -43,6 +43,7 @@ impl Session {
         note: impl Fn(String) + Send + 'static,
     ) -> anyhow::Result<Session> {
         let extras = LoadedExtras::load(o.cfg, o.workspace, o.provider.as_ref()).await;
+        let shows_writes = !matches!(o.approvals, rein_core::Approvals::Refuse);
         let engine = engine_builder(
             o.cfg,
             o.workspace,
@@ -65,6 +66,7 @@ impl Session {
                 mcp: extras.mcp.clone(),
             },
             models: CommandModels::new(o.cfg),
+            shows_writes,
         };
         Ok(Session {
             engine,

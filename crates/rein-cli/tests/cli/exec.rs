@@ -497,3 +497,46 @@ fn a_run_leaves_rein_home_and_its_databases_private_whatever_the_umask() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("now private"), "{}", stderr(&o));
 }
+
+/// One accounting: `token_update` carries the provider's count of the
+/// request just sent (input tokens, not input plus output) and the next
+/// request's size from it, the reply added; never an estimate that
+/// contradicts the provider.
+#[test]
+fn token_update_carries_the_providers_count_and_the_next_request_from_it() {
+    let env = Env::new();
+    let script = env.script(
+        "usage.json",
+        &json!({"turns": [
+            {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}],
+             "usage": {"input_tokens": 12500, "output_tokens": 40}},
+            {"text": "done", "usage": {"input_tokens": 12620, "output_tokens": 3}}
+        ]}),
+    );
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "look",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let updates: Vec<serde_json::Value> = json_lines(&o)
+        .into_iter()
+        .filter(|e| e["type"] == "token_update")
+        .collect();
+    assert_eq!(updates.len(), 2, "{updates:?}");
+    for (u, reported) in updates.iter().zip([12500u64, 12620]) {
+        assert_eq!(u["actual"], reported, "{u}");
+        let next = u["next_request"].as_u64().unwrap();
+        // The report plus the model's reply (a call or a word): a few
+        // tokens more, not the estimate of the whole request.
+        assert!(next > reported && next < reported + 100, "{u}");
+    }
+    // The second request was the first's size plus the reply and the
+    // tool's result: the first update's next_request is a lower bound.
+    let first_next = updates[0]["next_request"].as_u64().unwrap();
+    assert!(first_next <= 12620, "{updates:?}");
+}

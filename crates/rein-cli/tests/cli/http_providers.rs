@@ -14,6 +14,7 @@ mod conversations;
 mod images;
 mod keys_and_prices;
 mod retries;
+mod structured;
 
 fn server() -> (tokio::runtime::Runtime, MockServer) {
     mock_server()

@@ -1,6 +1,7 @@
 //! Diagnostics after edits as a user meets them in `rein exec`: the
 //! model's `write_file` of a file with a type error gets pyright's error
-//! in its result; with `[lsp] enabled = false` it does not.
+//! in its result; with `[lsp] enabled = false` it does not; a file of a
+//! sub-project (its own `pyproject.toml`) gets its server's error too.
 
 use serde_json::json;
 
@@ -14,12 +15,16 @@ fn pyright() -> Option<std::path::PathBuf> {
 }
 
 fn write_broken(d: &super::sandbox::Dirs) -> String {
+    write_broken_at(d, "calc.py")
+}
+
+fn write_broken_at(d: &super::sandbox::Dirs, path: &str) -> String {
     let script = d.home.join("script.json");
     std::fs::write(
         &script,
         json!({"turns": [
             {"tool_calls": [{"name": "write_file", "arguments": {
-                "path": "calc.py",
+                "path": path,
                 "content": "def add(a: int, b: int) -> int:\n    return a + b\n\n\ntotal: int = add(1, \"2\")\n"
             }}]},
             {"text": "done"}
@@ -70,4 +75,33 @@ fn a_written_file_with_a_type_error_gets_the_language_servers_error_unless_turne
     .unwrap();
     let out = write_broken(&d);
     assert!(!out.contains("language server"), "{out}");
+}
+
+#[test]
+fn a_file_in_a_sub_project_gets_the_error_of_a_server_rooted_there() {
+    let Some(server) = pyright() else {
+        rein_test_support::skip(rein_test_support::Component::Pyright, "no pyright");
+        return;
+    };
+    let d = dirs();
+    // Two projects in one workspace, and a marker above the workspace
+    // that must not be followed.
+    for project in ["services/api", "services/web"] {
+        std::fs::create_dir_all(d.ws.join(project)).unwrap();
+        std::fs::write(d.ws.join(project).join("pyproject.toml"), "").unwrap();
+    }
+    let entry = format!(
+        "[lsp.python]\ncommand = [{:?}, \"--stdio\"]\nextensions = [\"py\"]\n",
+        server.display().to_string()
+    );
+    std::fs::write(d.home.join("config.toml"), &entry).unwrap();
+    let out = write_broken_at(&d, "services/api/calc.py");
+    assert!(
+        out.contains("[python language server: 1 error in services/api/calc.py]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("services/api/calc.py:5:21: error: Argument of type"),
+        "{out}"
+    );
 }

@@ -29,7 +29,7 @@ pub fn everything() -> Option<PathBuf> {
 
 /// A home whose config.toml starts the reference server as `everything`,
 /// with `more` appended to the file.
-fn with_everything(server: &std::path::Path, more: &str) -> Env {
+pub fn with_everything(server: &std::path::Path, more: &str) -> Env {
     let env = Env::new();
     let config = format!(
         "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n# A loaded CI machine starts Node slowly.\nstartup_timeout_sec = 60\n{more}",
@@ -433,22 +433,28 @@ fn an_untrusted_projects_plan_mode_does_not_run_an_mcp_tool_default_mode_asks_ab
     assert!(!preview.contains("simulated"), "{preview}");
 }
 
-/// Configure the Python SDK's test server as `py` in `env`'s home (its
-/// resource `note://greeting` reads "hello from the note"); false when
-/// the SDK is not installed (the test is then skipped).
-pub fn with_python_server(env: &Env) -> bool {
-    let Some(home) = std::env::var_os("HOME") else {
-        return false;
-    };
-    let sdk = std::path::PathBuf::from(home).join(".cache/rein/pymcp");
+/// Where the Python MCP SDK is installed, and the SDK's test server;
+/// `None` when the SDK is not installed (the test is then skipped).
+pub fn python_server() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let sdk = std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cache/rein/pymcp");
     if !sdk.join("mcp").is_dir() {
         rein_test_support::skip(
             rein_test_support::Component::PythonMcpSdk,
             "the Python MCP SDK is not installed",
         );
-        return false;
+        return None;
     }
     let server = repo_root().join("crates/rein-mcp/tests/servers/python_sdk_server.py");
+    Some((sdk, server))
+}
+
+/// Configure the Python SDK's test server as `py` in `env`'s home (its
+/// resource `note://greeting` reads "hello from the note"); false when
+/// the SDK is not installed (the test is then skipped).
+pub fn with_python_server(env: &Env) -> bool {
+    let Some((sdk, server)) = python_server() else {
+        return false;
+    };
     std::fs::write(
         env.home.path().join("config.toml"),
         format!(

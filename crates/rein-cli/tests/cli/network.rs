@@ -200,6 +200,123 @@ fn pip_downloads_from_a_listed_package_index_through_the_proxy() {
     assert!(d.ws.join("dl").join(name).is_file(), "{text}");
 }
 
+/// `@python`, `@node` and `@rust` are the hosts the user's pip, npm and
+/// cargo are set up to use (here through `PIP_CONFIG_FILE`,
+/// `NPM_CONFIG_USERCONFIG` and `CARGO_HOME`), asked outside the
+/// workspace: the project's own `.npmrc`, `pip.conf` and
+/// `.cargo/config.toml` point elsewhere and add nothing.
+#[test]
+fn ecosystem_presets_are_the_users_tool_settings_and_never_the_projects() {
+    if !needs_bubblewrap_and(&["curl", "npm", "python3"]) {
+        return;
+    }
+    let pip = text_server("PIP-INDEX\n");
+    let npm = text_server("NPM-REGISTRY\n");
+    let cargo = text_server("CARGO-INDEX\n");
+    let project = text_server("PROJECT-CHOICE\n");
+    let d = dirs();
+    let home = &d.home;
+    std::fs::write(
+        home.join("pip.conf"),
+        format!("[global]\nindex-url = http://localhost:{pip}/simple/\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        home.join("npmrc"),
+        format!("registry=http://localhost:{npm}/\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join("cargo")).unwrap();
+    std::fs::write(
+        home.join("cargo/config.toml"),
+        format!("[registries.corp]\nindex = \"sparse+http://localhost:{cargo}/index/\"\n"),
+    )
+    .unwrap();
+    // The project's settings, each naming its own host.
+    let elsewhere = format!("http://localhost:{project}/");
+    std::fs::write(d.ws.join(".npmrc"), format!("registry={elsewhere}\n")).unwrap();
+    std::fs::write(
+        d.ws.join("pip.conf"),
+        format!("[global]\nindex-url = {elsewhere}\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.ws.join(".cargo")).unwrap();
+    std::fs::write(
+        d.ws.join(".cargo/config.toml"),
+        format!("[registries.p]\nindex = \"{elsewhere}\"\n"),
+    )
+    .unwrap();
+    config(
+        &d,
+        "[permissions]\nnetwork = [\"@python\", \"@node\", \"@rust\"]\n",
+    );
+    let command = format!(
+        "(for port in {pip} {npm} {cargo} {project}; do \
+           curl -sS --noproxy '' http://localhost:$port/hello; done) > out.txt 2>&1"
+    );
+    let script = d.home.join("script.json");
+    let turns = serde_json::json!({"turns": [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", home)
+        .env("PIP_CONFIG_FILE", home.join("pip.conf"))
+        .env("NPM_CONFIG_USERCONFIG", home.join("npmrc"))
+        .env("CARGO_HOME", home.join("cargo"))
+        .env_remove("REIN_PROVIDER")
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args(["exec", "--json", "--provider", "replay", "--script"])
+        .arg(&script)
+        .args(["--mode", "auto", "go"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let text = std::fs::read_to_string(d.ws.join("out.txt")).unwrap_or_default();
+    for body in ["PIP-INDEX", "NPM-REGISTRY", "CARGO-INDEX"] {
+        assert!(text.contains(body), "{body}: {text}");
+    }
+    assert!(!text.contains("PROJECT-CHOICE"), "{text}");
+    let blocked = format!("rein: network: blocked localhost:{project}: add it to `network`");
+    assert!(text.contains(&blocked), "{text}");
+}
+
+/// A preset whose tool names nothing is one line saying how to name the
+/// hosts instead.
+#[test]
+fn an_ecosystem_preset_that_finds_nothing_is_one_line() {
+    let d = dirs();
+    config(&d, "[permissions]\nnetwork = [\"@rust\"]\n");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", &d.home)
+        .env("CARGO_HOME", d.home.join("no-cargo-here"))
+        .current_dir(&d.ws)
+        .stdin(std::process::Stdio::null())
+        .args([
+            "exec",
+            "--provider",
+            "replay",
+            "--script",
+            "/nonexistent",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    // (A line before it may say the test's home folder was made private.)
+    let err = err.trim_end().lines().last().unwrap_or_default();
+    assert!(err.starts_with("rein: "), "{err}");
+    assert!(
+        err.contains("@rust: cargo names no package host on this machine"),
+        "{err}"
+    );
+    assert!(err.contains("[permissions.presets] rust = [...]"), "{err}");
+}
+
 #[test]
 fn when_the_proxy_cannot_start_commands_get_no_network_and_a_note() {
     if !needs_bubblewrap_and(&["curl"]) {

@@ -83,14 +83,76 @@ fn show_prints_tool_calls_results_and_todos() {
     assert!(shown.contains("[~] 1. look around"), "{shown}");
 }
 
+/// The first characters of a session id are random: sessions made one
+/// after the other are told apart by the six a user types, for `sessions
+/// show` and `--resume`, and the list still puts the newest first.
+#[test]
+fn sessions_made_a_moment_apart_differ_in_six_characters_and_list_newest_first() {
+    let env = Env::new();
+    let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
+    let mut ids = Vec::new();
+    for title in ["older", "newer", "newest"] {
+        let o = env.rein(&[
+            "exec",
+            "--json",
+            "--provider",
+            "replay",
+            "--script",
+            &script,
+            title,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        ids.push(session_id(&json_lines(&o)));
+    }
+    let short: Vec<&str> = ids.iter().map(|id| &id[..6]).collect();
+    assert!(
+        short[0] != short[1] && short[1] != short[2] && short[0] != short[2],
+        "{ids:?}"
+    );
+    let o = env.rein(&["sessions", "list", "--json"]);
+    let listed: Vec<String> = json_lines(&o)
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        listed,
+        [ids[2].clone(), ids[1].clone(), ids[0].clone()],
+        "newest first"
+    );
+    let table = stdout(&env.rein(&["sessions", "list"]));
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert!(
+        rows[0].starts_with(&ids[2]) && rows[2].starts_with(&ids[0]),
+        "{table}"
+    );
+    let o = env.rein(&["sessions", "show", short[0]]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("older"), "{}", stdout(&o));
+    let o = env.rein(&[
+        "exec",
+        "--json",
+        "--provider",
+        "replay",
+        "--script",
+        &script,
+        "--resume",
+        short[1],
+        "again",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(session_id(&json_lines(&o)), ids[1]);
+}
+
 /// An id prefix shared by several sessions is refused with the candidates
 /// listed, so the user can pick one.
 #[test]
 fn an_ambiguous_prefix_lists_the_sessions_it_matches() {
     let env = Env::new();
     let script = env.script("s.json", &json!({"turns": [{"text": "ok"}]}));
-    let mut ids = Vec::new();
-    for _ in 0..2 {
+    // Ids start with random hex digits: among 17 sessions two share their
+    // first one (most often far sooner).
+    let mut seen: Vec<String> = Vec::new();
+    let (ids, shared) = loop {
         let o = env.rein(&[
             "exec",
             "--json",
@@ -100,16 +162,13 @@ fn an_ambiguous_prefix_lists_the_sessions_it_matches() {
             &script,
             "hi",
         ]);
-        ids.push(session_id(&json_lines(&o)));
-    }
-    // Time-ordered ids made a moment apart share their first characters.
-    let shared: String = ids[0]
-        .chars()
-        .zip(ids[1].chars())
-        .take_while(|(a, b)| a == b)
-        .map(|(a, _)| a)
-        .collect();
-    assert!(!shared.is_empty(), "{ids:?}");
+        let id = session_id(&json_lines(&o));
+        if let Some(twin) = seen.iter().find(|s| s[..1] == id[..1]) {
+            break ([twin.clone(), id.clone()], id[..1].to_string());
+        }
+        assert!(seen.len() < 16, "{seen:?}");
+        seen.push(id);
+    };
     for args in [
         vec!["sessions", "show", shared.as_str()],
         vec![

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::support::*;
 
+mod exec_on_terminal;
+mod lsp_and_init;
 mod runs_and_resume;
 mod slash_commands;
 mod terminal;
@@ -26,6 +28,17 @@ impl Tmux {
 
     /// Runs the shell command `before`, then the app.
     pub(crate) fn start_after(env: &Env, before: &str, args: &[&str]) -> Tmux {
+        Tmux::start_sized(env, (100, 30), before, args)
+    }
+
+    /// Runs the shell command `before`, then the app, in a terminal of
+    /// `width` columns and `height` rows.
+    pub(crate) fn start_sized(
+        env: &Env,
+        (width, height): (u16, u16),
+        before: &str,
+        args: &[&str],
+    ) -> Tmux {
         let socket = format!("rein-test-{}-{}", std::process::id(), fastrand_id());
         let t = Tmux {
             socket,
@@ -42,7 +55,7 @@ impl Tmux {
         line.push_str("; echo \"rein exited with $?\"; sleep 60");
         let ok = Command::new("tmux")
             .args(["-L", &t.socket, "new-session", "-d", "-s", t.session])
-            .args(["-x", "100", "-y", "30", "-c"])
+            .args(["-x", &width.to_string(), "-y", &height.to_string(), "-c"])
             .arg(env.ws.path())
             .arg(line)
             .status()

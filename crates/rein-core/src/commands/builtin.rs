@@ -48,6 +48,22 @@ P0 is critical (it breaks things, or a security hole), P1 a real bug, P2 a probl
 /// The built-in commands, by name.
 const BUILT_IN: [(&str, &str); 2] = [("init", INIT), ("review", REVIEW)];
 
+/// Where a built-in command's path says it comes from.
+const BUILT_IN_DIR: &str = "(built in)";
+
+/// The built-in commands whose pre-approved writes ask first where a
+/// person can answer: `/init` in the app shows its AGENTS.md before it is
+/// written, whatever the mode (headless, `rein init` writes it).
+const SHOWN_BEFORE_WRITING: [&str; 1] = ["init"];
+
+impl super::CustomCommand {
+    /// Whether its pre-approved writes ask first where a person can
+    /// answer ([`SHOWN_BEFORE_WRITING`]).
+    pub fn shows_writes_first(&self) -> bool {
+        self.path.starts_with(BUILT_IN_DIR) && SHOWN_BEFORE_WRITING.contains(&self.name.as_str())
+    }
+}
+
 impl Commands {
     /// Add each built-in command no command found so far is named after.
     pub fn add_built_in(&mut self) {
@@ -57,7 +73,7 @@ impl Commands {
             }
             // The texts above are rein's own: they parse.
             if let Ok(mut command) = super::parse_command_text(name, text) {
-                command.path = PathBuf::from(format!("(built in)/{name}.md"));
+                command.path = PathBuf::from(BUILT_IN_DIR).join(format!("{name}.md"));
                 self.commands.push(command);
             }
         }

@@ -420,6 +420,8 @@ impl AgentEngineBuilder {
                 subagents,
                 spends_from: None,
                 checkpointer,
+                sizes: Default::default(),
+                estimator: Default::default(),
             }
         });
         Ok(AgentEngine { inner })

@@ -140,6 +140,8 @@ impl AgentEngine {
                 subagents: None,
                 spends_from: account,
                 checkpointer: None,
+                sizes: Default::default(),
+                estimator: Default::default(),
             }),
         }
     }

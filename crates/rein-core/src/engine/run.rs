@@ -29,7 +29,7 @@ use crate::permission::PermissionMode;
 use crate::profile::Lever;
 use crate::provider::ModelRequest;
 use crate::schema::Message;
-use crate::tokens::{CalibratedEstimator, TokenCounter};
+use crate::tokens::TokenCounter;
 
 mod answer;
 mod context;
@@ -117,7 +117,7 @@ impl AgentEngine {
     pub fn token_counter(&self) -> Arc<dyn TokenCounter> {
         self.provider()
             .token_counter()
-            .unwrap_or_else(|| Arc::new(CalibratedEstimator::default()))
+            .unwrap_or_else(|| self.inner.estimator.clone())
     }
 
     /// A new run's account, below the account of the run that started
@@ -240,6 +240,7 @@ impl<'e> RunLoop<'e> {
             max_output_tokens: None,
             tool_choice: Default::default(),
             single_tool_call: inner.config.helps(Lever::SingleCall),
+            answer_schema: scope.answer_schema.clone(),
         };
         // The first turn must look when there is something to look at (the
         // lean prompt lists it).

@@ -22,8 +22,15 @@ pub struct RunScope {
     /// Allow rules for this run alone: what they cover runs without
     /// asking. A deny rule, a protected path and the mode still refuse.
     pub allow: Vec<Rule>,
+    /// Ask rules for this run alone: what they cover asks first in every
+    /// mode, though an allow rule or the mode would let it run (the app's
+    /// `/init` shows its change to AGENTS.md before it is written).
+    pub ask: Vec<Rule>,
     /// The model this run talks to; None: the engine's.
     pub provider: Option<Arc<dyn Provider>>,
+    /// The JSON Schema this run's answer must meet (see
+    /// [`crate::ModelRequest::answer_schema`]).
+    pub answer_schema: Option<Arc<serde_json::Value>>,
 }
 
 impl fmt::Debug for RunScope {
@@ -31,7 +38,9 @@ impl fmt::Debug for RunScope {
         f.debug_struct("RunScope")
             .field("tools", &self.tools)
             .field("allow", &self.allow)
+            .field("ask", &self.ask)
             .field("model", &self.provider.as_ref().map(|p| p.model()))
+            .field("answer_schema", &self.answer_schema.is_some())
             .finish()
     }
 }
@@ -39,7 +48,11 @@ impl fmt::Debug for RunScope {
 impl RunScope {
     /// Whether the scope narrows or loosens anything.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_none() && self.allow.is_empty() && self.provider.is_none()
+        self.tools.is_none()
+            && self.allow.is_empty()
+            && self.ask.is_empty()
+            && self.provider.is_none()
+            && self.answer_schema.is_none()
     }
 
     /// `gate` as this run sees it: only the scope's tools, those that

@@ -14,9 +14,11 @@ use crate::history::{Repaired, repair_history};
 use crate::instructions::Instructions;
 use crate::permission::PermissionMode;
 use crate::profile::{self, Lever};
+use crate::provider::ModelRequest;
+use crate::request_size::{Fixed, Measured, RequestSize, SizeBasis, fixed_id, request_size};
 use crate::schema::{Message, ToolSpec};
 use crate::store::{NewSession, StoreError};
-use crate::tokens::TokenCounter;
+use crate::tokens::{CallKind, TokenCounter, count_message};
 
 /// Tokens every request of a run carries besides the history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,6 +39,22 @@ impl FixedTokens {
     }
 }
 
+/// The next request of a session, part by part, and its size in the one
+/// accounting.
+#[derive(Debug, Clone)]
+pub struct ContextSize {
+    /// What every request carries besides the history (estimated).
+    pub fixed: FixedTokens,
+    /// The history the next request carries.
+    pub messages: Vec<Message>,
+    /// The whole request: the figure the status line and `token_update`
+    /// show after a turn.
+    pub next: RequestSize,
+    /// The provider's count of this session's last request, when a run
+    /// of this process made one.
+    pub last_reported: Option<u64>,
+}
+
 /// The system prompt and tools a mode shows the model, and their size.
 pub(super) struct FixedPart {
     pub system: String,
@@ -46,6 +64,9 @@ pub(super) struct FixedPart {
     /// Of which the tool definitions.
     pub tool_tokens: u64,
     pub chars: u64,
+    /// The identity of the system prompt and tools
+    /// ([`crate::request_size::fixed_id`]).
+    pub id: u64,
 }
 
 /// What the system prompt is built from besides the mode and tools.
@@ -67,6 +88,16 @@ pub(super) struct Loaded {
     pub repaired: Repaired,
     /// Store sequence numbers of the messages before the repair.
     pub seqs: Vec<Option<u64>>,
+}
+
+impl FixedPart {
+    /// What the one accounting needs of it.
+    pub fn as_fixed(&self) -> Fixed {
+        Fixed {
+            id: self.id,
+            tokens: self.tokens,
+        }
+    }
 }
 
 impl AgentEngine {
@@ -116,6 +147,7 @@ impl AgentEngine {
                 .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
                 .sum::<usize>()) as u64;
         FixedPart {
+            id: fixed_id(&system, &tools),
             system,
             tools,
             tokens,
@@ -144,6 +176,7 @@ impl AgentEngine {
         let mut policy = self.fresh_policy(mode);
         *policy.granted.lock().unwrap_or_else(|p| p.into_inner()) = granted;
         policy.for_run = scope.allow.clone();
+        policy.ask_for_run = scope.ask.clone();
         Ok(policy)
     }
 
@@ -154,6 +187,7 @@ impl AgentEngine {
             permissions: self.inner.permissions.clone(),
             granted: Mutex::new(Vec::new()),
             for_run: Vec::new(),
+            ask_for_run: Vec::new(),
             approvals: self.inner.config.approvals.clone(),
             project_rules: self.inner.project_rules.clone(),
             agent_id: self.inner.agent.as_ref().map(|a| a.id.clone()),
@@ -260,6 +294,101 @@ impl AgentEngine {
         let inputs = self.prompt_inputs();
         let counter = self.token_counter();
         let fixed = self.fixed_part(&self.gate(), mode, &inputs, counter.as_ref());
+        self.fixed_tokens_of(&fixed, &inputs, counter.as_ref())
+    }
+
+    /// The size of the next request of `session_id` (or of a new
+    /// session) in `mode`, in the one accounting ([`request_size`]): what
+    /// `/context` and `rein context` show.
+    pub async fn context_size(
+        &self,
+        session_id: Option<&str>,
+        mode: PermissionMode,
+    ) -> Result<ContextSize, StoreError> {
+        let messages = match session_id {
+            Some(id) => self.model_messages(id).await?,
+            None => Vec::new(),
+        };
+        let inputs = self.prompt_inputs();
+        let counter = self.token_counter();
+        let part = self.fixed_part(&self.gate(), mode, &inputs, counter.as_ref());
+        let fixed = self.fixed_tokens_of(&part, &inputs, counter.as_ref());
+        let mut measured = session_id.and_then(|id| self.inner.sizes.get(id));
+        if measured.is_none()
+            && let Some(id) = session_id
+        {
+            measured = self.last_turn_report(id, &messages, part.id).await;
+        }
+        let fixed_part = part.as_fixed();
+        let history = messages
+            .iter()
+            .map(|m| count_message(counter.as_ref(), m))
+            .sum();
+        let request = ModelRequest {
+            system: part.system,
+            messages,
+            tools: part.tools,
+            max_output_tokens: None,
+            tool_choice: Default::default(),
+            single_tool_call: self.inner.config.helps(Lever::SingleCall),
+            answer_schema: None,
+        };
+        let next = match self.provider().count_request(&request) {
+            Some(tokens) => RequestSize {
+                tokens,
+                basis: SizeBasis::Counted,
+            },
+            None => request_size(
+                measured.as_ref(),
+                fixed_part,
+                &request.messages,
+                history,
+                counter.as_ref(),
+            ),
+        };
+        Ok(ContextSize {
+            fixed,
+            messages: request.messages,
+            next,
+            last_reported: measured.map(|m| m.input()),
+        })
+    }
+
+    /// A report of a session no run of this process measured (a resumed
+    /// one), from its ledger: the last model call, when it was a turn,
+    /// read the history up to the last answer. Taken to be with the
+    /// current system prompt and tools.
+    async fn last_turn_report(
+        &self,
+        session_id: &str,
+        messages: &[Message],
+        fixed_id: u64,
+    ) -> Option<Measured> {
+        let (entries, _) = self.inner.store.ledger(session_id).await.ok()?;
+        let last = entries
+            .iter()
+            .rev()
+            .find(|e| !matches!(e.kind, CallKind::Title | CallKind::Subagent))?;
+        if last.kind != CallKind::Turn || !last.ok || last.usage.input_tokens == 0 {
+            return None;
+        }
+        let answer = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant(_)))?;
+        Some(Measured::new(
+            last.usage.input_tokens,
+            fixed_id,
+            &messages[..answer],
+        ))
+    }
+
+    /// The parts of a fixed part, counted.
+    fn fixed_tokens_of(
+        &self,
+        fixed: &FixedPart,
+        inputs: &PromptInputs,
+        counter: &dyn TokenCounter,
+    ) -> FixedTokens {
         let count = |text: Option<&str>| text.map_or(0, |t| counter.count(t));
         let instructions = count(Some(&inputs.instructions.text))
             + count(self.inner.config.system_note.as_deref());

@@ -99,6 +99,7 @@ impl AgentEngine {
             max_output_tokens: Some(24),
             tool_choice: Default::default(),
             single_tool_call: false,
+            answer_schema: None,
         };
         let began = std::time::Instant::now();
         let provider = self.provider();

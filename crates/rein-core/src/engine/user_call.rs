@@ -35,6 +35,7 @@ impl AgentEngine {
         let policy = policy.unwrap_or_else(|| {
             let mut fresh = self.fresh_policy(mode);
             fresh.for_run = scope.allow.clone();
+            fresh.ask_for_run = scope.ask.clone();
             fresh
         });
         let session = session_id.unwrap_or_default();

@@ -120,6 +120,13 @@ impl Gate {
                 &ctx.workspace,
             ),
         };
+        let verdict = match verdict {
+            Verdict::Allow => policy
+                .permissions
+                .run_asks(&pass.call.name, &assessment, &policy.ask_for_run)
+                .unwrap_or(Verdict::Allow),
+            other => other,
+        };
         let permit = match verdict {
             Verdict::Allow => Permit::Allow,
             Verdict::Ask { .. } if hooked.allowed => Permit::Allow,

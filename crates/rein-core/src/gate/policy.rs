@@ -20,6 +20,9 @@ pub struct RunPolicy {
     /// Allow rules of this run alone (a custom command's
     /// `allowed-tools`): never stored as approvals.
     pub for_run: Vec<Rule>,
+    /// Ask rules of this run alone: a call they match asks even when
+    /// the rules and the mode allow it.
+    pub ask_for_run: Vec<Rule>,
     pub approvals: Approvals,
     pub project_rules: Option<Arc<dyn ProjectRules>>,
     /// The sub-agent the run is (hooks are told); None: the main agent.
@@ -34,6 +37,7 @@ impl RunPolicy {
             permissions: Arc::new(permissions),
             granted: Mutex::new(Vec::new()),
             for_run: Vec::new(),
+            ask_for_run: Vec::new(),
             approvals: Approvals::Refuse,
             project_rules: None,
             agent_id: None,

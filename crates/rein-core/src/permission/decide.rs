@@ -139,6 +139,20 @@ impl Permissions {
         mode_default(mode, access, &call, &allowed)
     }
 
+    /// A run's own ask rules (a command's scope) on a call the rules and
+    /// the mode allowed: the first that matches asks, in every mode (the
+    /// user sees the change before it is made).
+    pub fn run_asks(&self, tool: &str, a: &Assessment, asks: &[Rule]) -> Option<Verdict> {
+        let call = Call::new(tool, a);
+        let (r, _) = call.cautious_hit(asks)?;
+        let allowed = call.allowed_by(&[]);
+        Some(call.ask(
+            format!("the rule `{r}` of this run asks first"),
+            None,
+            &allowed,
+        ))
+    }
+
     /// What asks although the rules or the mode would allow it: a call
     /// that needs the user, and (but in bypass) a command without a
     /// sandbox, an ask rule, a high-risk call no precise rule names.

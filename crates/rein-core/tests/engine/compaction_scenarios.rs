@@ -13,7 +13,7 @@ use super::support::*;
 #[tokio::test]
 async fn a_200_turn_task_compacts_several_times_and_keeps_its_head() {
     let instruction = "Rewrite the parser module.\nKeep the public API unchanged.";
-    let h = harness(provider(long_task(200), 4000), with_compaction);
+    let h = harness(provider(unmeasured_task(200), 4000), with_compaction);
     let (outcome, events) = h.run(RunRequest::new(instruction)).await;
     assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
     assert_eq!(outcome.turns, 201);
@@ -95,7 +95,7 @@ async fn a_200_turn_task_compacts_several_times_and_keeps_its_head() {
 
 #[tokio::test]
 async fn a_resumed_session_starts_from_its_last_compaction() {
-    let mut steps = long_task(40);
+    let mut steps = unmeasured_task(40);
     steps.push(Ok(text("resumed answer")));
     let h = harness(provider(steps, 3000), with_compaction);
     let (first, _) = h.run(RunRequest::new("do the long thing")).await;
@@ -128,7 +128,7 @@ async fn a_resumed_session_starts_from_its_last_compaction() {
 
 #[tokio::test]
 async fn a_failed_summary_falls_back_to_dropping_turns_and_says_so() {
-    let mut p = Scripted::build(long_task(30));
+    let mut p = Scripted::build(unmeasured_task(30));
     // Small: the scripted usage teaches the estimator about 12 characters a
     // token.
     p.window = 1500;
@@ -163,7 +163,7 @@ async fn a_failed_summary_falls_back_to_dropping_turns_and_says_so() {
 
 #[tokio::test]
 async fn a_context_length_error_compacts_and_retries_the_turn_once() {
-    let mut steps = long_task(8);
+    let mut steps = unmeasured_task(8);
     let last = steps.pop().unwrap();
     steps.push(Err(ProviderError::new(
         ProviderErrorKind::ContextLengthExceeded,

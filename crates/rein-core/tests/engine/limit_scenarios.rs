@@ -337,9 +337,10 @@ async fn absurd_reported_usage_saturates_instead_of_wrapping_or_panicking() {
     assert!(events.iter().any(|e| matches!(
         e,
         Event::TokenUpdate {
-            actual: Some(u64::MAX),
+            actual: Some(n),
+            next_request: u64::MAX,
             ..
-        }
+        } if *n == u64::MAX - 5
     )));
 }
 

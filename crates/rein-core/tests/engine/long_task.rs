@@ -99,6 +99,23 @@ pub fn long_task(turns: usize) -> Vec<Step> {
     steps
 }
 
+/// The long task with no usage reported: the scripted model's fixed 10
+/// input tokens a turn would tell the engine the context never grows (the
+/// size of a request follows the provider's report when there is one), so
+/// tests of compaction leave the size to the estimate.
+pub fn unmeasured_task(turns: usize) -> Vec<Step> {
+    let unmeasured = |chunks: Vec<StreamChunk>| -> Vec<StreamChunk> {
+        chunks
+            .into_iter()
+            .filter(|c| !matches!(c, StreamChunk::Usage(_)))
+            .collect()
+    };
+    long_task(turns)
+        .into_iter()
+        .map(|step| step.map(unmeasured))
+        .collect()
+}
+
 /// A scripted model with a context window of `window` tokens.
 pub fn provider(steps: Vec<Step>, window: u64) -> Arc<Scripted> {
     let mut p = Scripted::build(steps);

@@ -1,7 +1,8 @@
 //! A run's scope (a custom command's `allowed-tools` and `model`): only
 //! its tools are offered and reachable, its allow rules pre-approve for
 //! that run alone, its model answers that run alone; the session's next
-//! run is the engine's again.
+//! run is the engine's again; its ask rules ask in a mode that would let
+//! the call run.
 
 use std::sync::{Arc, Mutex};
 
@@ -59,6 +60,7 @@ async fn a_scope_offers_only_its_tools_pre_approves_and_answers_for_its_run_alon
         tools: Some(vec!["shell".to_string()].into()),
         allow: vec!["shell(cargo test)".parse().unwrap()],
         provider: Some(command_model.clone()),
+        ..Default::default()
     };
     let request = RunRequest {
         scope,
@@ -133,4 +135,40 @@ async fn a_scopes_allow_rules_never_get_past_a_deny_rule() {
     assert_eq!(outcome.reason, StopReason::Completed);
     assert!(ran.lock().unwrap().is_empty());
     assert_eq!(outcome.refused.len(), 1, "{:?}", outcome.refused);
+}
+
+#[tokio::test]
+async fn a_scopes_ask_rule_asks_though_the_mode_and_an_allow_rule_would_let_it_run() {
+    let model = Scripted::new(vec![
+        Ok(calls(&[
+            ("c0", "shell", json!({"cmd": "cargo test"})),
+            ("c1", "shell", json!({"cmd": "ls"})),
+        ])),
+        Ok(text("done")),
+    ]);
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let r = ran.clone();
+    let h = harness(model, move |b| {
+        b.tool(Arc::new(Shell(r)))
+            .mode(PermissionMode::Auto)
+            .approvals(Approvals::Events)
+    });
+    let request = RunRequest {
+        scope: RunScope {
+            allow: vec!["shell(cargo test)".parse().unwrap()],
+            ask: vec!["shell(cargo test)".parse().unwrap()],
+            ..Default::default()
+        },
+        ..RunRequest::new("test")
+    };
+    let (outcome, events) = run_denying(&h, request).await;
+    assert_eq!(outcome.reason, StopReason::Completed);
+    // The call the ask rule names asked and, denied, did not run; the
+    // other ran as the mode lets it.
+    let asked = kinds(&events)
+        .iter()
+        .filter(|k| *k == "approval_required")
+        .count();
+    assert_eq!(asked, 1, "{:?}", kinds(&events));
+    assert_eq!(*ran.lock().unwrap(), ["ls"]);
 }

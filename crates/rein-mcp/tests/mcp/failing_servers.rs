@@ -56,6 +56,8 @@ async fn servers_that_cannot_start_are_clear_errors_and_do_not_stop_the_others()
     );
     assert!(text[1].contains("MCP server `quits`"), "{text:?}");
     assert!(text[2].contains("did not start within 1 s"), "{text:?}");
+    // Started once more, with twice the time, before it was given up.
+    assert!(text[2].contains("nor in twice that"), "{text:?}");
     assert!(text[2].contains("`startup_timeout_sec`"), "{text:?}");
     let more: Vec<String> = reports[3..5]
         .iter()

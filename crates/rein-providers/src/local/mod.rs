@@ -10,6 +10,7 @@
 //! silenced otherwise); `REIN_LOCAL_TRACE=1` prints every rendered prompt
 //! and raw answer, with timings, to stderr.
 
+mod answer_grammar;
 mod config;
 mod cpu;
 mod echo;
@@ -20,6 +21,7 @@ mod output;
 mod prefix;
 mod preflight;
 mod progress;
+mod prompter;
 mod runaway;
 mod sampler;
 mod template;
@@ -56,6 +58,8 @@ pub struct LocalProvider {
     n_ctx: u32,
     /// The loaded model, shared with the worker, for counting tokens.
     weights: Arc<LlamaModel>,
+    /// How requests become the model's tokens (the worker's own).
+    prompter: Arc<prompter::Prompter>,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -79,6 +83,7 @@ impl LocalProvider {
             model: loaded.model_name,
             n_ctx: loaded.n_ctx,
             weights: loaded.model,
+            prompter: loaded.prompter,
         })
     }
 
@@ -118,6 +123,13 @@ impl Provider for LocalProvider {
 
     fn token_counter(&self) -> Option<Arc<dyn TokenCounter>> {
         Some(Arc::new(self.gguf_counter()))
+    }
+
+    /// Exact: the request rendered with the chat template and tokenized,
+    /// as the worker will evaluate it.
+    fn count_request(&self, request: &ModelRequest) -> Option<u64> {
+        let (_, tokens) = self.prompter.tokens(&self.weights, request).ok()?;
+        Some(tokens.len() as u64)
     }
 
     /// A model on this machine costs nothing per token.

@@ -21,6 +21,18 @@ pub(crate) struct CallShape {
     pub single: bool,
 }
 
+/// The grammar of one answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Hold<'a> {
+    /// None: the model writes freely.
+    Free,
+    /// Tool calls held well-formed in `shape`.
+    Calls(&'a ToolGrammar, CallShape),
+    /// A whole grammar applied from the first token (an answer held to a
+    /// JSON Schema, or calls).
+    Whole(&'a str),
+}
+
 /// The sampler of one answer.
 pub(crate) struct TokenSampler {
     chain: LlamaSampler,
@@ -28,15 +40,15 @@ pub(crate) struct TokenSampler {
 }
 
 impl TokenSampler {
-    /// `grammar`: the tool-call grammar, applied once one of its triggers
+    /// `hold`: the tool-call grammar, applied once one of its triggers
     /// shows up in the output, or from the first token when the answer
-    /// must be a call (`shape.forced`); one call only with `shape.single`.
+    /// must be a call (`shape.forced`), one call only with `shape.single`;
+    /// or a whole grammar from the first token.
     pub(crate) fn new(
         model: &LlamaModel,
         temperature: f32,
         seed: u32,
-        grammar: Option<&ToolGrammar>,
-        shape: CallShape,
+        hold: Hold<'_>,
     ) -> Result<Self, String> {
         let chain = if temperature <= 0.0 {
             LlamaSampler::greedy()
@@ -49,9 +61,9 @@ impl TokenSampler {
                 LlamaSampler::dist(seed),
             ])
         };
-        let grammar = match grammar {
-            None => None,
-            Some(g) => {
+        let grammar = match hold {
+            Hold::Free => None,
+            Hold::Calls(g, shape) => {
                 let text = g.for_shape(shape.forced, shape.single);
                 let sampler = if shape.forced {
                     LlamaSampler::grammar(model, &text, "root")
@@ -60,6 +72,10 @@ impl TokenSampler {
                 };
                 Some(sampler.map_err(|e| format!("the tool-call grammar was refused: {e}"))?)
             }
+            Hold::Whole(text) => Some(
+                LlamaSampler::grammar(model, text, "root")
+                    .map_err(|e| format!("the answer's grammar was refused: {e}"))?,
+            ),
         };
         Ok(TokenSampler { chain, grammar })
     }

@@ -452,6 +452,7 @@ mod tests {
             max_output_tokens: None,
             tool_choice: Default::default(),
             single_tool_call: false,
+            answer_schema: None,
         }
     }
 

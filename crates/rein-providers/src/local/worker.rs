@@ -23,13 +23,15 @@ use rein_core::{
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use super::answer_grammar::answer_grammar;
 use super::config::LocalConfig;
 use super::cpu::physical_cores;
 use super::grammar::{ToolGrammar, tool_call_grammar};
 use super::output::OutputBuilder;
 use super::prefix::reusable_prefix;
 use super::progress::ProgressReporter;
-use super::sampler::{CallShape, TokenSampler};
+use super::prompter::Prompter;
+use super::sampler::{CallShape, Hold, TokenSampler};
 use super::template::ChatTemplate;
 use super::utf8::PieceDecoder;
 
@@ -63,6 +65,8 @@ pub(crate) struct Loaded {
     /// Shared read-only with the provider (llama.cpp's model is `Sync`:
     /// tokenizing only reads the vocabulary).
     pub(crate) model: Arc<LlamaModel>,
+    /// How requests become the model's tokens, shared for counting.
+    pub(crate) prompter: Arc<Prompter>,
 }
 
 /// llama.cpp's backend may be initialised once per process.
@@ -134,6 +138,7 @@ fn worker_main(
         model_name: worker.model_name.clone(),
         n_ctx: worker.ctx.n_ctx(),
         model: Arc::clone(&model),
+        prompter: Arc::clone(&worker.prompter),
     };
     if ready.send(Ok(loaded)).is_err() {
         return;
@@ -175,11 +180,9 @@ fn load_model(backend: &LlamaBackend, path: &Path) -> Result<LlamaModel, Provide
 struct Worker<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
-    template: ChatTemplate,
+    prompter: Arc<Prompter>,
     config: LocalConfig,
     model_name: String,
-    /// Text of the BOS token, when the model wants one.
-    bos_text: String,
     /// The tokens held in the KV cache, positions 0..len.
     cached: Vec<LlamaToken>,
     /// The grammar built for the last tool set.
@@ -235,13 +238,13 @@ impl<'m> Worker<'m> {
             model.meta_val_str("general.file_type").ok().as_deref(),
             &config.model_path,
         );
+        let prompter = Prompter::new(template, bos_text, config.tool_results_as_user);
         Ok(Worker {
             model,
             ctx,
-            template,
+            prompter: Arc::new(prompter),
             config,
             model_name,
-            bos_text,
             cached: Vec::new(),
             grammar: None,
         })
@@ -359,15 +362,10 @@ impl<'m> Worker<'m> {
         &self,
         request: &ModelRequest,
     ) -> Result<(String, Vec<LlamaToken>), ProviderError> {
-        let prompt = self
-            .template
-            .render(request, self.config.tool_results_as_user)
+        let (prompt, tokens) = self
+            .prompter
+            .tokens(self.model, request)
             .map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e))?;
-        let add_bos = !self.bos_text.is_empty() && !prompt.starts_with(&self.bos_text);
-        let tokens = self
-            .model
-            .vocab()
-            .tokenize(prompt.as_bytes(), add_bos, true);
         let n_ctx = self.ctx.n_ctx() as usize;
         if tokens.len() >= n_ctx {
             return Err(ProviderError::new(
@@ -398,31 +396,31 @@ impl<'m> Worker<'m> {
             .max(1)
     }
 
-    /// The sampler for `request`, with the tool-call grammar when tools
-    /// are offered; without it when llama.cpp refuses the grammar.
+    /// The sampler for `request`: with the tool-call grammar when tools
+    /// are offered, or with the answer's grammar from the first token when
+    /// the answer is held to a JSON Schema (unless this turn must be
+    /// calls); without any when llama.cpp refuses the grammar.
     fn sampler_for(&mut self, request: &ModelRequest) -> Result<TokenSampler, ProviderError> {
         let grammar = self.grammar_for(&request.tools);
         let shape = CallShape {
             forced: request.tool_choice.forces_call(&request.tools),
             single: request.single_tool_call,
         };
-        match TokenSampler::new(
-            self.model,
-            self.config.temperature,
-            self.config.seed,
-            grammar.as_ref(),
-            shape,
-        ) {
-            Ok(s) => Ok(s),
-            Err(_) => TokenSampler::new(
-                self.model,
-                self.config.temperature,
-                self.config.seed,
-                None,
-                CallShape::default(),
-            )
-            .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e)),
-        }
+        let forced_calls = shape.forced && grammar.is_some();
+        let whole = request
+            .answer_schema
+            .as_ref()
+            .filter(|_| self.config.grammar && !forced_calls)
+            .and_then(|schema| answer_grammar(schema, grammar.as_ref(), shape.single));
+        let hold = match (&whole, &grammar) {
+            (Some(text), _) => Hold::Whole(text),
+            (None, Some(g)) => Hold::Calls(g, shape),
+            (None, None) => Hold::Free,
+        };
+        let (temperature, seed) = (self.config.temperature, self.config.seed);
+        TokenSampler::new(self.model, temperature, seed, hold)
+            .or_else(|_| TokenSampler::new(self.model, temperature, seed, Hold::Free))
+            .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))
     }
 
     /// Sample and evaluate one token at a time, streaming the text through

@@ -65,6 +65,58 @@ async fn the_token_counter_uses_the_models_own_vocabulary() {
     assert_eq!((p.input, p.cached_input, p.output), (0.0, 0.0, 0.0));
 }
 
+/// What `/context` shows for the local model is the size the model reads:
+/// the request with its chat template, tools and history, counted as the
+/// worker evaluates it, before it is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_is_counted_before_sending_as_the_model_reports_it() {
+    let _serial = serial().await;
+    let provider = load(config());
+    let tool = rein_core::ToolSpec {
+        name: "read_file".into(),
+        description: "Read a file.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"]
+        }),
+    };
+    let request = ModelRequest {
+        system: "You are a coding agent.".into(),
+        messages: vec![
+            Message::user(COUNTED),
+            Message::Assistant(rein_core::AssistantMessage {
+                content: vec![rein_core::ContentPart::Text {
+                    text: "Looking.".into(),
+                }],
+                ..Default::default()
+            }),
+            Message::user("and now?"),
+        ],
+        tools: vec![tool],
+        max_output_tokens: Some(1),
+        ..Default::default()
+    };
+    let counted = provider
+        .count_request(&request)
+        .expect("the local model counts requests");
+    let reported = complete(&provider, &request)
+        .await
+        .usage
+        .unwrap()
+        .input_tokens;
+    assert_eq!(counted, reported);
+    // The template and tools are in it: more than the texts alone.
+    let counter = provider.token_counter().unwrap();
+    let texts: u64 = request
+        .messages
+        .iter()
+        .map(|m| rein_core::count_message(counter.as_ref(), m))
+        .sum::<u64>()
+        + counter.count(&request.system);
+    assert!(counted > texts + 50, "{counted} vs {texts}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_model_files_are_clear_errors() {
     let _serial = serial().await;

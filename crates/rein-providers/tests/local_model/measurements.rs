@@ -155,6 +155,7 @@ fn after_call(
         max_output_tokens: Some(80),
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     }
 }
 
@@ -316,6 +317,7 @@ async fn measure_grammar_call_validity() {
                 max_output_tokens: Some(120),
                 tool_choice: Default::default(),
                 single_tool_call: false,
+                answer_schema: None,
             };
             let answer = complete(&provider, &request).await;
             let calls: Vec<&ToolCall> = answer.tool_calls().collect();
@@ -369,6 +371,7 @@ async fn measure_speed() {
         max_output_tokens: Some(256),
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     };
     let started = Instant::now();
     let mut stream = provider

@@ -32,6 +32,7 @@ async fn with_the_grammar_every_call_parses_and_names_an_offered_tool() {
             max_output_tokens: Some(80),
             tool_choice: Default::default(),
             single_tool_call: false,
+            answer_schema: None,
         };
         let answer = complete(&provider, &request).await;
         println!("{prompt}: {:?}", answer.content);
@@ -76,6 +77,7 @@ async fn a_required_call_is_always_a_call_to_an_offered_tool() {
             max_output_tokens: Some(120),
             tool_choice: rein_core::ToolChoice::Required,
             single_tool_call: single,
+            answer_schema: None,
         };
         let answer = complete(&provider, &request).await;
         println!("{prompt} (single: {single}): {:?}", answer.content);
@@ -106,4 +108,50 @@ fn tool_calls_found_in_model_style_text() {
     );
     assert_eq!(rest, "");
     assert_eq!(calls[0].name, "read_file");
+}
+
+/// `--output-schema` on the local model: with the schema's grammar every
+/// answer is JSON valid under the schema (prompts on which the model,
+/// free, writes prose), or calls to the offered tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_answer_schema_every_answer_is_valid_json_or_calls() {
+    let _serial = serial().await;
+    let provider = load(config());
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "verdict": {"type": "string", "enum": ["pass", "fail"]},
+            "reason": {"type": "string", "maxLength": 60}
+        },
+        "required": ["verdict", "reason"]
+    });
+    let prompts = [
+        ("Is 17 a prime number? Explain briefly.", false),
+        ("Show me what is in notes.txt.", true),
+    ];
+    for (prompt, with_tools) in prompts {
+        let offered = if with_tools { tools() } else { Vec::new() };
+        let request = ModelRequest {
+            system: engine_system(&offered),
+            messages: vec![Message::user(prompt)],
+            tools: offered.clone(),
+            max_output_tokens: Some(120),
+            answer_schema: Some(std::sync::Arc::new(schema.clone())),
+            ..Default::default()
+        };
+        let answer = complete(&provider, &request).await;
+        println!("{prompt}: {:?}", answer.content);
+        let calls: Vec<_> = answer.tool_calls().collect();
+        if calls.is_empty() {
+            let value: Value = serde_json::from_str(answer.text().trim())
+                .unwrap_or_else(|e| panic!("{prompt}: not JSON ({e}): {:?}", answer.text()));
+            rein_core::schema_check::check(&value, &schema)
+                .unwrap_or_else(|e| panic!("{prompt}: {e}: {value}"));
+        } else {
+            assert!(with_tools, "{prompt}: calls without tools: {calls:?}");
+            for call in calls {
+                assert!(offered.iter().any(|t| t.name == call.name), "{call:?}");
+            }
+        }
+    }
 }

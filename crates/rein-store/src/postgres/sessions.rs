@@ -103,7 +103,7 @@ const INSERT_SESSION: &str = "INSERT INTO sessions (id, workspace, title, model,
 
 async fn create_session(conn: &mut Conn, new: NewSession) -> Result<SessionInfo, PgFail> {
     let now = now_millis();
-    // Ids are time plus 20 random bits; a clash is unlikely but cheap to
+    // Ids are 32 random bits plus the second; a clash is unlikely but cheap to
     // avoid: the insert does nothing on a taken id and a new one is tried.
     for _ in 0..8 {
         let id = new_session_id();

@@ -55,6 +55,20 @@ pub fn user_version(conn: &rusqlite::Connection) -> i64 {
         .unwrap()
 }
 
+/// Two sessions whose ids share their first hex digit (ids start random):
+/// made until two do, which 17 sessions always reach.
+pub async fn twins(store: &dyn SessionStore, workspace: &str) -> (SessionInfo, SessionInfo) {
+    let mut made: Vec<SessionInfo> = Vec::new();
+    loop {
+        let s = session(store, workspace, "t").await;
+        if let Some(twin) = made.iter().find(|m| m.id[..1] == s.id[..1]) {
+            return (twin.clone(), s);
+        }
+        assert!(made.len() < 16, "17 ids with 16 first digits");
+        made.push(s);
+    }
+}
+
 pub async fn session(store: &dyn SessionStore, workspace: &str, title: &str) -> SessionInfo {
     store
         .create_session(NewSession {

@@ -3,7 +3,7 @@
 
 use rein_core::{Message, SessionStore, StoreError, TodoStatus};
 
-use crate::fixtures::{every_kind_of_message, open, raw, session, temp_db, tick, todo};
+use crate::fixtures::{every_kind_of_message, open, raw, session, temp_db, tick, todo, twins};
 
 #[tokio::test]
 async fn a_new_session_is_stored_as_created() {
@@ -125,9 +125,8 @@ fn common_prefix(a: &str, b: &str) -> String {
 async fn a_prefix_shared_by_two_sessions_is_ambiguous_and_deletes_nothing() {
     let db = temp_db();
     let store = open(&db.path);
-    let a = session(&store, "/w", "a").await;
-    let b = session(&store, "/w", "b").await;
-    // Ids start with the creation time in hex, so two fresh ones share a prefix.
+    // Only these two of the sessions made share their first digit.
+    let (a, b) = twins(&store, "/w").await;
     let shared = common_prefix(&a.id, &b.id);
     assert!(!shared.is_empty(), "{} / {}", a.id, b.id);
     // Both candidates are listed, in order, in the error and its message.

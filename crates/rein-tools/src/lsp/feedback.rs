@@ -105,10 +105,12 @@ impl Diagnostics {
         } else {
             self.servers.settings.cap
         };
-        match server
+        let answer = server
             .diagnostics(path, past, self.servers.settings.settle, cap)
-            .await
-        {
+            .await;
+        let slow = answer.is_none() && server.is_alive();
+        self.servers.waited(&server, slow.then_some(cap));
+        match answer {
             Some(items) => {
                 match self.report(server.name(), root, path, &before, &items, past > 0) {
                     Some(r) => Checked::Report(r),

@@ -19,6 +19,8 @@ pub struct ServerSpec {
     pub init_options: Option<Value>,
     /// The `languageId` of its documents.
     pub language_id: String,
+    /// Files whose folder is a project's root (see [`super::roots`]).
+    pub root_markers: Vec<String>,
 }
 
 /// A built-in entry: a name, the commands tried in order, extensions,
@@ -28,6 +30,7 @@ struct Default {
     commands: &'static [&'static [&'static str]],
     extensions: &'static [&'static str],
     language_id: &'static str,
+    markers: &'static [&'static str],
 }
 
 /// The servers rein looks for on `PATH`.
@@ -41,30 +44,45 @@ const DEFAULTS: &[Default] = &[
         ],
         extensions: &["py", "pyi"],
         language_id: "python",
+        markers: &[
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+            "pyrightconfig.json",
+        ],
     },
     Default {
         name: "typescript",
         commands: &[&["typescript-language-server", "--stdio"]],
         extensions: &["ts", "tsx", "js", "jsx", "mjs", "cjs"],
         language_id: "typescript",
+        markers: &["package.json", "tsconfig.json", "jsconfig.json"],
     },
     Default {
         name: "rust",
         commands: &[&["rust-analyzer"]],
         extensions: &["rs"],
         language_id: "rust",
+        markers: &["Cargo.toml"],
     },
     Default {
         name: "go",
         commands: &[&["gopls"]],
         extensions: &["go"],
         language_id: "go",
+        markers: &["go.mod", "go.work"],
     },
     Default {
         name: "c",
         commands: &[&["clangd"]],
         extensions: &["c", "h", "cc", "cpp", "cxx", "hpp"],
         language_id: "cpp",
+        markers: &[
+            "compile_commands.json",
+            "CMakeLists.txt",
+            "compile_flags.txt",
+        ],
     },
 ];
 
@@ -97,7 +115,67 @@ pub fn server_for(ext: &str, configured: &[ServerSpec]) -> Option<ServerSpec> {
         extensions: d.extensions.iter().map(|e| e.to_string()).collect(),
         init_options: init_options(d.name),
         language_id: language_id(d.language_id, ext),
+        root_markers: strings(d.markers),
     })
+}
+
+fn strings(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// The root markers of the built-in language that serves one of
+/// `extensions` (a user's entry without `root_markers` gets them).
+pub fn default_markers(extensions: &[String]) -> Vec<String> {
+    DEFAULTS
+        .iter()
+        .find(|d| {
+            extensions
+                .iter()
+                .any(|e| d.extensions.contains(&e.as_str()))
+        })
+        .map(|d| strings(d.markers))
+        .unwrap_or_default()
+}
+
+/// A server rein would use in this workspace, before it is started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Known {
+    pub name: String,
+    /// The program found on `PATH`, or the one looked for when none was.
+    pub program: String,
+    /// Whether `program` was found.
+    pub found: bool,
+}
+
+/// The user's entries, then each built-in language no entry covers: the
+/// first of its programs on `PATH`, else the first it looks for.
+pub fn known(configured: &[ServerSpec]) -> Vec<Known> {
+    let mut out: Vec<Known> = configured
+        .iter()
+        .map(|s| Known {
+            name: s.name.clone(),
+            program: s.command[0].clone(),
+            found: find_program(&s.command[0]).is_some(),
+        })
+        .collect();
+    for d in DEFAULTS {
+        let covered = configured.iter().any(|s| {
+            s.name == d.name
+                || s.extensions
+                    .iter()
+                    .any(|e| d.extensions.contains(&e.as_str()))
+        });
+        if covered {
+            continue;
+        }
+        let found = d.commands.iter().find(|c| find_program(c[0]).is_some());
+        out.push(Known {
+            name: d.name.to_string(),
+            program: found.unwrap_or(&d.commands[0])[0].to_string(),
+            found: found.is_some(),
+        });
+    }
+    out
 }
 
 /// The `languageId` of a file: TypeScript's and C's family by extension.

@@ -27,6 +27,8 @@ const SERVER_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// Why a server could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ServerError {
+    #[error("{0}: not found on PATH")]
+    NotFound(String),
     #[error("could not start {0}")]
     Start(String),
     #[error(transparent)]
@@ -68,7 +70,7 @@ impl LanguageServer {
         handshake: Duration,
     ) -> Result<Self, ServerError> {
         let program = super::languages::find_program(&spec.command[0])
-            .ok_or_else(|| ServerError::Start(format!("{}: not found on PATH", spec.command[0])))?;
+            .ok_or_else(|| ServerError::NotFound(spec.command[0].clone()))?;
         let (mut cmd, after) = command(spec, &program, root, launch)?;
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())

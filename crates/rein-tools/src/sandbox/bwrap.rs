@@ -79,8 +79,10 @@ fn always_hidden() -> Vec<PathBuf> {
 /// remote add` and setting a branch's upstream fail inside the sandbox, on
 /// purpose. `.git/config.worktree` matters only when the repository turns
 /// `extensions.worktreeConfig` on. Missing ones are created first by
-/// [`ensure_protected`], so a command cannot create them either.
-const PROTECTED: [&str; 4] = [".git/config", ".git/config.worktree", ".git/hooks", ".rein"];
+/// [`ensure_protected`], so a command cannot create them either (and taken
+/// away again once no command needs them, see [`super::made`]).
+pub(super) const PROTECTED: [&str; 4] =
+    [".git/config", ".git/config.worktree", ".git/hooks", ".rein"];
 
 /// Create on the host the protected paths of `workspace` (canonical) that a
 /// command could otherwise create writable: an empty `.rein/` folder, and
@@ -92,22 +94,24 @@ const PROTECTED: [&str; 4] = [".git/config", ".git/config.worktree", ".git/hooks
 /// created (other than on a read-only file system, where the command
 /// cannot create it either), or exists as a symlink to nothing, the
 /// command must not run: the error says why. For writable modes only
-/// (read-only mode binds the whole workspace read-only).
-pub fn ensure_protected(workspace: &Path) -> Result<(), String> {
-    ensure(&workspace.join(".rein"), Kind::Dir)?;
+/// (read-only mode binds the whole workspace read-only). Returns the paths
+/// it created, outermost first (what is put back later).
+pub fn ensure_protected(workspace: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut made = Vec::new();
+    ensure(&workspace.join(".rein"), Kind::Dir, &mut made)?;
     let git = workspace.join(".git");
     // Not a repository (or a worktree's `.git` file pointing elsewhere):
     // creating `.git` would make one.
     if std::fs::metadata(&git).is_ok_and(|m| m.is_dir()) {
-        ensure(&git.join("hooks"), Kind::Dir)?;
+        ensure(&git.join("hooks"), Kind::Dir, &mut made)?;
         let config = git.join("config");
-        ensure(&config, Kind::File)?;
+        ensure(&config, Kind::File, &mut made)?;
         let text = std::fs::read_to_string(&config).unwrap_or_default();
         if text.to_ascii_lowercase().contains("worktreeconfig") {
-            ensure(&git.join("config.worktree"), Kind::File)?;
+            ensure(&git.join("config.worktree"), Kind::File, &mut made)?;
         }
     }
-    Ok(())
+    Ok(made)
 }
 
 #[derive(Clone, Copy)]
@@ -116,10 +120,11 @@ enum Kind {
     File,
 }
 
-/// Create `path` as an empty folder or file unless something is there,
-/// then make sure it resolves to something that can be bound.
-fn ensure(path: &Path, kind: Kind) -> Result<(), String> {
-    let made = match kind {
+/// Create `path` as an empty folder or file unless something is there
+/// (adding it to `made` when created), then make sure it resolves to
+/// something that can be bound.
+fn ensure(path: &Path, kind: Kind, made: &mut Vec<PathBuf>) -> Result<(), String> {
+    let created = match kind {
         Kind::Dir => std::fs::create_dir(path),
         Kind::File => std::fs::OpenOptions::new()
             .write(true)
@@ -134,8 +139,8 @@ fn ensure(path: &Path, kind: Kind) -> Result<(), String> {
             path.display()
         ))
     };
-    match made {
-        Ok(()) => {}
+    match created {
+        Ok(()) => made.push(path.to_path_buf()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         // Nothing can create it there, the command no more than rein.
         Err(e) if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem => return Ok(()),

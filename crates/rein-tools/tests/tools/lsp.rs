@@ -27,6 +27,7 @@ fn spec(command: Vec<String>) -> ServerSpec {
         extensions: vec!["py".into()],
         init_options: None,
         language_id: "python".into(),
+        root_markers: vec!["pyproject.toml".into()],
     }
 }
 
@@ -131,9 +132,14 @@ async fn a_type_error_an_edit_brings_is_in_its_result_and_the_fix_clears_it() {
 async fn a_missing_server_is_said_once_and_then_adds_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
-    let hook = hook(
+    let servers = servers(
         vec!["/nonexistent/pyright-langserver".into()],
         Duration::from_secs(5),
+    );
+    let hook = Diagnostics::over(servers.clone());
+    assert_eq!(
+        status(&servers, &root),
+        ["python: missing: /nonexistent/pyright-langserver is not on PATH"]
     );
     let AfterCall::Warn(why) = edited(&hook, &root, "a.py", BROKEN).await else {
         panic!("a missing server must be said once");
@@ -151,6 +157,21 @@ async fn a_missing_server_is_said_once_and_then_adds_nothing() {
         edited(&hook, &root, "notes.txt", "x").await,
         AfterCall::Nothing
     );
+    assert_eq!(
+        status(&servers, &root),
+        ["python [.]: missing: /nonexistent/pyright-langserver is not on PATH"]
+    );
+}
+
+/// The status lines of the python server (the built-in languages' lines
+/// depend on what this machine has on PATH).
+fn status(servers: &rein_tools::lsp::Servers, root: &Path) -> Vec<String> {
+    servers
+        .status()
+        .iter()
+        .filter(|s| s.name == "python")
+        .map(|s| s.line(root))
+        .collect()
 }
 
 #[tokio::test]
@@ -161,9 +182,14 @@ async fn a_server_that_never_answers_costs_at_most_the_handshake_and_then_nothin
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     // `sleep` reads nothing and answers nothing.
-    let hook = hook(
+    let servers = servers(
         vec!["/bin/sleep".into(), "600".into()],
         Duration::from_millis(500),
+    );
+    let hook = Diagnostics::over(servers.clone());
+    assert_eq!(
+        status(&servers, &root),
+        ["python: not started yet (/bin/sleep)"]
     );
     let started = Instant::now();
     let first = edited(&hook, &root, "a.py", BROKEN).await;
@@ -178,6 +204,63 @@ async fn a_server_that_never_answers_costs_at_most_the_handshake_and_then_nothin
     );
     assert!(again.elapsed() < Duration::from_secs(1));
     eprintln!("first edit took {:?}", started.elapsed());
+    let lines = status(&servers, &root);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("python [.]: off for this session: ")
+            && lines[0].contains("did not answer initialize"),
+        "{lines:?}"
+    );
+}
+
+/// The crashing server of the tests, `--silent` or not, on the host (its
+/// log lies in the workspace, which the sandbox keeps read-only).
+fn scripted(
+    starts: &Path,
+    silent: bool,
+    cap: Duration,
+) -> std::sync::Arc<rein_tools::lsp::Servers> {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/crashing_lsp.py");
+    let mut command = vec![
+        "/usr/bin/python3".into(),
+        server.display().to_string(),
+        starts.display().to_string(),
+    ];
+    if silent {
+        command.push("--silent".into());
+    }
+    let settings = LspSettings {
+        servers: vec![spec(command)],
+        cap,
+        first_cap: cap,
+        ..LspSettings::default()
+    };
+    let launch = Launch {
+        kind: rein_tools::sandbox::SandboxKind::None,
+        policy: SandboxPolicy::default(),
+    };
+    std::sync::Arc::new(rein_tools::lsp::Servers::new(settings, launch))
+}
+
+#[tokio::test]
+async fn a_server_whose_diagnostics_never_come_is_shown_slow_after_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let servers = scripted(
+        &dir.path().join("starts.log"),
+        true,
+        Duration::from_millis(300),
+    );
+    let hook = Diagnostics::over(servers.clone());
+    assert_eq!(
+        edited(&hook, &root, "a.py", BROKEN).await,
+        AfterCall::Nothing
+    );
+    assert_eq!(
+        status(&servers, &root),
+        ["python [.]: slow: the last wait for diagnostics hit the 300ms cap"]
+    );
+    hook.shutdown().await;
 }
 
 #[tokio::test]
@@ -261,6 +344,7 @@ async fn typescript_errors_come_from_the_typescript_language_server() {
             extensions: vec!["ts".into()],
             init_options: None,
             language_id: "typescript".into(),
+            root_markers: vec!["package.json".into()],
         }],
         cap: Duration::from_secs(30),
         first_cap: Duration::from_secs(30),
@@ -324,4 +408,68 @@ async fn a_server_that_crashes_is_started_once_more_and_then_left_off() {
     }
     let log = std::fs::read_to_string(&starts).unwrap();
     assert_eq!(log.lines().count(), 2, "started {log:?}");
+}
+
+#[tokio::test]
+async fn the_status_says_crashed_then_restarted_then_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let servers = scripted(
+        &dir.path().join("starts.log"),
+        false,
+        Duration::from_secs(10),
+    );
+    let hook = Diagnostics::over(servers.clone());
+    let crashed = "python [.]: crashed; restarted on its next file";
+    edited(&hook, &root, "a.py", BROKEN).await;
+    wait_for(&servers, &root, crashed).await;
+    edited(&hook, &root, "a.py", BROKEN).await;
+    let off = "python [.]: off for this session: it crashed again after its restart (restarted once after a crash)";
+    wait_for(&servers, &root, off).await;
+}
+
+/// Wait until the python server's status is `line` (a crash is seen when
+/// the server's stream ends, a moment after the edit).
+async fn wait_for(servers: &rein_tools::lsp::Servers, root: &Path, line: &str) {
+    for _ in 0..100 {
+        if status(servers, root) == [line] {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status(servers, root), [line]);
+}
+
+#[tokio::test]
+async fn two_python_projects_in_one_workspace_get_a_server_each_and_their_errors() {
+    let Some(server) = pyright() else {
+        skip(Component::Pyright, "no pyright under ~/.cache/rein/lsp");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    for project in ["api", "web"] {
+        std::fs::create_dir_all(root.join("apps").join(project)).unwrap();
+        std::fs::write(root.join("apps").join(project).join("pyproject.toml"), "").unwrap();
+    }
+    let servers = servers(
+        vec![server.display().to_string(), "--stdio".into()],
+        Duration::from_secs(30),
+    );
+    let hook = Diagnostics::over(servers.clone());
+    for project in ["api", "web"] {
+        let name = format!("apps/{project}/calc.py");
+        let AfterCall::Tell(report) = edited(&hook, &root, &name, BROKEN).await else {
+            panic!("no diagnostics in {name}");
+        };
+        assert!(
+            report.contains(&format!("{name}:5:21: error: ")),
+            "{report}"
+        );
+    }
+    assert_eq!(
+        status(&servers, &root),
+        ["python [apps/api]: ready", "python [apps/web]: ready"]
+    );
+    hook.shutdown().await;
 }

@@ -104,7 +104,8 @@ impl App {
                 estimated,
                 actual,
                 window,
-            } => self.context_measured(estimated, actual, window),
+                next_request,
+            } => self.context_measured(estimated, actual, window, next_request),
             Event::MessageCommitted { message, .. } => self.committed(message),
             Event::Stopped {
                 reason,
@@ -154,10 +155,24 @@ impl App {
         });
     }
 
-    /// The context's size, as the provider measured it or as estimated
-    /// (the larger of the two); the window when the provider knows it.
-    fn context_measured(&mut self, estimated: u64, actual: Option<u64>, window: Option<u64>) {
-        self.status.context_tokens = Some(actual.unwrap_or(estimated).max(estimated));
+    /// The context's size after a turn: the next request in the one
+    /// accounting (from events of older versions, which lack it, the
+    /// report or the estimate of the request just sent); the window when
+    /// the provider knows it.
+    fn context_measured(
+        &mut self,
+        estimated: u64,
+        actual: Option<u64>,
+        window: Option<u64>,
+        next_request: u64,
+    ) {
+        let next = Some(next_request)
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| actual.unwrap_or(estimated));
+        self.status.context_tokens = Some(next);
+        if actual.is_some() {
+            self.status.last_request = actual;
+        }
         if window.is_some() {
             self.status.context_window = window;
         }

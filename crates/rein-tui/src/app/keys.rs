@@ -303,6 +303,7 @@ impl App {
             "/cost" => vec![Action::ShowCost],
             "/context" => vec![Action::ShowContext],
             "/mcp" => vec![Action::ShowMcp],
+            "/lsp" => vec![Action::ShowLsp],
             "/skills" => self.show_skills(),
             "/plugins" => self.show_plugins(),
             "/rewind" => self.ask_rewind(),
@@ -431,6 +432,7 @@ impl App {
         let ended = self.status.session_id.take();
         self.status.totals = Default::default();
         self.status.context_tokens = None;
+        self.status.last_request = None;
         self.todos.clear();
         self.status.todos_done = 0;
         self.status.todos_total = 0;

@@ -1,7 +1,7 @@
 //! The app's reports on a session: its cost (`/cost`, the status line)
 //! and what its context holds (`/context`).
 
-use rein_core::{AgentEngine, Message, SessionStore};
+use rein_core::{AgentEngine, Message, SessionStore, SizeBasis};
 
 use crate::app::App;
 use crate::cells::Cell;
@@ -63,28 +63,37 @@ pub(super) async fn show_context(app: &mut App, engine: &AgentEngine) {
     });
 }
 
-/// `/context`: what the next request carries, part by part, in tokens and
-/// as a share of the window.
+/// The status line's context figure from the one accounting, between
+/// runs (a resumed session, a compaction).
+pub(super) async fn refresh_context(app: &mut App, engine: &AgentEngine) {
+    let id = app.status.session_id.clone();
+    if let Ok(size) = engine.context_size(id.as_deref(), app.status.mode).await {
+        app.status.context_tokens = Some(size.next.tokens);
+        app.status.last_request = size.last_reported;
+    }
+}
+
+/// `/context`: what the next request carries, in the one accounting
+/// (the figure the status line shows), then part by part.
 async fn context_lines(app: &mut App, engine: &AgentEngine) -> Vec<String> {
     let window = app.status.context_window;
     let pct = |n: u64| match window {
         Some(w) if w > 0 => format!(" ({:.0}%)", n as f64 / w as f64 * 100.0),
         _ => String::new(),
     };
-    let fixed = engine.fixed_tokens(app.status.mode);
-    // What the next request carries: after a compaction, its summary and
-    // what followed, not the whole stored transcript.
-    let messages = match app.status.session_id.clone() {
-        Some(id) => match engine.model_messages(&id).await {
-            Ok(m) => m,
-            Err(e) => return vec![format!("cannot read the session: {e}")],
-        },
-        None => Vec::new(),
+    let size = match engine
+        .context_size(app.status.session_id.as_deref(), app.status.mode)
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => return vec![format!("cannot read the session: {e}")],
     };
+    app.status.context_tokens = Some(size.next.tokens);
+    let (fixed, messages) = (size.fixed, &size.messages);
     let counter = engine.token_counter();
     let mut by_kind = [0u64; 4];
     let mut biggest: Vec<(u64, String)> = Vec::new();
-    for m in &messages {
+    for m in messages {
         let n = rein_core::count_message(counter.as_ref(), m);
         let k = match m {
             Message::User { .. } => 0,
@@ -99,10 +108,18 @@ async fn context_lines(app: &mut App, engine: &AgentEngine) -> Vec<String> {
     }
     biggest.sort_by_key(|b| std::cmp::Reverse(b.0));
     let history: u64 = by_kind.iter().sum();
-    let total = fixed.total() + history;
+    let total = size.next.tokens;
+    let (about, how) = match size.next.basis {
+        SizeBasis::Counted => ("", "counted with the model's tokenizer"),
+        SizeBasis::Measured => (
+            "about ",
+            "the provider's count of the last request and what followed",
+        ),
+        SizeBasis::Estimated => ("about ", "estimated; the parts below are estimates too"),
+    };
     let mut lines = vec![
         format!(
-            "next request        about {total}{} of {}",
+            "next request        {about}{total}{} of {} ({how})",
             pct(total),
             window.map_or_else(
                 || "a window of unknown size".into(),
@@ -157,9 +174,9 @@ async fn context_lines(app: &mut App, engine: &AgentEngine) -> Vec<String> {
     for (n, name) in biggest.into_iter().take(3) {
         lines.push(format!("      largest: {name} {n}"));
     }
-    if let Some(last) = app.status.context_tokens {
+    if let Some(last) = size.last_reported.or(app.status.last_request) {
         lines.push(format!(
-            "last request        {last}{} (as counted then)",
+            "last request        {last}{} (as the provider counted it)",
             pct(last)
         ));
     }

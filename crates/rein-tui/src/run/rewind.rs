@@ -75,7 +75,7 @@ impl Loop {
                     "a run started meanwhile: /resume {new} continues the rewound conversation"
                 ));
             } else {
-                resume(&mut self.app, self.store.as_ref(), new).await;
+                resume(&mut self.app, &self.engine, new).await;
             }
         }
         self.app.rewind_done(&request, result);

@@ -1,16 +1,18 @@
 //! A session in the app: one loaded from the store (`/resume`, a rewind's
 //! new session) and a new one's model-written title.
 
-use rein_core::{AgentEngine, CancellationToken, SessionStore};
+use rein_core::{AgentEngine, CancellationToken};
 use tokio::sync::mpsc;
 
 use super::Side;
-use super::reports::refresh_cost;
+use super::reports::{refresh_context, refresh_cost};
 use crate::app::App;
 use crate::cells::Cell;
 
-/// Load session `id` into the app: its transcript, todos and cost.
-pub(super) async fn resume(app: &mut App, store: &dyn SessionStore, id: &str) {
+/// Load session `id` into the app: its transcript, todos, cost and
+/// context size.
+pub(super) async fn resume(app: &mut App, engine: &AgentEngine, id: &str) {
+    let store = engine.store().as_ref();
     let info = match store.get_session(id).await {
         Ok(i) => i,
         Err(e) => {
@@ -30,6 +32,7 @@ pub(super) async fn resume(app: &mut App, store: &dyn SessionStore, id: &str) {
                 app.set_todos(todos);
             }
             refresh_cost(app, store).await;
+            refresh_context(app, engine).await;
         }
         Err(e) => app.error(format!("cannot read session {}: {e}", info.id)),
     }

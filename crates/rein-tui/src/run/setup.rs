@@ -43,6 +43,8 @@ pub struct Setup {
     /// Why configured servers were not started, for `/mcp` (none
     /// running).
     pub mcp_not_started: Option<String>,
+    /// `/lsp`: a line per language server, made when asked.
+    pub lsp_status: Option<super::servers::StatusLines>,
     /// The custom commands (`.rein/commands/`, `.claude/commands/`,
     /// `$REIN_HOME/commands/`), offered as `/NAME`.
     pub commands: Vec<rein_core::commands::CustomCommand>,

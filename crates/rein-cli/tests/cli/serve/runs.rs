@@ -195,3 +195,114 @@ fn serve_shuts_down_on_sigterm_cancelling_runs() {
     let list = env.rein(&["sessions", "list", "--json"]);
     assert!(stdout(&list).contains("cancelled"), "{}", stdout(&list));
 }
+
+/// An MCP server whose first start outlasts `startup_timeout_sec` (as an
+/// `npx` server downloading on first use) is started once more (with twice
+/// the time: a loaded machine starts Python slowly) and its tools work; one that misses both starts is not offered. Both are told
+/// to the session's event stream in notices naming the setting to raise.
+#[test]
+fn serve_starts_a_slow_mcp_server_once_more_and_its_notices_name_the_setting() {
+    let env = Env::new();
+    let Some((sdk, server)) = crate::cli::mcp::python_server() else {
+        return;
+    };
+    // The first start only sleeps (and leaves a mark); later ones serve.
+    let mark = env.ws.path().join("downloaded");
+    let first_slow = format!(
+        "if [ -e {mark:?} ]; then exec python3 {server:?}; fi; touch {mark:?}; sleep 60",
+        mark = mark.display().to_string(),
+        server = server.display().to_string()
+    );
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.py]\ncommand = \"bash\"\nargs = [\"-c\", {first_slow:?}]\n\
+             startup_timeout_sec = 5\nenv = {{ PYTHONPATH = {:?} }}\n\n\
+             [mcp_servers.never]\ncommand = \"sleep\"\nargs = [\"60\"]\nstartup_timeout_sec = 1\n",
+            sdk.display().to_string()
+        ),
+    )
+    .unwrap();
+    let script = env.script(
+        "mcp.json",
+        &json!({"turns": [
+            {"tool_calls": [
+                {"id": "c1", "name": "mcp__py__shout", "arguments": {"text": "late"}},
+                {"id": "c2", "name": "mcp__never__anything", "arguments": {}}
+            ]},
+            {"text": "done"}
+        ]}),
+    );
+    let s = Served::start(&env, &["--script", &script]);
+    let id = create(&s, json!({"workspace": "proj"}));
+    let (status, _) = s.call(
+        "POST",
+        &format!("/sessions/{id}/prompt"),
+        Some(json!({"text": "shout"})),
+    );
+    assert_eq!(status, 202);
+    let events = s.events_until(&id, None, "stopped");
+    let finished = |call: &str| {
+        events
+            .iter()
+            .map(|(_, e)| e)
+            .find(|e| e["type"] == "tool_finished" && e["call_id"] == call)
+            .unwrap_or_else(|| panic!("{events:?}"))
+            .clone()
+    };
+    let shouted = finished("c1");
+    assert_eq!(shouted["is_error"], false, "{shouted}");
+    assert!(
+        shouted["output_preview"].as_str().unwrap().contains("LATE"),
+        "{shouted}"
+    );
+    let refused = finished("c2");
+    assert_eq!(refused["is_error"], true, "{refused}");
+    let why = refused["output_preview"].as_str().unwrap();
+    assert!(why.contains("startup_timeout_sec"), "{why}");
+    // The notices (read until they are all in): each server's first
+    // start, then `never`'s second.
+    let told = |notices: &[String], name: &str, end: &str| {
+        notices
+            .iter()
+            .any(|n| n.contains(&format!("`{name}`")) && n.ends_with(end))
+    };
+    let mut notices: Vec<String> = Vec::new();
+    let mut last = None;
+    while !(told(&notices, "py", "once more")
+        && told(&notices, "never", "once more")
+        && told(&notices, "never", "not offered"))
+    {
+        let got = s.events_until(&id, last, "notice");
+        last = got.last().map(|(i, _)| *i);
+        notices.extend(
+            got.iter()
+                .filter(|(_, e)| e["type"] == "notice")
+                .map(|(_, e)| e["message"].as_str().unwrap().to_string()),
+        );
+    }
+    for name in ["py", "never"] {
+        let retry = notices
+            .iter()
+            .find(|n| n.contains(&format!("`{name}`")) && n.ends_with("starting it once more"))
+            .unwrap_or_else(|| panic!("{notices:?}"));
+        assert!(
+            retry.contains(&format!(
+                "`startup_timeout_sec` in its [mcp_servers.{name}] section"
+            )),
+            "{retry}"
+        );
+    }
+    let failed = notices.iter().find(|n| n.contains("not offered")).unwrap();
+    assert!(failed.contains("startup_timeout_sec"), "{failed}");
+    assert!(
+        failed.contains("nor in twice that when started once more"),
+        "{failed}"
+    );
+    assert!(
+        !notices
+            .iter()
+            .any(|n| n.contains("`py`") && n.contains("not offered")),
+        "{notices:?}"
+    );
+}

@@ -247,3 +247,57 @@ fn slash_mcp_on_the_small_profile_names_the_servers_that_were_not_started() {
     assert!(!screen.contains("no MCP servers configured"), "{screen}");
     quit(&app);
 }
+
+/// The status line and `/context` give one figure for the next request,
+/// taken from the provider's count of the last one (not an estimate that
+/// contradicts it), `/context` names the provider's count, and a resumed
+/// session starts from the same figure.
+#[test]
+fn the_status_line_and_slash_context_agree_with_the_providers_count() {
+    let env = Env::new();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [
+            {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}],
+             "usage": {"input_tokens": 12000, "output_tokens": 40}},
+            {"text": "Nothing here.", "usage": {"input_tokens": 12400, "output_tokens": 4}}
+        ]}),
+    );
+    let app = Tmux::start(
+        &env,
+        &["--provider", "replay", "--script", &script, "what is here?"],
+    );
+    app.wait_for("Nothing here.");
+    let status = status_of(&app, "m ·");
+    // 12,400 and the reply's few tokens.
+    assert!(status.contains("ctx 12.4k"), "{status}");
+    app.type_text("/context");
+    app.keys(&["Enter"]);
+    let screen = app.wait_for("last request");
+    let line = |label: &str| {
+        screen
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} line:\n{screen}"))
+            .to_string()
+    };
+    let next = line("next request");
+    let tokens: u64 = next
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no number in {next:?}"));
+    assert!((12401..12450).contains(&tokens), "{next}");
+    assert!(next.contains("the provider's count"), "{next}");
+    assert!(line("last request").contains("12400"), "{screen}");
+    quit(&app);
+    // A new app resuming the session shows the same figure, from the
+    // session's ledger, not an estimate of the whole history.
+    let app = Tmux::start(
+        &env,
+        &["--provider", "replay", "--script", &script, "--last"],
+    );
+    app.wait_for("Resumed");
+    let status = status_of(&app, "m ·");
+    assert!(status.contains("ctx 12.4k"), "{status}");
+    quit(&app);
+}

@@ -13,6 +13,7 @@ use crate::engine::hooks;
 use crate::event::Event;
 use crate::lifecycle::CompactTrigger;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
+use crate::request_size::{Measured, RequestSize, request_size};
 use crate::schema::{AssistantMessage, Message, StreamChunk, ToolCall};
 use crate::tokens::CallKind;
 
@@ -25,7 +26,7 @@ impl RunLoop<'_> {
         // The provider may have been switched (`set_provider`).
         let window = self.provider().capabilities().context_window;
         let cfg = &self.engine.inner.config.compaction;
-        let used = self.fixed.tokens.saturating_add(self.conv.tokens());
+        let used = self.next_request_size(ctx).tokens;
         if cfg.enabled && window.is_some_and(|w| used as f64 > cfg.threshold * w as f64) {
             self.compact(ctx, CompactionReason::Threshold).await?;
         }
@@ -49,12 +50,18 @@ impl RunLoop<'_> {
             Err(f) => (f.partial, Some(f.stop)),
         };
         self.conv.unique_call_ids(&mut assistant);
+        // The request just sent: the conversation as it stands (a
+        // compaction on overflow replaced it before the second ask).
+        let sent_estimate = self.fixed.tokens.saturating_add(self.conv.tokens());
+        let reported = assistant.usage.map(|u| u.input_tokens).filter(|&n| n > 0);
         if let Some(u) = &assistant.usage {
             ctx.st.usage.add(u);
-            if u.input_tokens > 0 {
-                let chars = self.fixed.chars.saturating_add(self.conv.chars());
-                ctx.counter.observe(chars, u.input_tokens);
-            }
+        }
+        if let Some(input) = reported {
+            let chars = self.fixed.chars.saturating_add(self.conv.chars());
+            ctx.counter.observe(chars, input);
+            let measured = Measured::new(input, self.fixed.id, &self.conv.messages);
+            self.engine.inner.sizes.put(&ctx.session_id, measured);
         }
         if assistant.content.is_empty()
             && let Some(stop) = failure
@@ -63,18 +70,32 @@ impl RunLoop<'_> {
         }
         ctx.st.final_text = assistant.text();
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
-        let actual = assistant.usage.map(|u| u.total());
         ctx.commit_to(&mut self.conv, Message::Assistant(assistant))
             .await?;
         ctx.emit(Event::TokenUpdate {
-            estimated: self.fixed.tokens.saturating_add(self.conv.tokens()),
-            actual,
+            estimated: sent_estimate,
+            actual: reported,
             window,
+            next_request: self.next_request_size(ctx).tokens,
         });
         match failure {
             Some(stop) => Err(stop),
             None => Ok(calls),
         }
+    }
+
+    /// The size of the next request, in the one accounting
+    /// ([`crate::request_size`]): the provider's last report of this
+    /// session plus what was added since, else the estimate.
+    pub(super) fn next_request_size(&self, ctx: &RunCtx<'_>) -> RequestSize {
+        let measured = self.engine.inner.sizes.get(&ctx.session_id);
+        request_size(
+            measured.as_ref(),
+            self.fixed.as_fixed(),
+            &self.conv.messages,
+            self.conv.tokens(),
+            ctx.counter.as_ref(),
+        )
     }
 
     /// One model turn on the conversation as it stands.

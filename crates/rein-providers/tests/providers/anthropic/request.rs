@@ -56,6 +56,7 @@ fn request_puts_system_and_tools_at_the_top_with_cache_breakpoints_and_replays_t
         max_output_tokens: None,
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     };
     let mut ep = endpoint();
     ep.max_output_tokens = Some(4096);
@@ -417,5 +418,33 @@ fn a_required_tool_call_is_sent_as_tool_choice_any() {
     assert_eq!(
         Anthropic.build_request(&req, &endpoint()).body["tool_choice"],
         serde_json::json!({"type": "auto", "disable_parallel_tool_use": true})
+    );
+}
+
+/// `--output-schema` reaches the API as its structured-output setting
+/// (`output_config.format`), beside the tools, which stay callable.
+#[test]
+fn an_answer_schema_is_sent_as_the_output_format() {
+    let schema = serde_json::json!({"type": "object", "required": ["verdict"]});
+    let req = ModelRequest {
+        messages: vec![Message::user("check it")],
+        answer_schema: Some(std::sync::Arc::new(schema.clone())),
+        ..Default::default()
+    };
+    let body = Anthropic.build_request(&req, &endpoint()).body;
+    assert_eq!(
+        body["output_config"],
+        serde_json::json!({"format": {"type": "json_schema", "schema": schema}})
+    );
+    let plain = ModelRequest {
+        messages: vec![Message::user("check it")],
+        ..Default::default()
+    };
+    assert!(
+        Anthropic
+            .build_request(&plain, &endpoint())
+            .body
+            .get("output_config")
+            .is_none()
     );
 }

@@ -71,6 +71,7 @@ fn request_carries_system_messages_calls_reasoning_results_and_tools() {
         max_output_tokens: None,
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     };
     let endpoint = EndpointConfig {
         base_url: "https://api.openai.com/v1".into(),
@@ -278,5 +279,27 @@ fn a_required_tool_call_is_sent_as_tool_choice_required_only_with_tools() {
             .body
             .get("tool_choice")
             .is_none()
+    );
+}
+
+/// `--output-schema` reaches the API as `response_format` (not strict:
+/// strict mode takes a subset of JSON Schema; rein checks the answer).
+#[test]
+fn an_answer_schema_is_sent_as_the_response_format() {
+    let schema = json!({"type": "object", "required": ["verdict"]});
+    let req = ModelRequest {
+        messages: vec![Message::user("check it")],
+        answer_schema: Some(std::sync::Arc::new(schema.clone())),
+        ..Default::default()
+    };
+    let endpoint = EndpointConfig {
+        model: "m".into(),
+        ..Default::default()
+    };
+    let body = OpenAiChat.build_request(&req, &endpoint).body;
+    assert_eq!(
+        body["response_format"],
+        json!({"type": "json_schema",
+               "json_schema": {"name": "answer", "schema": schema, "strict": false}})
     );
 }

@@ -86,6 +86,7 @@ fn build_request_replays_the_whole_conversation_statelessly_in_order() {
         max_output_tokens: None,
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(Some("sk-test"), Some(4000)));
     assert_eq!(wire.path, "/responses");
@@ -175,6 +176,7 @@ fn build_request_omits_what_is_empty_and_replays_only_encrypted_openai_reasoning
         max_output_tokens: Some(50),
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(None, Some(4000)));
     assert!(wire.headers.is_empty());
@@ -278,6 +280,7 @@ fn build_request_sends_the_tool_round_trip_the_way_the_recorded_client_did() {
         max_output_tokens: None,
         tool_choice: Default::default(),
         single_tool_call: false,
+        answer_schema: None,
     };
     let wire = OpenAiResponses.build_request(&req, &endpoint(Some("k"), Some(4000)));
     let input = wire.body["input"].as_array().unwrap();
@@ -340,4 +343,23 @@ fn a_required_tool_call_is_sent_as_tool_choice_required() {
     let body = OpenAiResponses.build_request(&req, &ep).body;
     assert!(body.get("tool_choice").is_none());
     assert_eq!(body["parallel_tool_calls"], json!(false));
+}
+
+/// `--output-schema` reaches the Responses API as `text.format`.
+#[test]
+fn an_answer_schema_is_sent_as_the_text_format() {
+    let schema = json!({"type": "object", "required": ["verdict"]});
+    let req = ModelRequest {
+        messages: vec![Message::user("check it")],
+        answer_schema: Some(std::sync::Arc::new(schema.clone())),
+        ..Default::default()
+    };
+    let body = OpenAiResponses
+        .build_request(&req, &endpoint(None, None))
+        .body;
+    assert_eq!(
+        body["text"],
+        json!({"format": {"type": "json_schema", "name": "answer", "schema": schema,
+                          "strict": false}})
+    );
 }

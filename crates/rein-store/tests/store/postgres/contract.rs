@@ -10,7 +10,7 @@ use rein_core::{
     StoreError, TodoStatus, Usage,
 };
 
-use crate::fixtures::{every_kind_of_message, session, tick, todo};
+use crate::fixtures::{every_kind_of_message, session, tick, todo, twins};
 
 pub fn ledger_entry(n: u64) -> LedgerEntry {
     LedgerEntry {
@@ -171,8 +171,7 @@ pub async fn sessions_list_newest_first_filtered_and_limited(
 }
 
 pub async fn prefixes_find_one_session_and_shared_ones_are_ambiguous(store: &dyn SessionStore) {
-    let a = session(store, "/w", "a").await;
-    let b = session(store, "/w", "b").await;
+    let (a, b) = twins(store, "/w").await;
     // All but the last character: unique unless two ids share 15 of 16.
     assert_eq!(store.get_session(&a.id[..15]).await.unwrap().id, a.id);
     let shared: String =
@@ -187,8 +186,8 @@ pub async fn prefixes_find_one_session_and_shared_ones_are_ambiguous(store: &dyn
         panic!("expected Ambiguous for {shared:?}, got {err:?}")
     };
     assert_eq!(prefix, &shared);
-    // Sessions made earlier in this store (ids begin with the time) may
-    // share the prefix too; the list is cut after the first few then.
+    // Sessions made earlier in this store may share the prefix too; the
+    // list is cut after the first few then.
     let cut = candidates.last().is_some_and(|c| c == "…");
     let listed = &candidates[..candidates.len() - usize::from(cut)];
     assert!(

@@ -156,13 +156,16 @@ fn missing_protected_paths_are_created_empty_before_a_command() {
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     // Not a repository: only `.rein` is made, never a `.git`.
-    ensure_protected(&ws).unwrap();
+    assert_eq!(ensure_protected(&ws).unwrap(), [ws.join(".rein")]);
     assert!(ws.join(".rein").is_dir());
     assert_eq!(std::fs::read_dir(ws.join(".rein")).unwrap().count(), 0);
     assert!(!ws.join(".git").exists());
 
     std::fs::create_dir(ws.join(".git")).unwrap();
-    ensure_protected(&ws).unwrap();
+    assert_eq!(
+        ensure_protected(&ws).unwrap(),
+        [ws.join(".git/hooks"), ws.join(".git/config")]
+    );
     assert!(ws.join(".git/hooks").is_dir());
     assert_eq!(std::fs::read(ws.join(".git/config")).unwrap(), b"");
     assert!(!ws.join(".git/config.worktree").exists());

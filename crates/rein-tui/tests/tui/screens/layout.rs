@@ -47,6 +47,7 @@ fn a_running_tool_and_streaming_text_in_the_live_area() {
         estimated: 12_300,
         actual: None,
         window: None,
+        next_request: 12_300,
     });
     h.event(tool_started(
         "t1",
