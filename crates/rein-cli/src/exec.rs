@@ -13,6 +13,7 @@ use crate::cli::ExecArgs;
 use crate::exit::{self, Failure};
 use crate::output::{self, HumanOutput, Refusals};
 use crate::setup::command_context::LiveRun;
+use crate::setup::images;
 use crate::setup::prompt::CommandSet;
 use crate::setup::session::{Opening, Session};
 use crate::setup::settings::{RunSettings, load_config_noting, safety_warning};
@@ -137,6 +138,7 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
         resume,
         telemetry,
         expanded,
+        images,
         ..
     } = open(&args, Some(&args.prompt.join(" ")), Approvals::Refuse).await?;
     let expanded = expanded.ok_or_else(|| Failure::usage(anyhow!("the prompt is empty")))?;
@@ -175,6 +177,7 @@ pub(crate) async fn run_task(args: ExecArgs) -> Result<(i32, rein_core::RunOutco
         .map(|s| std::sync::Arc::new(s.schema.clone()));
     let request = RunRequest {
         prompt: prepared.text,
+        images,
         resume: prepared.session.or(resume),
         mode: Some(mode),
         control: None,
@@ -259,6 +262,7 @@ async fn run_answering(
     output::err(&format!("note: {problem}; the model is asked once more"));
     let retry = RunRequest {
         prompt: schema.correction(&problem),
+        images: Vec::new(),
         resume: outcome.session_id.clone(),
         mode,
         control: None,
@@ -282,6 +286,8 @@ pub(crate) struct Opened {
     pub commands: CommandSet,
     /// `words` expanded (a command's text for `--command` or `/name`).
     pub expanded: Option<crate::setup::prompt::Expanded>,
+    /// The images `--image` attaches to the first prompt.
+    pub images: Vec<rein_core::Image>,
 }
 
 /// Open a headless run: workspace, trust, config and flags, the prompt's
@@ -315,7 +321,14 @@ pub(crate) async fn open(
     if let Some(warning) = safety_warning(mode) {
         output::err(&warning);
     }
+    let images = images::read_all(&args.images).map_err(|e| Failure::usage(anyhow!(e)))?;
+    if !images.is_empty() {
+        images::refused_before_building(&cfg).map_err(|e| Failure::usage(anyhow!(e)))?;
+    }
     let provider = crate::providers::build_or_offer(&cfg).map_err(Failure::usage)?;
+    if !images.is_empty() {
+        images::refused_by(provider.as_ref()).map_err(|e| Failure::usage(anyhow!(e)))?;
+    }
     // Building a tokenizer's tables takes a moment: off the async threads.
     let model = provider.model().to_string();
     tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
@@ -343,6 +356,7 @@ pub(crate) async fn open(
         telemetry,
         commands,
         expanded,
+        images,
     })
 }
 

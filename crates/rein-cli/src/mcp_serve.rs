@@ -165,6 +165,7 @@ impl ReinServer {
             models.model = run.model;
         }
         let exec = ExecArgs {
+            images: Vec::new(),
             prompt: vec![run.prompt],
             command: None,
             input_format: None,

@@ -45,6 +45,7 @@ struct Report<'a> {
 /// `rein review`.
 pub async fn run(args: ReviewArgs) -> Result<i32, Failure> {
     let exec = ExecArgs {
+        images: Vec::new(),
         prompt: args.base.into_iter().collect(),
         command: Some("review".into()),
         input_format: None,
@@ -90,6 +91,7 @@ pub async fn run(args: ReviewArgs) -> Result<i32, Failure> {
 /// `rein init`.
 pub async fn init(args: InitArgs) -> Result<i32, Failure> {
     crate::exec::run(ExecArgs {
+        images: Vec::new(),
         prompt: args.words,
         command: Some("init".into()),
         input_format: None,

@@ -213,9 +213,16 @@ fn print_message(m: &Message) {
             out("\n── system ──");
             out(content);
         }
-        Message::User { content } => {
+        Message::User { content, images } => {
             out("\n── user ──");
             out(content);
+            for image in images {
+                out(&format!(
+                    "[image: {}, {} bytes]",
+                    image.media_type,
+                    image.bytes()
+                ));
+            }
         }
         Message::Assistant(a) => {
             out("\n── assistant ──");

@@ -21,6 +21,7 @@
 
 pub mod command_context;
 pub mod engine;
+pub mod images;
 pub mod prepare;
 pub mod prompt;
 pub mod session;

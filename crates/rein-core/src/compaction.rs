@@ -112,7 +112,7 @@ impl TaskLedger {
 
 /// Whether `m` is a summary written by a compaction.
 pub fn is_summary(m: &Message) -> bool {
-    matches!(m, Message::User { content } if content.starts_with(SUMMARY_MARKER))
+    matches!(m, Message::User { content, .. } if content.starts_with(SUMMARY_MARKER))
 }
 
 /// The user's own requests in `messages`: summaries and what rein wrote
@@ -123,7 +123,9 @@ pub fn user_requests(messages: &[Message]) -> Vec<String> {
         .iter()
         .filter(|m| !is_summary(m))
         .filter_map(|m| match m {
-            Message::User { content } if !crate::is_harness_note(content) => Some(content.clone()),
+            Message::User { content, .. } if !crate::is_harness_note(content) => {
+                Some(content.clone())
+            }
             _ => None,
         })
         .collect()
@@ -160,12 +162,12 @@ pub fn transcript(messages: &[Message], max_bytes: usize) -> String {
     for m in messages {
         match m {
             Message::System { .. } => {}
-            Message::User { content } if is_summary(m) => {
+            Message::User { content, .. } if is_summary(m) => {
                 s.push_str("PREVIOUS SUMMARY:\n");
                 s.push_str(content);
                 s.push_str("\n\n");
             }
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 s.push_str("USER:\n");
                 s.push_str(content);
                 s.push_str("\n\n");

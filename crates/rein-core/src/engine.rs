@@ -79,6 +79,9 @@ pub struct RunRequest {
     /// interrupted (its process died) and goes on from the last stored
     /// message, with nothing new stored (see [`RunRequest::continuing`]).
     pub prompt: String,
+    /// Images attached to the user's message (`rein exec --image`); a
+    /// model whose provider does not take images refuses the run.
+    pub images: Vec<crate::schema::Image>,
     /// Continue this session (id or unique prefix) instead of starting one.
     pub resume: Option<String>,
     /// The permission mode of this run (default: the engine's).

@@ -29,6 +29,9 @@ pub struct Capabilities {
     /// answers any request quickly. Not a local model (each call costs
     /// seconds of CPU) nor a script (it holds no answer for it).
     pub session_titles: bool,
+    /// The model reads images in the user's message (`rein exec
+    /// --image`): the hosted APIs do, the local model does not.
+    pub images: bool,
 }
 
 /// One request to a model: the whole conversation, replayed.

@@ -147,7 +147,11 @@ fn fingerprint(message: Option<&Message>) -> u64 {
         bytes[bytes.len().saturating_sub(256)..].hash(h);
     };
     match m {
-        Message::System { content } | Message::User { content } => hash_ends(content, &mut h),
+        Message::System { content } => hash_ends(content, &mut h),
+        Message::User { content, images } => {
+            hash_ends(content, &mut h);
+            images.len().hash(&mut h);
+        }
         Message::Tool(r) => {
             r.call_id.hash(&mut h);
             hash_ends(&r.output, &mut h);
@@ -207,9 +211,7 @@ mod tests {
     }
 
     fn user(text: &str) -> Message {
-        Message::User {
-            content: text.into(),
-        }
+        Message::user(text)
     }
 
     fn reply(text: &str) -> Message {

@@ -30,8 +30,17 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
-    System { content: String },
-    User { content: String },
+    System {
+        content: String,
+    },
+    /// What the user (or rein, see [`HARNESS_NOTE`]) said, with the images
+    /// the user attached (`rein exec --image`); sessions stored before
+    /// images existed load with none.
+    User {
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
+    },
     Assistant(AssistantMessage),
     Tool(ToolResult),
 }
@@ -47,8 +56,14 @@ pub fn is_harness_note(content: &str) -> bool {
 
 impl Message {
     pub fn user(content: impl Into<String>) -> Self {
+        Message::user_with_images(content, Vec::new())
+    }
+
+    /// A user message with images attached.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
         Message::User {
             content: content.into(),
+            images,
         }
     }
 
@@ -70,7 +85,7 @@ impl Message {
     /// The plain text of the message (assistant text parts joined, tool output).
     pub fn text(&self) -> String {
         match self {
-            Message::System { content } | Message::User { content } => content.clone(),
+            Message::System { content } | Message::User { content, .. } => content.clone(),
             Message::Assistant(a) => a.text(),
             Message::Tool(r) => r.output.clone(),
         }

@@ -78,7 +78,7 @@ pub const MESSAGE_OVERHEAD: u64 = 4;
 /// The text of a message as a model reads it, for counting.
 pub fn message_text(m: &Message) -> String {
     match m {
-        Message::System { content } | Message::User { content } => content.clone(),
+        Message::System { content } | Message::User { content, .. } => content.clone(),
         Message::Tool(r) => r.output.clone(),
         Message::Assistant(a) => {
             let mut s = String::new();
@@ -99,13 +99,15 @@ pub fn message_text(m: &Message) -> String {
     }
 }
 
-/// Tokens of one message with `counter` (a tool result's images at their
-/// estimate).
+/// Tokens of one message with `counter` (a tool result's or the user's
+/// images at their estimate).
 pub fn count_message(counter: &dyn TokenCounter, m: &Message) -> u64 {
     let images = match m {
-        Message::Tool(r) => r.images.len() as u64 * crate::Image::ESTIMATED_TOKENS,
+        Message::Tool(r) => r.images.len(),
+        Message::User { images, .. } => images.len(),
         _ => 0,
-    };
+    } as u64
+        * crate::Image::ESTIMATED_TOKENS;
     counter
         .count(&message_text(m))
         .saturating_add(MESSAGE_OVERHEAD)

@@ -9,6 +9,7 @@ mod engine {
     mod compaction_scenarios;
     mod context_scenarios;
     mod hook_scenarios;
+    mod image_scenarios;
     mod limit_scenarios;
     pub mod long_task;
     mod loop_scenarios;

@@ -218,6 +218,7 @@ fn bench_history(c: &mut Criterion) {
                         let outcome = rt.block_on(engine.run(
                             RunRequest {
                                 prompt: "continue".into(),
+                                images: Vec::new(),
                                 resume: Some(id),
                                 mode: None,
                                 control: None,

@@ -32,7 +32,7 @@
 mod stream;
 
 use rein_core::{
-    AssistantMessage, ContentPart, FinishReason, Message, ModelRequest, ProviderError,
+    AssistantMessage, ContentPart, FinishReason, Image, Message, ModelRequest, ProviderError,
     ProviderErrorKind, ReasoningBlock, StreamChunk, ToolCall, ToolResult,
 };
 use serde_json::{Map, Value, json};
@@ -311,7 +311,10 @@ fn messages(history: &[Message]) -> Vec<Value> {
     for msg in history {
         let (role, blocks) = match msg {
             Message::System { .. } => continue,
-            Message::User { content } => ("user", text_block(content).into_iter().collect()),
+            Message::User { content, images } => {
+                let text = text_block(content).into_iter();
+                ("user", text.chain(images.iter().map(image_block)).collect())
+            }
             Message::Tool(result) => ("user", vec![tool_result_block(result)]),
             Message::Assistant(a) => ("assistant", assistant_blocks(a)),
         };
@@ -357,6 +360,15 @@ fn text_block(text: &str) -> Option<Value> {
     (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}))
 }
 
+/// An `image` block with its base64 source, in a user message or a tool
+/// result.
+fn image_block(image: &Image) -> Value {
+    json!({
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.media_type, "data": image.data},
+    })
+}
+
 fn tool_result_block(result: &ToolResult) -> Value {
     let content = if result.output.trim().is_empty() {
         EMPTY_TOOL_OUTPUT
@@ -368,12 +380,7 @@ fn tool_result_block(result: &ToolResult) -> Value {
         json!(content)
     } else {
         let mut blocks = vec![json!({"type": "text", "text": content})];
-        blocks.extend(result.images.iter().map(|image| {
-            json!({
-                "type": "image",
-                "source": {"type": "base64", "media_type": image.media_type, "data": image.data},
-            })
-        }));
+        blocks.extend(result.images.iter().map(image_block));
         Value::Array(blocks)
     };
     let mut block = json!({

@@ -270,6 +270,8 @@ impl Provider for HttpProvider {
             reasoning: true,
             prompt_caching: true,
             session_titles: true,
+            // Every wire API rein speaks takes images in the user's message.
+            images: true,
             context_window: self
                 .options
                 .context_window

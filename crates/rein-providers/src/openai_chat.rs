@@ -37,7 +37,7 @@ mod errors;
 mod stream;
 
 use rein_core::{
-    AssistantMessage, FinishReason, Message, ModelRequest, ProviderError, ProviderErrorKind,
+    AssistantMessage, FinishReason, Image, Message, ModelRequest, ProviderError, ProviderErrorKind,
     StreamChunk, ToolCall, ToolResult, ToolSpec, Usage,
 };
 use serde_json::{Map, Value, json};
@@ -85,7 +85,7 @@ impl WireProtocol for OpenAiChat {
         for message in &req.messages {
             messages.push(match message {
                 Message::System { content } => json!({"role": "system", "content": content}),
-                Message::User { content } => json!({"role": "user", "content": content}),
+                Message::User { content, images } => user_message(content, images),
                 Message::Assistant(a) => assistant_message(a),
                 Message::Tool(r) => tool_message(r),
             });
@@ -295,6 +295,21 @@ fn assistant_message(a: &AssistantMessage) -> Value {
         m.insert("tool_calls".into(), Value::Array(calls));
     }
     Value::Object(m)
+}
+
+/// A user message: its text alone, or with its images as `image_url`
+/// content parts carrying data URLs.
+fn user_message(content: &str, images: &[Image]) -> Value {
+    if images.is_empty() {
+        return json!({"role": "user", "content": content});
+    }
+    let mut parts = vec![json!({"type": "text", "text": content})];
+    parts.extend(
+        images
+            .iter()
+            .map(|image| json!({"type": "image_url", "image_url": {"url": image.data_url()}})),
+    );
+    json!({"role": "user", "content": parts})
 }
 
 fn tool_message(r: &ToolResult) -> Value {

@@ -41,7 +41,7 @@
 mod stream;
 
 use rein_core::{
-    ContentPart, Message, ModelRequest, ProviderError, ProviderErrorKind, StreamChunk,
+    ContentPart, Image, Message, ModelRequest, ProviderError, ProviderErrorKind, StreamChunk,
 };
 use serde_json::{Map, Value, json};
 
@@ -196,10 +196,11 @@ fn input_items(messages: &[Message]) -> Vec<Value> {
                 "role": "system",
                 "content": [{"type": "input_text", "text": content}],
             })),
-            Message::User { content } => items.push(json!({
-                "role": "user",
-                "content": [{"type": "input_text", "text": content}],
-            })),
+            Message::User { content, images } => {
+                let mut parts = vec![json!({"type": "input_text", "text": content})];
+                parts.extend(images.iter().map(input_image));
+                items.push(json!({"role": "user", "content": parts}));
+            }
             Message::Assistant(assistant) => {
                 // Consecutive text parts share one message item.
                 let mut texts: Vec<Value> = Vec::new();
@@ -266,9 +267,7 @@ fn input_items(messages: &[Message]) -> Vec<Value> {
                     json!(output)
                 } else {
                     let mut parts = vec![json!({"type": "input_text", "text": output})];
-                    parts.extend(result.images.iter().map(
-                        |image| json!({"type": "input_image", "image_url": image.data_url()}),
-                    ));
+                    parts.extend(result.images.iter().map(input_image));
                     Value::Array(parts)
                 };
                 items.push(json!({
@@ -280,6 +279,12 @@ fn input_items(messages: &[Message]) -> Vec<Value> {
         }
     }
     items
+}
+
+/// An image as an `input_image` content part (a data URL), in a user
+/// message or a tool's output.
+fn input_image(image: &Image) -> Value {
+    json!({"type": "input_image", "image_url": image.data_url()})
 }
 
 fn flush_assistant_text(texts: &mut Vec<Value>, items: &mut Vec<Value>) {

@@ -413,6 +413,8 @@ impl Provider for ReplayProvider {
             reasoning: true,
             prompt_caching: false,
             session_titles: false,
+            // A script answers whatever it is sent, images included.
+            images: true,
             context_window: self.script.context_window,
         }
     }

@@ -11,4 +11,5 @@ mod providers {
     mod replay;
     mod sse_props;
     mod tokens;
+    mod user_images;
 }

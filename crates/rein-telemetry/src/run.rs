@@ -165,7 +165,7 @@ impl RunState {
                 }
             }
             Event::MessageCommitted { message, .. } => match message {
-                Message::User { content } if ctx.capture => self.prompts.push(content.clone()),
+                Message::User { content, .. } if ctx.capture => self.prompts.push(content.clone()),
                 Message::Assistant(answer) => {
                     if let Some((chat, retries)) = self.chat.take() {
                         self.end_chat(chat, retries, Some(answer), ctx);

@@ -479,6 +479,7 @@ impl Loop {
         let mode = self.app.status.mode;
         let request = RunRequest {
             prompt,
+            images: Vec::new(),
             resume: self.app.status.session_id.clone(),
             mode: Some(mode),
             control: Some(control.clone()),

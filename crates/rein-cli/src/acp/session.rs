@@ -274,6 +274,7 @@ impl Turn {
         let prompt = format!("{}{}", prepared.text, self.context);
         let request = RunRequest {
             prompt,
+            images: Vec::new(),
             resume: Some(s.id.clone()),
             mode: Some(s.mode()),
             control: Some(self.control.clone()),

@@ -24,7 +24,7 @@ pub fn replay(workspace: &Path, messages: &[Message], todos: &[Todo]) -> Vec<Ses
     for message in messages {
         match message {
             Message::System { .. } => {}
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 if !content.starts_with(HARNESS_PREFIX) {
                     out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
                         ContentBlock::Text(TextContent::new(content.clone())),

@@ -139,6 +139,11 @@ pub struct ExecArgs {
     /// Also write the final answer to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
+    /// Attach an image (PNG, JPEG, GIF or WebP, at most 20 MiB) to the
+    /// prompt; repeatable. Refused for a model that does not take images
+    /// (the local model).
+    #[arg(long = "image", value_name = "FILE", conflicts_with = "input_format")]
+    pub images: Vec<PathBuf>,
     /// The answer is shown by the caller (`rein review`), not printed.
     #[arg(skip)]
     pub keep_answer: bool,

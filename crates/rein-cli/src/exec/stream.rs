@@ -4,7 +4,8 @@
 //!
 //! Lines in ([`Input`]):
 //! - `{"type": "user", "message": {"role": "user", "content": "…"}}` —
-//!   Claude Code's form (`content` a string or text blocks), or
+//!   Claude Code's form (`content` a string or text blocks; a line with
+//!   an image block is refused: `--image` attaches images), or
 //!   `{"type": "user", "text": "…"}`: a message; one that arrives during a
 //!   run waits for it to end;
 //! - `{"type": "approval", "call_id": "…", "decision": "approve", "scope":
@@ -156,6 +157,7 @@ async fn request_for(opened: &Opened, text: &str, resume: Option<String>) -> Opt
     }
     Some(RunRequest {
         prompt: prepared.text,
+        images: Vec::new(),
         resume: prepared.session.or(resume),
         mode: Some(opened.mode),
         control: None,
@@ -245,6 +247,8 @@ fn parse(n: usize, line: &str) -> Option<Input> {
         Err(e) => return bad(format!("not JSON: {e}")),
     };
     match v["type"].as_str() {
+        // Dropping an image would answer about a picture never seen.
+        Some("user") if has_image(&v) => bad(IMAGES_REFUSED.into()),
         Some("user") => match user_text(&v) {
             Some(t) if !t.trim().is_empty() => Some(Input::User(t)),
             _ => bad("a user line needs `message.content` (text) or `text`".into()),
@@ -277,6 +281,17 @@ fn parse(n: usize, line: &str) -> Option<Input> {
             other.unwrap_or("")
         )),
     }
+}
+
+/// Why a user line with image blocks is not used.
+const IMAGES_REFUSED: &str =
+    "images are not taken on stream-json input: attach them with `rein exec --image FILE`";
+
+/// Whether a user line's content holds an image block.
+fn has_image(v: &Value) -> bool {
+    v["message"]["content"]
+        .as_array()
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "image"))
 }
 
 /// A user line's text: `text`, or `message.content` as a string or as
@@ -341,6 +356,10 @@ mod tests {
                 "`decision`",
             ),
             (r#"{"type":"shout"}"#, "unknown `type`"),
+            (
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}}"#,
+                "images are not taken on stream-json input",
+            ),
         ] {
             match parse(5, line) {
                 Some(Input::Bad(5, w)) => assert!(w.contains(why), "{line}: {w}"),

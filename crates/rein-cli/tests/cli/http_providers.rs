@@ -11,6 +11,7 @@ use super::support::*;
 
 mod context_length;
 mod conversations;
+mod images;
 mod keys_and_prices;
 mod retries;
 mod structured;

@@ -100,7 +100,7 @@ impl AgentEngine {
                 .await?;
         }
         let summary_text = match &head {
-            Message::User { content } => content.clone(),
+            Message::User { content, .. } => content.clone(),
             other => other.text(),
         };
         let mut messages = vec![head];

@@ -185,6 +185,10 @@ impl<'e> RunLoop<'e> {
         };
         let mut conv = Conversation::new(opened.messages, opened.seqs, ctx.counter.as_ref());
         let mut checkpoints = Checkpoints::new(inner.checkpointer.clone());
+        if !request.images.is_empty() && !provider.capabilities().images {
+            let why = format!("{} does not take images", provider.model());
+            return Err(Stop::with_error(StopReason::HarnessError, why));
+        }
         if !continuing {
             // The user's hooks see the prompt before it is stored (and may
             // refuse it); what they add follows it.
@@ -196,8 +200,11 @@ impl<'e> RunLoop<'e> {
             checkpoints
                 .before_prompt(ctx, conv.last_seq(), &request.prompt)
                 .await;
-            ctx.commit_to(&mut conv, Message::user(request.prompt.clone()))
-                .await?;
+            ctx.commit_to(
+                &mut conv,
+                Message::user_with_images(request.prompt.clone(), request.images.clone()),
+            )
+            .await?;
             hooks::add_context(ctx, &mut conv, context).await?;
         }
         let track = Tracker {

@@ -85,7 +85,7 @@ impl AgentEngine {
         let first = messages
             .iter()
             .find_map(|m| match m {
-                Message::User { content } => Some(content.clone()),
+                Message::User { content, .. } => Some(content.clone()),
                 _ => None,
             })
             .ok_or(TitleError::NoRequest)?;

@@ -51,7 +51,7 @@ async fn a_200_turn_task_compacts_several_times_and_keeps_its_head() {
     for req in &requests {
         assert_paired(req);
         let first = match req.messages.first() {
-            Some(Message::User { content }) => content.clone(),
+            Some(Message::User { content, .. }) => content.clone(),
             other => panic!("first message {other:?}"),
         };
         if first.starts_with(compaction::SUMMARY_MARKER) {
@@ -81,7 +81,7 @@ async fn a_200_turn_task_compacts_several_times_and_keeps_its_head() {
         stored.len()
     );
     assert!(
-        matches!(&sent[0], Message::User { content } if content.starts_with(compaction::SUMMARY_MARKER))
+        matches!(&sent[0], Message::User { content, .. } if content.starts_with(compaction::SUMMARY_MARKER))
     );
     let fixed = h.engine.fixed_tokens(PermissionMode::Default);
     assert!(
@@ -107,6 +107,7 @@ async fn a_resumed_session_starts_from_its_last_compaction() {
     let (second, _) = h
         .run(RunRequest {
             prompt: "and now the docs".into(),
+            images: Vec::new(),
             resume: Some(id.clone()),
             mode: None,
             control: None,
@@ -153,7 +154,7 @@ async fn a_failed_summary_falls_back_to_dropping_turns_and_says_so() {
     }
     // The ledger is still in the request after a fallback.
     let last = h.provider.requests().last().unwrap().clone();
-    let Message::User { content } = &last.messages[0] else {
+    let Message::User { content, .. } = &last.messages[0] else {
         panic!()
     };
     assert!(content.contains("dropped without a summary"));
@@ -183,6 +184,6 @@ async fn a_context_length_error_compacts_and_retries_the_turn_once() {
     assert_eq!(reasons, ["ContextLengthExceeded"]);
     let retried = h.provider.requests().last().unwrap().clone();
     assert!(
-        matches!(&retried.messages[0], Message::User { content } if content.starts_with(compaction::SUMMARY_MARKER))
+        matches!(&retried.messages[0], Message::User { content, .. } if content.starts_with(compaction::SUMMARY_MARKER))
     );
 }

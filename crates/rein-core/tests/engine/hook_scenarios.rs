@@ -73,7 +73,7 @@ fn user_texts(messages: &[Message]) -> Vec<String> {
     messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content, .. } => Some(content.clone()),
             _ => None,
         })
         .collect()
@@ -129,7 +129,7 @@ async fn session_start_fires_once_per_session_and_its_context_follows_the_prompt
     // The model saw it, right after the prompt.
     let req = &h.provider.requests()[0];
     assert!(
-        matches!(&req.messages[1], Message::User { content } if content.contains("BLUEBIRD")),
+        matches!(&req.messages[1], Message::User { content, .. } if content.contains("BLUEBIRD")),
         "{:?}",
         req.messages
     );

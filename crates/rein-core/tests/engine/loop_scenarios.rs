@@ -292,6 +292,7 @@ async fn resume_continues_a_session_with_its_history_and_repairs_dangling_calls(
     let (second, events) = h
         .run(RunRequest {
             prompt: "second question".into(),
+            images: Vec::new(),
             resume: Some(id[..12].to_string()),
             mode: None,
             control: None,
@@ -320,6 +321,7 @@ async fn resuming_an_unknown_session_is_a_harness_error_not_a_panic() {
     let (outcome, events) = h
         .run(RunRequest {
             prompt: "x".into(),
+            images: Vec::new(),
             resume: Some("nope".into()),
             mode: None,
             control: None,
@@ -366,7 +368,7 @@ fn user_texts(req: &ModelRequest) -> Vec<String> {
     req.messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content, .. } => Some(content.clone()),
             _ => None,
         })
         .collect()
@@ -414,7 +416,7 @@ async fn a_message_queued_while_tools_run_reaches_the_model_at_the_next_turn() {
         2
     );
     assert!(events.iter().any(|e| matches!(e,
-        Event::MessageCommitted { message: Message::User { content }, .. } if content == "also update the docs")));
+        Event::MessageCommitted { message: Message::User { content, .. }, .. } if content == "also update the docs")));
 }
 
 #[tokio::test]

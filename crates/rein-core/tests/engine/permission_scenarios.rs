@@ -132,6 +132,7 @@ async fn an_approval_for_the_session_is_asked_once_and_survives_a_resume() {
         &s.h,
         RunRequest {
             prompt: "more".into(),
+            images: Vec::new(),
             resume: Some(id),
             mode: None,
             control: None,

@@ -121,7 +121,7 @@ async fn an_answer_about_a_file_never_opened_is_nudged_once_and_the_run_goes_on(
     let stored = h.stored(&outcome).await;
     let nudges: Vec<_> = stored
         .iter()
-        .filter(|m| matches!(m, Message::User { content } if content.starts_with("[rein]")))
+        .filter(|m| matches!(m, Message::User { content, .. } if content.starts_with("[rein]")))
         .collect();
     assert_eq!(nudges.len(), 1, "{stored:?}");
     assert!(
@@ -299,7 +299,7 @@ async fn an_answer_right_after_a_failed_call_is_nudged_and_the_next_turn_must_ac
     let stored = h.stored(&outcome).await;
     assert!(
         stored.iter().any(
-            |m| matches!(m, Message::User { content } if content.contains("last tool call failed"))
+            |m| matches!(m, Message::User { content, .. } if content.contains("last tool call failed"))
         ),
         "{stored:?}"
     );
@@ -347,7 +347,7 @@ async fn an_answer_right_after_a_refused_call_is_not_nudged_to_try_again() {
     assert!(
         !stored
             .iter()
-            .any(|m| matches!(m, Message::User { content } if content.starts_with("[rein]"))),
+            .any(|m| matches!(m, Message::User { content, .. } if content.starts_with("[rein]"))),
         "{stored:?}"
     );
 }

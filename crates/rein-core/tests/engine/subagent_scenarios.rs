@@ -417,7 +417,7 @@ async fn a_background_child_is_followed_steered_and_waited_for_before_the_run_en
         "{results:?}"
     );
     let handed = messages.iter().any(|m| matches!(m,
-        Message::User { content } if content.contains("Background sub-agents you started have finished")
+        Message::User { content, .. } if content.contains("Background sub-agents you started have finished")
             && content.contains("background work done")));
     assert!(handed, "{messages:?}");
     assert!(
@@ -428,7 +428,7 @@ async fn a_background_child_is_followed_steered_and_waited_for_before_the_run_en
     let second = &child.requests()[1];
     assert!(
         second.messages.iter().any(|m| matches!(m,
-            Message::User { content } if content == "also check the tests")),
+            Message::User { content, .. } if content == "also check the tests")),
         "{:?}",
         second.messages
     );

@@ -24,6 +24,8 @@ pub struct Scripted {
     pub summaries: Mutex<u32>,
     /// What summary requests get: None = a fixed, good summary.
     pub summary_reply: Option<Result<String, ProviderError>>,
+    /// Whether it says it takes images in the user's message.
+    pub images: bool,
 }
 
 impl Scripted {
@@ -42,6 +44,7 @@ impl Scripted {
             pricing: None,
             summaries: Mutex::new(0),
             summary_reply: None,
+            images: false,
         }
     }
 
@@ -62,6 +65,7 @@ impl Provider for Scripted {
         Capabilities {
             parallel_tool_calls: true,
             context_window: Some(self.window),
+            images: self.images,
             ..Default::default()
         }
     }

@@ -104,6 +104,7 @@ async fn plan_mode_hides_write_tools_and_refuses_calls_to_them() {
     let (outcome, _) = h
         .run(RunRequest {
             prompt: "plan it".into(),
+            images: Vec::new(),
             resume: None,
             mode: Some(rein_core::PermissionMode::Plan),
             control: None,

@@ -43,6 +43,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use config::LocalConfig;
+
+/// The local models read text only: a prompt with images is refused
+/// before the model is loaded (front ends ask this before building it).
+pub const TAKES_IMAGES: bool = false;
 pub use toolcall::parse_tool_calls;
 
 use worker::{ChunkResult, Job};
@@ -112,6 +116,7 @@ impl Provider for LocalProvider {
             reasoning: false,
             prompt_caching: true,
             session_titles: false,
+            images: TAKES_IMAGES,
             context_window: Some(u64::from(self.n_ctx)),
         }
     }

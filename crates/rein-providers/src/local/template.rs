@@ -216,7 +216,7 @@ fn template_messages(request: &ModelRequest, tool_results_as_user: bool) -> Vec<
         flush(&mut results, &mut out);
         match message {
             Message::System { content } => out.push(plain("system", content.clone())),
-            Message::User { content } => out.push(plain("user", content.clone())),
+            Message::User { content, .. } => out.push(plain("user", content.clone())),
             Message::Assistant(a) => {
                 let tool_calls = a
                     .tool_calls()

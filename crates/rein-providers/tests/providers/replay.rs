@@ -421,6 +421,7 @@ fn name_model_and_capabilities_come_from_the_script() {
             prompt_caching: false,
             session_titles: false,
             context_window: Some(200000),
+            images: true,
         }
     );
     let p = provider(r#"{"turns": [{"text": "a"}]}"#);

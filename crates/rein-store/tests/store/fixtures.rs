@@ -86,6 +86,14 @@ pub fn every_kind_of_message() -> Vec<Message> {
     vec![
         Message::system("You are rein.\nBe terse."),
         Message::user("héllo — ✓ \u{0} \"quoted\" \\ back"),
+        // The user's attached images (`rein exec --image`) are kept.
+        Message::user_with_images(
+            "what is on this screen?",
+            vec![rein_core::Image {
+                media_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into(),
+            }],
+        ),
         Message::Assistant(AssistantMessage {
             content: vec![
                 ContentPart::Reasoning(ReasoningBlock {

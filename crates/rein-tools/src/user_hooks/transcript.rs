@@ -82,7 +82,7 @@ impl Transcripts {
 fn line(session_id: &str, message: &Message) -> Option<Value> {
     let (kind, content) = match message {
         Message::System { .. } => return None,
-        Message::User { content } => ("user", json!(content)),
+        Message::User { content, .. } => ("user", json!(content)),
         Message::Assistant(a) => (
             "assistant",
             Value::Array(a.content.iter().map(part).collect()),

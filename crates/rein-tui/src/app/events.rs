@@ -260,10 +260,10 @@ impl App {
         match message {
             // rein's own note to the model: the notice that came with it
             // (a nudge, a Stop hook) already said it.
-            Message::User { content } if rein_core::is_harness_note(&content) => {
+            Message::User { content, .. } if rein_core::is_harness_note(&content) => {
                 self.finish_stream();
             }
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 // What was queued is the typed text; skills and resources
                 // may have been attached after it.
                 let sent = |q: &String| *q == content || content.starts_with(&format!("{q}\n\n["));
@@ -453,12 +453,12 @@ impl App {
         let mut calls: Vec<(String, String, String)> = Vec::new();
         for m in messages {
             match m {
-                Message::User { content } if rein_core::is_harness_note(content) => {
+                Message::User { content, .. } if rein_core::is_harness_note(content) => {
                     self.push_cell(Cell::Notice {
                         text: harness_note_shown(content),
                     });
                 }
-                Message::User { content } => self.push_cell(Cell::User {
+                Message::User { content, .. } => self.push_cell(Cell::User {
                     text: skill_mentions::shown(content),
                 }),
                 Message::Assistant(a) => {

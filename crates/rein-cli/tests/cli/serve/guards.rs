@@ -122,6 +122,13 @@ fn serve_workspaces_cannot_leave_the_root_and_bad_bodies_are_one_line_errors() {
     let other = session_id(&json_lines(&elsewhere));
     let (status, _) = s.call("GET", &format!("/sessions/{other}"), None);
     assert_eq!(status, 404);
+    // Prompts are text: images are refused, never dropped unseen.
+    let id = super::create(&s, json!({}));
+    let image = json!({"media_type": "image/png", "data": "iVBORw0KGgo="});
+    let with_images = json!({"text": "what is this?", "images": [image]});
+    let (status, body) = s.call("POST", &format!("/sessions/{id}/prompt"), Some(with_images));
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("images"), "{body}");
 }
 
 #[test]

@@ -137,7 +137,7 @@ async fn a_long_script_crosses_compactions_with_summaries_from_the_script() {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.as_str()),
+            Message::User { content, .. } => Some(content.as_str()),
             _ => None,
         })
         .collect();
