@@ -509,6 +509,7 @@ impl Loop {
                         }
                         request.prompt = prepared.text;
                         request.scope = prepared.scope;
+                        request.images = prepared.images;
                         request.resume = prepared.session.or(request.resume);
                     }
                     Err(why) => {

@@ -122,6 +122,65 @@ pub fn refused_by(provider: &dyn Provider) -> Result<(), ImageError> {
     }
 }
 
+/// The image files a message typed in the app names: `@path` (from the
+/// workspace) or an absolute path, as pasting or dropping a file into a
+/// terminal gives it (quoted, or with `\ ` for a space), ending in an
+/// image's extension and naming a file that exists. Its type is still
+/// decided by its first bytes when it is read.
+pub fn named_in(message: &str, workspace: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    for word in words(message) {
+        let path = match word.strip_prefix('@') {
+            Some(rest) if !rest.is_empty() && !rest.contains(':') => workspace.join(rest),
+            Some(_) => continue,
+            None if word.starts_with('/') => PathBuf::from(&word),
+            None => continue,
+        };
+        let image_name = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| {
+                matches!(
+                    e.to_ascii_lowercase().as_str(),
+                    "png" | "jpg" | "jpeg" | "gif" | "webp"
+                )
+            });
+        if image_name && path.exists() && !found.contains(&path) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// A message's words: split at whitespace outside quotes, `\ ` kept as a
+/// space, the quotes dropped.
+fn words(message: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = message.chars();
+    while let Some(c) = chars.next() {
+        match (c, quote) {
+            ('\\', None) => match chars.next() {
+                Some(next) => word.push(next),
+                None => word.push(c),
+            },
+            ('"' | '\'', None) => quote = Some(c),
+            (c, Some(q)) if c == q => quote = None,
+            (c, None) if c.is_whitespace() => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+            }
+            (c, _) => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
 #[cfg(feature = "local")]
 const LOCAL_TAKES_IMAGES: bool = rein_providers::local::TAKES_IMAGES;
 #[cfg(not(feature = "local"))]
@@ -140,6 +199,27 @@ mod tests {
         assert_eq!(media_type(b"RIFF\x10\0\0\0WAVEfmt "), None);
         assert_eq!(media_type(b"<svg xmlns="), None);
         assert_eq!(media_type(b""), None);
+    }
+
+    #[test]
+    fn a_message_names_images_by_at_path_or_pasted_absolute_path() {
+        let ws = tempfile::tempdir().unwrap();
+        let png = b"\x89PNG\r\n\x1a\n\0\0";
+        std::fs::write(ws.path().join("shot.png"), png).unwrap();
+        std::fs::write(ws.path().join("Screen Shot.PNG"), png).unwrap();
+        std::fs::write(ws.path().join("notes.txt"), "x").unwrap();
+        let abs = ws.path().join("Screen Shot.PNG");
+        let escaped = abs.display().to_string().replace(' ', "\\ ");
+        let message = format!(
+            "look at @shot.png and '{}' and {escaped} (not shot.png, not @missing.png, \
+             not @notes.txt, not @server:file.png)",
+            abs.display()
+        );
+        assert_eq!(
+            named_in(&message, ws.path()),
+            [ws.path().join("shot.png"), abs]
+        );
+        assert!(named_in("no images here", ws.path()).is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rein_core::AgentEngine;
 
 use crate::setup::command_context::{self, LiveRun};
+use crate::setup::images;
 use crate::setup::prompt::{Expanded, Prompts};
 
 /// `/NAME ARGS` expanded (or refused) by the shared preparation, and
@@ -40,6 +41,18 @@ fn own_run(expanded: &Expanded) -> bool {
         || !command.allowed_tools.is_empty()
 }
 
+/// The images a message names (`@shot.png`, a pasted absolute path), read
+/// and checked as `rein exec --image` reads them; refused in one line when
+/// one is no image or the model takes none.
+fn typed_images(text: &str, engine: &AgentEngine) -> Result<Vec<rein_core::Image>, String> {
+    let paths = images::named_in(text, engine.workspace());
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    images::refused_by(engine.provider().as_ref()).map_err(|e| e.to_string())?;
+    images::read_all(&paths).map_err(|e| e.to_string())
+}
+
 /// Each message the app sends, prepared in `engine`'s session.
 pub fn prepare(prompts: &Prompts, engine: &AgentEngine) -> rein_tui::Prepare {
     let (prompts, engine) = (prompts.clone(), engine.clone());
@@ -57,12 +70,22 @@ pub fn prepare(prompts: &Prompts, engine: &AgentEngine) -> rein_tui::Prepare {
                 events: call.events,
                 cancel: call.cancel,
             };
+            let images = typed_images(&call.text, &engine)?;
             let prepared = (prompts.prepare(&expanded, &live).await).map_err(|e| e.to_string())?;
+            let mut notes = prepared.notes;
+            for image in &images {
+                notes.push(format!(
+                    "attached {} ({} bytes)",
+                    image.media_type,
+                    image.data.len() / 4 * 3
+                ));
+            }
             Ok(rein_tui::PreparedPrompt {
                 text: prepared.text,
                 scope: prepared.scope,
-                notes: prepared.notes,
+                notes,
                 session: prepared.session,
+                images,
             })
         }) as rein_tui::McpFuture<Result<rein_tui::PreparedPrompt, String>>
     })

@@ -106,6 +106,8 @@ pub struct PreparedPrompt {
     /// A session made for the message's calls when there was none yet:
     /// the run continues it.
     pub session: Option<String>,
+    /// Images the message attaches (image files it names).
+    pub images: Vec<rein_core::Image>,
 }
 
 /// Prepares a message, or says in one line why it is not sent.

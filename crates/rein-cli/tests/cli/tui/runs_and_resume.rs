@@ -1,6 +1,6 @@
 //! A task run in the app and the ways out of it: approvals and the diff on
 //! screen, resuming after a restart, quitting during a command, a prompt
-//! on the command line.
+//! on the command line, an image attached by naming it.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -344,4 +344,36 @@ fn a_nudge_shows_once_in_the_app_and_once_when_resumed() {
     assert_eq!(screen.matches("asks for a change").count(), 1, "{screen}");
     assert!(screen.contains("rein told the model"), "{screen}");
     quit(&app);
+}
+
+/// In the app, a message naming an image file (`@shot.png`, or a pasted
+/// absolute path) attaches it: the image is stored with the message and
+/// sent; a named file that is no image is refused in one line and nothing
+/// is sent.
+#[test]
+fn an_image_named_in_an_app_message_is_attached_and_a_fake_one_refused() {
+    let env = Env::new();
+    std::fs::write(env.path("shot.png"), b"\x89PNG\r\n\x1a\n-image-bytes-").unwrap();
+    std::fs::write(env.path("fake.png"), "just text").unwrap();
+    let script = env.script(
+        "t.json",
+        &json!({"model": "m", "turns": [{"text": "A red square."}]}),
+    );
+    let app = Tmux::start(&env, &["--provider", "replay", "--script", &script]);
+    app.wait_for("ask rein to do something");
+    app.type_text("what is on @fake.png");
+    app.keys(&["Enter"]);
+    app.wait_for("is not a PNG, JPEG, GIF or WebP image");
+    app.type_text("what is on @shot.png");
+    app.keys(&["Enter"]);
+    app.wait_for("A red square.");
+    let screen = app.visible();
+    assert!(screen.contains("attached image/png"), "{screen}");
+    quit(&app);
+    let sessions = env.rein(&["sessions", "list", "--json"]);
+    let id = json_lines(&sessions)[0]["id"].as_str().unwrap().to_string();
+    let shown = stdout(&env.rein(&["sessions", "show", &id]));
+    assert!(shown.contains("[image: image/png"), "{shown}");
+    // Only the message with the real image reached the model.
+    assert_eq!(shown.matches("what is on @").count(), 1, "{shown}");
 }
