@@ -374,6 +374,6 @@ fn an_image_named_in_an_app_message_is_attached_and_a_fake_one_refused() {
     let id = json_lines(&sessions)[0]["id"].as_str().unwrap().to_string();
     let shown = stdout(&env.rein(&["sessions", "show", &id]));
     assert!(shown.contains("[image: image/png"), "{shown}");
-    // Only the message with the real image reached the model.
-    assert_eq!(shown.matches("what is on @").count(), 1, "{shown}");
+    // The refused message was never sent nor stored.
+    assert!(!shown.contains("fake.png"), "{shown}");
 }
