@@ -136,15 +136,12 @@ pub fn named_in(message: &str, workspace: &Path) -> Vec<PathBuf> {
             None if word.starts_with('/') => PathBuf::from(&word),
             None => continue,
         };
-        let image_name = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| {
-                matches!(
-                    e.to_ascii_lowercase().as_str(),
-                    "png" | "jpg" | "jpeg" | "gif" | "webp"
-                )
-            });
+        let image_name = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+            matches!(
+                e.to_ascii_lowercase().as_str(),
+                "png" | "jpg" | "jpeg" | "gif" | "webp"
+            )
+        });
         if image_name && path.exists() && !found.contains(&path) {
             found.push(path);
         }
