@@ -320,10 +320,6 @@ impl AgentEngine {
             measured = self.last_turn_report(id, &messages, part.id).await;
         }
         let fixed_part = part.as_fixed();
-        let history = messages
-            .iter()
-            .map(|m| count_message(counter.as_ref(), m))
-            .sum();
         let request = ModelRequest {
             system: part.system,
             messages,
@@ -338,13 +334,20 @@ impl AgentEngine {
                 tokens,
                 basis: SizeBasis::Counted,
             },
-            None => request_size(
-                measured.as_ref(),
-                fixed_part,
-                &request.messages,
-                history,
-                counter.as_ref(),
-            ),
+            None => {
+                let history = request
+                    .messages
+                    .iter()
+                    .map(|m| count_message(counter.as_ref(), m))
+                    .sum();
+                request_size(
+                    measured.as_ref(),
+                    fixed_part,
+                    &request.messages,
+                    history,
+                    counter.as_ref(),
+                )
+            }
         };
         Ok(ContextSize {
             fixed,

@@ -187,3 +187,46 @@ async fn a_context_length_error_compacts_and_retries_the_turn_once() {
         matches!(&retried.messages[0], Message::User { content, .. } if content.starts_with(compaction::SUMMARY_MARKER))
     );
 }
+
+/// The threshold follows the provider's count of the request (one
+/// accounting), not rein's estimate: a service that reports a request at
+/// 90% of its window gets a compaction before the next turn, though the
+/// estimate of these few short messages is far below it; without reports
+/// the same task never compacts.
+#[tokio::test]
+async fn the_compaction_threshold_follows_the_providers_reported_size() {
+    let reported = |steps: Vec<Step>| -> Vec<Step> {
+        steps
+            .into_iter()
+            .map(|step| {
+                step.map(|chunks| {
+                    chunks
+                        .into_iter()
+                        .map(|c| match c {
+                            StreamChunk::Usage(_) => StreamChunk::Usage(Usage {
+                                input_tokens: 9_000,
+                                output_tokens: 5,
+                                ..Default::default()
+                            }),
+                            other => other,
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    };
+    let compactions = |events: &[Event]| {
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::Compaction { .. }))
+            .count()
+    };
+    let h = harness(provider(reported(long_task(6)), 10_000), with_compaction);
+    let (outcome, events) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
+    assert!(compactions(&events) > 0, "no compaction at 90% reported");
+    let h = harness(provider(unmeasured_task(6), 10_000), with_compaction);
+    let (outcome, events) = h.run(RunRequest::new("go")).await;
+    assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
+    assert_eq!(compactions(&events), 0, "the estimate alone is far below");
+}
