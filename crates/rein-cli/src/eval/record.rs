@@ -77,6 +77,11 @@ pub struct TaskRecord {
     pub nudges: u32,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The size of every request the run sent, summed, as rein counted
+    /// each one (the provider's report when it gave one, else rein's own
+    /// count): what a run sends even on a provider that reports no usage.
+    #[serde(default)]
+    pub request_tokens: u64,
     /// `None` when the model's prices are unknown.
     pub cost_usd: Option<f64>,
     pub wall_ms: u64,
@@ -107,6 +112,8 @@ pub struct RunSummary {
     pub nudges: u32,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// See [`TaskRecord::request_tokens`].
+    pub request_tokens: u64,
     pub cost_usd: Option<f64>,
     pub answer: String,
     pub error: Option<String>,
@@ -147,6 +154,12 @@ impl RunSummary {
                 }
             }
             "notice" if text("message").starts_with("nudged the model") => self.nudges += 1,
+            // One a model call: the request's size as reported, else as
+            // rein counted it before sending.
+            "token_update" => {
+                let size = event["actual"].as_u64().or(event["estimated"].as_u64());
+                self.request_tokens += size.unwrap_or(0);
+            }
             "stopped" => {
                 self.stop_reason = Some(text("reason"));
                 self.turns = event["turns"].as_u64().unwrap_or(0) as u32;
@@ -238,12 +251,16 @@ mod tests {
             r#"{"type":"tool_started","name":"read_file"}"#,
             r#"{"type":"tool_finished","name":"read_file","is_error":true,"output_preview":"error: invalid arguments for `read_file`: missing path"}"#,
             "not json at all",
+            // Two requests: one the provider reported, one only counted.
+            r#"{"type":"token_update","estimated":480,"actual":500}"#,
+            r#"{"type":"token_update","estimated":620,"actual":null}"#,
             STOPPED,
         ]);
         assert_eq!(
             (s.tool_calls, s.unknown_tool_calls, s.invalid_argument_calls),
             (2, 1, 1)
         );
+        assert_eq!(s.request_tokens, 1120);
         assert_eq!((s.turns, s.input_tokens, s.output_tokens), (2, 10, 2));
         assert_eq!(s.cost_usd, Some(0.0));
         assert_eq!(s.profile, "small");

@@ -14,6 +14,8 @@ pub struct Totals {
     pub median_wall_ms: u64,
     pub median_turns: u32,
     pub tokens: u64,
+    /// Every request's size, summed (see [`TaskRecord::request_tokens`]).
+    pub request_tokens: u64,
     /// `None` when some run's cost is unknown.
     pub cost_usd: Option<f64>,
 }
@@ -33,6 +35,7 @@ pub fn totals(records: &[TaskRecord]) -> Totals {
             .iter()
             .map(|r| r.input_tokens + r.output_tokens)
             .sum(),
+        request_tokens: records.iter().map(|r| r.request_tokens).sum(),
         cost_usd: records.iter().map(|r| r.cost_usd).sum(),
     }
 }
@@ -65,12 +68,13 @@ pub fn markdown(records: &[TaskRecord]) -> String {
     let _ = writeln!(out, "# rein eval: {}\n", setup(records));
     let _ = writeln!(
         out,
-        "Solved **{}/{}** · median {} and {} turns a task · {} tokens · cost {}\n",
+        "Solved **{}/{}** · median {} and {} turns a task · {} tokens ({} in requests) · cost {}\n",
         t.solved,
         t.tasks,
         secs(t.median_wall_ms),
         t.median_turns,
         t.tokens,
+        t.request_tokens,
         cost(t.cost_usd)
     );
     let mut kinds: BTreeMap<FailureKind, usize> = BTreeMap::new();
@@ -130,6 +134,11 @@ pub fn compare(before: &[TaskRecord], after: &[TaskRecord]) -> String {
         a.median_turns, b.median_turns
     );
     let _ = writeln!(out, "| tokens | {} | {} |", a.tokens, b.tokens);
+    let _ = writeln!(
+        out,
+        "| request tokens | {} | {} |",
+        a.request_tokens, b.request_tokens
+    );
     let _ = writeln!(
         out,
         "| cost | {} | {} |\n",

@@ -149,6 +149,7 @@ fn to_record(
         nudges: run.nudges,
         input_tokens: run.input_tokens,
         output_tokens: run.output_tokens,
+        request_tokens: run.request_tokens,
         cost_usd: run.cost_usd,
         wall_ms: 0,
         answer: run.answer,

@@ -21,7 +21,7 @@ pub struct RunExtras<'a> {
     pub hooks: &'a rein_tools::user_hooks::HookSet,
     /// The sub-agents the `task` tool can start.
     pub agents: &'a rein_core::agents::AgentCatalog,
-    /// The language servers, when `[lsp]` turns them on (full profile).
+    /// The language servers, when `[lsp]` turns them on.
     pub lsp: Option<&'a Arc<rein_tools::lsp::Servers>>,
 }
 
@@ -59,14 +59,13 @@ impl LoadedExtras {
         notes.extend(hooks.notes.iter().cloned());
         let agents = agents(cfg, workspace);
         notes.extend(agents.warnings.iter().cloned());
-        let full = !profile_for(cfg, provider).helps(Lever::Tools, &cfg.without);
         LoadedExtras {
             memory,
             mcp,
             skills,
             hooks,
             agents,
-            lsp: full.then(|| lsp_servers(cfg)).flatten(),
+            lsp: lsp_servers(cfg),
             notes,
         }
     }
@@ -278,11 +277,7 @@ pub fn engine_builder(
             )));
         }
         if let Some(servers) = extras.lsp {
-            builder = builder
-                .hook(Arc::new(rein_tools::lsp::Diagnostics::over(
-                    servers.clone(),
-                )))
-                .tool(Arc::new(rein_tools::lsp::LspTool::new(servers.clone())));
+            builder = builder.tool(Arc::new(rein_tools::lsp::LspTool::new(servers.clone())));
         }
         if let Some(hook) =
             rein_tools::skills::UntrustedScripts::for_skills(extras.skills, workspace)
@@ -308,6 +303,13 @@ pub fn engine_builder(
             None => builder,
         }
     };
+    // Diagnostics after edits in either profile (the small one keeps its
+    // six tools: no `lsp` tool).
+    if let Some(servers) = extras.lsp {
+        builder = builder.hook(Arc::new(rein_tools::lsp::Diagnostics::over(
+            servers.clone(),
+        )));
+    }
     if let Some(hooks) = rein_tools::user_hooks::UserHooks::new(extras.hooks) {
         let transcripts = rein_tools::user_hooks::Transcripts::new(store.clone(), &cfg.home);
         let hooks = Arc::new(

@@ -1,11 +1,12 @@
 //! Diagnostics after edits as a user meets them in `rein exec`: the
 //! model's `write_file` of a file with a type error gets pyright's error
 //! in its result; with `[lsp] enabled = false` it does not; a file of a
-//! sub-project (its own `pyproject.toml`) gets its server's error too.
+//! sub-project (its own `pyproject.toml`) gets its server's error too;
+//! the small profile gets the errors but not the `lsp` tool.
 
 use serde_json::json;
 
-use super::sandbox::{bash_output, dirs};
+use super::sandbox::dirs;
 
 fn pyright() -> Option<std::path::PathBuf> {
     let home = std::env::var_os("HOME")?;
@@ -19,19 +20,25 @@ fn write_broken(d: &super::sandbox::Dirs) -> String {
 }
 
 fn write_broken_at(d: &super::sandbox::Dirs, path: &str) -> String {
+    run_script(d, path, &[], &[]).swap_remove(0)
+}
+
+/// A replay run: `path` written with a type error, then `more` turns,
+/// then "done"; `flags` added to `rein exec`. The results of its calls.
+fn run_script(
+    d: &super::sandbox::Dirs,
+    path: &str,
+    more: &[serde_json::Value],
+    flags: &[&str],
+) -> Vec<String> {
     let script = d.home.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [
-            {"tool_calls": [{"name": "write_file", "arguments": {
-                "path": path,
-                "content": "def add(a: int, b: int) -> int:\n    return a + b\n\n\ntotal: int = add(1, \"2\")\n"
-            }}]},
-            {"text": "done"}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
+    let mut turns = vec![json!({"tool_calls": [{"name": "write_file", "arguments": {
+        "path": path,
+        "content": "def add(a: int, b: int) -> int:\n    return a + b\n\n\ntotal: int = add(1, \"2\")\n"
+    }}]})];
+    turns.extend(more.iter().cloned());
+    turns.push(json!({"text": "done"}));
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
         .env("REIN_HOME", &d.home)
         .env_remove("REIN_PROVIDER")
@@ -40,11 +47,16 @@ fn write_broken_at(d: &super::sandbox::Dirs, path: &str) -> String {
         .stdin(std::process::Stdio::null())
         .args(["exec", "--json", "--provider", "replay", "--script"])
         .arg(&script)
+        .args(flags)
         .args(["--mode", "auto", "go"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", super::support::stderr(&o));
-    bash_output(&super::support::json_lines(&o))
+    super::support::json_lines(&o)
+        .iter()
+        .filter(|e| e["type"] == "tool_finished")
+        .map(|e| e["output_preview"].as_str().unwrap_or("").to_string())
+        .collect()
 }
 
 #[test]
@@ -104,4 +116,36 @@ fn a_file_in_a_sub_project_gets_the_error_of_a_server_rooted_there() {
         out.contains("services/api/calc.py:5:21: error: Argument of type"),
         "{out}"
     );
+}
+
+#[test]
+fn the_small_profile_gets_the_diagnostics_of_its_edits_but_not_the_lsp_tool() {
+    let Some(server) = pyright() else {
+        rein_test_support::skip(rein_test_support::Component::Pyright, "no pyright");
+        return;
+    };
+    let d = dirs();
+    let entry = format!(
+        "[lsp.python]\ncommand = [{:?}, \"--stdio\"]\nextensions = [\"py\"]\n",
+        server.display().to_string()
+    );
+    std::fs::write(d.home.join("config.toml"), &entry).unwrap();
+    let symbols = json!({"tool_calls": [{"name": "lsp", "arguments": {
+        "operation": "document_symbols", "path": "calc.py"
+    }}]});
+    // (no nudge: the failed lsp call would earn one, past the script)
+    let small = run_script(
+        &d,
+        "calc.py",
+        &[symbols.clone()],
+        &["--profile", "small", "--without", "nudge"],
+    );
+    assert!(
+        small[0].contains("calc.py:5:21: error: Argument of type"),
+        "{small:?}"
+    );
+    assert!(small[1].contains("unknown tool `lsp`"), "{small:?}");
+    // The same script in the full profile: the lsp tool answers.
+    let full = run_script(&d, "calc.py", &[symbols], &["--profile", "full"]);
+    assert!(full[1].contains("add"), "{full:?}");
 }
