@@ -23,18 +23,15 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most locations or symbols listed.
 const MAX_ITEMS: usize = 50;
 
+// The operations are told in the tool's description; without a doc
+// comment each, the schema is a compact `enum` (every request carries it).
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 enum Operation {
-    /// Where the symbol at path:line:column is defined.
     Definition,
-    /// Where the symbol at path:line:column is used.
     References,
-    /// The type and documentation of the symbol at path:line:column.
     Hover,
-    /// The symbols (functions, classes...) of the file at `path`.
     DocumentSymbols,
-    /// Symbols of the whole project whose name matches `query` (a file of its language as `path`).
     WorkspaceSymbols,
 }
 
@@ -42,13 +39,13 @@ enum Operation {
 #[serde(deny_unknown_fields)]
 struct Args {
     operation: Operation,
-    /// A file of the workspace (its language picks the server).
+    /// A file of the workspace; its language picks the server.
     path: String,
-    /// Line, from 1 (definition, references, hover).
+    /// From 1.
     line: Option<u32>,
-    /// Column, from 1 (definition, references, hover).
+    /// From 1.
     column: Option<u32>,
-    /// The name searched (workspace_symbols).
+    /// For workspace_symbols.
     query: Option<String>,
 }
 
@@ -69,9 +66,9 @@ impl Tool for LspTool {
         ToolSpec {
             name: NAME.into(),
             description: "Ask the project's language server: `definition`, `references` or \
-                          `hover` of the symbol at path:line:column (from 1), the \
-                          `document_symbols` of a file, or the `workspace_symbols` matching \
-                          `query`. Read-only; faster and more exact than grep for code."
+                          `hover` of the symbol at path:line:column, the `document_symbols` \
+                          of a file, or the `workspace_symbols` matching `query` (a file of \
+                          their language as path). Faster and more exact than grep for code."
                 .into(),
             parameters: crate::schema_of::<Args>(),
         }
