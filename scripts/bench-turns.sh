@@ -8,6 +8,9 @@
 #   rein-bwrap     the same with REIN_SANDBOX_SERVER=off: one bubblewrap per
 #                  command (the fallback)
 #   rein-bypass    rein exec --mode bypass: no sandbox
+#   rein-notok     rein as in `rein` with --model mock: a model name with no
+#                  offline tokenizer (token counts are estimates), where
+#                  rein's default model builds OpenAI's o200k tables
 #   floor          bench/turns/floor.py: a 116-line Python loop, no sandbox
 #   codex          Codex CLI (only when CODEX=/path/to/codex is set), its
 #                  own sandbox, pointed at the same mock
@@ -19,7 +22,7 @@
 # largest single process of the tree (ru_maxrss), in MiB.
 #
 # Usage: scripts/bench-turns.sh [REIN_BINARY] [RUNS] [COLUMNS]
-#   defaults: target/release/rein, 5 runs, "rein rein-bwrap rein-bypass floor"
+#   defaults: target/release/rein, 5 runs, "rein rein-bwrap rein-bypass rein-notok floor"
 #   (add codex with CODEX set). Prints one markdown row per column: median
 #   (min–max), the load before and after, and the first request's size.
 #   BENCHMARKS.md, "Per-turn cost side by side".
@@ -27,7 +30,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 rein="$(realpath "${1:-$root/target/release/rein}")"
 runs="${2:-5}"
-columns="${3:-rein rein-bwrap rein-bypass floor}"
+columns="${3:-rein rein-bwrap rein-bypass rein-notok floor}"
 task="$root/bench/turns/task.json"
 prompt="The add function in calc.py is wrong: find the bug, fix it, and run test.sh."
 # Not under /tmp: Codex refuses to set up its sandbox helper there.
@@ -66,6 +69,7 @@ once() { # column -> appends "wall cpu rss_kib" to $work/$1.txt
   rein) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode auto) ;;
   rein-bwrap) cmd=(env REIN_HOME="$home" REIN_SANDBOX_SERVER=off "$rein" exec -C "$ws" --mode auto) ;;
   rein-bypass) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode bypass) ;;
+  rein-notok) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode auto --model mock) ;;
   floor) cmd=(python3 "$root/bench/turns/floor.py" "$base" "$ws") ;;
   codex)
     printf 'model = "mock"\nmodel_provider = "mock"\n[model_providers.mock]\nname = "mock"\nbase_url = "%s"\nwire_api = "responses"\n' \
@@ -85,6 +89,7 @@ once() { # column -> appends "wall cpu rss_kib" to $work/$1.txt
     exit 1
   fi
   awk '{printf "%.3f %.3f %d\n", $1, $2 + $3, $4}' "$work/time" >>"$work/$col.txt"
+  cp "$work/first-request.json" "$work/first-$col.json"
 }
 
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -103,5 +108,8 @@ for col in $columns; do
   echo "| $col | $(cut -d' ' -f1 "$f" | stats 1) | $(cut -d' ' -f2 "$f" | stats 1) | $(cut -d' ' -f3 "$f" | stats 1024) |"
 done
 echo "($runs runs each, alternating; $(nproc) cores; load $load_before before, $load_after after;"
-echo " $("$rein" --version 2>/dev/null | head -1 || echo rein); first request $(wc -c <"$work/first-request.json") bytes)"
-if [[ -n "${BENCH_KEEP_REQUEST:-}" ]]; then cp "$work/first-request.json" "$BENCH_KEEP_REQUEST"; fi
+echo " $("$rein" --version 2>/dev/null | head -1 || echo rein); first request, bytes:$(for col in $columns; do printf ' %s %s' "$col" "$(wc -c <"$work/first-$col.json")"; done))"
+# BENCH_KEEP_REQUEST=FILE keeps rein's first request (for request_tokens).
+if [[ -n "${BENCH_KEEP_REQUEST:-}" && -f "$work/first-rein.json" ]]; then
+  cp "$work/first-rein.json" "$BENCH_KEEP_REQUEST"
+fi
