@@ -290,3 +290,29 @@ fn turned_off_every_command_gets_a_bubblewrap_of_its_own() {
     assert!(out[0].contains("bwrap"), "{}", out[0]);
     assert!(out[1].starts_with('1'), "{}", out[1]);
 }
+
+/// A path deeper than a name may be cannot be removed by name: the
+/// sandbox that holds it retires, and the next command still finds `/tmp`
+/// empty (in a new sandbox).
+#[test]
+fn a_leftover_too_deep_to_remove_retires_the_sandbox() {
+    if !bubblewrap() {
+        return;
+    }
+    let r = setup("deep");
+    let deep = "cd /tmp && for i in $(seq 1 40); do \
+         d=$(printf 'd%.0s' $(seq 1 200)); mkdir $d && cd $d || break; done; \
+         touch leftover; pwd | wc -c";
+    let out = run(
+        &r,
+        &[],
+        // The workspace's own folder under /tmp is bound there: not counted.
+        &[
+            deep,
+            "find /tmp -name leftover | wc -l; ls /tmp | grep -c '^dd'",
+        ],
+    );
+    let depth: usize = out[0].lines().next().unwrap().trim().parse().unwrap();
+    assert!(depth > 4096, "{}", out[0]);
+    assert!(out[1].starts_with("0\n0"), "{}", out[1]);
+}

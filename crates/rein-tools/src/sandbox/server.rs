@@ -260,19 +260,20 @@ impl Running {
             return (Err(io::Error::other("no sandbox")), Vec::new());
         };
         let reply = wire::recv::<FromServer>(&server.sock);
+        let retired = matches!(reply, Ok(Some((FromServer::Retired(_), _))));
         self.live
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         match reply {
-            Ok(Some((FromServer::Exited(status), _))) => {
+            Ok(Some((FromServer::Exited(status) | FromServer::Retired(status), _))) => {
                 let notes = server
                     .cgroup
                     .as_ref()
                     .map(|cg| cg.report_since(self.counters))
                     .unwrap_or_default();
                 let mut idle = IDLE.lock().unwrap_or_else(PoisonError::into_inner);
-                if idle.len() < MAX_IDLE {
+                if !retired && idle.len() < MAX_IDLE {
                     idle.push(server);
                 }
                 (Ok(ExitStatus::from_raw(status)), notes)

@@ -17,7 +17,9 @@
 //!    process 1 reaches all of them but itself; a killed process cannot
 //!    fork any more) and reap them; empty `/tmp`, `/var/tmp` and
 //!    `/dev/shm`, remove what was added to `/dev`, remove every System V
-//!    IPC object; say `Exited` with the wait status.
+//!    IPC object; say `Exited` with the wait status. When something new
+//!    could not be removed, say `Retired` instead and exit: rein's next
+//!    command gets a new sandbox.
 //! 5. When rein closes the socket (or goes away), kill everything and exit:
 //!    the namespace ends with its process 1.
 
@@ -62,7 +64,7 @@ pub fn main(args: &[OsString]) -> i32 {
     let Ok(chld) = child_signals() else {
         return 2;
     };
-    let dev = entries(Path::new("/dev"));
+    let first = First::now();
     if wire::send(&sock, &FromServer::Ready, &[]).is_err() {
         return 2;
     }
@@ -76,8 +78,14 @@ pub fn main(args: &[OsString]) -> i32 {
             Ok(None) | Err(_) => break,
         };
         kill_the_rest();
-        clean(&dev);
-        if wire::send(&sock, &reply, &[]).is_err() {
+        // Something could not be removed (a path deeper than the kernel
+        // lets a name be, say): this sandbox serves no other command.
+        let clean = clean(&first);
+        let reply = match reply {
+            FromServer::Exited(status) if !clean => FromServer::Retired(status),
+            other => other,
+        };
+        if wire::send(&sock, &reply, &[]).is_err() || !clean {
             break;
         }
     }
@@ -225,28 +233,49 @@ fn kill_the_rest() {
     }
 }
 
+/// What the emptied folders and `/dev` held before any command: the mount
+/// points bubblewrap made (and the folders leading to them).
+struct First {
+    dirs: Vec<BTreeSet<OsString>>,
+    dev: BTreeSet<OsString>,
+}
+
+impl First {
+    fn now() -> First {
+        First {
+            dirs: EMPTIED.iter().map(|d| entries(Path::new(d))).collect(),
+            dev: entries(Path::new("/dev")),
+        }
+    }
+}
+
 /// Give the next command what the first one found: the emptied folders
 /// empty, `/dev` as it was, no System V IPC object. Only what is on the
 /// folder's own file system goes: a mount inside it (the workspace, when
 /// it lies under `/tmp`, and the folders leading to it) is never entered.
-fn clean(dev: &BTreeSet<OsString>) {
-    for dir in EMPTIED {
+/// False when something new is left all the same.
+fn clean(first: &First) -> bool {
+    let mut clean = true;
+    for (dir, before) in EMPTIED.iter().zip(&first.dirs) {
         let dir = Path::new(dir);
         if let Ok(meta) = std::fs::symlink_metadata(dir) {
             for name in entries(dir) {
                 remove_tree(&dir.join(name), meta.dev());
             }
         }
+        clean &= entries(dir).is_subset(before);
     }
     let root = Path::new("/dev");
     if let Ok(meta) = std::fs::symlink_metadata(root) {
         for name in entries(root) {
-            if !dev.contains(&name) {
+            if !first.dev.contains(&name) {
                 remove_tree(&root.join(name), meta.dev());
             }
         }
     }
+    clean &= entries(root).is_subset(&first.dev);
     remove_ipc();
+    clean
 }
 
 fn entries(dir: &Path) -> BTreeSet<OsString> {

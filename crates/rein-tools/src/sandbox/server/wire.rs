@@ -33,6 +33,9 @@ pub(crate) enum FromServer {
     /// The command is over and nothing it started runs any more (its raw
     /// wait status); `/tmp` and the IPC namespace are empty again.
     Exited(i32),
+    /// As `Exited`, but something the command left could not be removed:
+    /// the supervisor ends, and the next command needs a new sandbox.
+    Retired(i32),
     /// The command could not be started.
     Failed(String),
 }
