@@ -37,17 +37,37 @@ mod trust;
 mod trust_cmd;
 mod tui;
 
-use rein_tools::sandbox::netbridge;
+use rein_tools::sandbox::{netbridge, server};
+
+/// glibc gives each thread that allocates while another holds the main
+/// arena an arena of its own (up to 8 per core), and keeps what each one
+/// grew to: with the runtime's workers and blocking threads that is
+/// megabytes of peak memory for a program that allocates little at once.
+/// Two arenas are plenty here.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called first thing
+    // in main, before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
 
 fn main() {
+    limit_malloc_arenas();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Inside the sandbox, as the bridge to the network proxy of a command
     // whose network is a list of hosts: nothing else of rein runs.
     if args.get(1).is_some_and(|a| a == netbridge::BRIDGE_ARG) {
         std::process::exit(netbridge::main(&args[2..]));
     }
+    // Inside the sandbox, as the supervisor of a session's commands.
+    if args.get(1).is_some_and(|a| a == server::SERVER_ARG) {
+        std::process::exit(server::main(&args[2..]));
+    }
     if let Ok(exe) = std::env::current_exe() {
-        netbridge::register(exe);
+        netbridge::register(exe.clone());
+        server::register(exe);
     }
     let json_lines = cli::asks_for_json_lines(&args);
     let cli = match cli::Cli::parse_args(args) {
@@ -123,5 +143,7 @@ fn main() {
     };
     // Do not wait for tasks still winding down (a signal watcher, say).
     runtime.shutdown_background();
+    // The running sandboxes end before the program does.
+    server::shutdown();
     std::process::exit(code);
 }

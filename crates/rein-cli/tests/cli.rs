@@ -36,6 +36,7 @@ mod cli {
     mod rewind;
     mod same_prompt;
     mod sandbox;
+    mod sandbox_server;
     pub mod serve;
     mod sessions;
     mod skills;

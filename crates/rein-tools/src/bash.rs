@@ -1,23 +1,18 @@
 //! `bash`: run a shell command in the workspace, in its own process group,
 //! with bounded output and a timeout that kills every process it started.
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::process::ExitStatus;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rein_core::{
-    Assessment, CancellationToken, PathLock, SandboxPolicy, Tool, ToolAccess, ToolContext,
-    ToolError, ToolOutput, ToolSpec,
+    Assessment, PathLock, SandboxPolicy, Tool, ToolAccess, ToolContext, ToolError, ToolOutput,
+    ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, ChildStderr, ChildStdout};
-use tokio::time::Instant;
 
 use crate::sandbox::{self, SandboxKind};
 
@@ -25,10 +20,12 @@ mod admission;
 mod attached;
 mod captured;
 mod observe;
+mod running;
 pub use admission::{Admission, Admitted, admit};
 pub use attached::{Attached, AttachedError, run_attached};
 use captured::Captured;
 pub use observe::{Ending, bounded, observation};
+pub use running::kill_running_commands;
 
 /// Timeout when none is asked for, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -240,9 +237,9 @@ pub async fn run_admitted(
     ctx: &ToolContext,
     kind: SandboxKind,
 ) -> Result<ToolOutput, ToolError> {
-    let prepared = shell_command(admitted.command.clone(), ctx, kind, admitted.limit).await?;
-    run(
-        prepared,
+    let started = start(admitted.command.clone(), ctx, kind, admitted.limit).await?;
+    running::run(
+        started,
         admitted.deadline,
         admitted.limit,
         ctx.cancel.clone(),
@@ -284,29 +281,41 @@ fn command_timeout(secs: Option<u64>) -> Duration {
     )
 }
 
-/// The process to start for `command`: the one place that decides how a
-/// command is run. `bash -c` in the workspace, leading its own process
-/// group, with the allowlisted environment and the limits of the policy,
-/// wrapped in the `kind` of sandbox the context's policy asks for (none
-/// when its mode is `Off`, or when `kind` is `None`: the gate then asks
-/// before every command). Preparing walks the workspace (git metadata), so
+/// Start `command`: the one place that decides how a command is run.
+/// `bash -c` in the workspace, leading its own process group (or
+/// session), with the allowlisted environment ([`command_env`]) and the
+/// limits of the policy, in the `kind` of sandbox the context's policy
+/// asks for (none when its mode is `Off`, or when `kind` is `None`: the
+/// gate then asks before every command): in the session's running
+/// sandbox when one can serve it ([`sandbox::server`]), else wrapped in
+/// a sandbox of its own. Preparing walks the workspace (git metadata), so
 /// it runs on a blocking thread.
-async fn shell_command(
+async fn start(
     command: String,
     ctx: &ToolContext,
     kind: SandboxKind,
     limit: Duration,
-) -> Result<sandbox::Prepared, ToolError> {
+) -> Result<running::Started, ToolError> {
     let policy = ctx.sandbox.clone();
     let workspace = ctx.workspace.clone();
-    let mut prepared = tokio::task::spawn_blocking(move || {
-        sandbox::prepare(kind, &policy, &workspace, &command, limit)
+    let env = command_env(kind, &policy);
+    let prepared = tokio::task::spawn_blocking(move || {
+        match sandbox::start_served(kind, &policy, &workspace, &command, limit, env) {
+            Ok(Some(served)) => Ok(Err(served)),
+            Ok(None) => sandbox::prepare(kind, &policy, &workspace, &command, limit).map(Ok),
+            Err(e) => Err(e),
+        }
     })
     .await
     .map_err(|e| ToolError::new(format!("could not prepare the command: {e}")))?
     .map_err(|e| ToolError::new(e.to_string()))?;
-    prepared.cmd.envs(QUIET_ENV);
-    Ok(prepared)
+    match prepared {
+        Ok(mut prepared) => {
+            prepared.cmd.envs(QUIET_ENV);
+            running::Started::spawn(prepared)
+        }
+        Err(served) => running::Started::served(served),
+    }
 }
 
 /// Run the work left after a command on a blocking thread: its notes.
@@ -318,224 +327,6 @@ async fn after_notes(
     tokio::task::spawn_blocking(move || after.finish(status, &output))
         .await
         .unwrap_or_else(|e| vec![format!("[could not check the command's aftermath: {e}]")])
-}
-
-/// Process groups of the commands running right now, so that a process
-/// about to exit abruptly can take them down with it.
-static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
-
-fn running() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
-    RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn kill_group(pgid: i32) {
-    if pgid > 1 {
-        // SAFETY: killpg only asks the kernel to signal a process group; no
-        // memory is shared. `pgid` is a group created for our child with
-        // process_group(0) (its id is the child's pid, > 1, so this can never
-        // signal our own group or every process).
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
-}
-
-/// Kill every command still running. For a process that is about to exit
-/// without unwinding (a second Ctrl-C), where drop guards never run.
-pub fn kill_running_commands() {
-    for pgid in std::mem::take(&mut *running()) {
-        kill_group(pgid);
-    }
-}
-
-/// Kills the command's process group when dropped, unless disarmed.
-struct GroupGuard {
-    pgid: Option<i32>,
-}
-
-impl GroupGuard {
-    fn new(pgid: Option<i32>) -> Self {
-        if let Some(p) = pgid {
-            running().insert(p);
-        }
-        GroupGuard { pgid }
-    }
-
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            kill_group(pgid);
-        }
-    }
-
-    fn disarm(&mut self) {
-        if let Some(p) = self.pgid.take() {
-            running().remove(&p);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-        self.disarm();
-    }
-}
-
-/// Why the command stopped before it exited on its own with closed pipes.
-enum Stop {
-    /// It exited, but background processes kept the output open.
-    Lingering,
-    TimedOut,
-    Cancelled,
-}
-
-async fn run(
-    prepared: sandbox::Prepared,
-    deadline: Instant,
-    limit: Duration,
-    cancel: CancellationToken,
-    events: Option<rein_core::GateEvents>,
-) -> Result<ToolOutput, ToolError> {
-    let sandbox::Prepared { mut cmd, after } = prepared;
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ToolError::new(format!("could not start bash: {e}")))?;
-    // The descriptors the child needed to join its cgroup are no longer
-    // needed by this side; `after` keeps the cgroup itself.
-    drop(cmd);
-    let mut guard = GroupGuard::new(child.id().and_then(|id| i32::try_from(id).ok()));
-    let mut pipes = Pipes {
-        out: child.stdout.take(),
-        err: child.stderr.take(),
-        captured: Captured::new(HEAD_BYTES, TAIL_BYTES),
-    };
-    let mut status: Option<ExitStatus> = None;
-    let mut linger_until: Option<Instant> = None;
-    let mut out_buf = vec![0u8; 8192];
-    let mut err_buf = vec![0u8; 8192];
-
-    let stop = loop {
-        if status.is_some() && pipes.closed() {
-            break None;
-        }
-        tokio::select! {
-            r = read_some(&mut pipes.out, &mut out_buf), if pipes.out.is_some() => match r {
-                Ok(n) if n > 0 => pipes.captured.push(&out_buf[..n]),
-                _ => pipes.out = None,
-            },
-            r = read_some(&mut pipes.err, &mut err_buf), if pipes.err.is_some() => match r {
-                Ok(n) if n > 0 => pipes.captured.push(&err_buf[..n]),
-                _ => pipes.err = None,
-            },
-            s = child.wait(), if status.is_none() => match s {
-                Ok(s) => {
-                    status = Some(s);
-                    linger_until = Some(Instant::now() + EXIT_GRACE);
-                }
-                Err(e) => {
-                    guard.kill();
-                    after_notes(after, None, String::new()).await;
-                    return Err(ToolError::new(format!("lost track of the command: {e}")));
-                }
-            },
-            _ = sleep_until_some(linger_until), if linger_until.is_some() => break Some(Stop::Lingering),
-            _ = tokio::time::sleep_until(deadline) => break Some(Stop::TimedOut),
-            _ = cancel.cancelled() => break Some(Stop::Cancelled),
-        }
-    };
-
-    let (ending, stop_note) = match stop {
-        None => {
-            guard.disarm();
-            (Ending::Exited(status), None)
-        }
-        Some(Stop::Lingering) => {
-            guard.kill();
-            guard.disarm();
-            pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            let note = "[background processes still holding the output were stopped]";
-            (Ending::Exited(status), Some(note.to_string()))
-        }
-        Some(why) => {
-            guard.kill();
-            reap(&mut child).await;
-            guard.disarm();
-            pipes.drain(Instant::now() + DRAIN_AFTER_KILL).await;
-            let ending = match why {
-                Stop::Cancelled => Ending::Cancelled,
-                _ => Ending::TimedOut(limit),
-            };
-            let note = ending.note();
-            (ending, note)
-        }
-    };
-    let text = observe::body(pipes.captured);
-    // A host the network proxy refused is a notice too: a long output's
-    // preview would not show the note at its end.
-    if let Some(events) = &events {
-        for line in after.network_blocked() {
-            events(rein_core::Event::Notice { message: line });
-        }
-    }
-    let notes = after_notes(after, status, text.clone()).await;
-    Ok(observation(
-        text,
-        stop_note.into_iter().chain(notes),
-        &ending,
-    ))
-}
-
-/// Wait briefly for a killed child, so it does not linger as a zombie.
-async fn reap(child: &mut Child) {
-    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
-}
-
-async fn read_some<R: AsyncRead + Unpin>(
-    pipe: &mut Option<R>,
-    buf: &mut [u8],
-) -> std::io::Result<usize> {
-    match pipe {
-        Some(p) => p.read(buf).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until_some(when: Option<Instant>) {
-    match when {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
-    }
-}
-
-struct Pipes {
-    out: Option<ChildStdout>,
-    err: Option<ChildStderr>,
-    captured: Captured,
-}
-
-impl Pipes {
-    fn closed(&self) -> bool {
-        self.out.is_none() && self.err.is_none()
-    }
-
-    /// Read what is left until both pipes close or `until`.
-    async fn drain(&mut self, until: Instant) {
-        let mut out_buf = vec![0u8; 8192];
-        let mut err_buf = vec![0u8; 8192];
-        while !self.closed() {
-            tokio::select! {
-                r = read_some(&mut self.out, &mut out_buf), if self.out.is_some() => match r {
-                    Ok(n) if n > 0 => self.captured.push(&out_buf[..n]),
-                    _ => self.out = None,
-                },
-                r = read_some(&mut self.err, &mut err_buf), if self.err.is_some() => match r {
-                    Ok(n) if n > 0 => self.captured.push(&err_buf[..n]),
-                    _ => self.err = None,
-                },
-                _ = tokio::time::sleep_until(until) => break,
-            }
-        }
-    }
 }
 
 #[cfg(test)]

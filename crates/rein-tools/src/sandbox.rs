@@ -41,6 +41,11 @@
 //! and, where rein can make one, a cgroup capping its processes and memory;
 //! at most `max_concurrent` commands run at once (the bash tool waits).
 //!
+//! Under bubblewrap, the bash tool runs its commands in the session's
+//! sandbox, started once and kept running ([`server`], [`start_served`]),
+//! with the same mounts and per-command guarantees; [`prepare`] makes one
+//! bubblewrap per command (the fallback, and every other caller).
+//!
 //! `REIN_SANDBOX=bwrap|landlock|none` forces the choice (read once per
 //! process; a forced kind that does not work here gives `None`, so the
 //! permission gate asks before every command).
@@ -68,6 +73,7 @@ pub mod netproxy;
 mod netroute;
 mod rlimits;
 pub mod scope;
+pub mod server;
 
 pub use bwrap::{BwrapEntry, bwrap_args, bwrap_args_with, ensure_protected};
 pub use cgroup::available as cgroup_available;
@@ -407,6 +413,70 @@ pub fn prepare(
                 && policy.limits.tmp_size > 0,
         },
     })
+}
+
+/// A command started in a running sandbox ([`server`]), and what must
+/// happen once it is over.
+pub struct Served {
+    pub running: server::Running,
+    pub output: server::Output,
+    /// Call [`After::finish`] once [`server::Running::wait`] returned.
+    pub after: After,
+}
+
+/// Start `script` as [`prepare`] would run it under bubblewrap, with
+/// `env`, but in the session's running sandbox; `Ok(None)` when it cannot
+/// serve this command (another kind, the network a list of hosts, turned
+/// off, or no server came up): then [`prepare`] it. Blocking: it may walk
+/// the workspace and start the sandbox.
+pub fn start_served(
+    kind: SandboxKind,
+    policy: &SandboxPolicy,
+    workspace: &Path,
+    script: &str,
+    timeout: std::time::Duration,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<Option<Served>, PrepareError> {
+    if effective(kind, policy) != SandboxKind::Bubblewrap || !server::serves(policy) {
+        return Ok(None);
+    }
+    let hold = if policy.mode != SandboxMode::ReadOnly {
+        Some(made::hold(workspace).map_err(PrepareError::Protect)?)
+    } else {
+        None
+    };
+    let tmp_capped = probe().bwrap_size && policy.limits.tmp_size > 0;
+    let mut args = if probe().bwrap_size {
+        bwrap_args(policy, workspace, "")
+    } else {
+        let mut uncapped = policy.clone();
+        uncapped.limits.tmp_size = 0;
+        bwrap_args(&uncapped, workspace, "")
+    };
+    // Without its `-- bash -c SCRIPT` tail.
+    args.truncate(args.len().saturating_sub(4));
+    let git = (policy.mode == SandboxMode::WorkspaceWrite)
+        .then(|| (workspace.to_path_buf(), gitmeta::scan(workspace)));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let cpu_secs = timeout.as_secs().max(1).saturating_mul(cores);
+    let plan = rlimits::plan(&policy.limits, cpu_secs, !cgroup::available());
+    let job = server::job(workspace, script, env, plan);
+    let Some((running, output)) = server::start(&args, policy, hold, job) else {
+        return Ok(None);
+    };
+    Ok(Some(Served {
+        running,
+        output,
+        after: After {
+            cgroup: None,
+            made: None,
+            git,
+            net: netroute::Route::default(),
+            limits: policy.limits,
+            cpu_secs,
+            tmp_capped,
+        },
+    }))
 }
 
 /// The sandbox a command gets from `kind` under `policy`: none when the

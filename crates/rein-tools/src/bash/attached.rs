@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Ending, GroupGuard, after_notes, reap};
+use super::running::{GroupGuard, reap_local};
+use super::{Ending, after_notes};
 use crate::sandbox::Prepared;
 
 /// How an attached command went.
@@ -40,7 +41,7 @@ pub async fn run_attached(prepared: Prepared, limit: Duration) -> Result<Attache
     let mut child = cmd.spawn().map_err(AttachedError::Spawn)?;
     drop(cmd);
     // 2. Its process group dies with this call, however the call ends.
-    let mut guard = GroupGuard::new(child.id().and_then(|id| i32::try_from(id).ok()));
+    let mut guard = GroupGuard::new(child.id().and_then(|id| i32::try_from(id).ok()), None);
     // 3. Wait for it, or for the timeout.
     let deadline = Instant::now() + limit;
     let waited = tokio::select! {
@@ -56,7 +57,7 @@ pub async fn run_attached(prepared: Prepared, limit: Duration) -> Result<Attache
             return Err(AttachedError::Wait(e));
         }
         None => {
-            reap(&mut child).await;
+            reap_local(&mut child).await;
             Ending::TimedOut(limit)
         }
     };

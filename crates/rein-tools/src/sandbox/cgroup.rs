@@ -191,6 +191,12 @@ impl CommandCgroup {
 
     /// Make `cmd`'s child join these cgroups before anything else runs.
     pub fn join_in_child(&self, cmd: &mut Command) {
+        self.join_in_std_child(cmd.as_std_mut());
+    }
+
+    /// [`CommandCgroup::join_in_child`] for a standard library command.
+    pub fn join_in_std_child(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
         let fds: Vec<i32> = self.procs.iter().map(AsRawFd::as_raw_fd).collect();
         // SAFETY: runs in the forked child: only `write` on descriptors that
         // this value keeps open until the command is spawned.
@@ -243,7 +249,12 @@ impl CommandCgroup {
 
     /// Lines for the observation about limits the command ran into.
     pub fn report(&self) -> Vec<String> {
-        let mut lines = Vec::new();
+        self.report_since(Counters::default())
+    }
+
+    /// The counts of refused forks and of processes killed for memory so
+    /// far (a cgroup serving many commands reports each one's share).
+    pub fn counters(&self) -> Counters {
         let read = |dir: &Option<PathBuf>, file: &str, key: &str| -> u64 {
             dir.as_ref()
                 .and_then(|d| std::fs::read_to_string(d.join(file)).ok())
@@ -253,19 +264,29 @@ impl CommandCgroup {
                 })
                 .unwrap_or(0)
         };
-        let refused = read(&self.pids, "pids.events", "max ");
+        let file = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        Counters {
+            refused: read(&self.pids, "pids.events", "max "),
+            oom: read(&self.memory, file, "oom_kill "),
+        }
+    }
+
+    /// [`CommandCgroup::report`] about what happened since `before`.
+    pub fn report_since(&self, before: Counters) -> Vec<String> {
+        let mut lines = Vec::new();
+        let now = self.counters();
+        let refused = now.refused.saturating_sub(before.refused);
         if refused > 0 {
             lines.push(format!(
                 "[process limit ({}) reached: {refused} fork(s) were refused]",
                 self.limits.processes
             ));
         }
-        let file = if self.v2 {
-            "memory.events"
-        } else {
-            "memory.oom_control"
-        };
-        let oom = read(&self.memory, file, "oom_kill ");
+        let oom = now.oom.saturating_sub(before.oom);
         if oom > 0 {
             lines.push(format!(
                 "[memory limit ({}) reached: {oom} process(es) were killed]",
@@ -274,6 +295,13 @@ impl CommandCgroup {
         }
         lines
     }
+}
+
+/// What a cgroup counted so far, see [`CommandCgroup::counters`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counters {
+    refused: u64,
+    oom: u64,
 }
 
 impl Drop for CommandCgroup {

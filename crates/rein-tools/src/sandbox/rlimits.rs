@@ -9,8 +9,8 @@ use rein_core::human_bytes;
 use tokio::process::Command;
 
 /// The rlimits of one command, computed before the fork.
-#[derive(Debug, Clone, Copy)]
-struct Plan {
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Plan {
     address_space: u64,
     file_size: u64,
     cpu_secs: u64,
@@ -28,41 +28,53 @@ struct Plan {
 /// are capped at what they are now plus the command's allowance, since the
 /// kernel counts every thread of the user, not of the command.
 pub fn apply(cmd: &mut Command, limits: &CommandLimits, cpu_secs: u64, nproc_fallback: bool) {
+    let plan = plan(limits, cpu_secs, nproc_fallback);
+    // SAFETY: runs in the forked child: only setrlimit system calls on
+    // values computed before the fork.
+    unsafe {
+        cmd.pre_exec(move || plan.set_all());
+    }
+}
+
+/// The limits [`apply`] sets, computed here (before any fork), for a
+/// child made elsewhere (the sandbox's supervisor, see [`super::server`]).
+pub(crate) fn plan(limits: &CommandLimits, cpu_secs: u64, nproc_fallback: bool) -> Plan {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let nproc = (nproc_fallback && !root && limits.processes > 0)
         .then(user_tasks)
         .flatten()
         .map(|n| n.saturating_add(limits.processes));
-    let plan = Plan {
+    Plan {
         address_space: limits.address_space,
         file_size: limits.file_size,
         cpu_secs,
         nproc,
-    };
-    // SAFETY: runs in the forked child: only setrlimit system calls on
-    // values computed before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            set(libc::RLIMIT_CORE, 0, 0)?;
-            if plan.address_space > 0 {
-                set(libc::RLIMIT_AS, plan.address_space, plan.address_space)?;
-            }
-            if plan.file_size > 0 {
-                set(libc::RLIMIT_FSIZE, plan.file_size, plan.file_size)?;
-            }
-            if plan.cpu_secs > 0 {
-                set(
-                    libc::RLIMIT_CPU,
-                    plan.cpu_secs,
-                    plan.cpu_secs.saturating_add(5),
-                )?;
-            }
-            if let Some(n) = plan.nproc {
-                set(libc::RLIMIT_NPROC, n, n)?;
-            }
-            Ok(())
-        });
+    }
+}
+
+impl Plan {
+    /// Lower the calling process's limits to the plan: only setrlimit
+    /// system calls, so it may run in a forked child.
+    pub(crate) fn set_all(&self) -> io::Result<()> {
+        set(libc::RLIMIT_CORE, 0, 0)?;
+        if self.address_space > 0 {
+            set(libc::RLIMIT_AS, self.address_space, self.address_space)?;
+        }
+        if self.file_size > 0 {
+            set(libc::RLIMIT_FSIZE, self.file_size, self.file_size)?;
+        }
+        if self.cpu_secs > 0 {
+            set(
+                libc::RLIMIT_CPU,
+                self.cpu_secs,
+                self.cpu_secs.saturating_add(5),
+            )?;
+        }
+        if let Some(n) = self.nproc {
+            set(libc::RLIMIT_NPROC, n, n)?;
+        }
+        Ok(())
     }
 }
 
