@@ -67,6 +67,16 @@ pub struct ServeArgs {
     /// Most connections to the PostgreSQL store at once.
     #[arg(long, value_name = "N", default_value = "16")]
     pub store_connections: std::num::NonZeroUsize,
+    /// How many of a session's newest events the store keeps for clients
+    /// that reconnect (`Last-Event-ID`).
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub events_kept: u64,
+    /// How long the store keeps a session's events (seconds; default a
+    /// week).
+    #[arg(long, value_name = "SECS", default_value_t = 7 * 24 * 60 * 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub events_max_age_secs: u64,
     #[command(flatten)]
     pub otel: crate::otel::OtelArgs,
 }

@@ -318,8 +318,9 @@ async fn events(
             Failure::bad_request(format!("Last-Event-ID or after `{given}` is not a number"))
         })?;
     }
-    let served = server.session(id).await?;
-    let stream = served.events.stream(after, server.closing.clone());
+    // The stored log is read on any server: no engine is opened for it.
+    let info = server.stored(id).await?;
+    let stream = server.feed.stream(&info.id, after, server.closing.clone());
     let mut response = Response::new(http_body_util::BodyExt::boxed_unsync(stream));
     let h = response.headers_mut();
     h.insert(

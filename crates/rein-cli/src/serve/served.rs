@@ -12,7 +12,7 @@ use rein_core::{
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::events::EventLog;
+use super::events::EventWriter;
 use crate::hosting::Hosted;
 use crate::setup::prepare::Prepared;
 
@@ -20,7 +20,8 @@ use crate::setup::prepare::Prepared;
 pub struct Served {
     pub id: String,
     pub hosted: Hosted,
-    pub events: Arc<EventLog>,
+    /// Its events, on their way to the store.
+    pub events: EventWriter,
     state: Mutex<State>,
     /// True while a prompt runs (shutdown waits on it).
     busy: watch::Sender<bool>,
@@ -63,8 +64,7 @@ pub enum RunConflict {
 impl Served {
     /// The session's notes (see [`crate::hosting::Notes`]) become
     /// `notice` events of it, between runs too.
-    pub fn new(id: String, hosted: Hosted) -> Served {
-        let events = Arc::new(EventLog::default());
+    pub fn new(id: String, hosted: Hosted, events: EventWriter) -> Served {
         let log = events.clone();
         hosted.notes.forward(move |message| {
             if let Ok(json) = serde_json::to_string(&Event::Notice { message }) {
@@ -154,9 +154,7 @@ impl Served {
             _ => {}
         }
         match serde_json::to_string(&event) {
-            Ok(json) => {
-                self.events.push(json);
-            }
+            Ok(json) => self.events.push(json),
             Err(e) => crate::output::err(&format!("rein serve: cannot encode an event: {e}")),
         }
     }

@@ -16,6 +16,7 @@ mod guards;
 mod openapi;
 mod remote;
 mod runs;
+mod stored;
 
 /// A `rein serve` process and how to reach it.
 pub struct Served {

@@ -84,6 +84,17 @@ pub(crate) const SESSION_MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX session_leases_by_expiry ON session_leases (expires_at);
     CREATE SEQUENCE session_lease_tokens;"#,
+    // 3: the session's event log (each an `Event` JSON, numbered from
+    // `last_event`, which only grows), for `rein serve`'s streams on any
+    // server.
+    r#"ALTER TABLE sessions ADD COLUMN last_event bigint NOT NULL DEFAULT 0;
+    CREATE TABLE session_events (
+        session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq        bigint NOT NULL,
+        body       text NOT NULL,
+        created_at bigint NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );"#,
 ];
 
 /// The long-term memory schema (see [`SESSION_MIGRATIONS`] for the rules).

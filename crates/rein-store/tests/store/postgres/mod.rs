@@ -5,6 +5,7 @@
 
 mod contract;
 mod errors;
+mod events;
 mod leases;
 mod memory;
 mod server;

@@ -1,0 +1,173 @@
+//! Several `rein serve` processes on one PostgreSQL database as one
+//! service: a client streams a session from a server that is not the one
+//! running it, live (through the listening connection's notifications),
+//! through the loss of that connection, and on through a takeover after
+//! the running server is killed, every event once and in order.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::postgres::{block_on, database, pg};
+use super::serve::Served;
+use super::support::*;
+
+/// An open Server-Sent Events stream of one session, read event by event.
+pub struct EventStream {
+    reader: BufReader<TcpStream>,
+    /// The id of the last event read (what a reconnect sends).
+    pub last_id: u64,
+}
+
+impl EventStream {
+    /// `GET /sessions/{session}/events` on `addr`, after `last_id`.
+    pub fn open(addr: &str, token: &str, session: &str, last_id: Option<u64>) -> EventStream {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut req = format!(
+            "GET /sessions/{session}/events HTTP/1.1\r\nHost: {addr}\r\n\
+             Authorization: Bearer {token}\r\n"
+        );
+        if let Some(id) = last_id {
+            req.push_str(&format!("Last-Event-ID: {id}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        EventStream {
+            reader: BufReader::new(s),
+            last_id: last_id.unwrap_or(0),
+        }
+    }
+
+    /// The next event (its id, 0 for one without) or `None` at the end.
+    pub fn next(&mut self) -> Option<(u64, Value)> {
+        let mut id = 0;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
+            let l = line.trim_end();
+            if let Some(n) = l.strip_prefix("id: ") {
+                id = n.parse().unwrap();
+            } else if let Some(data) = l.strip_prefix("data: ") {
+                if id > 0 {
+                    self.last_id = id;
+                }
+                return Some((id, serde_json::from_str(data).unwrap()));
+            }
+        }
+    }
+
+    /// Events until one of type `until` (included).
+    pub fn until(&mut self, until: &str) -> Vec<(u64, Value)> {
+        let mut events = Vec::new();
+        while let Some((id, e)) = self.next() {
+            let done = e["type"] == until;
+            events.push((id, e));
+            if done {
+                return events;
+            }
+        }
+        panic!("the stream ended before `{until}`: {events:?}");
+    }
+}
+
+/// Terminate the listening connections of the servers on `url`'s
+/// database; how many there were.
+fn kill_listeners(url: &str) -> i64 {
+    block_on(async {
+        pg::raw(url)
+            .await
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE application_name = $1 AND datname = current_database()",
+                &[&rein_store::LISTENER_NAME],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    })
+}
+
+fn ids(events: &[(u64, Value)]) -> Vec<u64> {
+    events.iter().map(|(i, _)| *i).collect()
+}
+
+#[test]
+fn another_server_streams_a_run_live_through_a_lost_listener_and_a_takeover_without_gap() {
+    let Some(url) = database("serve_stream") else {
+        return;
+    };
+    let env = Env::new();
+    let slow = "one two three four five six seven eight nine ten eleven twelve";
+    let first = env.script(
+        "first.json",
+        &json!({"turns": [
+            {"tool_calls": [{"id": "w1", "name": "write_file",
+                             "arguments": {"path": "step.txt", "content": "done once\n"}}]},
+            {"text": slow, "delay_ms": 300, "chunk_chars": 1}
+        ]}),
+    );
+    let second = env.script(
+        "second.json",
+        &json!({"turns": [{"text": "Finished after the takeover."}]}),
+    );
+    let common = [
+        "--store",
+        url.as_str(),
+        "--lease-secs",
+        "2",
+        "--mode",
+        "accept-edits",
+    ];
+    let mut a = Served::start(&env, &[&common[..], &["--script", &first]].concat());
+    let b = Served::start(&env, &[&common[..], &["--script", &second]].concat());
+    let (status, session) = b.call("POST", "/sessions", Some(json!({"workspace": "shared"})));
+    assert_eq!(status, 201, "{session}");
+    let id = session["id"].as_str().unwrap().to_string();
+    // The client follows the session on B while A runs it.
+    let mut stream = EventStream::open(&b.addr, &b.token, &id, None);
+    let (status, body) = a.call(
+        "POST",
+        &format!("/sessions/{id}/prompt"),
+        Some(json!({"text": "make step.txt"})),
+    );
+    assert_eq!(status, 202, "{body}");
+    let mut seen = stream.until("tool_finished");
+    seen.extend(stream.until("text_delta"));
+
+    // B's listening connection is dropped mid-run: it comes back, and the
+    // stream goes on from the table.
+    assert_eq!(
+        kill_listeners(&url),
+        2,
+        "one listening connection per server"
+    );
+    seen.extend(stream.until("text_delta"));
+    seen.extend(stream.until("text_delta"));
+
+    // A dies mid-answer; B takes the run over and the numbering goes on.
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    drop(stream);
+    let mut again = EventStream::open(&b.addr, &b.token, &id, Some(seen.last().unwrap().0));
+    seen.extend(again.until("stopped"));
+    let stopped = &seen.last().unwrap().1;
+    assert_eq!(stopped["reason"], "completed", "{seen:?}");
+    assert_eq!(stopped["final_text"], "Finished after the takeover.");
+    let got = ids(&seen);
+    assert_eq!(got, (1..=got.len() as u64).collect::<Vec<_>>(), "{seen:?}");
+    let deltas = seen
+        .iter()
+        .filter(|(_, e)| e["type"] == "text_delta")
+        .count();
+    assert!(deltas >= 3, "{seen:?}");
+
+    // Everything stored reads the same from the start, on either server.
+    let all = EventStream::open(&b.addr, &b.token, &id, None).until("stopped");
+    assert_eq!(all, seen);
+}
