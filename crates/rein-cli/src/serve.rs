@@ -16,6 +16,7 @@
 //! TLS (`--tls-cert`, `--tls-key`) or `--allow-insecure-remote`.
 
 mod auth;
+mod control;
 mod events;
 mod feed;
 mod http;
@@ -71,6 +72,8 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
         leases,
         feed,
     ));
+    control::listen(&server).map_err(Failure::harness)?;
+    control::poll(server.clone());
     leases::watch_orphans(server.clone());
     let scheme = if tls.is_some() { "https" } else { "http" };
     // The one line a script waits for before it connects.
@@ -161,13 +164,14 @@ async fn open_store(
         keep: args.events_kept,
         max_age: Duration::from_secs(args.events_max_age_secs),
     };
-    let feed = Arc::new(feed::EventFeed::new(stores.events, retention));
     let Some(pg) = stores.pg else {
+        let feed = Arc::new(feed::EventFeed::new(stores.events, retention, None));
         return Ok((stores.sessions, None, feed));
     };
-    feed.listen(&pg).map_err(Failure::harness)?;
-    let ttl = Duration::from_secs(args.lease_secs);
-    Ok((stores.sessions, Some(leases::Leases::new(pg, ttl)), feed))
+    let leases = leases::Leases::new(pg.clone(), Duration::from_secs(args.lease_secs));
+    let board = Some((pg, leases.owner.clone()));
+    let feed = Arc::new(feed::EventFeed::new(stores.events, retention, board));
+    Ok((stores.sessions, Some(leases), feed))
 }
 
 /// Accept connections until Ctrl-C or SIGTERM.

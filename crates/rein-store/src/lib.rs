@@ -34,8 +34,9 @@ pub use events::{EventPage, Retention, SessionEvents, StoredEvent};
 pub use memory::{MEMORY_SCHEMA_VERSION, SqliteMemory};
 pub use migrations::SCHEMA_VERSION;
 pub use postgres::{
-    Heard, Heartbeat, LISTENER_NAME, Lease, LeaseError, Listener, OrphanedSession,
-    PG_MEMORY_SCHEMA_VERSION, PG_SCHEMA_VERSION, PgMemory, PgOptions, PgStore, password_spans,
+    CONTROL_LIFETIME, CONTROLS_CHANNEL, Control, ControlKind, Heard, Heartbeat, LISTENER_NAME,
+    Lease, LeaseError, Listener, OrphanedSession, Outcome, PG_MEMORY_SCHEMA_VERSION,
+    PG_SCHEMA_VERSION, PgMemory, PgOptions, PgStore, SETTLED_CHANNEL, Sent, password_spans,
 };
 pub use spill::FileSpill;
 pub use sqlite::{SqliteOptions, SqliteStore};

@@ -19,6 +19,8 @@ const BATCH: usize = 512;
 
 enum Item {
     Event(String),
+    /// The approvals the run waits for now (a JSON array).
+    Waiting(String),
     /// Answered once everything queued before it was appended.
     Flush(oneshot::Sender<()>),
 }
@@ -41,6 +43,13 @@ impl EventWriter {
                 while let Some(item) = next.take() {
                     match item {
                         Item::Event(json) => batch.push(json),
+                        Item::Waiting(json) => {
+                            // In order: the events before it first.
+                            if !batch.is_empty() {
+                                feed.append(&session_id, std::mem::take(&mut batch)).await;
+                            }
+                            feed.set_waiting(&session_id, &json).await;
+                        }
                         Item::Flush(done) => flushed.push(done),
                     }
                     if batch.len() < BATCH {
@@ -61,6 +70,11 @@ impl EventWriter {
     /// Queue one event.
     pub fn push(&self, json: String) {
         let _ = self.queue.send(Item::Event(json));
+    }
+
+    /// Queue the approvals the run waits for now, for every server to show.
+    pub fn waiting(&self, json: String) {
+        let _ = self.queue.send(Item::Waiting(json));
     }
 
     /// Wait until every event queued so far was appended (or refused).

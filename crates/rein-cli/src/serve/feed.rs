@@ -8,8 +8,8 @@
 //! 2. With nothing more stored it waits for the session's newest number
 //!    to move: on this server the [`EventWriter`](super::events) says so
 //!    after each append; on PostgreSQL the one listening connection of the
-//!    server hears every other server's appends (`NOTIFY` with the session
-//!    and number). Then it reads on from the table, the one truth, so the
+//!    server (see [`super::control::listen`]) hears every other server's
+//!    appends (`NOTIFY` with the session and number). Then it reads on from the table, the one truth, so the
 //!    switch from stored to live neither loses nor repeats an event.
 //! 3. When the listening connection was lost and is back, every stream
 //!    reads again (what was notified meanwhile is not heard); a quiet
@@ -23,8 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::StreamBody;
 use hyper::body::Frame;
-use rein_store::events::{EVENTS_CHANNEL, parse_events_payload};
-use rein_store::{Heard, Listener, PgStore, Retention, SessionEvents};
+use rein_store::{PgStore, Retention, SessionEvents};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -42,43 +41,24 @@ pub struct EventFeed {
     heads: Mutex<HashMap<String, watch::Sender<u64>>>,
     /// Moves when notifications may have been missed.
     catch_up: watch::Sender<u64>,
-    listener: Mutex<Option<Listener>>,
+    /// Where the approvals a run waits for are shown to every server
+    /// (PostgreSQL, with this server's lease name).
+    board: Option<(PgStore, String)>,
 }
 
 impl EventFeed {
-    pub fn new(store: Arc<dyn SessionEvents>, retention: Retention) -> EventFeed {
+    pub fn new(
+        store: Arc<dyn SessionEvents>,
+        retention: Retention,
+        board: Option<(PgStore, String)>,
+    ) -> EventFeed {
         EventFeed {
             store,
             retention,
             heads: Mutex::new(HashMap::new()),
             catch_up: watch::channel(0).0,
-            listener: Mutex::new(None),
+            board,
         }
-    }
-
-    /// Hear the other servers' appends through `pg`'s one listening
-    /// connection, as long as this feed lives.
-    pub fn listen(self: &Arc<Self>, pg: &PgStore) -> anyhow::Result<()> {
-        let feed = Arc::downgrade(self);
-        let listener = pg.listen(&[EVENTS_CHANNEL], move |heard| {
-            let Some(feed) = feed.upgrade() else { return };
-            match heard {
-                Heard::Notified { channel, payload } if channel == EVENTS_CHANNEL => {
-                    if let Some((id, last)) = parse_events_payload(&payload) {
-                        feed.heard(id, last);
-                    }
-                }
-                Heard::Notified { .. } => {}
-                Heard::Listening => {
-                    feed.catch_up.send_modify(|n| *n += 1);
-                }
-                Heard::Lost(why) => {
-                    crate::output::err(&format!("rein serve: {why}; listening again"));
-                }
-            }
-        })?;
-        *self.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(listener);
-        Ok(())
     }
 
     /// Append a batch of `session_id`'s events and wake its streams here.
@@ -98,8 +78,27 @@ impl EventFeed {
         }
     }
 
+    /// Every stream reads the store again (notifications may have been
+    /// missed).
+    pub fn catch_up(&self) {
+        self.catch_up.send_modify(|n| *n += 1);
+    }
+
+    /// Record, for every server, the approvals `session_id`'s run here
+    /// waits for (a JSON array; PostgreSQL only).
+    pub async fn set_waiting(&self, session_id: &str, waiting: &str) {
+        let Some((pg, owner)) = &self.board else {
+            return;
+        };
+        if let Err(e) = pg.set_waiting(session_id, owner, waiting).await {
+            crate::output::err(&format!(
+                "rein serve: cannot record the approvals session {session_id} waits for: {e}"
+            ));
+        }
+    }
+
     /// The session's events up to `last` are stored.
-    fn heard(&self, session_id: &str, last: u64) {
+    pub fn heard(&self, session_id: &str, last: u64) {
         let heads = self.heads.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(head) = heads.get(session_id) {
             head.send_if_modified(|known| {

@@ -131,6 +131,7 @@ impl Served {
             // A run that ended left nobody to answer.
             state.approvals.clear();
         }
+        self.events.waiting("[]".into());
         self.busy.send_replace(false);
     }
 
@@ -152,6 +153,14 @@ impl Served {
             }
             Event::ModeChanged { mode } => self.state().mode = Some(*mode),
             _ => {}
+        }
+        if matches!(
+            event,
+            Event::ApprovalRequired { .. } | Event::ApprovalResolved { .. }
+        ) {
+            let waiting = self.status().pending_approvals;
+            self.events
+                .waiting(serde_json::to_string(&waiting).unwrap_or_else(|_| "[]".into()));
         }
         match serde_json::to_string(&event) {
             Ok(json) => self.events.push(json),

@@ -134,6 +134,13 @@ impl Server {
         let served = Arc::new(self.served(info.id.clone(), hosted));
         if let Some(mode) = mode {
             served.set_mode(mode);
+            // Every server's prompts start in it.
+            if let Some(leases) = &self.leases {
+                leases
+                    .store
+                    .set_session_mode(&served.id, &mode.to_string())
+                    .await?;
+            }
         }
         self.sessions
             .lock()

@@ -171,3 +171,108 @@ fn another_server_streams_a_run_live_through_a_lost_listener_and_a_takeover_with
     let all = EventStream::open(&b.addr, &b.token, &id, None).until("stopped");
     assert_eq!(all, seen);
 }
+
+#[test]
+fn any_server_answers_approvals_cancels_and_mode_changes_for_a_run_another_drives() {
+    let Some(url) = database("serve_control") else {
+        return;
+    };
+    let env = Env::new();
+    let script = env.script(
+        "run.json",
+        &json!({"turns": [
+            {"tool_calls": [{"id": "w1", "name": "write_file",
+                             "arguments": {"path": "out.txt", "content": "once\n"}}]},
+            {"text": "Wrote it."},
+            {"text": "a long answer that is cancelled midway", "delay_ms": 300, "chunk_chars": 1}
+        ]}),
+    );
+    let common = [
+        "--store",
+        url.as_str(),
+        "--lease-secs",
+        "5",
+        "--script",
+        &script,
+    ];
+    let a = Served::start(&env, &common);
+    let b = Served::start(&env, &common);
+    let (_, session) = b.call("POST", "/sessions", Some(json!({"workspace": "ctl"})));
+    let id = session["id"].as_str().unwrap().to_string();
+    let path = |p: &str| format!("/sessions/{id}{p}");
+    let (status, _) = a.call("POST", &path("/prompt"), Some(json!({"text": "write"})));
+    assert_eq!(status, 202);
+    let mut stream = EventStream::open(&b.addr, &b.token, &id, None);
+    stream.until("approval_required");
+
+    // Every server says the same: running, where, and what it waits for.
+    let (_, on_a) = a.call("GET", &path(""), None);
+    let (_, on_b) = b.call("GET", &path(""), None);
+    for view in [&on_a, &on_b] {
+        assert_eq!(view["running"], true, "{view}");
+        assert_eq!(view["pending_approvals"][0]["call_id"], "w1", "{view}");
+    }
+    assert!(!on_b["server"].as_str().unwrap().is_empty(), "{on_b}");
+    assert_eq!(on_a["server"], on_b["server"]);
+    // A prompt while it runs is a conflict on the other server too.
+    let (status, body) = b.call("POST", &path("/prompt"), Some(json!({"text": "again"})));
+    assert_eq!(status, 409, "{body}");
+    // An approval for a call that does not wait is a clear 409.
+    let approve = json!({"decision": "approve"});
+    let (status, body) = b.call("POST", &path("/approvals/nope"), Some(approve.clone()));
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("nope"), "{body}");
+
+    // Answered through B, applied by A; the same answer again, through
+    // either, is the same one decision; another answer is refused.
+    let (status, body) = b.call("POST", &path("/approvals/w1"), Some(approve.clone()));
+    assert_eq!(status, 204, "{body}");
+    let (status, _) = a.call("POST", &path("/approvals/w1"), Some(approve.clone()));
+    assert_eq!(status, 204);
+    let (status, body) = b.call(
+        "POST",
+        &path("/approvals/w1"),
+        Some(json!({"decision": "deny"})),
+    );
+    assert_eq!(status, 409, "{body}");
+    let events = stream.until("stopped");
+    assert_eq!(
+        events.last().unwrap().1["reason"],
+        "completed",
+        "{events:?}"
+    );
+    let resolved = events
+        .iter()
+        .filter(|(_, e)| e["type"] == "approval_resolved");
+    assert_eq!(resolved.count(), 1, "{events:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("ctl/out.txt")).unwrap(),
+        "once\n"
+    );
+    a.wait_idle(&id);
+
+    // Nothing runs: a cancel has nobody to go to.
+    let (status, body) = b.call("POST", &path("/cancel"), None);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("not running"),
+        "{body}"
+    );
+
+    // A mode change and a cancel through B reach the run on A.
+    let (status, _) = a.call("POST", &path("/prompt"), Some(json!({"text": "talk"})));
+    assert_eq!(status, 202);
+    stream.until("text_delta");
+    let (status, body) = b.call("POST", &path("/mode"), Some(json!({"mode": "plan"})));
+    assert_eq!(status, 200, "{body}");
+    let (_, on_a) = a.call("GET", &path(""), None);
+    assert_eq!(on_a["mode"], "plan", "{on_a}");
+    let (status, body) = b.call("POST", &path("/cancel"), None);
+    assert_eq!(status, 202, "{body}");
+    let events = stream.until("stopped");
+    assert_eq!(
+        events.last().unwrap().1["reason"],
+        "cancelled",
+        "{events:?}"
+    );
+}

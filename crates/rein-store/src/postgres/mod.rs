@@ -13,6 +13,7 @@
 //! Connections come from a small pool; TLS is rustls with the system's
 //! trust store, chosen by `sslmode` (see the `url` module).
 
+mod controls;
 mod error;
 mod events;
 mod heartbeat;
@@ -34,6 +35,9 @@ use error::PgFail;
 use pool::{Conn, Pool};
 use schema::{SESSIONS, migrate};
 
+pub use controls::{
+    CONTROL_LIFETIME, CONTROLS_CHANNEL, Control, ControlKind, Outcome, SETTLED_CHANNEL, Sent,
+};
 pub use heartbeat::Heartbeat;
 pub use lease::{Lease, LeaseError, OrphanedSession};
 pub use memory::{PG_MEMORY_SCHEMA_VERSION, PgMemory};

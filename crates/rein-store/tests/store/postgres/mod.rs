@@ -4,6 +4,7 @@
 //! long-term memory. Without a server each test prints `skipped: ...`.
 
 mod contract;
+mod controls;
 mod errors;
 mod events;
 mod leases;
