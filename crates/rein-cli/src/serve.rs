@@ -10,7 +10,9 @@
 //!   session's log as Server-Sent Events from any server (on PostgreSQL
 //!   following the others through `LISTEN`/`NOTIFY`).
 //! - [`leases`]: one server at a time per session when several share a
-//!   PostgreSQL store, and taking over the sessions of a server that died.
+//!   PostgreSQL store, and taking over the sessions of a server that died;
+//!   [`control`]: approvals, cancel and mode sent to whichever server runs
+//!   a session; [`root`]: the one root they all share.
 //!
 //! It listens on loopback unless told otherwise; another address needs
 //! TLS (`--tls-cert`, `--tls-key`) or `--allow-insecure-remote`.
@@ -22,6 +24,7 @@ mod feed;
 mod http;
 mod leases;
 mod openapi;
+mod root;
 mod routes;
 mod served;
 mod state;
@@ -53,7 +56,7 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     // A malformed OTEL variable fails before anything is made or opened.
     let telemetry = crate::otel::start(args.otel)?;
     let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
-    let (store, leases, feed) = open_store(&args, &cfg).await?;
+    let (store, leases, feed) = open_store(&args, &cfg, &root).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failure::usage(anyhow!("cannot listen on {}: {e}", args.listen)))?;
@@ -151,6 +154,7 @@ fn host_names(bound: SocketAddr) -> Vec<String> {
 async fn open_store(
     args: &ServeArgs,
     cfg: &crate::config::Config,
+    root: &std::path::Path,
 ) -> Result<
     (
         Arc<dyn SessionStore>,
@@ -168,6 +172,9 @@ async fn open_store(
         let feed = Arc::new(feed::EventFeed::new(stores.events, retention, None));
         return Ok((stores.sessions, None, feed));
     };
+    root::check(root, &pg)
+        .await
+        .map_err(|e| Failure::usage(anyhow!("{e}")))?;
     let leases = leases::Leases::new(pg.clone(), Duration::from_secs(args.lease_secs));
     let board = Some((pg, leases.owner.clone()));
     let feed = Arc::new(feed::EventFeed::new(stores.events, retention, board));

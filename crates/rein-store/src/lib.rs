@@ -36,7 +36,8 @@ pub use migrations::SCHEMA_VERSION;
 pub use postgres::{
     CONTROL_LIFETIME, CONTROLS_CHANNEL, Control, ControlKind, Heard, Heartbeat, LISTENER_NAME,
     Lease, LeaseError, Listener, OrphanedSession, Outcome, PG_MEMORY_SCHEMA_VERSION,
-    PG_SCHEMA_VERSION, PgMemory, PgOptions, PgStore, SETTLED_CHANNEL, Sent, password_spans,
+    PG_SCHEMA_VERSION, PgMemory, PgOptions, PgStore, RecordedRoot, SETTLED_CHANNEL, Sent,
+    password_spans,
 };
 pub use spill::FileSpill;
 pub use sqlite::{SqliteOptions, SqliteStore};

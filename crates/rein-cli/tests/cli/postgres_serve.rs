@@ -276,3 +276,56 @@ fn any_server_answers_approvals_cancels_and_mode_changes_for_a_run_another_drive
         "{events:?}"
     );
 }
+
+/// `rein serve` on `root` and `url`, which must refuse to start: its
+/// stderr.
+fn refused_start(env: &Env, root: &std::path::Path, url: &str) -> String {
+    let mut child = env
+        .command()
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", url, "--root"])
+        .arg(root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("rein serve started on {}", root.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn a_server_whose_root_is_not_the_one_the_database_was_first_used_with_refuses_to_start() {
+    let Some(url) = database("serve_root") else {
+        return;
+    };
+    let env = Env::new();
+    let first = Served::start(&env, &["--store", &url]);
+    let id = std::fs::read_to_string(env.ws.path().join(".rein-serve-root")).unwrap();
+    assert_eq!(id.trim().len(), 32, "{id}");
+
+    // An empty folder (the shared root not mounted) and another root.
+    let other = tempfile::tempdir().unwrap();
+    let err = refused_start(&env, other.path(), &url);
+    assert!(err.contains("has no .rein-serve-root"), "{err}");
+    assert!(err.contains(id.trim()), "names the recorded root: {err}");
+    assert!(!other.path().join(".rein-serve-root").exists(), "nothing made");
+    std::fs::write(other.path().join(".rein-serve-root"), "0123abcd\n").unwrap();
+    let err = refused_start(&env, other.path(), &url);
+    assert!(err.contains("is not the root this database was first used with"), "{err}");
+
+    // The same root again: a second server starts.
+    let second = Served::start(&env, &["--store", &url]);
+    let (status, _) = second.call("GET", "/sessions", None);
+    assert_eq!(status, 200);
+    drop(first);
+}

@@ -22,6 +22,7 @@ mod memory;
 mod notify;
 mod pool;
 mod records;
+mod root;
 mod runtime;
 mod schema;
 mod sessions;
@@ -42,6 +43,7 @@ pub use heartbeat::Heartbeat;
 pub use lease::{Lease, LeaseError, OrphanedSession};
 pub use memory::{PG_MEMORY_SCHEMA_VERSION, PgMemory};
 pub use notify::{Heard, LISTENER_NAME, Listener};
+pub use root::RecordedRoot;
 pub use url::password_spans;
 
 /// The sessions schema version this build writes in PostgreSQL.

@@ -114,6 +114,14 @@ pub(crate) const SESSION_MIGRATIONS: &[&str] = &[
     CREATE INDEX session_controls_pending ON session_controls (session_id) WHERE outcome IS NULL;
     ALTER TABLE session_leases ADD COLUMN waiting text;
     ALTER TABLE sessions ADD COLUMN mode text;"#,
+    // 5: the workspace root `rein serve` was first used with (the id in
+    // the root's id file), which every server must share.
+    r#"CREATE TABLE serve_root (
+        one         boolean PRIMARY KEY DEFAULT true CHECK (one),
+        id          text NOT NULL,
+        path        text NOT NULL,
+        recorded_at timestamptz NOT NULL DEFAULT now()
+    );"#,
 ];
 
 /// The long-term memory schema (see [`SESSION_MIGRATIONS`] for the rules).
