@@ -63,7 +63,11 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::harness(anyhow!("{e}")))?;
-    let guard = auth::Guard::new(token, args.allow_origin.clone(), host_names(bound));
+    let mut hosts = host_names(bound);
+    if !hosts.is_empty() {
+        hosts.extend(args.allow_host.iter().cloned());
+    }
+    let guard = auth::Guard::new(token, args.allow_origin.clone(), hosts);
     // Every run a hosted engine makes is observed (see `Hosted::observer`).
     let host = Host::new(args.models, mode, store, cfg.store.clone())
         .observed(telemetry.as_ref().map(|t| t.observers()));

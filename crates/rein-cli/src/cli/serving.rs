@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// it, e.g. `https://app.example`); repeatable. Others are refused.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// A `Host` a loopback server also answers to (repeatable): the name
+    /// a proxy in front of it passes on, e.g. `rein.example:443`. Other
+    /// names are refused on loopback (DNS rebinding).
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
     /// Serve HTTPS with this certificate chain (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -386,5 +386,10 @@ async fn events(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-cache"),
     );
+    // A proxy (nginx) passes each event on as it comes, unbuffered.
+    h.insert(
+        header::HeaderName::from_static("x-accel-buffering"),
+        header::HeaderValue::from_static("no"),
+    );
     Ok(response)
 }

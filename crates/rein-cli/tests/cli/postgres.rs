@@ -48,7 +48,7 @@ fn exec_in(env: &Env, url: &str, script: &str) -> std::process::Output {
         .unwrap()
 }
 
-fn stored_messages(url: &str, id: &str) -> Vec<Value> {
+pub fn stored_messages(url: &str, id: &str) -> Vec<Value> {
     block_on(async {
         use rein_core::SessionStore;
         let store = rein_store::PgStore::connect(url).await.unwrap();

@@ -4,6 +4,9 @@
 //! through the loss of that connection, and on through a takeover after
 //! the running server is killed, every event once and in order.
 
+mod nginx;
+mod soak;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -318,10 +321,16 @@ fn a_server_whose_root_is_not_the_one_the_database_was_first_used_with_refuses_t
     let err = refused_start(&env, other.path(), &url);
     assert!(err.contains("has no .rein-serve-root"), "{err}");
     assert!(err.contains(id.trim()), "names the recorded root: {err}");
-    assert!(!other.path().join(".rein-serve-root").exists(), "nothing made");
+    assert!(
+        !other.path().join(".rein-serve-root").exists(),
+        "nothing made"
+    );
     std::fs::write(other.path().join(".rein-serve-root"), "0123abcd\n").unwrap();
     let err = refused_start(&env, other.path(), &url);
-    assert!(err.contains("is not the root this database was first used with"), "{err}");
+    assert!(
+        err.contains("is not the root this database was first used with"),
+        "{err}"
+    );
 
     // The same root again: a second server starts.
     let second = Served::start(&env, &["--store", &url]);

@@ -33,8 +33,13 @@ impl Served {
     }
 
     pub fn start_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Served {
+        Served::start_on(env, "127.0.0.1:0", args, vars)
+    }
+
+    /// [`Served::start_with`] listening on `listen`.
+    pub fn start_on(env: &Env, listen: &str, args: &[&str], vars: &[(&str, &str)]) -> Served {
         let mut cmd = env.command();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        cmd.args(["serve", "--listen", listen, "--root"])
             .arg(env.ws.path())
             .args(args)
             .stdout(Stdio::null())
