@@ -256,6 +256,7 @@ impl Reservation {
             request.mode = Some(mode);
             request.control = Some(control);
             let ended = CancellationToken::new();
+            let lease_lost = lost.clone();
             if let Some(lost) = lost {
                 let (ended, cancel) = (ended.clone(), cancel.clone());
                 tokio::spawn(async move {
@@ -273,7 +274,23 @@ impl Reservation {
             for message in notes {
                 sink.emit(Event::Notice { message });
             }
-            served.hosted.engine.run(request, cancel, &mut sink).await;
+            let outcome = served.hosted.engine.run(request, cancel, &mut sink).await;
+            // The operator hears of a run the harness could not finish
+            // (its store gone, its lease lost): its `stopped` may not be
+            // storable.
+            let why = if lease_lost.is_some_and(|l| l.is_cancelled()) {
+                Some("its lease was lost (another server may take it over)")
+            } else if outcome.reason == rein_core::StopReason::HarnessError {
+                Some(outcome.error.as_deref().unwrap_or("a harness error"))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                crate::output::err(&format!(
+                    "rein serve: the run of session {} stopped: {why}",
+                    served.id
+                ));
+            }
             ended.cancel();
             done();
             served.release_slot();

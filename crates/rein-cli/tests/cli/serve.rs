@@ -23,6 +23,8 @@ pub struct Served {
     pub child: Child,
     pub addr: String,
     pub token: String,
+    /// What it wrote to stderr after its listening line.
+    pub log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Served {
@@ -61,10 +63,15 @@ impl Served {
                 break url.split("://").nth(1).unwrap().to_string();
             }
         };
-        // Keep draining stderr so the server never blocks on it.
+        // Keep draining stderr so the server never blocks on it, kept.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = log.clone();
         std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = stderr.read_to_string(&mut sink);
+            let mut line = String::new();
+            while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
         });
         let token = match vars.iter().find(|(k, _)| *k == "REIN_SERVE_TOKEN") {
             Some((_, t)) => t.to_string(),
@@ -73,7 +80,25 @@ impl Served {
                 .trim()
                 .to_string(),
         };
-        Served { child, addr, token }
+        Served {
+            child,
+            addr,
+            token,
+            log,
+        }
+    }
+
+    /// Wait (at most 60 s) until the server's stderr holds `text`.
+    pub fn wait_for_log(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.log.lock().unwrap().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "never logged `{text}`: {}",
+                self.log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// One request with the token; the status and the JSON body.

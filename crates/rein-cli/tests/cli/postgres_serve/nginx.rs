@@ -119,6 +119,7 @@ pub fn start_nginx(
         child,
         addr: format!("127.0.0.1:{}", port.port()),
         token: token.to_string(),
+        log: Default::default(),
     };
     let (status, _) = front.call("GET", "/health", None);
     if status != 200 {
