@@ -5,19 +5,26 @@
 //!   Origin and Host checks that keep web pages out.
 //! - [`routes`]: the routes ([`openapi`] documents them), over [`http`]'s
 //!   bodies and errors.
-//! - [`state`]: the sessions served, each a [`served::Served`] with its
-//!   numbered [`events`] for Server-Sent Events.
+//! - [`state`]: the sessions served, each a [`served::Served`] whose
+//!   [`events`] go to the store's event log; [`feed`] streams any
+//!   session's log as Server-Sent Events from any server (on PostgreSQL
+//!   following the others through `LISTEN`/`NOTIFY`).
 //! - [`leases`]: one server at a time per session when several share a
-//!   PostgreSQL store, and taking over the sessions of a server that died.
+//!   PostgreSQL store, and taking over the sessions of a server that died;
+//!   [`control`]: approvals, cancel and mode sent to whichever server runs
+//!   a session; [`root`]: the one root they all share.
 //!
 //! It listens on loopback unless told otherwise; another address needs
 //! TLS (`--tls-cert`, `--tls-key`) or `--allow-insecure-remote`.
 
 mod auth;
+mod control;
 mod events;
+mod feed;
 mod http;
 mod leases;
 mod openapi;
+mod root;
 mod routes;
 mod served;
 mod state;
@@ -49,14 +56,18 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     // A malformed OTEL variable fails before anything is made or opened.
     let telemetry = crate::otel::start(args.otel)?;
     let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
-    let (store, leases) = open_store(&args, &cfg).await?;
+    let (store, leases, feed) = open_store(&args, &cfg, &root).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failure::usage(anyhow!("cannot listen on {}: {e}", args.listen)))?;
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::harness(anyhow!("{e}")))?;
-    let guard = auth::Guard::new(token, args.allow_origin.clone(), host_names(bound));
+    let mut hosts = host_names(bound);
+    if !hosts.is_empty() {
+        hosts.extend(args.allow_host.iter().cloned());
+    }
+    let guard = auth::Guard::new(token, args.allow_origin.clone(), hosts);
     // Every run a hosted engine makes is observed (see `Hosted::observer`).
     let host = Host::new(args.models, mode, store, cfg.store.clone())
         .observed(telemetry.as_ref().map(|t| t.observers()));
@@ -66,7 +77,10 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
         guard,
         mode == Some(PermissionMode::Bypass),
         leases,
+        feed,
     ));
+    control::listen(&server).map_err(Failure::harness)?;
+    control::poll(server.clone());
     leases::watch_orphans(server.clone());
     let scheme = if tls.is_some() { "https" } else { "http" };
     // The one line a script waits for before it connects.
@@ -139,17 +153,36 @@ fn host_names(bound: SocketAddr) -> Vec<String> {
     ]
 }
 
-/// SQLite under the home, or PostgreSQL with leases.
+/// SQLite under the home, or PostgreSQL with leases; the event feed on
+/// the same store (on PostgreSQL listening for the other servers).
 async fn open_store(
     args: &ServeArgs,
     cfg: &crate::config::Config,
-) -> Result<(Arc<dyn SessionStore>, Option<leases::Leases>), Failure> {
-    let (store, pg) = crate::setup::store::open_store(cfg, args.store_connections.get()).await?;
-    let Some(pg) = pg else {
-        return Ok((store, None));
+    root: &std::path::Path,
+) -> Result<
+    (
+        Arc<dyn SessionStore>,
+        Option<leases::Leases>,
+        Arc<feed::EventFeed>,
+    ),
+    Failure,
+> {
+    let stores = crate::setup::store::open_stores(cfg, args.store_connections.get()).await?;
+    let retention = rein_store::Retention {
+        keep: args.events_kept,
+        max_age: Duration::from_secs(args.events_max_age_secs),
     };
-    let ttl = Duration::from_secs(args.lease_secs);
-    Ok((store, Some(leases::Leases::new(pg, ttl))))
+    let Some(pg) = stores.pg else {
+        let feed = Arc::new(feed::EventFeed::new(stores.events, retention, None));
+        return Ok((stores.sessions, None, feed));
+    };
+    root::check(root, &pg)
+        .await
+        .map_err(|e| Failure::usage(anyhow!("{e}")))?;
+    let leases = leases::Leases::new(pg.clone(), Duration::from_secs(args.lease_secs));
+    let board = Some((pg, leases.owner.clone()));
+    let feed = Arc::new(feed::EventFeed::new(stores.events, retention, board));
+    Ok((stores.sessions, Some(leases), feed))
 }
 
 /// Accept connections until Ctrl-C or SIGTERM.
@@ -232,5 +265,8 @@ async fn shut_down(server: &Arc<Server>) {
     {
         crate::output::err("rein serve: some runs did not stop within 10 s");
     }
+    // What the runs emitted reaches the store before the streams end.
+    let flushed = futures_util::future::join_all(served.iter().map(|s| s.events.flush()));
+    let _ = tokio::time::timeout(Duration::from_secs(5), flushed).await;
     server.closing.cancel();
 }

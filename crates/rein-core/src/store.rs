@@ -57,6 +57,10 @@ pub enum StoreError {
     Locked(String),
     #[error("the session database is corrupt or not a rein database: {0}")]
     Corrupt(String),
+    /// The store cannot be reached now (its server is down or the
+    /// connection broke); trying again later may work.
+    #[error("the session database is unavailable: {0}")]
+    Unavailable(String),
     #[error("session store error: {0}")]
     Other(String),
 }

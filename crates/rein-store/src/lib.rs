@@ -11,12 +11,15 @@
 //! [`PgStore`] and [`PgMemory`] keep the same in PostgreSQL, for several
 //! machines sharing one database; a [`Lease`] makes one server at a time
 //! drive a session.
+//! [`SessionEvents`] is a session's numbered event log in either store, for
+//! `rein serve`'s streams on any server.
 //! [`Checkpoints`] snapshots a whole workspace into a private git
 //! repository and restores it, for rewinding a session's turns.
 
 pub mod checkpoints;
 mod conn;
 mod error;
+pub mod events;
 mod memory;
 mod migrations;
 mod postgres;
@@ -27,11 +30,14 @@ pub use checkpoints::{
     ChangeKind, Checkpoint, CheckpointError, CheckpointOptions, Checkpoints, FileChange, FileMode,
     RestoreGuard, Restored,
 };
+pub use events::{EventPage, Retention, SessionEvents, StoredEvent};
 pub use memory::{MEMORY_SCHEMA_VERSION, SqliteMemory};
 pub use migrations::SCHEMA_VERSION;
 pub use postgres::{
-    Heartbeat, Lease, LeaseError, OrphanedSession, PG_MEMORY_SCHEMA_VERSION, PG_SCHEMA_VERSION,
-    PgMemory, PgOptions, PgStore, password_spans,
+    CONTROL_LIFETIME, CONTROLS_CHANNEL, Control, ControlKind, Heard, Heartbeat, LISTENER_NAME,
+    Lease, LeaseError, Listener, OrphanedSession, Outcome, PG_MEMORY_SCHEMA_VERSION,
+    PG_SCHEMA_VERSION, PgMemory, PgOptions, PgStore, RecordedRoot, SETTLED_CHANNEL, Sent,
+    password_spans,
 };
 pub use spill::FileSpill;
 pub use sqlite::{SqliteOptions, SqliteStore};

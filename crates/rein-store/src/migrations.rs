@@ -65,6 +65,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 5: the session a sub-agent's session was started from.
     "ALTER TABLE sessions ADD COLUMN parent_id TEXT;
     CREATE INDEX sessions_by_parent ON sessions (parent_id);",
+    // 6: the session's event log (each an `Event` JSON, numbered from
+    // `last_event`, which only grows), for `rein serve`'s streams.
+    "ALTER TABLE sessions ADD COLUMN last_event INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE session_events (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,
+        body       TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );",
 ];
 
 /// The schema version this build writes (the number of migration steps).
@@ -205,7 +215,7 @@ mod tests {
         )
         .unwrap();
         migrate(&mut conn, MIGRATIONS).unwrap();
-        assert_eq!(user_version(&conn).unwrap(), 5);
+        assert_eq!(user_version(&conn).unwrap(), i64::from(SCHEMA_VERSION));
         let (last, parent): (Option<String>, Option<String>) = conn
             .query_row(
                 "SELECT last_stop, parent_id FROM sessions WHERE id = 's1'",

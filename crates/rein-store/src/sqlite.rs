@@ -22,6 +22,7 @@ use crate::conn::ConnThread;
 use crate::error::{Context, Fail};
 use crate::migrations::{MIGRATIONS, check_known, migrate, user_version};
 
+mod events;
 mod records;
 
 use records::*;

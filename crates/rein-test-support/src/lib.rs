@@ -41,6 +41,8 @@ pub enum Component {
     PythonOtelProto,
     /// PostgreSQL's server binaries (initdb, postgres).
     Postgres,
+    /// nginx, the load balancer of the multi-server test.
+    Nginx,
     /// A usable bubblewrap (installed, namespaces allowed).
     Bubblewrap,
     /// A kernel with Landlock (at some ABI).
@@ -84,6 +86,7 @@ impl Component {
                 "Python opentelemetry-proto (.ci/run installs it with pip into ~/.cache/rein/pyotel)"
             }
             Component::Postgres => "PostgreSQL's server binaries (apt-get install postgresql)",
+            Component::Nginx => "nginx (apt-get install nginx)",
             Component::Bubblewrap => "bubblewrap (apt-get install bubblewrap)",
             Component::Landlock => "a kernel with Landlock",
             Component::AnySandbox => "a sandbox (bubblewrap or Landlock)",

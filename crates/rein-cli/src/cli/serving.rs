@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// it, e.g. `https://app.example`); repeatable. Others are refused.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// A `Host` a loopback server also answers to (repeatable): the name
+    /// a proxy in front of it passes on, e.g. `rein.example:443`. Other
+    /// names are refused on loopback (DNS rebinding).
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
     /// Serve HTTPS with this certificate chain (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -67,6 +72,16 @@ pub struct ServeArgs {
     /// Most connections to the PostgreSQL store at once.
     #[arg(long, value_name = "N", default_value = "16")]
     pub store_connections: std::num::NonZeroUsize,
+    /// How many of a session's newest events the store keeps for clients
+    /// that reconnect (`Last-Event-ID`).
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub events_kept: u64,
+    /// How long the store keeps a session's events (seconds; default a
+    /// week).
+    #[arg(long, value_name = "SECS", default_value_t = 7 * 24 * 60 * 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub events_max_age_secs: u64,
     #[command(flatten)]
     pub otel: crate::otel::OtelArgs,
 }

@@ -1,146 +1,87 @@
-//! A session's events as `rein serve` keeps them for Server-Sent Events:
-//! each numbered (the SSE `id`), the latest [`KEPT`] in memory, so a
-//! client that reconnects with `Last-Event-ID` gets what it missed.
+//! How a served session's events reach the store: each event (its JSON)
+//! is queued as the run emits it, and one task per session appends what
+//! has queued up as one batch (one transaction), then tells the server's
+//! [`EventFeed`] the newest number so its streams read on.
+//!
+//! The store numbers the events (see [`rein_store::events`]), so a run
+//! taken over by another server goes on with the same numbering. A batch
+//! the store refuses is lost and said so on stderr; streams show only
+//! what was stored.
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::StreamBody;
-use hyper::body::Frame;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot};
 
-/// How many events a session keeps for reconnecting clients.
-pub const KEPT: usize = 10_000;
-/// A comment line this often keeps proxies from closing a quiet stream.
-const PING: Duration = Duration::from_secs(15);
+use super::feed::EventFeed;
 
-/// One session's numbered events.
-pub struct EventLog {
-    inner: Mutex<Kept>,
-    /// The number of the newest event (0: none yet).
-    newest: watch::Sender<u64>,
+/// The most events appended in one transaction.
+const BATCH: usize = 512;
+
+enum Item {
+    Event(String),
+    /// The approvals the run waits for now (a JSON array).
+    Waiting(String),
+    /// Answered once everything queued before it was appended.
+    Flush(oneshot::Sender<()>),
 }
 
-struct Kept {
-    /// (number, JSON) oldest first.
-    events: VecDeque<(u64, Arc<str>)>,
-    next: u64,
+/// One session's queue of events on their way to the store.
+#[derive(Clone)]
+pub struct EventWriter {
+    queue: mpsc::UnboundedSender<Item>,
 }
 
-impl Default for EventLog {
-    fn default() -> Self {
-        EventLog {
-            inner: Mutex::new(Kept {
-                events: VecDeque::new(),
-                next: 1,
-            }),
-            newest: watch::channel(0).0,
-        }
-    }
-}
-
-impl EventLog {
-    /// Add one event (its JSON) and wake the streams.
-    pub fn push(&self, json: String) -> u64 {
-        let id = {
-            let mut kept = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            let id = kept.next;
-            kept.next += 1;
-            kept.events.push_back((id, json.into()));
-            if kept.events.len() > KEPT {
-                kept.events.pop_front();
-            }
-            id
-        };
-        self.newest.send_replace(id);
-        id
-    }
-
-    /// The events after `after`, and whether some after it were dropped
-    /// (the client was away longer than the log reaches).
-    fn since(&self, after: u64) -> (Vec<(u64, Arc<str>)>, bool) {
-        let kept = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let oldest = kept.events.front().map_or(kept.next, |(id, _)| *id);
-        let gap = after + 1 < oldest;
-        let events = kept
-            .events
-            .iter()
-            .filter(|(id, _)| *id > after)
-            .cloned()
-            .collect();
-        (events, gap)
-    }
-
-    /// An SSE body from the event after `after` on, open until `closed`
-    /// fires (the server shutting down) or the client goes.
-    pub fn stream(
-        self: &Arc<Self>,
-        after: u64,
-        closed: tokio_util::sync::CancellationToken,
-    ) -> StreamBody<impl futures_util::Stream<Item = Result<Frame<Bytes>, Infallible>> + use<>>
-    {
-        let state = (self.clone(), after, self.newest.subscribe(), closed, true);
-        let frames = futures_util::stream::unfold(
-            state,
-            |(log, after, mut newest, closed, first)| async move {
-                loop {
-                    let (events, gap) = log.since(after);
-                    if !events.is_empty() || (first && gap) {
-                        let mut text = String::new();
-                        if first && gap {
-                            text.push_str("event: gap\ndata: {\"type\":\"gap\"}\n\n");
+impl EventWriter {
+    /// A queue for `session_id`, with its appending task.
+    pub fn start(feed: Arc<EventFeed>, session_id: String) -> EventWriter {
+        let (queue, mut items) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut batch = Vec::new();
+            let mut flushed = Vec::new();
+            while let Some(item) = items.recv().await {
+                let mut next = Some(item);
+                while let Some(item) = next.take() {
+                    match item {
+                        Item::Event(json) => batch.push(json),
+                        Item::Waiting(json) => {
+                            // In order: the events before it first.
+                            if !batch.is_empty() {
+                                feed.append(&session_id, std::mem::take(&mut batch)).await;
+                            }
+                            feed.set_waiting(&session_id, &json).await;
                         }
-                        let mut last = after;
-                        for (id, json) in &events {
-                            text.push_str(&format!("id: {id}\ndata: {json}\n\n"));
-                            last = *id;
-                        }
-                        let frame = Frame::data(Bytes::from(text));
-                        return Some((Ok(frame), (log, last, newest, closed, false)));
+                        Item::Flush(done) => flushed.push(done),
                     }
-                    tokio::select! {
-                        _ = closed.cancelled() => return None,
-                        changed = newest.changed() => changed.ok()?,
-                        _ = tokio::time::sleep(PING) => {
-                            let ping = Frame::data(Bytes::from_static(b": ping\n\n"));
-                            return Some((Ok(ping), (log, after, newest, closed, false)));
-                        }
+                    if batch.len() < BATCH {
+                        next = items.try_recv().ok();
                     }
                 }
-            },
-        );
-        StreamBody::new(frames)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_are_numbered_and_read_from_an_id_on() {
-        let log = EventLog::default();
-        for i in 0..5 {
-            log.push(format!("{{\"n\":{i}}}"));
-        }
-        let (events, gap) = log.since(3);
-        let ids: Vec<u64> = events.iter().map(|(id, _)| *id).collect();
-        assert_eq!(ids, [4, 5]);
-        assert!(!gap);
+                if !batch.is_empty() {
+                    feed.append(&session_id, std::mem::take(&mut batch)).await;
+                }
+                for done in flushed.drain(..) {
+                    let _ = done.send(());
+                }
+            }
+        });
+        EventWriter { queue }
     }
 
-    #[test]
-    fn a_client_away_longer_than_the_log_is_told_of_the_gap() {
-        let log = EventLog::default();
-        for i in 0..(KEPT + 10) {
-            log.push(format!("{i}"));
+    /// Queue one event.
+    pub fn push(&self, json: String) {
+        let _ = self.queue.send(Item::Event(json));
+    }
+
+    /// Queue the approvals the run waits for now, for every server to show.
+    pub fn waiting(&self, json: String) {
+        let _ = self.queue.send(Item::Waiting(json));
+    }
+
+    /// Wait until every event queued so far was appended (or refused).
+    pub async fn flush(&self) {
+        let (done, flushed) = oneshot::channel();
+        if self.queue.send(Item::Flush(done)).is_ok() {
+            let _ = flushed.await;
         }
-        let (events, gap) = log.since(2);
-        assert!(gap);
-        assert_eq!(events.len(), KEPT);
-        assert_eq!(events[0].0, 11);
     }
 }

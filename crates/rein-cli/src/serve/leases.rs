@@ -18,10 +18,16 @@ use crate::setup::prepare::Prepared;
 
 /// The leases of one server.
 pub struct Leases {
-    store: PgStore,
+    pub store: PgStore,
     /// This server's name in the lease table.
-    owner: String,
+    pub owner: String,
     ttl: Duration,
+    /// Moves when a control may have been settled (see [`super::control`]).
+    pub settled: tokio::sync::watch::Sender<u64>,
+    /// One pass of applying controls at a time.
+    pub applying: tokio::sync::Mutex<()>,
+    /// The server's one listening connection.
+    pub listener: std::sync::Mutex<Option<rein_store::Listener>>,
 }
 
 impl Leases {
@@ -30,7 +36,14 @@ impl Leases {
             .map(|h| h.trim().to_string())
             .unwrap_or_else(|_| "host".into());
         let owner = format!("{host}/{}/{:08x}", std::process::id(), fastrand::u32(..));
-        Leases { store, owner, ttl }
+        Leases {
+            store,
+            owner,
+            ttl,
+            settled: tokio::sync::watch::channel(0).0,
+            applying: tokio::sync::Mutex::new(()),
+            listener: std::sync::Mutex::new(None),
+        }
     }
 }
 

@@ -91,8 +91,10 @@ fn paths() -> Value {
         "/sessions/{id}/cancel": {
             "parameters": [session_id],
             "post": {
-                "operationId": "cancel", "summary": "Stop the running prompt, if any",
-                "responses": {"202": {"description": "Cancelling"}, "404": error()}
+                "operationId": "cancel",
+                "summary": "Stop the running prompt, on whichever server runs it",
+                "responses": {"202": {"description": "Cancelling"}, "404": error(),
+                              "409": error(), "503": error(), "504": error()}
             }
         },
         "/sessions/{id}/mode": {
@@ -100,7 +102,8 @@ fn paths() -> Value {
             "post": {
                 "operationId": "setMode", "summary": "The permission mode of the next turn",
                 "requestBody": body("Mode"),
-                "responses": {"200": ok("Mode"), "400": error(), "404": error()}
+                "responses": {"200": ok("Mode"), "400": error(), "404": error(),
+                              "503": error(), "504": error()}
             }
         },
         "/sessions/{id}/approvals/{call_id}": {
@@ -109,7 +112,8 @@ fn paths() -> Value {
             "post": {
                 "operationId": "answerApproval", "summary": "Answer a call waiting for approval",
                 "requestBody": body("Approval"),
-                "responses": {"204": {"description": "Answered"}, "400": error(), "404": error(), "409": error()}
+                "responses": {"204": {"description": "Answered"}, "400": error(), "404": error(),
+                              "409": error(), "503": error(), "504": error()}
             }
         },
         "/sessions/{id}/events": {
@@ -165,6 +169,7 @@ fn schemas() -> Value {
             "last_stop": {"type": ["string", "null"]},
             "parent_id": {"type": ["string", "null"]},
             "running": {"type": "boolean"},
+            "server": {"type": "string", "description": "The server running it (PostgreSQL)"},
             "mode": {"type": "string"},
             "pending_approvals": {"type": "array", "items": {"type": "object"}}}},
         "SessionList": {"type": "object", "properties": {"sessions": {

@@ -10,8 +10,8 @@ use rein_core::{ApprovalDecision, ApprovalScope};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Verdict;
+use super::control;
 use super::http::{Body, Failure, empty, json, read_json};
-use super::served::Served;
 use super::state::{CreateSession, Server};
 use crate::setup::command_context::LiveRun;
 
@@ -114,7 +114,8 @@ async fn route(
         }
         (&Method::POST, ["sessions", id, "prompt"]) => prompt(server, id, request).await,
         (&Method::POST, ["sessions", id, "cancel"]) => {
-            server.session(id).await?.cancel();
+            let info = server.stored(id).await?;
+            control::send(server, &info.id, control::Ask::Cancel).await?;
             Ok(empty(StatusCode::ACCEPTED))
         }
         (&Method::POST, ["sessions", id, "mode"]) => mode(server, id, request).await,
@@ -189,8 +190,34 @@ async fn create(
 
 async fn get(server: &Arc<Server>, id: &str) -> Result<Response<Body>, Failure> {
     let info = server.stored(id).await?;
-    let status = server.served_now(id).map(|s| s.status());
-    Ok(json(StatusCode::OK, &SessionView { info, status }))
+    let Some(leases) = &server.leases else {
+        let status = server.served_now(id).map(|s| s.status());
+        return Ok(json(StatusCode::OK, &SessionView { info, status }));
+    };
+    // Any server answers the same: the lease says who runs it and what
+    // its run waits for.
+    let running = leases.store.running(&info.id).await?;
+    let mode = match leases.store.session_mode(&info.id).await? {
+        Some(stored) => Some(stored),
+        None => server.served_now(id).map(|s| s.mode().to_string()),
+    };
+    let waiting: serde_json::Value = match &running {
+        Some((_, w)) => serde_json::from_str(w).unwrap_or_default(),
+        None => serde_json::json!([]),
+    };
+    let mut view = serde_json::to_value(&info).unwrap_or_default();
+    if let Some(fields) = view.as_object_mut() {
+        fields.insert("running".into(), running.is_some().into());
+        fields.insert(
+            "server".into(),
+            running.map(|(owner, _)| owner).unwrap_or_default().into(),
+        );
+        fields.insert("pending_approvals".into(), waiting);
+        if let Some(mode) = mode {
+            fields.insert("mode".into(), mode.into());
+        }
+    }
+    Ok(json(StatusCode::OK, &view))
 }
 
 #[derive(Deserialize)]
@@ -209,6 +236,13 @@ async fn prompt(
         return Err(Failure::bad_request("the prompt is empty"));
     }
     let served = server.session(id).await?;
+    // A mode set through another server.
+    if let Some(leases) = &server.leases
+        && let Some(mode) = leases.store.session_mode(&served.id).await?
+        && let Ok(mode) = mode.parse()
+    {
+        served.set_mode(mode);
+    }
     let expanded = served
         .hosted
         .prompts
@@ -253,7 +287,26 @@ async fn mode(
 ) -> Result<Response<Body>, Failure> {
     let body: ModeBody = read_json(request.into_body()).await?;
     let mode = server.mode(Some(&body.mode))?.unwrap_or_default();
-    server.session(id).await?.set_mode(mode);
+    let info = server.stored(id).await?;
+    match &server.leases {
+        // Kept for every server's next prompt, and sent to a running one.
+        Some(leases) => {
+            leases
+                .store
+                .set_session_mode(&info.id, &mode.to_string())
+                .await?;
+            if let Some(served) = server.served_now(&info.id) {
+                served.set_mode(mode);
+            }
+            match control::send(server, &info.id, control::Ask::Mode(mode)).await {
+                Ok(()) => {}
+                // Nothing runs: the next prompt reads the stored mode.
+                Err(f) if f.status == StatusCode::CONFLICT => {}
+                Err(f) => return Err(f),
+            }
+        }
+        None => server.session(id).await?.set_mode(mode),
+    }
     Ok(json(StatusCode::OK, &serde_json::json!({"mode": mode})))
 }
 
@@ -290,10 +343,12 @@ async fn approve(
             feedback: body.feedback,
         },
     };
-    let served: Arc<Served> = server.session(id).await?;
-    served
-        .answer(call, decision)
-        .map_err(|e| Failure::conflict(e.to_string()))?;
+    let info = server.stored(id).await?;
+    let ask = control::Ask::Approval {
+        call_id: call.to_string(),
+        decision,
+    };
+    control::send(server, &info.id, ask).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
@@ -318,8 +373,9 @@ async fn events(
             Failure::bad_request(format!("Last-Event-ID or after `{given}` is not a number"))
         })?;
     }
-    let served = server.session(id).await?;
-    let stream = served.events.stream(after, server.closing.clone());
+    // The stored log is read on any server: no engine is opened for it.
+    let info = server.stored(id).await?;
+    let stream = server.feed.stream(&info.id, after, server.closing.clone());
     let mut response = Response::new(http_body_util::BodyExt::boxed_unsync(stream));
     let h = response.headers_mut();
     h.insert(
@@ -329,6 +385,11 @@ async fn events(
     h.insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-cache"),
+    );
+    // A proxy (nginx) passes each event on as it comes, unbuffered.
+    h.insert(
+        header::HeaderName::from_static("x-accel-buffering"),
+        header::HeaderValue::from_static("no"),
     );
     Ok(response)
 }

@@ -12,7 +12,7 @@ use rein_core::{
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::events::EventLog;
+use super::events::EventWriter;
 use crate::hosting::Hosted;
 use crate::setup::prepare::Prepared;
 
@@ -20,7 +20,8 @@ use crate::setup::prepare::Prepared;
 pub struct Served {
     pub id: String,
     pub hosted: Hosted,
-    pub events: Arc<EventLog>,
+    /// Its events, on their way to the store.
+    pub events: EventWriter,
     state: Mutex<State>,
     /// True while a prompt runs (shutdown waits on it).
     busy: watch::Sender<bool>,
@@ -63,8 +64,7 @@ pub enum RunConflict {
 impl Served {
     /// The session's notes (see [`crate::hosting::Notes`]) become
     /// `notice` events of it, between runs too.
-    pub fn new(id: String, hosted: Hosted) -> Served {
-        let events = Arc::new(EventLog::default());
+    pub fn new(id: String, hosted: Hosted, events: EventWriter) -> Served {
         let log = events.clone();
         hosted.notes.forward(move |message| {
             if let Ok(json) = serde_json::to_string(&Event::Notice { message }) {
@@ -131,6 +131,7 @@ impl Served {
             // A run that ended left nobody to answer.
             state.approvals.clear();
         }
+        self.events.waiting("[]".into());
         self.busy.send_replace(false);
     }
 
@@ -153,10 +154,16 @@ impl Served {
             Event::ModeChanged { mode } => self.state().mode = Some(*mode),
             _ => {}
         }
+        if matches!(
+            event,
+            Event::ApprovalRequired { .. } | Event::ApprovalResolved { .. }
+        ) {
+            let waiting = self.status().pending_approvals;
+            self.events
+                .waiting(serde_json::to_string(&waiting).unwrap_or_else(|_| "[]".into()));
+        }
         match serde_json::to_string(&event) {
-            Ok(json) => {
-                self.events.push(json);
-            }
+            Ok(json) => self.events.push(json),
             Err(e) => crate::output::err(&format!("rein serve: cannot encode an event: {e}")),
         }
     }
@@ -249,6 +256,7 @@ impl Reservation {
             request.mode = Some(mode);
             request.control = Some(control);
             let ended = CancellationToken::new();
+            let lease_lost = lost.clone();
             if let Some(lost) = lost {
                 let (ended, cancel) = (ended.clone(), cancel.clone());
                 tokio::spawn(async move {
@@ -266,7 +274,23 @@ impl Reservation {
             for message in notes {
                 sink.emit(Event::Notice { message });
             }
-            served.hosted.engine.run(request, cancel, &mut sink).await;
+            let outcome = served.hosted.engine.run(request, cancel, &mut sink).await;
+            // The operator hears of a run the harness could not finish
+            // (its store gone, its lease lost): its `stopped` may not be
+            // storable.
+            let why = if lease_lost.is_some_and(|l| l.is_cancelled()) {
+                Some("its lease was lost (another server may take it over)")
+            } else if outcome.reason == rein_core::StopReason::HarnessError {
+                Some(outcome.error.as_deref().unwrap_or("a harness error"))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                crate::output::err(&format!(
+                    "rein serve: the run of session {} stopped: {why}",
+                    served.id
+                ));
+            }
             ended.cancel();
             done();
             served.release_slot();

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use rein_core::{BudgetCap, NewSession, PermissionMode, SessionInfo};
 
 use super::auth::Guard;
+use super::events::EventWriter;
+use super::feed::EventFeed;
 use super::http::Failure;
 use super::leases::Leases;
 use super::served::Served;
@@ -24,6 +26,8 @@ pub struct Server {
     /// bypass` only).
     pub bypass_allowed: bool,
     pub leases: Option<Leases>,
+    /// Every session's stored events, as this server streams them.
+    pub feed: Arc<EventFeed>,
     /// Fires when the server shuts down (event streams end).
     pub closing: tokio_util::sync::CancellationToken,
     sessions: Mutex<HashMap<String, Arc<Served>>>,
@@ -78,6 +82,7 @@ impl Server {
         guard: Guard,
         bypass_allowed: bool,
         leases: Option<Leases>,
+        feed: Arc<EventFeed>,
     ) -> Server {
         Server {
             host,
@@ -85,6 +90,7 @@ impl Server {
             guard,
             bypass_allowed,
             leases,
+            feed,
             closing: tokio_util::sync::CancellationToken::new(),
             sessions: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
@@ -125,9 +131,16 @@ impl Server {
             .await?;
         let _opening = self.opening.lock().await;
         let hosted = self.host.engine(&workspace, cfg).await?;
-        let served = Arc::new(Served::new(info.id.clone(), hosted));
+        let served = Arc::new(self.served(info.id.clone(), hosted));
         if let Some(mode) = mode {
             served.set_mode(mode);
+            // Every server's prompts start in it.
+            if let Some(leases) = &self.leases {
+                leases
+                    .store
+                    .set_session_mode(&served.id, &mode.to_string())
+                    .await?;
+            }
         }
         self.sessions
             .lock()
@@ -152,12 +165,18 @@ impl Server {
         Self::fit(&workspace)?;
         let cfg = self.host.config(&workspace)?;
         let hosted = self.host.engine(&workspace, cfg).await?;
-        let served = Arc::new(Served::new(info.id.clone(), hosted));
+        let served = Arc::new(self.served(info.id.clone(), hosted));
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(info.id, served.clone());
         Ok(served)
+    }
+
+    /// A session served here, its events written to the store.
+    fn served(&self, id: String, hosted: crate::hosting::Hosted) -> Served {
+        let events = EventWriter::start(self.feed.clone(), id.clone());
+        Served::new(id, hosted, events)
     }
 
     /// The stored session `id` (the whole id, in a workspace of this

@@ -19,6 +19,21 @@ pub async fn open_store(
     cfg: &Config,
     connections: usize,
 ) -> Result<(Arc<dyn SessionStore>, Option<rein_store::PgStore>), crate::exit::Failure> {
+    let opened = open_stores(cfg, connections).await?;
+    Ok((opened.sessions, opened.pg))
+}
+
+/// The store `cfg` chooses, as each of its uses sees it.
+pub struct Stores {
+    pub sessions: Arc<dyn SessionStore>,
+    /// The same store's session event logs.
+    pub events: Arc<dyn rein_store::SessionEvents>,
+    /// The same store when it is PostgreSQL (leases, notifications).
+    pub pg: Option<rein_store::PgStore>,
+}
+
+/// [`open_store`], with the event logs (`rein serve`).
+pub async fn open_stores(cfg: &Config, connections: usize) -> Result<Stores, Failure> {
     match StoreChoice::of(cfg).map_err(Failure::usage)? {
         StoreChoice::Postgres(url) => {
             let options = rein_store::PgOptions {
@@ -27,9 +42,20 @@ pub async fn open_store(
             let store = rein_store::PgStore::connect_with(&url, options)
                 .await
                 .map_err(|e| Failure::usage(anyhow!("store: {e}")))?;
-            Ok((Arc::new(store.clone()), Some(store)))
+            Ok(Stores {
+                sessions: Arc::new(store.clone()),
+                events: Arc::new(store.clone()),
+                pg: Some(store),
+            })
         }
-        StoreChoice::Sqlite => Ok((open_sqlite(cfg)?, None)),
+        StoreChoice::Sqlite => {
+            let store = open_sqlite(cfg)?;
+            Ok(Stores {
+                sessions: store.clone(),
+                events: store,
+                pg: None,
+            })
+        }
     }
 }
 

@@ -15,15 +15,15 @@ use super::support::*;
 
 #[allow(dead_code)]
 #[path = "../../../rein-store/tests/store/postgres/server.rs"]
-mod pg;
+pub mod pg;
 
 /// A fresh database on the tests' PostgreSQL, or a printed reason to skip.
-fn database(name: &str) -> Option<String> {
+pub fn database(name: &str) -> Option<String> {
     block_on(pg::db_or_skip(name))
 }
 
 /// Run `f` to its end on a runtime of its own.
-fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -48,7 +48,7 @@ fn exec_in(env: &Env, url: &str, script: &str) -> std::process::Output {
         .unwrap()
 }
 
-fn stored_messages(url: &str, id: &str) -> Vec<Value> {
+pub fn stored_messages(url: &str, id: &str) -> Vec<Value> {
     block_on(async {
         use rein_core::SessionStore;
         let store = rein_store::PgStore::connect(url).await.unwrap();

@@ -16,12 +16,15 @@ mod guards;
 mod openapi;
 mod remote;
 mod runs;
+mod stored;
 
 /// A `rein serve` process and how to reach it.
 pub struct Served {
     pub child: Child,
     pub addr: String,
     pub token: String,
+    /// What it wrote to stderr after its listening line.
+    pub log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Served {
@@ -32,8 +35,13 @@ impl Served {
     }
 
     pub fn start_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Served {
+        Served::start_on(env, "127.0.0.1:0", args, vars)
+    }
+
+    /// [`Served::start_with`] listening on `listen`.
+    pub fn start_on(env: &Env, listen: &str, args: &[&str], vars: &[(&str, &str)]) -> Served {
         let mut cmd = env.command();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        cmd.args(["serve", "--listen", listen, "--root"])
             .arg(env.ws.path())
             .args(args)
             .stdout(Stdio::null())
@@ -55,10 +63,15 @@ impl Served {
                 break url.split("://").nth(1).unwrap().to_string();
             }
         };
-        // Keep draining stderr so the server never blocks on it.
+        // Keep draining stderr so the server never blocks on it, kept.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = log.clone();
         std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = stderr.read_to_string(&mut sink);
+            let mut line = String::new();
+            while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
         });
         let token = match vars.iter().find(|(k, _)| *k == "REIN_SERVE_TOKEN") {
             Some((_, t)) => t.to_string(),
@@ -67,7 +80,25 @@ impl Served {
                 .trim()
                 .to_string(),
         };
-        Served { child, addr, token }
+        Served {
+            child,
+            addr,
+            token,
+            log,
+        }
+    }
+
+    /// Wait (at most 60 s) until the server's stderr holds `text`.
+    pub fn wait_for_log(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.log.lock().unwrap().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "never logged `{text}`: {}",
+                self.log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// One request with the token; the status and the JSON body.

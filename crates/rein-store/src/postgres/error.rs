@@ -38,7 +38,7 @@ impl PgFail {
         match self {
             PgFail::Store(e) => e,
             PgFail::Corrupt(what) => StoreError::Corrupt(format!("PostgreSQL {shown}: {what}")),
-            PgFail::Connect { context, source } => StoreError::Other(target.scrub(&format!(
+            PgFail::Connect { context, source } => StoreError::Unavailable(target.scrub(&format!(
                 "cannot reach PostgreSQL {shown} ({context}): {}{}",
                 one_line(&source),
                 if refused_certificate(&source) {
@@ -79,11 +79,24 @@ fn classify(target: &Target, context: &str, e: &tokio_postgres::Error) -> StoreE
         Some(code) if is_contention(code) => StoreError::Locked(format!(
             "another rein process holds rows of PostgreSQL {shown}; gave up {context}: {text}"
         )),
-        _ if e.is_closed() => StoreError::Other(format!(
+        _ if e.is_closed() => StoreError::Unavailable(format!(
             "lost the connection to PostgreSQL {shown} while {context}: {text}"
+        )),
+        Some(code) if is_shutdown(code) => StoreError::Unavailable(format!(
+            "PostgreSQL {shown} is shutting down or starting ({context}): {text}"
         )),
         _ => StoreError::Other(format!("{context} in PostgreSQL {shown}: {text}")),
     }
+}
+
+/// Errors that mean the server is going away or not ready yet.
+fn is_shutdown(code: &SqlState) -> bool {
+    [
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+    ]
+    .contains(code)
 }
 
 /// Errors that mean another session held what this one needed.

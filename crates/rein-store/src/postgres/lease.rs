@@ -140,7 +140,8 @@ impl PgStore {
                          ON CONFLICT (session_id) DO UPDATE SET
                              owner = excluded.owner, token = excluded.token,
                              acquired_at = excluded.acquired_at,
-                             renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
+                             renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
+                             waiting = NULL
                          WHERE session_leases.expires_at <= now()
                             OR session_leases.owner = excluded.owner
                          RETURNING token",

@@ -6,18 +6,23 @@
 //! prefixes, errors and ordering, every method committed before it returns.
 //! It adds session leases ([`Lease`]): one server drives a session at a
 //! time, and another finds the sessions whose server stopped renewing
-//! ([`PgStore::list_orphaned`]). [`PgMemory`] is the long-term memory in
+//! ([`PgStore::list_orphaned`]), and one connection per process that
+//! listens for notifications ([`PgStore::listen`]). [`PgMemory`] is the long-term memory in
 //! the same or another database.
 //!
 //! Connections come from a small pool; TLS is rustls with the system's
 //! trust store, chosen by `sslmode` (see the `url` module).
 
+mod controls;
 mod error;
+mod events;
 mod heartbeat;
 mod lease;
 mod memory;
+mod notify;
 mod pool;
 mod records;
+mod root;
 mod runtime;
 mod schema;
 mod sessions;
@@ -31,9 +36,14 @@ use error::PgFail;
 use pool::{Conn, Pool};
 use schema::{SESSIONS, migrate};
 
+pub use controls::{
+    CONTROL_LIFETIME, CONTROLS_CHANNEL, Control, ControlKind, Outcome, SETTLED_CHANNEL, Sent,
+};
 pub use heartbeat::Heartbeat;
 pub use lease::{Lease, LeaseError, OrphanedSession};
 pub use memory::{PG_MEMORY_SCHEMA_VERSION, PgMemory};
+pub use notify::{Heard, LISTENER_NAME, Listener};
+pub use root::RecordedRoot;
 pub use url::password_spans;
 
 /// The sessions schema version this build writes in PostgreSQL.

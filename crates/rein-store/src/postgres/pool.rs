@@ -177,6 +177,64 @@ impl Pool {
     }
 }
 
+/// A notification a listening connection received.
+pub(crate) type Notified = tokio_postgres::Notification;
+
+impl Pool {
+    /// A connection of its own (outside the pool's count), named
+    /// `application_name` on the server, whose notifications come out of
+    /// the receiver; the receiver ends when the connection does.
+    pub(crate) async fn open_listening(
+        &self,
+        application_name: &str,
+    ) -> Result<(Client, tokio::sync::mpsc::UnboundedReceiver<Notified>), PgFail> {
+        let mut config = self.inner.target.config.clone();
+        config.application_name(application_name);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let connect_error = |source| PgFail::Connect {
+            context: "listening for notifications",
+            source,
+        };
+        let client = match &self.inner.tls {
+            None => {
+                let (client, connection) = config.connect(NoTls).await.map_err(connect_error)?;
+                forward(connection, tx);
+                client
+            }
+            Some(tls) => {
+                let (client, connection) =
+                    config.connect(tls.clone()).await.map_err(connect_error)?;
+                forward(connection, tx);
+                client
+            }
+        };
+        Ok((client, rx))
+    }
+}
+
+/// Drive `connection`, sending its notifications on until it ends.
+fn forward<S, T>(
+    mut connection: tokio_postgres::Connection<S, T>,
+    tx: tokio::sync::mpsc::UnboundedSender<Notified>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
+                    if tx.send(n).is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            }
+        }
+    });
+}
+
 /// rustls on ring, the project's one TLS setup, trusting the system's
 /// roots or only the authorities in `root_cert` (`sslrootcert`). The
 /// certificate and the host name are always checked: `require` and

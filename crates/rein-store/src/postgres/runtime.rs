@@ -51,6 +51,15 @@ where
     }
 }
 
+/// Start `task` on the PostgreSQL thread and leave it running (until it
+/// ends or its handle is aborted).
+pub(crate) fn spawn<Fut>(task: Fut) -> Result<tokio::task::JoinHandle<()>, StoreError>
+where
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    Ok(handle()?.spawn(task))
+}
+
 /// The runtime's handle, starting it the first time.
 fn handle() -> Result<Handle, StoreError> {
     let runtime = RUNTIME.get_or_init(|| {

@@ -84,6 +84,44 @@ pub(crate) const SESSION_MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX session_leases_by_expiry ON session_leases (expires_at);
     CREATE SEQUENCE session_lease_tokens;"#,
+    // 3: the session's event log (each an `Event` JSON, numbered from
+    // `last_event`, which only grows), for `rein serve`'s streams on any
+    // server.
+    r#"ALTER TABLE sessions ADD COLUMN last_event bigint NOT NULL DEFAULT 0;
+    CREATE TABLE session_events (
+        session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq        bigint NOT NULL,
+        body       text NOT NULL,
+        created_at bigint NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );"#,
+    // 4: controls sent to a running session through any server (an
+    // approval once per call), the approvals its run waits for (on the
+    // lease row, so they go with it) and the mode set through any server.
+    r#"CREATE TABLE session_controls (
+        id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        kind       text NOT NULL,
+        call_id    text,
+        body       text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        outcome    text,
+        answer     text,
+        settled_at timestamptz
+    );
+    CREATE UNIQUE INDEX session_controls_one_decision
+        ON session_controls (session_id, call_id) WHERE kind = 'approval';
+    CREATE INDEX session_controls_pending ON session_controls (session_id) WHERE outcome IS NULL;
+    ALTER TABLE session_leases ADD COLUMN waiting text;
+    ALTER TABLE sessions ADD COLUMN mode text;"#,
+    // 5: the workspace root `rein serve` was first used with (the id in
+    // the root's id file), which every server must share.
+    r#"CREATE TABLE serve_root (
+        one         boolean PRIMARY KEY DEFAULT true CHECK (one),
+        id          text NOT NULL,
+        path        text NOT NULL,
+        recorded_at timestamptz NOT NULL DEFAULT now()
+    );"#,
 ];
 
 /// The long-term memory schema (see [`SESSION_MIGRATIONS`] for the rules).

@@ -14,6 +14,7 @@ fn kind(e: Option<StoreError>) -> &'static str {
         Some(StoreError::Ambiguous { .. }) => "ambiguous",
         Some(StoreError::Locked(_)) => "locked",
         Some(StoreError::Corrupt(_)) => "corrupt",
+        Some(StoreError::Unavailable(_)) => "unavailable",
         Some(StoreError::Other(_)) => "other",
     }
 }

@@ -68,8 +68,8 @@ async fn an_unreachable_server_gives_a_clear_error_naming_it_without_the_passwor
     ] {
         let started = std::time::Instant::now();
         let err = connect_error(&url).await;
-        let StoreError::Other(msg) = &err else {
-            panic!("expected Other for {url}, got {err:?}")
+        let StoreError::Unavailable(msg) = &err else {
+            panic!("expected Unavailable for {url}, got {err:?}")
         };
         assert!(msg.contains("cannot reach PostgreSQL"), "{msg}");
         assert!(msg.contains(&port.to_string()), "names the server: {msg}");

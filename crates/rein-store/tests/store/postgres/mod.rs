@@ -4,7 +4,9 @@
 //! long-term memory. Without a server each test prints `skipped: ...`.
 
 mod contract;
+mod controls;
 mod errors;
+mod events;
 mod leases;
 mod memory;
 mod server;
