@@ -221,6 +221,20 @@ fn lsp_servers(cfg: &Config) -> Option<Arc<rein_tools::lsp::Servers>> {
     Some(Arc::new(rein_tools::lsp::Servers::new(settings, launch)))
 }
 
+/// Diagnostics after edits, in either profile when `[lsp]` is on (the
+/// small one keeps its six tools: no `lsp` tool).
+fn with_diagnostics(
+    builder: rein_core::AgentEngineBuilder,
+    extras: &RunExtras<'_>,
+) -> rein_core::AgentEngineBuilder {
+    match extras.lsp {
+        Some(servers) => builder.hook(Arc::new(rein_tools::lsp::Diagnostics::over(
+            servers.clone(),
+        ))),
+        None => builder,
+    }
+}
+
 /// `web_search`, when the user's config names a backend that works
 /// (checked by `Config::validate` before any engine is built).
 fn web_search_tool(cfg: &Config) -> Vec<Arc<dyn rein_core::Tool>> {
@@ -303,13 +317,7 @@ pub fn engine_builder(
             None => builder,
         }
     };
-    // Diagnostics after edits in either profile (the small one keeps its
-    // six tools: no `lsp` tool).
-    if let Some(servers) = extras.lsp {
-        builder = builder.hook(Arc::new(rein_tools::lsp::Diagnostics::over(
-            servers.clone(),
-        )));
-    }
+    builder = with_diagnostics(builder, extras);
     if let Some(hooks) = rein_tools::user_hooks::UserHooks::new(extras.hooks) {
         let transcripts = rein_tools::user_hooks::Transcripts::new(store.clone(), &cfg.home);
         let hooks = Arc::new(
