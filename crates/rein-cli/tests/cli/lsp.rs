@@ -137,7 +137,7 @@ fn the_small_profile_gets_the_diagnostics_of_its_edits_but_not_the_lsp_tool() {
     let small = run_script(
         &d,
         "calc.py",
-        &[symbols.clone()],
+        std::slice::from_ref(&symbols),
         &["--profile", "small", "--without", "nudge"],
     );
     assert!(
