@@ -121,6 +121,10 @@ async fn run_suite(args: EvalRunArgs) -> Result<i32, Failure> {
         results_path.display(),
         report_path.display()
     ));
+    for (name, rs) in report::groups(&records) {
+        let g = report::totals(&rs);
+        output::out(&format!("  {name}: solved {}/{}", g.solved, g.tasks));
+    }
     Ok(if t.solved == t.tasks {
         exit::COMPLETED
     } else {
