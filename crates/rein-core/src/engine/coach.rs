@@ -4,6 +4,9 @@
 //! the first turn of a task in a workspace with files, watches what the
 //! run's calls did, and when an answer would end the run it may nudge the
 //! model instead ([`nudges`]), then requires the next turn to act on it.
+//! It also keeps the run's check ([`check`]): what to run after a change,
+//! and the failures handed back; and holds answers to questions to the
+//! run's tool output ([`evidence`]).
 
 use std::path::{Path, PathBuf};
 
@@ -15,8 +18,10 @@ use crate::provider::ToolChoice;
 use crate::schema::{ToolCall, ToolSpec};
 use crate::tool::ToolAccess;
 
+pub(super) mod check;
 mod nudges;
 
+use check::Check;
 use nudges::{Looked, NextTurn, Snapshot};
 
 /// One run's coach.
@@ -29,6 +34,18 @@ pub(super) struct Coach {
     nudges: bool,
     /// What the run's calls did, for the nudges.
     looked: Looked,
+    /// The check after a change, when the profile gives it.
+    check: Option<Check>,
+}
+
+/// What came of running the check.
+#[derive(Debug)]
+pub(super) enum CheckRun {
+    /// The gate did not let it run (the mode refuses commands, a rule, a
+    /// hook): why.
+    Refused(String),
+    /// It ran: its output, ending with its exit code.
+    Ran(String),
 }
 
 /// What a turn's request must ask of the model.
@@ -50,15 +67,22 @@ impl TurnRule {
 impl Coach {
     /// The coach of a run on `prompt` (`has_files`: the workspace has
     /// something to look at); None when the profile gives no coaching.
+    /// `agents`: the project's instructions (AGENTS.md), where a test
+    /// command may be named.
     pub fn for_run(
         config: &LoopConfig,
         workspace: &Path,
         prompt: &str,
+        agents: &str,
         has_files: bool,
     ) -> Option<Coach> {
         let first_call = config.helps(Lever::FirstCall) && has_files;
         let nudges = config.helps(Lever::Nudge);
-        if !first_call && !nudges {
+        let check = config.helps(Lever::Check).then(|| Check {
+            command: check::named_check(prompt, agents, workspace),
+            ..Check::default()
+        });
+        if !first_call && !nudges && check.is_none() {
             return None;
         }
         // A request for a change keeps the workspace as it was, for the
@@ -72,6 +96,7 @@ impl Coach {
             first_call,
             nudges,
             looked,
+            check,
         })
     }
 
@@ -101,9 +126,43 @@ impl Coach {
             && finished
                 .iter()
                 .all(|f| f.result.is_error && !f.effects.denied);
+        if let Some(check) = &mut self.check {
+            check.dirty |= wrote;
+        }
         for f in finished.iter().filter(|f| !f.result.is_error) {
-            if let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) {
-                self.looked.saw(&call.arguments);
+            let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) else {
+                continue;
+            };
+            self.looked.saw(&call.arguments);
+            if let (Some(check), Some(command)) = (&mut self.check, command_of(call)) {
+                check.saw_run(&command, &f.result.output);
+            }
+        }
+    }
+
+    /// The check to run now, if one is due: the answer would end a run
+    /// whose files changed since the check last ran.
+    pub fn check_due(&self) -> Option<String> {
+        self.check.as_ref()?.due().map(String::from)
+    }
+
+    /// Note what came of running `command`; the text to hand the model
+    /// when it failed (the next turn must then call a tool).
+    pub fn checked(&mut self, run: &CheckRun) -> Option<String> {
+        let check = self.check.as_mut()?;
+        check.dirty = false;
+        check.runs += 1;
+        let command = check.command.clone().unwrap_or_default();
+        match run {
+            CheckRun::Refused(_) => {
+                check.refused = true;
+                None
+            }
+            CheckRun::Ran(output) if check::passed(output) => None,
+            CheckRun::Ran(output) => {
+                check.failures += 1;
+                self.looked.next = NextTurn::Call;
+                Some(check::feedback(&command, output))
             }
         }
     }
@@ -119,6 +178,15 @@ impl Coach {
         self.looked.next = nudges::next_turn(kind, answer, &self.looked, &self.workspace);
         Some(text)
     }
+}
+
+/// The command line of a `bash` call.
+fn command_of(call: &ToolCall) -> Option<String> {
+    if call.name != "bash" {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    args.get("command")?.as_str().map(String::from)
 }
 
 /// Keep only the tools that change files ([`ToolAccess::Write`], as
