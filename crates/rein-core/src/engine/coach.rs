@@ -19,9 +19,11 @@ use crate::schema::{ToolCall, ToolSpec};
 use crate::tool::ToolAccess;
 
 pub(super) mod check;
+mod evidence;
 mod nudges;
 
 use check::Check;
+use evidence::{Evidence, Question};
 use nudges::{Looked, NextTurn, Snapshot};
 
 /// One run's coach.
@@ -36,6 +38,9 @@ pub(super) struct Coach {
     looked: Looked,
     /// The check after a change, when the profile gives it.
     check: Option<Check>,
+    /// A question's evidence, when the profile gives it and the request
+    /// is a question.
+    evidence: Option<Evidence>,
 }
 
 /// What came of running the check.
@@ -82,7 +87,11 @@ impl Coach {
             command: check::named_check(prompt, agents, workspace),
             ..Check::default()
         });
-        if !first_call && !nudges && check.is_none() {
+        let evidence = match config.helps(Lever::Evidence) {
+            true => Question::of(prompt, nudges::asks_for_change(prompt)).map(Evidence::new),
+            false => None,
+        };
+        if !first_call && !nudges && check.is_none() && evidence.is_none() {
             return None;
         }
         // A request for a change keeps the workspace as it was, for the
@@ -97,6 +106,7 @@ impl Coach {
             nudges,
             looked,
             check,
+            evidence,
         })
     }
 
@@ -134,6 +144,9 @@ impl Coach {
                 continue;
             };
             self.looked.saw(&call.arguments);
+            if let Some(ev) = &mut self.evidence {
+                ev.saw(call.name == "bash", &f.result.output);
+            }
             if let (Some(check), Some(command)) = (&mut self.check, command_of(call)) {
                 check.saw_run(&command, &f.result.output);
             }
@@ -169,13 +182,18 @@ impl Coach {
 
     /// The nudge for `answer`, which would end the run, if it needs one
     /// (each kind once a run); the next turn must then act on it.
+    /// An answer to a question whose values no tool showed gets one
+    /// nudge to look them up (after the other kinds).
     pub fn nudge(&mut self, answer: &str) -> Option<String> {
-        if !self.nudges {
-            return None;
+        if self.nudges
+            && let Some((kind, text)) = nudges::nudge(answer, &self.looked, &self.workspace)
+        {
+            self.looked.nudged.push(kind);
+            self.looked.next = nudges::next_turn(kind, answer, &self.looked, &self.workspace);
+            return Some(text);
         }
-        let (kind, text) = nudges::nudge(answer, &self.looked, &self.workspace)?;
-        self.looked.nudged.push(kind);
-        self.looked.next = nudges::next_turn(kind, answer, &self.looked, &self.workspace);
+        let text = self.evidence.as_mut()?.unsupported(answer)?;
+        self.looked.next = NextTurn::Call;
         Some(text)
     }
 }
