@@ -83,6 +83,11 @@ async fn run_suite(args: EvalRunArgs) -> Result<i32, Failure> {
             return Err(Failure::usage(anyhow!("no task matches `{text}`")));
         }
     }
+    if let Some(secs) = args.timeout_secs {
+        for task in &mut tasks {
+            task.timeout_secs = secs;
+        }
+    }
     let (ctx, local) = context(&args, &tasks)?;
     let jobs = args.jobs.unwrap_or(if local { 1 } else { 4 }).max(1);
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
