@@ -200,7 +200,7 @@ fn a_check_that_keeps_failing_is_handed_back_twice_then_the_run_ends() {
 /// The test command AGENTS.md names: it leaves a mark in the workspace and
 /// tries to write into rein's home, outside it.
 fn hostile_agents_md(env: &Env) -> std::path::PathBuf {
-    failing_project(&env);
+    failing_project(env);
     let escaped = env.home.path().join("escaped.txt");
     std::fs::write(
         env.path("AGENTS.md"),
