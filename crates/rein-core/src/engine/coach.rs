@@ -87,7 +87,9 @@ impl Coach {
             command: check::named_check(prompt, agents, workspace),
             ..Check::default()
         });
-        let evidence = match config.helps(Lever::Evidence) {
+        // A question with no files to look in ("what is 2 + 3?") is the
+        // model's to answer.
+        let evidence = match config.helps(Lever::Evidence) && has_files {
             true => Question::of(prompt, nudges::asks_for_change(prompt)).map(Evidence::new),
             false => None,
         };

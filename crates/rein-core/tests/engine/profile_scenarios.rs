@@ -48,6 +48,10 @@ async fn an_empty_workspace_or_the_full_profile_requires_nothing() {
     let h = small_harness(Scripted::new(vec![Ok(text("hello"))]), empty.path());
     h.run(RunRequest::new("hi")).await;
     assert_eq!(h.provider.requests()[0].tool_choice, ToolChoice::Auto);
+    // Nor does a question with no files to look in need evidence.
+    let h = small_harness(Scripted::new(vec![Ok(text("5"))]), empty.path());
+    let (outcome, _) = h.run(RunRequest::new("What is 2 + 3?")).await;
+    assert_eq!(outcome.turns, 1, "no nudge for evidence");
 
     let ws = workspace_with(&[("a.txt", "x")]);
     let path = ws.path().to_path_buf();

@@ -4,7 +4,7 @@
 //! reaches the model in the next request; a mode that refuses commands
 //! skips it and says so; a check that keeps failing is handed back a
 //! bounded number of times; a command AGENTS.md names cannot reach
-//! outside the workspace.
+//! outside the workspace; a count no command printed gets one nudge.
 
 use rein_providers::mock_server::{MockResponse, MockServer};
 use serde_json::{Value, json};
@@ -259,4 +259,29 @@ fn a_mode_that_refuses_commands_skips_the_check_and_says_so() {
     );
     assert!(!env.path("ran.txt").exists());
     assert!(!escaped.exists());
+}
+
+#[test]
+fn a_count_answered_by_eye_is_nudged_once_to_count_with_a_command() {
+    let (_rt, server) = server();
+    let env = Env::new();
+    std::fs::write(env.path("names.txt"), "ada\nbrian\ncleo\n").unwrap();
+    server.push(call("c1", "read_file", json!({"path": "names.txt"})));
+    server.push(answer("There are 3 names."));
+    server.push(call("c2", "bash", json!({"command": "wc -l < names.txt"})));
+    server.push(answer("There are 3 names."));
+    let events = run_small(&env, &server, "auto", "How many names are in names.txt?");
+    assert_eq!(events.last().unwrap()["reason"], "completed", "{events:?}");
+    assert_eq!(server.requests().len(), 4);
+    let nudge = request_text(&server, 2);
+    assert!(
+        nudge.contains("No command of this run printed 3"),
+        "{nudge}"
+    );
+    // The command's count backs the same answer: no second nudge.
+    let nudges = notices(&events)
+        .iter()
+        .filter(|n| n.starts_with("nudged the model"))
+        .count();
+    assert_eq!(nudges, 1, "{:?}", notices(&events));
 }
