@@ -85,6 +85,7 @@ impl Coach {
         let nudges = config.helps(Lever::Nudge);
         let check = config.helps(Lever::Check).then(|| Check {
             command: check::named_check(prompt, agents, workspace),
+            change_asked: nudges::asks_for_change(prompt),
             ..Check::default()
         });
         // A question with no files to look in ("what is 2 + 3?") is the

@@ -116,7 +116,7 @@ fn the_check_runs_after_an_edit_and_its_failure_reaches_the_model() {
     assert!(!before.contains("still fails"), "{before}");
     let after = request_text(&server, 3);
     assert!(
-        after.contains("I ran `python3 test_calc.py` and it still fails"),
+        after.contains("The task is not done: I ran `python3 test_calc.py` and it still fails"),
         "{after}"
     );
     assert!(after.contains("mean is wrong: 2.0"), "{after}");

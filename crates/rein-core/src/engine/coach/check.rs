@@ -10,7 +10,8 @@
 //!    one at the workspace's top). Later, a failing test command the model
 //!    runs itself becomes the check when none was named ([`Check::saw_run`]).
 //! 2. When an answer would end a run whose files changed since the last
-//!    check, the run executes the command as a `bash` call through the
+//!    check (or a run asked for a change whose check never ran: the model
+//!    may call unchanged code correct), the run executes the command as a `bash` call through the
 //!    gate, so its mode, rules, hooks and sandbox apply (see
 //!    `engine/run/check.rs`); a refused call ends checking for the run and
 //!    says so.
@@ -59,14 +60,20 @@ pub(crate) struct Check {
     pub failures: u32,
     /// The gate refused it: no more tries this run.
     pub refused: bool,
+    /// The request asks for a change: an answer that would end the run
+    /// is checked even when no file changed (measured: the 1.5B model
+    /// ran the failing test, then answered that the code was correct).
+    pub change_asked: bool,
 }
 
 impl Check {
     /// The command to run now, if the run should check: one is known,
-    /// files changed since it last ran, and the run has tries left.
+    /// files changed since it last ran (or, for a request for a change,
+    /// it never ran), and the run has tries left.
     pub fn due(&self) -> Option<&str> {
         let left = self.runs < MAX_RUNS && self.failures < MAX_FAILURES;
-        match (self.dirty && left && !self.refused, &self.command) {
+        let fresh = self.dirty || (self.change_asked && self.runs == 0);
+        match (fresh && left && !self.refused, &self.command) {
             (true, Some(c)) => Some(c),
             _ => None,
         }
@@ -214,8 +221,8 @@ pub(crate) fn feedback(command: &str, output: &str) -> String {
         start += 1;
     }
     format!(
-        "[rein] After your change I ran `{command}` and it still fails:\n{}\nRead the error, fix \
-         the code with edit_file, then answer in a sentence.",
+        "[rein] The task is not done: I ran `{command}` and it still fails:\n{}\nRead the error, \
+         fix the code with edit_file, then answer in a sentence.",
         &output[start..]
     )
 }
@@ -297,6 +304,13 @@ mod tests {
             ..Check::default()
         };
         assert_eq!(check.due(), None, "nothing changed yet");
+        // A request for a change is checked once before any change.
+        check.change_asked = true;
+        assert_eq!(check.due(), Some("python3 t.py"));
+        check.runs = 1;
+        assert_eq!(check.due(), None, "then only after a change");
+        check.runs = 0;
+        check.change_asked = false;
         check.dirty = true;
         assert_eq!(check.due(), Some("python3 t.py"));
         check.failures = MAX_FAILURES;

@@ -1,5 +1,6 @@
 //! Running the coach's check after a change (the `check` lever): when an
-//! answer would end a run whose files changed, the check the task or
+//! answer would end a run whose files changed (or a run asked to change
+//! them whose check never ran), the check the task or
 //! project names runs as a `bash` call through the run's gate, under its
 //! policy (mode, rules, hooks, sandbox), as any call of the model's would.
 //!
