@@ -162,6 +162,11 @@ impl Coach {
         self.check.as_ref()?.due().map(String::from)
     }
 
+    /// Files changed since the check last ran (or since the start).
+    pub fn changed_since_check(&self) -> bool {
+        self.check.as_ref().is_some_and(|c| c.dirty)
+    }
+
     /// Note what came of running `command`; the text to hand the model
     /// when it failed (the next turn must then call a tool).
     pub fn checked(&mut self, run: &CheckRun) -> Option<String> {

@@ -303,7 +303,15 @@ impl<'e> RunLoop<'e> {
             // The user wrote while the model answered: go on.
             return Ok(());
         }
-        if self.checked(ctx).await? || self.nudged(ctx).await? {
+        // A change is checked first; with no change yet, the nudges come
+        // first (measured on fix-mean: handed the failing test before
+        // reading calc.py, the model edited the test).
+        let changed = self.coach.as_ref().is_some_and(|c| c.changed_since_check());
+        let sent_back = match changed {
+            true => self.checked(ctx).await? || self.nudged(ctx).await?,
+            false => self.nudged(ctx).await? || self.checked(ctx).await?,
+        };
+        if sent_back {
             return Ok(());
         }
         if let Some(s) = &self.engine.inner.subagents

@@ -222,7 +222,7 @@ pub(crate) fn feedback(command: &str, output: &str) -> String {
     }
     format!(
         "[rein] The task is not done: I ran `{command}` and it still fails:\n{}\nRead the error, \
-         fix the code with edit_file, then answer in a sentence.",
+         fix the code it tests with edit_file (not the test), then answer in a sentence.",
         &output[start..]
     )
 }
