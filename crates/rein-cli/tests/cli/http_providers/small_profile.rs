@@ -285,3 +285,35 @@ fn a_count_answered_by_eye_is_nudged_once_to_count_with_a_command() {
         .count();
     assert_eq!(nudges, 1, "{:?}", notices(&events));
 }
+
+#[test]
+fn a_fix_called_unneeded_is_checked_and_the_failure_reaches_the_model() {
+    let (_rt, server) = server();
+    let env = Env::new();
+    failing_project(&env);
+    server.push(call("c1", "read_file", json!({"path": "calc.py"})));
+    // No change, twice: the change nudge first, then the check.
+    server.push(answer("calc.py is correct."));
+    server.push(answer("calc.py is correct."));
+    server.push(edit("c2", "(len(values) - 1)", "len(values)"));
+    server.push(answer("Fixed calc.py."));
+    let events = run_small(
+        &env,
+        &server,
+        "auto",
+        "Run python3 test_calc.py: it fails. Fix calc.py.",
+    );
+    assert_eq!(events.last().unwrap()["reason"], "completed", "{events:?}");
+    assert_eq!(server.requests().len(), 5, "{:?}", notices(&events));
+    assert!(request_text(&server, 2).contains("no file has changed"));
+    let after = request_text(&server, 3);
+    assert!(after.contains("The task is not done"), "{after}");
+    assert!(after.contains("mean is wrong: 6.0"), "{after}");
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n == "the check `python3 test_calc.py` passed"),
+        "{:?}",
+        notices(&events)
+    );
+}
