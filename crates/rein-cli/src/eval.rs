@@ -83,6 +83,11 @@ async fn run_suite(args: EvalRunArgs) -> Result<i32, Failure> {
             return Err(Failure::usage(anyhow!("no task matches `{text}`")));
         }
     }
+    if let Some(secs) = args.timeout_secs {
+        for task in &mut tasks {
+            task.timeout_secs = secs;
+        }
+    }
     let (ctx, local) = context(&args, &tasks)?;
     let jobs = args.jobs.unwrap_or(if local { 1 } else { 4 }).max(1);
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
@@ -121,6 +126,10 @@ async fn run_suite(args: EvalRunArgs) -> Result<i32, Failure> {
         results_path.display(),
         report_path.display()
     ));
+    for (name, rs) in report::groups(&records) {
+        let g = report::totals(&rs);
+        output::out(&format!("  {name}: solved {}/{}", g.solved, g.tasks));
+    }
     Ok(if t.solved == t.tasks {
         exit::COMPLETED
     } else {

@@ -10,8 +10,10 @@
 //! instructions, the first sentence of each tool's description, schemas
 //! with only names, types and what is required) and the harness help of
 //! [`crate::engine`]'s run: a tool call required on the first turn of a
-//! task in a non-empty workspace, and one nudge when the model describes a
-//! change instead of applying it or answers about a file it has not read.
+//! task in a non-empty workspace, one nudge when the model describes a
+//! change instead of applying it or answers about a file it has not read,
+//! the task's own check run after a change (its failure handed back), and
+//! answers to questions held to the run's tool output.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -78,17 +80,26 @@ pub enum Lever {
     /// A file must be read before it is overwritten (a hook the front end
     /// adds).
     ReadFirst,
+    /// The check the task or project names (a test command, a test file,
+    /// a failing command the model ran) runs after the model's change,
+    /// through the gate, and a failure goes back to the model.
+    Check,
+    /// An answer to a question must come from the run's tool output: one
+    /// nudge to look when its value appears in none.
+    Evidence,
 }
 
 impl Lever {
     /// Every lever, in the order they are documented.
-    pub const ALL: [Lever; 6] = [
+    pub const ALL: [Lever; 8] = [
         Lever::Lean,
         Lever::Tools,
         Lever::FirstCall,
         Lever::Nudge,
         Lever::SingleCall,
         Lever::ReadFirst,
+        Lever::Check,
+        Lever::Evidence,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -99,6 +110,8 @@ impl Lever {
             Lever::Nudge => "nudge",
             Lever::SingleCall => "single-call",
             Lever::ReadFirst => "read-first",
+            Lever::Check => "check",
+            Lever::Evidence => "evidence",
         }
     }
 

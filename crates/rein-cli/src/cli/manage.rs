@@ -141,6 +141,10 @@ pub struct EvalRunArgs {
     /// session) and name it in the results.
     #[arg(long)]
     pub keep: bool,
+    /// Every task's time limit in seconds, instead of its own (for a slow
+    /// or shared machine, where time says nothing of the model).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_secs: Option<u64>,
     #[command(flatten)]
     pub models: ModelArgs,
 }

@@ -67,8 +67,8 @@ pub struct ModelArgs {
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<rein_core::Profile>,
     /// Switch one kind of the small profile's help off, to measure what it
-    /// brings: lean, tools, first-call, nudge, single-call, read-first
-    /// (comma-separated or repeated).
+    /// brings: lean, tools, first-call, nudge, single-call, read-first,
+    /// check, evidence (comma-separated or repeated).
     #[arg(long, value_name = "LEVER", value_delimiter = ',', value_parser = parse_lever)]
     pub without: Vec<rein_core::Lever>,
 }

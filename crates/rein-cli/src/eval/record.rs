@@ -61,6 +61,9 @@ pub struct CheckResult {
 pub struct TaskRecord {
     pub task: String,
     pub kind: String,
+    /// The task's group (results written before groups were: none).
+    #[serde(default)]
+    pub group: String,
     pub solved: bool,
     /// Why not, when not solved.
     pub failure: Option<FailureKind>,

@@ -61,7 +61,38 @@ fn setup(records: &[TaskRecord]) -> String {
         .unwrap_or_else(|| "no run started".to_string())
 }
 
-/// The report: totals, failures by kind, then a row per task.
+/// The groups of `records` in the order they first appear, each with its
+/// records; one group (or records without groups) gives none, as there is
+/// nothing to tell apart.
+pub fn groups(records: &[TaskRecord]) -> Vec<(String, Vec<TaskRecord>)> {
+    let mut out: Vec<(String, Vec<TaskRecord>)> = Vec::new();
+    for r in records {
+        match out.iter_mut().find(|(g, _)| *g == r.group) {
+            Some((_, rs)) => rs.push(r.clone()),
+            None => out.push((r.group.clone(), vec![r.clone()])),
+        }
+    }
+    if out.len() < 2 {
+        out.clear();
+    }
+    out
+}
+
+/// One line of a group's totals.
+fn group_line(name: &str, records: &[TaskRecord]) -> String {
+    let t = totals(records);
+    let name = if name.is_empty() { "(no group)" } else { name };
+    format!(
+        "- {name}: solved {}/{} · median {} a task · {} tokens",
+        t.solved,
+        t.tasks,
+        secs(t.median_wall_ms),
+        t.tokens
+    )
+}
+
+/// The report: totals (and each group's), failures by kind, then a row
+/// per task.
 pub fn markdown(records: &[TaskRecord]) -> String {
     let t = totals(records);
     let mut out = String::new();
@@ -77,6 +108,14 @@ pub fn markdown(records: &[TaskRecord]) -> String {
         t.request_tokens,
         cost(t.cost_usd)
     );
+    let groups = groups(records);
+    if !groups.is_empty() {
+        out.push_str("By group:\n\n");
+        for (name, rs) in &groups {
+            let _ = writeln!(out, "{}", group_line(name, rs));
+        }
+        out.push('\n');
+    }
     let mut kinds: BTreeMap<FailureKind, usize> = BTreeMap::new();
     for kind in records.iter().filter_map(|r| r.failure) {
         *kinds.entry(kind).or_default() += 1;
@@ -90,13 +129,16 @@ pub fn markdown(records: &[TaskRecord]) -> String {
         out.push_str(&list.join(", "));
         out.push_str("\n\n");
     }
-    out.push_str("| task | kind | solved | failure | turns | calls | tokens | time | cost |\n");
-    out.push_str("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str(
+        "| task | group | kind | solved | failure | turns | calls | tokens | time | cost |\n",
+    );
+    out.push_str("| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
     for r in records {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.task,
+            r.group,
             r.kind,
             if r.solved { "yes" } else { "no" },
             r.failure.map_or("", FailureKind::as_str),
@@ -134,6 +176,28 @@ pub fn compare(before: &[TaskRecord], after: &[TaskRecord]) -> String {
         a.median_turns, b.median_turns
     );
     let _ = writeln!(out, "| tokens | {} | {} |", a.tokens, b.tokens);
+    let (ga, gb) = (groups(before), groups(after));
+    let mut names: Vec<&String> = Vec::new();
+    for (g, _) in ga.iter().chain(&gb) {
+        if !names.contains(&g) {
+            names.push(g);
+        }
+    }
+    for name in names {
+        let solved = |gs: &[(String, Vec<TaskRecord>)]| match gs.iter().find(|(g, _)| g == name) {
+            Some((_, rs)) => {
+                let t = totals(rs);
+                format!("{}/{}", t.solved, t.tasks)
+            }
+            None => "-".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| solved, {name} | {} | {} |",
+            solved(&ga),
+            solved(&gb)
+        );
+    }
     let _ = writeln!(
         out,
         "| request tokens | {} | {} |",

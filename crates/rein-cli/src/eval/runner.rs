@@ -136,6 +136,7 @@ fn to_record(
     TaskRecord {
         task: task.name.clone(),
         kind: task.kind.clone(),
+        group: task.group.clone(),
         solved,
         failure,
         stop_reason: run

@@ -2,6 +2,7 @@
 //!
 //! ```toml
 //! kind = "count"                      # what sort of task (free text; reports group by it)
+//! group = "user-phrased"              # optional (default "original"): reports total each group
 //! prompt = "How many data rows does data.csv have? Answer with the number."
 //! checks = ['grep -qw 3 "$ANSWER_FILE"']   # each must exit 0; run in the workspace
 //! max_turns = 10                      # optional (default 10)
@@ -34,6 +35,8 @@ use serde::Deserialize;
 
 /// Turns a task may take unless it says otherwise.
 pub const DEFAULT_MAX_TURNS: u32 = 10;
+/// The group of a task that names none: the suite's first tasks.
+pub const DEFAULT_GROUP: &str = "original";
 /// Wall time of a task's run unless it says otherwise.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
 
@@ -42,6 +45,7 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
 #[serde(deny_unknown_fields)]
 struct TaskFile {
     kind: String,
+    group: Option<String>,
     prompt: String,
     checks: Vec<String>,
     max_turns: Option<u32>,
@@ -57,6 +61,9 @@ struct TaskFile {
 pub struct Task {
     pub name: String,
     pub kind: String,
+    /// The set of tasks it belongs to ([`DEFAULT_GROUP`] unless it says),
+    /// reported apart: tasks written later stay comparable with the first.
+    pub group: String,
     pub prompt: String,
     pub checks: Vec<String>,
     pub max_turns: u32,
@@ -126,6 +133,11 @@ impl Task {
         Ok(Task {
             name,
             kind: file.kind,
+            group: match file.group.as_deref().map(str::trim) {
+                Some("") => return Err(invalid(path, "the group is empty")),
+                Some(g) => g.to_string(),
+                None => DEFAULT_GROUP.to_string(),
+            },
             prompt: file.prompt,
             checks: file.checks,
             max_turns: file.max_turns.unwrap_or(DEFAULT_MAX_TURNS).max(1),

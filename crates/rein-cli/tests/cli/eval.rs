@@ -77,6 +77,22 @@ fn the_public_suite_is_solved_by_its_scripted_solutions() {
         "{report}"
     );
     assert!(stdout(&o).starts_with(&format!("solved {0}/{0}", records.len())));
+    // The tasks written the way users ask are a group of their own, and
+    // every report totals each group apart.
+    let group = |name: &str| records.iter().filter(|r| r["group"] == name).count();
+    assert!(group("user-phrased") >= 10, "{records:?}");
+    assert_eq!(group("original") + group("user-phrased"), records.len());
+    let original = group("original");
+    assert!(
+        report.contains(&format!("- original: solved {original}/{original}")),
+        "{report}"
+    );
+    let user = group("user-phrased");
+    assert!(
+        stdout(&o).contains(&format!("user-phrased: solved {user}/{user}")),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -322,7 +338,8 @@ fn checks_run_in_the_sandbox_and_cannot_change_the_workspace_or_reach_the_home()
 fn compare_lists_what_was_solved_and_what_broke() {
     let env = Env::new();
     let record = |task: &str, solved: bool, failure: Value| {
-        json!({"task": task, "kind": "k", "solved": solved, "failure": failure,
+        let group = if task == "a" { "new" } else { "original" };
+        json!({"task": task, "kind": "k", "group": group, "solved": solved, "failure": failure,
                "provider": "local", "model": "m", "profile": "small", "stop_reason": "completed",
                "turns": 2, "tool_calls": 1, "unknown_tool_calls": 0, "invalid_argument_calls": 0,
                "nudges": 0, "input_tokens": 100, "output_tokens": 10, "cost_usd": 0.0,
@@ -347,6 +364,8 @@ fn compare_lists_what_was_solved_and_what_broke() {
     assert_eq!(o.status.code(), Some(0));
     let text = stdout(&o);
     assert!(text.contains("| solved | 2/3 | 2/3 |"), "{text}");
+    assert!(text.contains("| solved, original | 2/2 | 1/2 |"), "{text}");
+    assert!(text.contains("| solved, new | 0/1 | 1/1 |"), "{text}");
     assert!(text.contains("- a: no_tool_call → solved"), "{text}");
     assert!(text.contains("- b: solved → check_failed"), "{text}");
     assert!(!text.contains("- c:"), "{text}");

@@ -14,6 +14,7 @@ mod conversations;
 mod images;
 mod keys_and_prices;
 mod retries;
+mod small_profile;
 mod structured;
 
 fn server() -> (tokio::runtime::Runtime, MockServer) {

@@ -4,6 +4,9 @@
 //! the first turn of a task in a workspace with files, watches what the
 //! run's calls did, and when an answer would end the run it may nudge the
 //! model instead ([`nudges`]), then requires the next turn to act on it.
+//! It also keeps the run's check ([`check`]): what to run after a change,
+//! and the failures handed back; and holds answers to questions to the
+//! run's tool output ([`evidence`]).
 
 use std::path::{Path, PathBuf};
 
@@ -15,8 +18,12 @@ use crate::provider::ToolChoice;
 use crate::schema::{ToolCall, ToolSpec};
 use crate::tool::ToolAccess;
 
+pub(super) mod check;
+mod evidence;
 mod nudges;
 
+use check::Check;
+use evidence::{Evidence, Question};
 use nudges::{Looked, NextTurn, Snapshot};
 
 /// One run's coach.
@@ -29,6 +36,21 @@ pub(super) struct Coach {
     nudges: bool,
     /// What the run's calls did, for the nudges.
     looked: Looked,
+    /// The check after a change, when the profile gives it.
+    check: Option<Check>,
+    /// A question's evidence, when the profile gives it and the request
+    /// is a question.
+    evidence: Option<Evidence>,
+}
+
+/// What came of running the check.
+#[derive(Debug)]
+pub(super) enum CheckRun {
+    /// The gate did not let it run (the mode refuses commands, a rule, a
+    /// hook): why.
+    Refused(String),
+    /// It ran: its output, ending with its exit code.
+    Ran(String),
 }
 
 /// What a turn's request must ask of the model.
@@ -50,15 +72,29 @@ impl TurnRule {
 impl Coach {
     /// The coach of a run on `prompt` (`has_files`: the workspace has
     /// something to look at); None when the profile gives no coaching.
+    /// `agents`: the project's instructions (AGENTS.md), where a test
+    /// command may be named.
     pub fn for_run(
         config: &LoopConfig,
         workspace: &Path,
         prompt: &str,
+        agents: &str,
         has_files: bool,
     ) -> Option<Coach> {
         let first_call = config.helps(Lever::FirstCall) && has_files;
         let nudges = config.helps(Lever::Nudge);
-        if !first_call && !nudges {
+        let check = config.helps(Lever::Check).then(|| Check {
+            command: check::named_check(prompt, agents, workspace),
+            change_asked: nudges::asks_for_change(prompt),
+            ..Check::default()
+        });
+        // A question with no files to look in ("what is 2 + 3?") is the
+        // model's to answer.
+        let evidence = match config.helps(Lever::Evidence) && has_files {
+            true => Question::of(prompt, nudges::asks_for_change(prompt)).map(Evidence::new),
+            false => None,
+        };
+        if !first_call && !nudges && check.is_none() && evidence.is_none() {
             return None;
         }
         // A request for a change keeps the workspace as it was, for the
@@ -72,6 +108,8 @@ impl Coach {
             first_call,
             nudges,
             looked,
+            check,
+            evidence,
         })
     }
 
@@ -101,24 +139,80 @@ impl Coach {
             && finished
                 .iter()
                 .all(|f| f.result.is_error && !f.effects.denied);
+        if let Some(check) = &mut self.check {
+            check.dirty |= wrote;
+        }
         for f in finished.iter().filter(|f| !f.result.is_error) {
-            if let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) {
-                self.looked.saw(&call.arguments);
+            let Some(call) = calls.iter().find(|c| c.id == f.result.call_id) else {
+                continue;
+            };
+            self.looked.saw(&call.arguments);
+            if let Some(ev) = &mut self.evidence {
+                ev.saw(call.name == "bash", &f.result.output);
+            }
+            if let (Some(check), Some(command)) = (&mut self.check, command_of(call)) {
+                check.saw_run(&command, &f.result.output);
+            }
+        }
+    }
+
+    /// The check to run now, if one is due: the answer would end a run
+    /// whose files changed since the check last ran.
+    pub fn check_due(&self) -> Option<String> {
+        self.check.as_ref()?.due().map(String::from)
+    }
+
+    /// Files changed since the check last ran (or since the start).
+    pub fn changed_since_check(&self) -> bool {
+        self.check.as_ref().is_some_and(|c| c.dirty)
+    }
+
+    /// Note what came of running `command`; the text to hand the model
+    /// when it failed (the next turn must then call a tool).
+    pub fn checked(&mut self, run: &CheckRun) -> Option<String> {
+        let check = self.check.as_mut()?;
+        check.dirty = false;
+        check.runs += 1;
+        let command = check.command.clone().unwrap_or_default();
+        match run {
+            CheckRun::Refused(_) => {
+                check.refused = true;
+                None
+            }
+            CheckRun::Ran(output) if check::passed(output) => None,
+            CheckRun::Ran(output) => {
+                check.failures += 1;
+                self.looked.next = NextTurn::Call;
+                Some(check::feedback(&command, output))
             }
         }
     }
 
     /// The nudge for `answer`, which would end the run, if it needs one
     /// (each kind once a run); the next turn must then act on it.
+    /// An answer to a question whose values no tool showed gets one
+    /// nudge to look them up (after the other kinds).
     pub fn nudge(&mut self, answer: &str) -> Option<String> {
-        if !self.nudges {
-            return None;
+        if self.nudges
+            && let Some((kind, text)) = nudges::nudge(answer, &self.looked, &self.workspace)
+        {
+            self.looked.nudged.push(kind);
+            self.looked.next = nudges::next_turn(kind, answer, &self.looked, &self.workspace);
+            return Some(text);
         }
-        let (kind, text) = nudges::nudge(answer, &self.looked, &self.workspace)?;
-        self.looked.nudged.push(kind);
-        self.looked.next = nudges::next_turn(kind, answer, &self.looked, &self.workspace);
+        let text = self.evidence.as_mut()?.unsupported(answer)?;
+        self.looked.next = NextTurn::Call;
         Some(text)
     }
+}
+
+/// The command line of a `bash` call.
+fn command_of(call: &ToolCall) -> Option<String> {
+    if call.name != "bash" {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    args.get("command")?.as_str().map(String::from)
 }
 
 /// Keep only the tools that change files ([`ToolAccess::Write`], as

@@ -32,6 +32,7 @@ use crate::schema::Message;
 use crate::tokens::TokenCounter;
 
 mod answer;
+mod check;
 mod context;
 mod tool_round;
 
@@ -245,7 +246,13 @@ impl<'e> RunLoop<'e> {
         // The first turn must look when there is something to look at (the
         // lean prompt lists it).
         let has_files = inputs.files.is_some();
-        let coach = Coach::for_run(&inner.config, &inner.workspace, &request.prompt, has_files);
+        let coach = Coach::for_run(
+            &inner.config,
+            &inner.workspace,
+            &request.prompt,
+            &inputs.instructions.text,
+            has_files,
+        );
         Ok(RunLoop {
             engine,
             conv,
@@ -289,14 +296,22 @@ impl<'e> RunLoop<'e> {
     }
 
     /// The model answered without calls: the run ends unless the user
-    /// wrote meanwhile, the coach nudges, background sub-agents have yet
+    /// wrote meanwhile, the check after a change fails, the coach nudges, background sub-agents have yet
     /// to report, or a Stop hook sends the model back to work.
     async fn would_end(&mut self, ctx: &mut RunCtx<'_>) -> Result<(), Stop> {
         if self.control.pending() > 0 {
             // The user wrote while the model answered: go on.
             return Ok(());
         }
-        if self.nudged(ctx).await? {
+        // A change is checked first; with no change yet, the nudges come
+        // first (measured on fix-mean: handed the failing test before
+        // reading calc.py, the model edited the test).
+        let changed = self.coach.as_ref().is_some_and(|c| c.changed_since_check());
+        let sent_back = match changed {
+            true => self.checked(ctx).await? || self.nudged(ctx).await?,
+            false => self.nudged(ctx).await? || self.checked(ctx).await?,
+        };
+        if sent_back {
             return Ok(());
         }
         if let Some(s) = &self.engine.inner.subagents

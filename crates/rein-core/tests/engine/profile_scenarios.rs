@@ -48,6 +48,10 @@ async fn an_empty_workspace_or_the_full_profile_requires_nothing() {
     let h = small_harness(Scripted::new(vec![Ok(text("hello"))]), empty.path());
     h.run(RunRequest::new("hi")).await;
     assert_eq!(h.provider.requests()[0].tool_choice, ToolChoice::Auto);
+    // Nor does a question with no files to look in need evidence.
+    let h = small_harness(Scripted::new(vec![Ok(text("5"))]), empty.path());
+    let (outcome, _) = h.run(RunRequest::new("What is 2 + 3?")).await;
+    assert_eq!(outcome.turns, 1, "no nudge for evidence");
 
     let ws = workspace_with(&[("a.txt", "x")]);
     let path = ws.path().to_path_buf();
@@ -103,7 +107,13 @@ async fn an_answer_about_a_file_never_opened_is_nudged_once_and_the_run_goes_on(
         Ok(text("data.csv has 3 rows.")),
         Ok(text("data.csv still has 3 rows.")),
     ]);
-    let h = small_harness(provider, ws.path());
+    // This nudge alone: a count no command printed would get its own.
+    let path = ws.path().to_path_buf();
+    let h = harness(provider, move |b| {
+        b.workspace(path)
+            .profile(Profile::Small)
+            .without(&[Lever::Evidence])
+    });
     let (outcome, events) = h.run(RunRequest::new("How many rows in data.csv?")).await;
     assert_eq!(outcome.reason, StopReason::Completed);
     assert_eq!(outcome.turns, 3, "one nudge, then the answer ends the run");
@@ -397,17 +407,30 @@ async fn each_lever_switched_off_goes_alone_and_the_run_says_so() {
         }
     };
     // No first call required: the answer comes at once, and is nudged.
-    let (outcome, events, requests) = run(vec![Lever::FirstCall]).await;
+    let (outcome, events, requests) = run(vec![Lever::FirstCall, Lever::Evidence]).await;
     assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
     assert!(requests[0].single_tool_call && requests[0].system.contains("Files:"));
     assert_eq!(outcome.turns, 2, "nudged once");
     assert!(matches!(
         &events[0],
-        Event::RunStarted { without, .. } if without == &[Lever::FirstCall]
+        Event::RunStarted { without, .. } if without == &[Lever::FirstCall, Lever::Evidence]
     ));
     // No nudge either: the unread answer ends the run.
-    let (outcome, _, _) = run(vec![Lever::FirstCall, Lever::Nudge]).await;
+    let (outcome, _, _) = run(vec![Lever::FirstCall, Lever::Nudge, Lever::Evidence]).await;
     assert_eq!(outcome.turns, 1);
+    // The evidence lever alone: a count no command printed is nudged once.
+    let (outcome, events, requests) = run(vec![Lever::FirstCall, Lever::Nudge]).await;
+    assert_eq!(outcome.turns, 2, "nudged once for evidence");
+    assert_eq!(
+        requests[1].tool_choice,
+        ToolChoice::Required,
+        "the next turn looks"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Notice { message }
+            if message.contains("No command of this run printed 3"))),
+        "{events:?}"
+    );
     // No lean request: the full prompt, but a first call is still required.
     let (_, _, requests) = run(vec![Lever::Lean]).await;
     assert!(!requests[0].system.contains("Files:"));

@@ -1,0 +1,264 @@
+//! Answers from evidence (the `evidence` lever of [`crate::profile`]): an
+//! answer to a question must come from what the run's tools showed.
+//!
+//! Steps:
+//! 1. At the start, [`Question::of`] tells whether the request is a
+//!    question (and whether it asks for a count); a request for a change
+//!    is none.
+//! 2. As calls finish, [`Evidence::saw`] keeps their outputs (bounded):
+//!    what commands printed apart, as that is where a count a tool made
+//!    shows (`grep -c`, `wc -l`); a file's listing only shows lines the
+//!    model would count itself.
+//! 3. When the answer would end the run, [`Evidence::unsupported`] finds
+//!    the values it claims (numbers, file names, quoted or upper-case
+//!    words); when there are some and none of them is in the evidence
+//!    (for a count: its number in what a command printed), the run gets
+//!    one nudge to look it up with a tool and quote the line.
+//!
+//! The outputs are the tools' and the answer is the model's: both are
+//! only searched, never run or opened.
+
+/// Most bytes of tool output kept, each kind.
+const KEPT: usize = 64 * 1024;
+
+/// Words that open a question.
+const QUESTION_WORDS: &[&str] = &[
+    "how", "what", "which", "where", "who", "when", "why", "is", "are", "does", "do", "tell",
+    "find", "count", "list",
+];
+
+/// What sort of question a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Question {
+    /// How many, count, number of: the answer is a number a tool counts.
+    Count,
+    /// Which file, what value, where: the answer is in some output.
+    Fact,
+}
+
+impl Question {
+    /// The question `prompt` asks, if it asks one (`asks_change`: it asks
+    /// for a change, which makes it no question).
+    pub fn of(prompt: &str, asks_change: bool) -> Option<Question> {
+        if asks_change {
+            return None;
+        }
+        let lower = prompt.to_lowercase();
+        if ["how many", "count ", "number of"]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
+            return Some(Question::Count);
+        }
+        let first = lower.split_whitespace().next().unwrap_or("");
+        (lower.contains('?') || QUESTION_WORDS.contains(&first)).then_some(Question::Fact)
+    }
+}
+
+/// The run's tool outputs, for a question's answer.
+#[derive(Debug)]
+pub(crate) struct Evidence {
+    pub question: Question,
+    /// What commands printed.
+    printed: String,
+    /// What every other tool showed (file listings without their line
+    /// numbers).
+    shown: String,
+    /// The run had its nudge.
+    pub nudged: bool,
+}
+
+impl Evidence {
+    pub fn new(question: Question) -> Evidence {
+        Evidence {
+            question,
+            printed: String::new(),
+            shown: String::new(),
+            nudged: false,
+        }
+    }
+
+    /// Keep a successful call's output (`command`: a shell command printed
+    /// it).
+    pub fn saw(&mut self, command: bool, output: &str) {
+        let (kept, text) = match command {
+            true => (&mut self.printed, output.to_string()),
+            false => (&mut self.shown, without_line_numbers(output)),
+        };
+        if kept.len() + text.len() <= KEPT {
+            kept.push_str(&text);
+            kept.push('\n');
+        }
+    }
+
+    /// The nudge for `answer` when none of the values it claims comes
+    /// from the run's tools (once a run).
+    pub fn unsupported(&mut self, answer: &str) -> Option<String> {
+        if self.nudged {
+            return None;
+        }
+        let claims = claims(answer);
+        let backed = |c: &String| match self.question {
+            Question::Count => has_word(&self.printed, c),
+            Question::Fact => has_word(&self.printed, c) || has_word(&self.shown, c),
+        };
+        let claims: Vec<String> = match self.question {
+            Question::Count => claims.into_iter().filter(|c| is_number(c)).collect(),
+            Question::Fact => claims,
+        };
+        if claims.is_empty() || claims.iter().any(backed) {
+            return None;
+        }
+        self.nudged = true;
+        Some(match self.question {
+            Question::Count => format!(
+                "[rein] No command of this run printed {}. Count with a command instead of by \
+                 eye (grep -c PATTERN FILE, or wc -l < FILE), then answer with the number it \
+                 prints.",
+                claims[0]
+            ),
+            Question::Fact => format!(
+                "[rein] {} is in no tool output of this run. Look it up with a tool (grep -rn \
+                 searches every file), then answer and quote the line it comes from.",
+                claims[0]
+            ),
+        })
+    }
+}
+
+/// `output` of a file listing without the line numbers `read_file` puts
+/// before each line (`     3\ttext`).
+fn without_line_numbers(output: &str) -> String {
+    output
+        .lines()
+        .map(|l| match l.split_once('\t') {
+            Some((n, rest))
+                if !n.trim().is_empty() && n.trim().bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                rest
+            }
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_number(word: &str) -> bool {
+    !word.is_empty()
+        && word.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && word.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// The values an answer claims: numbers, file names and paths, quoted or
+/// backticked spans, and upper-case words (`MIT`, `TIMEOUT`).
+pub(crate) fn claims(answer: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |c: &str| {
+        let c = c.trim();
+        if !c.is_empty() && c.len() <= 120 && !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
+        }
+    };
+    for quote in ['`', '"'] {
+        for span in answer.split(quote).skip(1).step_by(2) {
+            push(span);
+        }
+    }
+    for raw in answer.split_whitespace() {
+        let word = raw
+            .trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .trim_end_matches('.');
+        let upper = word.len() >= 2
+            && word
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+            && word.chars().any(|c| c.is_ascii_uppercase());
+        let named = word.contains('.') || word.contains('/') || word.contains('_');
+        if is_number(word) || upper || (named && word.len() >= 3) {
+            push(word);
+        }
+    }
+    out
+}
+
+/// Whether `word` is in `text` standing alone (not inside a longer word
+/// or number).
+fn has_word(text: &str, word: &str) -> bool {
+    let inner = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(inner) && !after.is_some_and(inner)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_are_told_from_requests_for_a_change() {
+        assert_eq!(
+            Question::of("How many rows does data.csv have?", false),
+            Some(Question::Count)
+        );
+        assert_eq!(
+            Question::of("Which file defines Parser?", false),
+            Some(Question::Fact)
+        );
+        assert_eq!(
+            Question::of("Where is the database URL set?", false),
+            Some(Question::Fact)
+        );
+        assert_eq!(Question::of("Fix the bug in calc.py.", true), None);
+        assert_eq!(Question::of("Create hello.py printing hi.", false), None);
+    }
+
+    #[test]
+    fn an_answer_claims_numbers_names_quotes_and_upper_case_words() {
+        assert_eq!(
+            claims("It is set in storage/config.py (line 2), as `DB_URL`; the license is MIT."),
+            vec!["DB_URL", "storage/config.py", "2", "MIT"]
+        );
+        assert!(claims("It listens on a port.").is_empty());
+    }
+
+    #[test]
+    fn a_count_must_be_printed_by_a_command_not_read_off_a_listing() {
+        let mut ev = Evidence::new(Question::Count);
+        // The listing's line numbers hold every small number.
+        ev.saw(false, "     1\tada\n     2\tbrian\n     3\tcleo");
+        let nudge = ev.unsupported("There are 3 names.").expect("a nudge");
+        assert!(nudge.contains("grep -c"), "{nudge}");
+        assert_eq!(
+            ev.unsupported("There are 3 names."),
+            None,
+            "one nudge a run"
+        );
+
+        let mut ev = Evidence::new(Question::Count);
+        ev.saw(true, "3 names.txt\n[exit code: 0]");
+        assert_eq!(ev.unsupported("There are 3 names."), None);
+        // 13 printed is no evidence for 3.
+        let mut ev = Evidence::new(Question::Count);
+        ev.saw(true, "13\n[exit code: 0]");
+        assert!(ev.unsupported("3").is_some());
+    }
+
+    #[test]
+    fn a_fact_must_be_in_some_output_and_an_answer_without_values_is_let_be() {
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(false, "     1\tPORT = 8080\n     2\tHOST = \"x\"");
+        assert_eq!(ev.unsupported("The port is 8080."), None);
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(false, "     1\tPORT = 8080");
+        let nudge = ev.unsupported("It listens on 9090.").expect("a nudge");
+        assert!(nudge.contains("9090 is in no tool output"), "{nudge}");
+        let mut ev = Evidence::new(Question::Fact);
+        assert_eq!(ev.unsupported("I could not tell."), None);
+        // The line number of a listing is no evidence for a value.
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(false, "     2\tx = 1");
+        assert!(ev.unsupported("It is 2.").is_some());
+    }
+}
