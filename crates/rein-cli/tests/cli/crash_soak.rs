@@ -171,6 +171,20 @@ impl Soak {
         cmd
     }
 
+    /// How long one run of the task takes when nothing kills it.
+    fn whole_run(&self) -> Duration {
+        let ws = self.env.ws.path().join("whole");
+        std::fs::create_dir_all(&ws).unwrap();
+        *self.workspace.lock().unwrap() = ws.clone();
+        let started = std::time::Instant::now();
+        let out = self
+            .exec(&ws, &[], "Write f1.txt to f9.txt.")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        started.elapsed()
+    }
+
     /// One kill and the run that finishes the task; returns where the kill
     /// landed.
     fn round(&self, run: u64, delay: Duration) -> &'static str {
@@ -229,6 +243,12 @@ fn kill_9_at_random_points_then_last_finishes_with_a_sound_database() {
         url: server.url(),
         workspace,
     };
+    // The kills are spread over a whole run's time as this machine takes
+    // it now (a loaded machine takes longer to start and to stream).
+    let span = soak
+        .whole_run()
+        .mul_f64(1.2)
+        .max(Duration::from_millis(1_200));
     let mut phases: BTreeMap<&str, u32> = BTreeMap::new();
     let mut state = seed | 1;
     for run in 0..runs {
@@ -236,7 +256,7 @@ fn kill_9_at_random_points_then_last_finishes_with_a_sound_database() {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        let delay = Duration::from_millis(state % 1_200);
+        let delay = Duration::from_millis(state % span.as_millis() as u64);
         *phases.entry(soak.round(run, delay)).or_default() += 1;
         if run % 10 == 9 || run + 1 == runs {
             let db = soak.env.home.path().join("sessions.db");
@@ -244,7 +264,7 @@ fn kill_9_at_random_points_then_last_finishes_with_a_sound_database() {
         }
     }
     eprintln!(
-        "crash soak: {runs} kills (seed {seed}), landed while {phases:?}; {} model requests",
+        "crash soak: {runs} kills over {span:?} (seed {seed}), landed while {phases:?}; {} model requests",
         server.served()
     );
     // Every kind of point was hit: a soak that only killed idle processes
