@@ -15,6 +15,17 @@ fn pyright() -> Option<std::path::PathBuf> {
     p.exists().then_some(p)
 }
 
+/// The `[lsp.python]` entry naming `server`, written as the home's
+/// config.toml; returned for tests that add to it.
+fn python_entry(d: &super::sandbox::Dirs, server: &std::path::Path) -> String {
+    let entry = format!(
+        "[lsp.python]\ncommand = [{:?}, \"--stdio\"]\nextensions = [\"py\"]\n",
+        server.display().to_string()
+    );
+    std::fs::write(d.home.join("config.toml"), &entry).unwrap();
+    entry
+}
+
 fn write_broken(d: &super::sandbox::Dirs) -> String {
     write_broken_at(d, "calc.py")
 }
@@ -66,11 +77,7 @@ fn a_written_file_with_a_type_error_gets_the_language_servers_error_unless_turne
         return;
     };
     let d = dirs();
-    let entry = format!(
-        "[lsp.python]\ncommand = [{:?}, \"--stdio\"]\nextensions = [\"py\"]\n",
-        server.display().to_string()
-    );
-    std::fs::write(d.home.join("config.toml"), &entry).unwrap();
+    let entry = python_entry(&d, &server);
     let out = write_broken(&d);
     assert!(
         out.contains("[python language server: 1 error in calc.py]"),
@@ -102,11 +109,7 @@ fn a_file_in_a_sub_project_gets_the_error_of_a_server_rooted_there() {
         std::fs::create_dir_all(d.ws.join(project)).unwrap();
         std::fs::write(d.ws.join(project).join("pyproject.toml"), "").unwrap();
     }
-    let entry = format!(
-        "[lsp.python]\ncommand = [{:?}, \"--stdio\"]\nextensions = [\"py\"]\n",
-        server.display().to_string()
-    );
-    std::fs::write(d.home.join("config.toml"), &entry).unwrap();
+    python_entry(&d, &server);
     let out = write_broken_at(&d, "services/api/calc.py");
     assert!(
         out.contains("[python language server: 1 error in services/api/calc.py]"),
@@ -125,11 +128,7 @@ fn the_small_profile_gets_the_diagnostics_of_its_edits_but_not_the_lsp_tool() {
         return;
     };
     let d = dirs();
-    let entry = format!(
-        "[lsp.python]\ncommand = [{:?}, \"--stdio\"]\nextensions = [\"py\"]\n",
-        server.display().to_string()
-    );
-    std::fs::write(d.home.join("config.toml"), &entry).unwrap();
+    python_entry(&d, &server);
     let symbols = json!({"tool_calls": [{"name": "lsp", "arguments": {
         "operation": "document_symbols", "path": "calc.py"
     }}]});
