@@ -329,9 +329,6 @@ pub(crate) async fn open(
     if !images.is_empty() {
         images::refused_by(provider.as_ref()).map_err(|e| Failure::usage(anyhow!(e)))?;
     }
-    // Building a tokenizer's tables takes a moment: off the async threads.
-    let model = provider.model().to_string();
-    tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     // The SQLite file, or the PostgreSQL database REIN_STORE names.
     let (store, _) = open_store(&cfg, 2).await?;
     let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;

@@ -35,8 +35,6 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
     // Fail before the screen changes when there is no model to talk to.
     let first = providers::build_or_offer(&cfg).map_err(Failure::usage)?;
-    let model = first.model().to_string();
-    tokio::task::spawn_blocking(move || rein_providers::tokens::warm_up(&model));
     // Servers that fail after the app opened are told as notices; `/mcp`
     // shows them all.
     let (tx, mcp_notes) = tokio::sync::mpsc::unbounded_channel();

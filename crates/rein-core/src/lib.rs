@@ -156,7 +156,8 @@ pub use store::{
     AMBIGUOUS_SHOWN, CompactionRecord, NewSession, SessionInfo, SessionStore, StoreError,
 };
 pub use tokens::{
-    CalibratedEstimator, CallKind, LedgerEntry, LedgerTotals, Pricing, TokenCounter, count_message,
+    CalibratedEstimator, CallKind, ExactOnDemand, LedgerEntry, LedgerTotals, Pricing, TokenCounter,
+    count_message,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

@@ -1,7 +1,8 @@
 //! Token accounting: counting with the model's own tokenizer when one is
 //! available offline, a calibrated estimate otherwise, and what calls cost.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,61 @@ pub trait TokenCounter: Send + Sync {
     /// Learn from a provider's reported figure: `chars` characters of
     /// request were `tokens` tokens. Exact counters ignore it.
     fn observe(&self, _chars: u64, _tokens: u64) {}
+
+    /// Count exactly from now on, for a counter that estimates until asked
+    /// ([`ExactOnDemand`]). True when its counts change by it, so that
+    /// what was counted before should be counted again.
+    fn sharpen(&self) -> bool {
+        false
+    }
+}
+
+/// A real tokenizer that costs something to load (OpenAI's tables are
+/// tens of megabytes of memory and a fifth of a second of CPU): it counts
+/// with a [`CalibratedEstimator`] until [`TokenCounter::sharpen`], which
+/// the engine calls only when a request nears the compaction threshold.
+/// A session that stays short never loads the tables; the decision to
+/// compact is taken on exact counts all the same.
+pub struct ExactOnDemand {
+    exact: Arc<dyn TokenCounter>,
+    estimate: CalibratedEstimator,
+    sharp: AtomicBool,
+}
+
+impl ExactOnDemand {
+    pub fn new(exact: Arc<dyn TokenCounter>) -> Self {
+        ExactOnDemand {
+            exact,
+            estimate: CalibratedEstimator::default(),
+            sharp: AtomicBool::new(false),
+        }
+    }
+
+    fn is_sharp(&self) -> bool {
+        self.sharp.load(Ordering::Acquire)
+    }
+}
+
+impl TokenCounter for ExactOnDemand {
+    fn count(&self, text: &str) -> u64 {
+        if self.is_sharp() {
+            self.exact.count(text)
+        } else {
+            self.estimate.count(text)
+        }
+    }
+
+    fn exact(&self) -> bool {
+        self.is_sharp() && self.exact.exact()
+    }
+
+    fn observe(&self, chars: u64, tokens: u64) {
+        self.estimate.observe(chars, tokens);
+    }
+
+    fn sharpen(&self) -> bool {
+        !self.sharp.swap(true, Ordering::AcqRel)
+    }
 }
 
 /// Characters per token learned from reported usage (an exponential
@@ -250,6 +306,41 @@ mod tests {
         // Tiny samples teach nothing.
         est.observe(10, 100);
         assert!((est.chars_per_token() - 3.0).abs() < 0.1);
+    }
+
+    /// Counts a token a byte, and remembers being asked.
+    struct Tables(AtomicBool);
+    impl TokenCounter for Tables {
+        fn count(&self, text: &str) -> u64 {
+            self.0.store(true, Ordering::SeqCst);
+            text.len() as u64
+        }
+        fn exact(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn an_on_demand_tokenizer_estimates_until_sharpened_then_counts_exactly() {
+        let tables = Arc::new(Tables(AtomicBool::new(false)));
+        let counter = ExactOnDemand::new(tables.clone());
+        let text = "x".repeat(4_000);
+        assert_eq!(
+            counter.count(&text),
+            1_000,
+            "4 bytes a token before any report"
+        );
+        counter.observe(6_000, 3_000);
+        assert_eq!(counter.count(&text), 2_000, "calibrated on the report");
+        assert!(!counter.exact());
+        assert!(!tables.0.load(Ordering::SeqCst), "the tables were used");
+        assert!(counter.sharpen(), "the first sharpen changes the counts");
+        assert!(!counter.sharpen(), "later ones do not");
+        assert!(counter.exact());
+        assert_eq!(counter.count(&text), 4_000);
+        assert!(tables.0.load(Ordering::SeqCst));
+        // Counters that are exact or estimates from the start never change.
+        assert!(!CalibratedEstimator::default().sharpen());
     }
 
     #[test]

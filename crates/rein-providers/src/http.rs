@@ -44,6 +44,9 @@ pub struct HttpProvider {
     endpoint: EndpointConfig,
     options: HttpOptions,
     client: reqwest::Client,
+    /// OpenAI's tokenizer for OpenAI's models, kept so that its
+    /// calibration and its tables outlive a run.
+    counter: Option<Arc<dyn TokenCounter>>,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -93,12 +96,18 @@ impl HttpProvider {
                     format!("cannot set up HTTP: {e}"),
                 )
             })?;
+        let counter = if protocol.kind().starts_with("openai") {
+            crate::tokens::openai_counter(&endpoint.model)
+        } else {
+            None
+        };
         Ok(HttpProvider {
             name: name.into(),
             protocol,
             endpoint,
             options,
             client,
+            counter,
         })
     }
 
@@ -282,11 +291,7 @@ impl Provider for HttpProvider {
     /// OpenAI's own tokenizer for OpenAI's models on the OpenAI APIs; other
     /// models (an OpenAI-compatible server's, Claude) have none offline.
     fn token_counter(&self) -> Option<Arc<dyn TokenCounter>> {
-        if self.protocol.kind().starts_with("openai") {
-            crate::tokens::openai_counter(&self.endpoint.model)
-        } else {
-            None
-        }
+        self.counter.clone()
     }
 
     fn pricing(&self) -> Option<Pricing> {

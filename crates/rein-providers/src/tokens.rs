@@ -5,7 +5,8 @@
 //! touches the network. Two encodings cover OpenAI's chat models:
 //! `o200k_base` (GPT-4o, GPT-4.1, GPT-4.5, GPT-5, o1, o3, o4) and
 //! `cl100k_base` (GPT-4, GPT-3.5 Turbo). Building an encoder parses a few
-//! megabytes of tables, so each is built once per process, on first use.
+//! megabytes of tables, so each is built once per process, on first use,
+//! and only when exact counts are asked for ([`openai_counter`]).
 //!
 //! Models of other vendors served over an OpenAI-compatible API have their
 //! own tokenizers: [`openai_counter`] answers `None` for them, and the
@@ -13,7 +14,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rein_core::TokenCounter;
+use rein_core::{ExactOnDemand, TokenCounter};
 use tiktoken_rs::CoreBPE;
 
 /// An OpenAI tokenizer.
@@ -89,18 +90,13 @@ fn in_family(name: &str, family: &str, separators: &[char]) -> bool {
 }
 
 /// A counter with OpenAI's own tokenizer for `model`, or `None` when the
-/// model is not a known OpenAI model.
+/// model is not a known OpenAI model. It estimates until the engine asks
+/// for exact counts near the compaction threshold ([`ExactOnDemand`]):
+/// building the encoder costs tens of megabytes and a fifth of a second
+/// of CPU that a short session does not need.
 pub fn openai_counter(model: &str) -> Option<Arc<dyn TokenCounter>> {
-    encoding_for_model(model).map(|e| Arc::new(TiktokenCounter::new(e)) as Arc<dyn TokenCounter>)
-}
-
-/// Build the encoder `model` counts with, if it has one: about half a
-/// second in a debug build, a tenth in a release one. Call it off the async
-/// threads (`spawn_blocking`) at start-up so the first count is quick.
-pub fn warm_up(model: &str) {
-    if let Some(encoding) = encoding_for_model(model) {
-        let _ = encoder(encoding);
-    }
+    let exact = Arc::new(TiktokenCounter::new(encoding_for_model(model)?));
+    Some(Arc::new(ExactOnDemand::new(exact)))
 }
 
 /// The encoder of `encoding`, built on first use. `None` only if the
@@ -139,12 +135,6 @@ impl TiktokenCounter {
         // The regex engine inside may give up on pathological input and
         // the library unwraps that; a count is never worth a crash.
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bpe.encode_ordinary(text))).ok()
-    }
-
-    /// Build the encoder now (it takes a moment), so that the first count
-    /// made on an async thread does not pay for it.
-    pub fn warm_up(&self) {
-        let _ = encoder(self.encoding);
     }
 }
 

@@ -100,6 +100,23 @@ impl FixedPart {
     }
 }
 
+/// Tokens of a fixed part (system prompt and tools), and of its tools.
+pub(super) fn count_fixed(
+    system: &str,
+    tools: &[ToolSpec],
+    counter: &dyn TokenCounter,
+) -> (u64, u64) {
+    let tool_tokens = tools
+        .iter()
+        .map(|t| {
+            counter.count(&t.name)
+                + counter.count(&t.description)
+                + counter.count(&t.parameters.to_string())
+        })
+        .sum::<u64>();
+    (counter.count(system) + tool_tokens, tool_tokens)
+}
+
 impl AgentEngine {
     /// The system prompt and tools a mode shows the model, and their size.
     pub(super) fn fixed_part(
@@ -132,15 +149,7 @@ impl AgentEngine {
             system.push_str(note.trim_end());
             system.push('\n');
         }
-        let tool_tokens = tools
-            .iter()
-            .map(|t| {
-                counter.count(&t.name)
-                    + counter.count(&t.description)
-                    + counter.count(&t.parameters.to_string())
-            })
-            .sum::<u64>();
-        let tokens = counter.count(&system) + tool_tokens;
+        let (tokens, tool_tokens) = count_fixed(&system, &tools, counter);
         let chars = (system.len()
             + tools
                 .iter()

@@ -230,3 +230,53 @@ async fn the_compaction_threshold_follows_the_providers_reported_size() {
     assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
     assert_eq!(compactions(&events), 0, "the estimate alone is far below");
 }
+
+/// Counts a token a byte (four times rein's first estimate), and
+/// remembers being used: a tokenizer whose tables cost something to load.
+struct Tables(std::sync::atomic::AtomicBool);
+impl TokenCounter for Tables {
+    fn count(&self, text: &str) -> u64 {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        text.len() as u64
+    }
+    fn exact(&self) -> bool {
+        true
+    }
+}
+
+/// A provider whose tokenizer loads on demand (OpenAI's tables): a short
+/// run never loads it; a long one loads it once its requests near the
+/// compaction threshold, and the threshold is then decided on its exact
+/// counts, which here compact sooner than the estimate would.
+#[tokio::test]
+async fn a_tokenizer_that_loads_on_demand_loads_only_near_the_compaction_threshold() {
+    let run = |turns: usize, exact: bool| async move {
+        let tables = Arc::new(Tables(Default::default()));
+        let mut p = Scripted::build(unmeasured_task(turns));
+        p.window = 8_000;
+        if exact {
+            p.counter = Some(Arc::new(ExactOnDemand::new(tables.clone())));
+        }
+        let h = harness(Arc::new(p), with_compaction);
+        let (outcome, events) = h.run(RunRequest::new("go")).await;
+        assert_eq!(outcome.reason, StopReason::Completed, "{:?}", outcome.error);
+        let compactions = events
+            .iter()
+            .filter(|e| matches!(e, Event::Compaction { .. }))
+            .count();
+        (
+            tables.0.load(std::sync::atomic::Ordering::SeqCst),
+            compactions,
+        )
+    };
+    let (loaded, compactions) = run(3, true).await;
+    assert!(!loaded, "a short run loaded the tables");
+    assert_eq!(compactions, 0);
+    let (loaded, exact_compactions) = run(60, true).await;
+    assert!(loaded, "a long run never counted exactly");
+    let (_, estimated_compactions) = run(60, false).await;
+    assert!(
+        exact_compactions > estimated_compactions,
+        "exact counts {exact_compactions}, estimates {estimated_compactions}"
+    );
+}

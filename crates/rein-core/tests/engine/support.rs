@@ -26,6 +26,8 @@ pub struct Scripted {
     pub summary_reply: Option<Result<String, ProviderError>>,
     /// Whether it says it takes images in the user's message.
     pub images: bool,
+    /// Its own token counter, if any.
+    pub counter: Option<Arc<dyn TokenCounter>>,
 }
 
 impl Scripted {
@@ -45,6 +47,7 @@ impl Scripted {
             summaries: Mutex::new(0),
             summary_reply: None,
             images: false,
+            counter: None,
         }
     }
 
@@ -71,6 +74,9 @@ impl Provider for Scripted {
     }
     fn pricing(&self) -> Option<Pricing> {
         self.pricing
+    }
+    fn token_counter(&self) -> Option<Arc<dyn TokenCounter>> {
+        self.counter.clone()
     }
     async fn stream(
         &self,

@@ -50,6 +50,7 @@ async fn the_token_counter_uses_the_models_own_vocabulary() {
     let estimate = rein_core::CalibratedEstimator::default();
     assert_ne!(n, rein_core::TokenCounter::count(&estimate, COUNTED));
     let o200k = rein_providers::tokens::openai_counter("gpt-4o").unwrap();
+    o200k.sharpen();
     assert_ne!(n, o200k.count(COUNTED));
     // What the provider bills for the text inside a prompt: the prompt
     // with the text, less the same prompt with an empty message.

@@ -10,12 +10,18 @@ use super::{RunCtx, RunLoop, Stop, TurnFailure};
 use crate::assemble::AssistantAssembler;
 use crate::compaction::CompactionReason;
 use crate::engine::hooks;
+use crate::engine::setup::count_fixed;
 use crate::event::Event;
 use crate::lifecycle::CompactTrigger;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
 use crate::request_size::{Measured, RequestSize, request_size};
 use crate::schema::{AssistantMessage, Message, StreamChunk, ToolCall};
 use crate::tokens::CallKind;
+
+/// The share of the compaction threshold past which a counter that
+/// estimates until asked ([`crate::ExactOnDemand`]) is made exact: far
+/// enough below it that an estimate a third short still crosses it.
+const SHARPEN_AT: f64 = 0.5;
 
 impl RunLoop<'_> {
     /// Get the model's answer and commit it; returns its tool calls. A
@@ -26,7 +32,14 @@ impl RunLoop<'_> {
         // The provider may have been switched (`set_provider`).
         let window = self.provider().capabilities().context_window;
         let cfg = &self.engine.inner.config.compaction;
-        let used = self.next_request_size(ctx).tokens;
+        let mut used = self.next_request_size(ctx).tokens;
+        if cfg.enabled
+            && window.is_some_and(|w| used as f64 > SHARPEN_AT * cfg.threshold * w as f64)
+            && ctx.counter.sharpen()
+        {
+            self.recount(ctx);
+            used = self.next_request_size(ctx).tokens;
+        }
         if cfg.enabled && window.is_some_and(|w| used as f64 > cfg.threshold * w as f64) {
             self.compact(ctx, CompactionReason::Threshold).await?;
         }
@@ -82,6 +95,18 @@ impl RunLoop<'_> {
             Some(stop) => Err(stop),
             None => Ok(calls),
         }
+    }
+
+    /// Count the conversation and the fixed part again, after the counter
+    /// changed from an estimate to exact counts.
+    fn recount(&mut self, ctx: &RunCtx<'_>) {
+        let counter = ctx.counter.as_ref();
+        let messages = std::mem::take(&mut self.conv.messages);
+        let seqs = std::mem::take(&mut self.conv.seqs);
+        self.conv.replace(messages, seqs, counter);
+        let (tokens, tool_tokens) = count_fixed(&self.req.system, &self.req.tools, counter);
+        self.fixed.tokens = tokens;
+        self.fixed.tool_tokens = tool_tokens;
     }
 
     /// The size of the next request, in the one accounting
