@@ -213,14 +213,11 @@ impl SessionCheckpoints {
         label: &str,
         writes: &RunWrites,
     ) -> Result<Checkpoint, CheckpointError> {
-        let before = match self.entries(session).last() {
-            Some(e) => Some(self.store.get(&e.commit)?),
-            None => None,
-        };
+        let before = self.entries(session).last().map(|e| e.commit.clone());
         let checkpoint = self.store.snapshot(label)?;
         let outside = match &before {
             Some(before) => {
-                let changed = self.store.diff(before, &checkpoint)?;
+                let changed = self.store.diff_from_commit(before, &checkpoint)?;
                 outside::not_written(self.store.workspace(), &changed, writes)
             }
             None => Vec::new(),

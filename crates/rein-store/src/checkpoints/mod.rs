@@ -161,6 +161,18 @@ impl Checkpoints {
         Ok(raw.iter().map(public_change).collect())
     }
 
+    /// What differs between the checkpoint whose commit is `from` and
+    /// `to`, without reading `from` back first.
+    pub fn diff_from_commit(
+        &self,
+        from: &str,
+        to: &Checkpoint,
+    ) -> Result<Vec<FileChange>, CheckpointError> {
+        // A commit names its tree for `diff-tree`.
+        let raw = self.raw_diff(from, &to.tree)?;
+        Ok(raw.iter().map(public_change).collect())
+    }
+
     /// A unified diff from `from` to `to`, for a preview. Binary files are
     /// named ("Binary files a/x and b/x differ"), not printed.
     pub fn patch_text(

@@ -96,13 +96,14 @@ impl Checkpoints {
                 max_bytes,
             });
         }
-        if !state.ignored_dropped {
+        // A shadow repository without an index yet tracks nothing.
+        if !state.ignored_dropped && self.git.dir.join("index").exists() {
             // Tracked files that the rules cover leave the index: rein's
             // own exclusions may have grown since the last process.
             let ignored = self.git.run(["ls-files", "-z", "-c", "-i", &rules, &own])?;
             untrack.extend(records(&ignored.stdout).map(<[u8]>::to_vec));
-            state.ignored_dropped = true;
         }
+        state.ignored_dropped = true;
         if !untrack.is_empty() {
             self.git.run_with_input(
                 ["update-index", "-z", "--force-remove", "--stdin"],
@@ -178,8 +179,7 @@ impl Checkpoints {
                 "commit-tree printed {id:?}"
             )));
         }
-        self.git
-            .run(["update-ref", &format!("{REF_PREFIX}{id}"), &id])?;
+        self.set_ref(&id)?;
         Ok(Checkpoint {
             id,
             tree: tree.to_string(),
@@ -188,6 +188,47 @@ impl Checkpoints {
             skipped,
         })
     }
+}
+
+impl Checkpoints {
+    /// Give the commit `id` its ref, which keeps it from being collected.
+    /// In the usual store of refs (one file each) the file is written
+    /// directly, as `git update-ref` would (a `.lock` beside it, then
+    /// renamed): one process fewer a checkpoint. Otherwise, or when the
+    /// lock is taken, `git update-ref` does it.
+    fn set_ref(&self, id: &str) -> Result<(), CheckpointError> {
+        let name = format!("{REF_PREFIX}{id}");
+        if !self.git.dir.join("reftable").exists() && write_loose_ref(&self.git.dir, &name, id) {
+            return Ok(());
+        }
+        self.git.run(["update-ref", &name, id])?;
+        Ok(())
+    }
+}
+
+/// Write the loose ref `name` (under `dir`) holding `id`; false when it
+/// could not (the caller falls back to git).
+fn write_loose_ref(dir: &Path, name: &str, id: &str) -> bool {
+    use std::io::Write;
+    let path = dir.join(name);
+    let Some(folder) = path.parent() else {
+        return false;
+    };
+    let lock = path.with_extension("lock");
+    let written = std::fs::create_dir_all(folder).is_ok()
+        && std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+            .and_then(|mut f| f.write_all(format!("{id}\n").as_bytes()))
+            .is_ok();
+    if written && std::fs::rename(&lock, &path).is_ok() {
+        return true;
+    }
+    if written {
+        let _ = std::fs::remove_file(&lock);
+    }
+    false
 }
 
 /// Whether a folder on the way to `rel` (inside `work`) is a symbolic link.
@@ -209,4 +250,25 @@ fn nul_joined<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
         out.push(0);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_loose_ref_is_written_whole_and_a_taken_lock_is_left_to_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "a".repeat(40);
+        assert!(write_loose_ref(dir.path(), "refs/rein/cp/x", &id));
+        let read = std::fs::read_to_string(dir.path().join("refs/rein/cp/x")).unwrap();
+        assert_eq!(read, format!("{id}\n"));
+        // Someone holds the lock: nothing is written, the lock is theirs.
+        std::fs::write(dir.path().join("refs/rein/cp/y.lock"), "theirs").unwrap();
+        assert!(!write_loose_ref(dir.path(), "refs/rein/cp/y", &id));
+        assert!(!dir.path().join("refs/rein/cp/y").exists());
+        let lock = std::fs::read_to_string(dir.path().join("refs/rein/cp/y.lock")).unwrap();
+        assert_eq!(lock, "theirs");
+    }
 }

@@ -91,6 +91,32 @@ fn checkpoints_read_back_by_id_and_list_oldest_first() {
     assert_eq!(cp.list().unwrap(), [first, second]);
 }
 
+/// A checkpoint's ref is written as a file (no `git update-ref` process),
+/// in the form git itself reads: listed, kept through a collection.
+#[test]
+fn a_checkpoints_ref_is_a_file_that_git_reads_and_keeps() {
+    let ws = Ws::new(false);
+    let cp = ws.open();
+    let first = cp.snapshot("1").unwrap();
+    let file = cp.shadow_dir().join("refs/rein/cp").join(&first.id);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!("{}\n", first.id)
+    );
+    assert!(!file.with_extension("lock").exists());
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    ws.write("a", "a\n");
+    let second = cp.snapshot("2").unwrap();
+    assert_eq!(cp.prune(std::slice::from_ref(&first)).unwrap(), 1);
+    assert_eq!(cp.list().unwrap(), [first.clone()]);
+    assert!(matches!(
+        cp.get(&second.id),
+        Err(CheckpointError::UnknownCheckpoint(_))
+    ));
+    cp.restore(&first, None, false).unwrap();
+    assert!(!ws.exists("a"));
+}
+
 #[test]
 fn prune_drops_unkept_checkpoints_and_the_kept_ones_still_restore() {
     let ws = Ws::new(false);
