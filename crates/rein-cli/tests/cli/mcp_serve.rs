@@ -118,6 +118,11 @@ fn a_cancelled_call_stops_its_run_and_the_server_goes_on() {
 #[test]
 fn rein_calls_rein_through_its_own_mcp_client() {
     let d = dirs();
+    // The inner rein keeps its sessions in a home of its own, never the
+    // user's: host processes get an allowlisted environment, so it is
+    // named in the server's `env`.
+    let inner_home = d.home.join("inner-home");
+    std::fs::create_dir_all(&inner_home).unwrap();
     let inner = d.home.join("inner.json");
     std::fs::write(
         &inner,
@@ -128,10 +133,12 @@ fn rein_calls_rein_through_its_own_mcp_client() {
         d.home.join("config.toml"),
         format!(
             "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"serve\", \"-C\", {:?}, \
-             \"--provider\", \"replay\", \"--script\", {:?}]\nstartup_timeout_sec = 60\n",
+             \"--provider\", \"replay\", \"--script\", {:?}]\nstartup_timeout_sec = 60\n\
+             env = {{ REIN_HOME = {:?} }}\n",
             env!("CARGO_BIN_EXE_rein"),
             d.ws.display().to_string(),
-            inner.display().to_string()
+            inner.display().to_string(),
+            inner_home.display().to_string()
         ),
     )
     .unwrap();
@@ -172,4 +179,8 @@ fn rein_calls_rein_through_its_own_mcp_client() {
     let out = finished["output_preview"].as_str().unwrap();
     assert!(out.starts_with("inner answer 42"), "{out}");
     assert_eq!(finished["is_error"], false);
+    assert!(
+        inner_home.join("sessions.db").exists(),
+        "the inner rein did not use the home it was given"
+    );
 }
