@@ -421,6 +421,7 @@ mod tests {
 
     fn request() -> ModelRequest {
         ModelRequest {
+            temperature: None,
             system: "You are rein.".into(),
             messages: vec![
                 Message::user("What is in a.txt?"),

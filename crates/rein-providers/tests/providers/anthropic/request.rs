@@ -11,6 +11,7 @@ use super::{body_of, endpoint, tool_result, usage, without_cache_control};
 #[test]
 fn request_puts_system_and_tools_at_the_top_with_cache_breakpoints_and_replays_the_turn_exactly() {
     let req = ModelRequest {
+        temperature: None,
         system: "You are rein.".into(),
         messages: vec![
             Message::user("Read a and b."),
