@@ -43,7 +43,7 @@ mod state;
 mod subagents;
 mod user_call;
 
-pub use builder::{AgentEngineBuilder, CandidatesConfig, EngineConfig};
+pub use builder::{AgentEngineBuilder, CandidatesConfig, EngineConfig, SCRATCH_FOLDER};
 pub use child::{AgentTag, ChildPolicy};
 pub use control::RunControl;
 pub use guard::LoopGuardConfig;

@@ -54,6 +54,11 @@ pub struct EngineConfig {
     pub candidates: CandidatesConfig,
 }
 
+/// The folder of rein's state where scratch copies are made
+/// (`$REIN_HOME/scratch`): a copy there may be written when it is a
+/// call's workspace.
+pub const SCRATCH_FOLDER: &str = "scratch";
+
 /// The caps of the candidates lever (see `engine/run/candidates.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidatesConfig {

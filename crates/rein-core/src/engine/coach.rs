@@ -84,10 +84,20 @@ impl Coach {
     ) -> Option<Coach> {
         let first_call = config.helps(Lever::FirstCall) && has_files;
         let nudges = config.helps(Lever::Nudge);
+        // With nowhere to make scratch copies (an engine built without
+        // one), the lever is off.
+        let candidates = config.helps(Lever::Candidates)
+            && config.candidates.max > 0
+            && config.candidates.scratch_root.is_some();
+        if let (true, Some(root)) = (candidates, &config.candidates.scratch_root) {
+            // Copies a crashed run left behind go now, not only when the
+            // next candidates are tried.
+            super::scratch::sweep(root);
+        }
         let check = config.helps(Lever::Check).then(|| Check {
             command: check::named_check(prompt, agents, workspace),
             change_asked: nudges::asks_for_change(prompt),
-            candidates: config.helps(Lever::Candidates) && config.candidates.max > 0,
+            candidates,
             ..Check::default()
         });
         // A question with no files to look in ("what is 2 + 3?") is the

@@ -20,7 +20,8 @@
 //!    own files differ from the workspace's; run the check through the
 //!    gate in the copy (the sandbox rooted there). The copy is removed
 //!    when the candidate is done, whatever happened.
-//! 4. The first that passes wins: its answer is committed and its calls
+//! 4. The first that passes wins: its answer (the calls that worked in
+//!    the copy, no others) is committed and its calls
 //!    run in the workspace as a turn's calls do (events, checkpoints,
 //!    the gate); the check runs once more there; the model is told, and
 //!    the run goes on for its answer. None passing: say so; the run ends.
@@ -36,7 +37,7 @@ use crate::engine::coach::{self, candidates, check};
 use crate::engine::scratch::{self, Scratch};
 use crate::event::{Event, StopReason};
 use crate::provider::ToolChoice;
-use crate::schema::{AssistantMessage, Message};
+use crate::schema::{AssistantMessage, ContentPart, Message};
 
 /// What became of one candidate.
 enum Tried {
@@ -153,13 +154,30 @@ impl RunLoop<'_> {
         let Some(answer) = answer else {
             return Ok(Tried::Stopped("the model service failed".into()));
         };
-        let mut edited = false;
+        let mut answer = answer;
+        let (mut done_ids, mut first_error) = (Vec::new(), None);
         for call in answer.tool_calls().cloned().collect::<Vec<_>>() {
+            let id = call.id.clone();
             let done = self.run_call_in(ctx, call, &copy.workspace).await;
-            edited |= !done.result.is_error && done.effects.access.is_some();
+            if !done.result.is_error && done.effects.access.is_some() {
+                done_ids.push(id);
+            } else if first_error.is_none() {
+                first_error = Some(format!(
+                    "{}: {}",
+                    done.result.name,
+                    first_line(&done.result.output)
+                ));
+            }
         }
-        if !edited {
-            return Ok(Tried::Failed("it made no edit".into()));
+        // Only what worked in the copy may reach the workspace: a call
+        // refused there (a path out of the copy) is never replayed.
+        answer.content.retain(|part| match part {
+            ContentPart::ToolCall(c) => done_ids.contains(&c.id),
+            _ => true,
+        });
+        if done_ids.is_empty() {
+            let why = first_error.map_or(String::new(), |e| format!(" ({e})"));
+            return Ok(Tried::Failed(format!("it made no edit{why}")));
         }
         let (ws, sc, cmd) = (
             workspace.clone(),
