@@ -236,14 +236,11 @@ impl<'e> RunLoop<'e> {
         let gate = scope.narrow(source_gate.clone());
         let mut fixed = engine.fixed_part(&gate, mode, &inputs, ctx.counter.as_ref());
         let req = ModelRequest {
-            temperature: None,
             system: std::mem::take(&mut fixed.system),
-            messages: Vec::new(),
             tools: std::mem::take(&mut fixed.tools),
-            max_output_tokens: None,
-            tool_choice: Default::default(),
             single_tool_call: inner.config.helps(Lever::SingleCall),
             answer_schema: scope.answer_schema.clone(),
+            ..ModelRequest::default()
         };
         // The first turn must look when there is something to look at (the
         // lean prompt lists it).

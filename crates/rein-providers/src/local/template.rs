@@ -421,7 +421,6 @@ mod tests {
 
     fn request() -> ModelRequest {
         ModelRequest {
-            temperature: None,
             system: "You are rein.".into(),
             messages: vec![
                 Message::user("What is in a.txt?"),
@@ -450,10 +449,7 @@ mod tests {
                     "required": ["path"]
                 }),
             }],
-            max_output_tokens: None,
-            tool_choice: Default::default(),
-            single_tool_call: false,
-            answer_schema: None,
+            ..ModelRequest::default()
         }
     }
 
