@@ -449,3 +449,16 @@ fn an_answer_schema_is_sent_as_the_output_format() {
             .is_none()
     );
 }
+
+#[test]
+fn a_requests_temperature_is_sent_only_when_it_sets_one() {
+    let mut req = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..Default::default()
+    };
+    let body = Anthropic.build_request(&req, &endpoint()).body;
+    assert!(body.get("temperature").is_none(), "{body}");
+    req.temperature = Some(0.8);
+    let t = Anthropic.build_request(&req, &endpoint()).body["temperature"].as_f64();
+    assert!((t.unwrap() - 0.8).abs() < 1e-6);
+}

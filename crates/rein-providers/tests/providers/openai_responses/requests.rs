@@ -366,3 +366,22 @@ fn an_answer_schema_is_sent_as_the_text_format() {
                           "strict": false}})
     );
 }
+
+#[test]
+fn a_requests_temperature_is_sent_only_when_it_sets_one() {
+    let mut req = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..Default::default()
+    };
+    let ep = endpoint(Some("sk-test"), None);
+    assert!(
+        OpenAiResponses
+            .build_request(&req, &ep)
+            .body
+            .get("temperature")
+            .is_none()
+    );
+    req.temperature = Some(0.6);
+    let t = OpenAiResponses.build_request(&req, &ep).body["temperature"].as_f64();
+    assert!((t.unwrap() - 0.6).abs() < 1e-6);
+}
