@@ -73,8 +73,14 @@ fn tail(text: &str, bytes: usize) -> &str {
 /// Whether the file at `rel` (relative to the workspace) is one of the
 /// check's own: named by `command` (or inside a folder it names), a test
 /// file by its name (`test_*`, `*_test.*`, `*.test.*`, `*_spec.*`) or its
-/// folder (`test`, `tests`, `spec`), or a runner's settings.
+/// folder (`test`, `tests`, `spec`), or a runner's settings. Python's
+/// byte-code caches are none of them (running the tests makes them).
 pub(crate) fn is_check_file(rel: &Path, command: &str) -> bool {
+    let cache = rel.extension().is_some_and(|e| e == "pyc")
+        || rel.components().any(|c| c.as_os_str() == "__pycache__");
+    if cache {
+        return false;
+    }
     let named = command.split_whitespace().any(|word| {
         let word = word.trim_matches(|c| c == '"' || c == '\'');
         let word = word.strip_prefix("./").unwrap_or(word);
@@ -149,6 +155,8 @@ mod tests {
             "latest.py",
             "contest.py",
             "checksum.py",
+            "__pycache__/test_calc.cpython-312.pyc",
+            "tests/__pycache__/conftest.cpython-312.pyc",
         ] {
             assert!(!is_check_file(Path::new(no), cmd), "{no}");
         }

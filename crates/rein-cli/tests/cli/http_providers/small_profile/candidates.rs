@@ -330,6 +330,33 @@ fn headless_modes_that_refuse_commands_try_no_candidates_and_say_why() {
     assert!(!said(&events, "alternative fix"));
 }
 
+#[test]
+fn the_time_cap_stops_a_candidate_whose_answer_is_late() {
+    let case = Case::failing(gives_up());
+    let config = "[candidates]\nmax = 2\nmax_secs = 1\n";
+    std::fs::write(case.env.home.path().join("config.toml"), config).unwrap();
+    let late = vec![Part::Pause(std::time::Duration::from_secs(30))];
+    case.server.push(MockResponse::sse_parts(late));
+    let events = case.small("auto", FIX_MEAN);
+    assert_eq!(events.last().unwrap()["reason"], "completed");
+    assert!(
+        said(&events, "trying up to 2 alternative fixes"),
+        "{:?}",
+        notices(&events)
+    );
+    assert!(
+        said(
+            &events,
+            "alternative fixes stopped at fix 1: the time cap came first"
+        ),
+        "{:?}",
+        notices(&events)
+    );
+    assert_eq!(case.requests(), 5, "no second candidate after the cap");
+    assert_eq!(calc(&case), AFTER_WRONG);
+    assert!(copies(&case).is_empty());
+}
+
 /// Start a run whose first candidate's answer never comes, and wait
 /// until its scratch copy is made and the candidate is asked.
 fn stuck_in_a_candidate(case: &Case) -> std::process::Child {
