@@ -16,6 +16,7 @@ mod file;
 pub mod lsp;
 mod status;
 pub use status::StatusCommandSettings;
+pub mod candidates;
 pub mod web_search;
 
 use file::read_file;
@@ -83,6 +84,8 @@ pub struct Config {
     pub web_search: Option<web_search::WebSearchSection>,
     /// `[lsp]`, layered.
     pub lsp: lsp::LspConfig,
+    /// `[candidates]`, layered.
+    pub candidates: candidates::CandidatesSettings,
 }
 
 /// `$REIN_HOME`, or `~/.rein`.
@@ -131,6 +134,7 @@ impl Config {
             mcp_notes: Vec::new(),
             mcp_tool_search: ToolSearchSetting::Auto,
             web_search: None,
+            candidates: Default::default(),
             lsp: lsp::LspConfig::default(),
         }
     }
@@ -352,6 +356,9 @@ impl Config {
         }
         if let Some(section) = file.lsp {
             self.lsp.apply(section)?;
+        }
+        if let Some(section) = file.candidates {
+            self.candidates.apply(section)?;
         }
         if let Some(section) = file.web_search {
             self.web_search

@@ -227,6 +227,7 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         checkpoints,
         web_search,
         lsp,
+        candidates,
     } = file;
     let mut s = Sorter::default();
     // Redirects: who the model is and where requests and keys go.
@@ -306,12 +307,28 @@ pub fn restrict_config(file: ConfigFile, current: &Config) -> Restricted<ConfigF
         tui: tui.map(|t| restrict_tui(t, &mut s)),
         mcp_tool_search,
         checkpoints: checkpoints.and_then(|on| restrict_checkpoints(on, current, &mut s)),
+        // Model time spent: a limit, the smaller wins.
+        candidates: candidates.map(|c| restrict_candidates(c, current, &mut s)),
         ..ConfigFile::default()
     };
     Restricted {
         kept,
         ignored: s.ignored,
     }
+}
+
+/// `[candidates]`: each cap kept when no looser than the current one.
+fn restrict_candidates(
+    c: crate::config::candidates::CandidatesSection,
+    current: &Config,
+    s: &mut Sorter,
+) -> crate::config::candidates::CandidatesSection {
+    let mut looser = Vec::new();
+    let kept = crate::config::candidates::restrict(c, &current.candidates, &mut looser);
+    for (key, value) in looser {
+        s.ignored.push(Ignored::Looser { key, value });
+    }
+    kept
 }
 
 /// `[tui]`: all kept but `status_command`, a program to start.

@@ -216,6 +216,7 @@ merge it with the newer events.";
 /// The request that asks the model for a summary.
 pub fn summary_request(transcript: &str, max_output_tokens: u32) -> ModelRequest {
     ModelRequest {
+        temperature: None,
         system: SUMMARY_SYSTEM.to_string(),
         messages: vec![Message::user(format!(
             "Summarise this earlier part of the session:\n\n{transcript}"

@@ -36,13 +36,14 @@ mod guard;
 mod hooks;
 mod run;
 mod scope;
+mod scratch;
 mod setup;
 mod side_calls;
 mod state;
 mod subagents;
 mod user_call;
 
-pub use builder::{AgentEngineBuilder, EngineConfig};
+pub use builder::{AgentEngineBuilder, CandidatesConfig, EngineConfig, SCRATCH_FOLDER};
 pub use child::{AgentTag, ChildPolicy};
 pub use control::RunControl;
 pub use guard::LoopGuardConfig;

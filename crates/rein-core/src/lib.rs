@@ -116,9 +116,9 @@ pub use approval::{
 pub use assemble::AssistantAssembler;
 pub use budget::{Budget, BudgetCap, BudgetError, BudgetLimit, MAX_WALL_TIME};
 pub use engine::{
-    AgentEngine, AgentEngineBuilder, AgentTag, ChildPolicy, ContextSize, EngineConfig, EngineError,
-    FixedTokens, LoopGuardConfig, RunControl, RunOutcome, RunRequest, RunScope, RunStream,
-    SubagentConfig, TitleError, title_of as prompt_title,
+    AgentEngine, AgentEngineBuilder, AgentTag, CandidatesConfig, ChildPolicy, ContextSize,
+    EngineConfig, EngineError, FixedTokens, LoopGuardConfig, RunControl, RunOutcome, RunRequest,
+    RunScope, RunStream, SCRATCH_FOLDER, SubagentConfig, TitleError, title_of as prompt_title,
 };
 pub use event::{Event, EventSink, FnSink, NullSink, RefusedCall, StopReason};
 pub use front_end::FrontEndCommands;

@@ -84,6 +84,10 @@ pub enum Lever {
     /// a failing command the model ran) runs after the model's change,
     /// through the gate, and a failure goes back to the model.
     Check,
+    /// When the check still fails after the model's rounds, a few
+    /// alternative fixes are sampled, each tried in a scratch copy of the
+    /// workspace; the first that passes the check is applied.
+    Candidates,
     /// An answer to a question must come from the run's tool output: one
     /// nudge to look when its value appears in none.
     Evidence,
@@ -91,7 +95,7 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order they are documented.
-    pub const ALL: [Lever; 8] = [
+    pub const ALL: [Lever; 9] = [
         Lever::Lean,
         Lever::Tools,
         Lever::FirstCall,
@@ -99,6 +103,7 @@ impl Lever {
         Lever::SingleCall,
         Lever::ReadFirst,
         Lever::Check,
+        Lever::Candidates,
         Lever::Evidence,
     ];
 
@@ -111,6 +116,7 @@ impl Lever {
             Lever::SingleCall => "single-call",
             Lever::ReadFirst => "read-first",
             Lever::Check => "check",
+            Lever::Candidates => "candidates",
             Lever::Evidence => "evidence",
         }
     }

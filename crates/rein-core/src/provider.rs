@@ -54,6 +54,10 @@ pub struct ModelRequest {
     /// --output-schema`): hosted APIs get it as their structured-output
     /// setting, the local model as a grammar; tool calls stay free.
     pub answer_schema: Option<std::sync::Arc<serde_json::Value>>,
+    /// Sampling temperature for this request, when the caller wants one
+    /// over the provider's own (the candidates lever samples alternative
+    /// fixes warmer); `None` leaves the provider's default.
+    pub temperature: Option<f32>,
 }
 
 /// What the model may answer with when tools are offered.

@@ -274,6 +274,7 @@ fn memory() -> Memory {
 
 fn to_request(system: &str, messages: &[Message], max_tokens: u32) -> ModelRequest {
     ModelRequest {
+        temperature: None,
         system: system.to_string(),
         messages: messages.to_vec(),
         tools: Vec::new(),

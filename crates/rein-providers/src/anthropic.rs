@@ -116,6 +116,9 @@ impl WireProtocol for Anthropic {
             let format = json!({"type": "json_schema", "schema": schema.as_ref()});
             body.insert("output_config".into(), json!({ "format": format }));
         }
+        if let Some(t) = req.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
         body.insert("messages".into(), Value::Array(messages(&req.messages)));
 
         WireRequest {

@@ -111,6 +111,9 @@ impl WireProtocol for OpenAiChat {
                 json!({"type": "json_schema", "json_schema": answer_format(schema)}),
             );
         }
+        if let Some(t) = req.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
         let cap = match (req.max_output_tokens, endpoint.max_output_tokens) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -100,6 +100,9 @@ impl WireProtocol for OpenAiResponses {
             format.insert("type".into(), json!("json_schema"));
             body.insert("text".into(), json!({ "format": format }));
         }
+        if let Some(t) = req.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
         if let Some(max) = req.max_output_tokens.or(endpoint.max_output_tokens) {
             body.insert("max_output_tokens".into(), json!(max));
         }

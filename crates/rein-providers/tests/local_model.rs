@@ -239,6 +239,7 @@ async fn an_agent_run_reads_a_file_and_answers_with_its_fact() {
 
 fn first_turn() -> ModelRequest {
     ModelRequest {
+        temperature: None,
         system: SYSTEM.into(),
         messages: vec![Message::user("Show me what is in notes.txt.")],
         tools: tools(),
@@ -300,6 +301,7 @@ async fn progress_is_reported_for_every_prompt_batch_then_for_generation() {
     let provider = load(config());
     let filler = "The quick brown fox jumps over the lazy dog. ".repeat(70);
     let request = ModelRequest {
+        temperature: None,
         system: SYSTEM.into(),
         messages: vec![Message::user(format!(
             "{filler}\nCount from 1 to 100 in words, one per line."

@@ -51,6 +51,8 @@ pub struct ConfigFile {
     pub web_search: Option<super::web_search::WebSearchSection>,
     /// `[lsp]`: language servers checking edited files.
     pub lsp: Option<super::lsp::LspSection>,
+    /// `[candidates]`: the small profile's alternative fixes.
+    pub candidates: Option<super::candidates::CandidatesSection>,
 }
 
 /// When MCP tools are offered lazily, through `tool_search`.

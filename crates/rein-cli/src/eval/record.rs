@@ -78,6 +78,12 @@ pub struct TaskRecord {
     pub invalid_argument_calls: u32,
     /// Nudges the run got (small profile).
     pub nudges: u32,
+    /// Alternative fixes tried (the `candidates` lever), and the one
+    /// applied, if one passed the check.
+    #[serde(default)]
+    pub candidates: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_won: Option<u32>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// The size of every request the run sent, summed, as rein counted
@@ -113,6 +119,9 @@ pub struct RunSummary {
     /// succeeded.
     pub changed_files: bool,
     pub nudges: u32,
+    /// See [`TaskRecord::candidates`].
+    pub candidates: u32,
+    pub candidate_won: Option<u32>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// See [`TaskRecord::request_tokens`].
@@ -157,6 +166,7 @@ impl RunSummary {
                 }
             }
             "notice" if text("message").starts_with("nudged the model") => self.nudges += 1,
+            "notice" if text("message").starts_with(CANDIDATE) => self.candidate(&text("message")),
             // One a model call: the request's size as reported, else as
             // rein counted it before sending.
             "token_update" => {
@@ -176,6 +186,27 @@ impl RunSummary {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// How the candidates lever's notices start (`engine/run/candidates.rs`
+/// in rein-core): `alternative fix N: why; not kept`, `alternative fix N
+/// is applied; …`.
+const CANDIDATE: &str = "alternative fix ";
+
+impl RunSummary {
+    /// Note a notice of the candidates lever: the highest candidate
+    /// number seen, and the one applied.
+    fn candidate(&mut self, message: &str) {
+        let rest = &message[CANDIDATE.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let Ok(n) = digits.parse::<u32>() else {
+            return;
+        };
+        self.candidates = self.candidates.max(n);
+        if rest[digits.len()..].starts_with(" is applied") {
+            self.candidate_won = Some(n);
         }
     }
 }
@@ -270,8 +301,12 @@ mod tests {
         assert_eq!(classify(&s), FailureKind::UnknownTool);
         let s = summary(&[
             r#"{"type":"run_started","profile":"small","without":["nudge","first-call"]}"#,
+            r#"{"type":"notice","message":"alternative fix 1: it made no edit; not kept"}"#,
+            r#"{"type":"notice","message":"alternative fix 2 passed the check `t` in its copy: applying it"}"#,
+            r#"{"type":"notice","message":"alternative fix 2 is applied; the check `t` passes"}"#,
         ]);
         assert_eq!(s.profile, "small without nudge, first-call");
+        assert_eq!((s.candidates, s.candidate_won), (2, Some(2)));
     }
 
     #[test]

@@ -148,6 +148,8 @@ fn to_record(
         unknown_tool_calls: run.unknown_tool_calls,
         invalid_argument_calls: run.invalid_argument_calls,
         nudges: run.nudges,
+        candidates: run.candidates,
+        candidate_won: run.candidate_won,
         input_tokens: run.input_tokens,
         output_tokens: run.output_tokens,
         request_tokens: run.request_tokens,

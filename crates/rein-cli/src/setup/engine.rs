@@ -269,7 +269,8 @@ pub fn engine_builder(
         .workspace(workspace)
         .front_end(front_end_commands())
         .profile(profile)
-        .without(&cfg.without);
+        .without(&cfg.without)
+        .candidates(cfg.candidates.resolve(&cfg.home));
     let gives = |lever: Lever| profile.helps(lever, &cfg.without);
     // Six tools, no memory, for a small model: every token of the request
     // is prompt time.

@@ -50,6 +50,35 @@ pub struct EngineConfig {
     pub without: Vec<Lever>,
     /// The front end's commands named in what the model is told.
     pub front_end: crate::front_end::FrontEndCommands,
+    /// The candidates lever's caps and where its scratch copies go.
+    pub candidates: CandidatesConfig,
+}
+
+/// The folder of rein's state where scratch copies are made
+/// (`$REIN_HOME/scratch`): a copy there may be written when it is a
+/// call's workspace.
+pub const SCRATCH_FOLDER: &str = "scratch";
+
+/// The caps of the candidates lever (see `engine/run/candidates.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidatesConfig {
+    /// Most alternative fixes tried in one run (default 3; 0: none).
+    pub max: u32,
+    /// Most time all of them may take together (default 180 s).
+    pub time: Duration,
+    /// The folder scratch copies are made in: rein's own state, never
+    /// the workspace. `None`: no candidates (nowhere to try them).
+    pub scratch_root: Option<PathBuf>,
+}
+
+impl Default for CandidatesConfig {
+    fn default() -> Self {
+        CandidatesConfig {
+            max: 3,
+            time: Duration::from_secs(180),
+            scratch_root: None,
+        }
+    }
 }
 
 impl EngineConfig {
@@ -77,6 +106,7 @@ impl Default for EngineConfig {
             profile: Profile::Full,
             without: Vec::new(),
             front_end: Default::default(),
+            candidates: CandidatesConfig::default(),
         }
     }
 }
@@ -98,6 +128,7 @@ pub(super) struct LoopConfig {
     pub profile: Profile,
     pub without: Vec<Lever>,
     pub front_end: crate::front_end::FrontEndCommands,
+    pub candidates: CandidatesConfig,
 }
 
 impl LoopConfig {
@@ -119,6 +150,7 @@ impl LoopConfig {
             profile,
             without,
             front_end,
+            candidates,
         } = config;
         let config = LoopConfig {
             provider_retries,
@@ -133,6 +165,7 @@ impl LoopConfig {
             profile,
             without,
             front_end,
+            candidates,
         };
         (config, permissions, limits)
     }
@@ -220,6 +253,12 @@ impl AgentEngineBuilder {
         self.config.without.extend_from_slice(levers);
         self.config.without.sort();
         self.config.without.dedup();
+        self
+    }
+
+    /// The candidates lever's caps and scratch folder.
+    pub fn candidates(mut self, candidates: CandidatesConfig) -> Self {
+        self.config.candidates = candidates;
         self
     }
 

@@ -18,6 +18,7 @@ use crate::provider::ToolChoice;
 use crate::schema::{ToolCall, ToolSpec};
 use crate::tool::ToolAccess;
 
+pub(super) mod candidates;
 pub(super) mod check;
 mod evidence;
 mod nudges;
@@ -83,9 +84,20 @@ impl Coach {
     ) -> Option<Coach> {
         let first_call = config.helps(Lever::FirstCall) && has_files;
         let nudges = config.helps(Lever::Nudge);
+        // With nowhere to make scratch copies (an engine built without
+        // one), the lever is off.
+        let candidates = config.helps(Lever::Candidates)
+            && config.candidates.max > 0
+            && config.candidates.scratch_root.is_some();
+        if let (true, Some(root)) = (candidates, &config.candidates.scratch_root) {
+            // Copies a crashed run left behind go now, not only when the
+            // next candidates are tried.
+            super::scratch::sweep(root);
+        }
         let check = config.helps(Lever::Check).then(|| Check {
             command: check::named_check(prompt, agents, workspace),
             change_asked: nudges::asks_for_change(prompt),
+            candidates,
             ..Check::default()
         });
         // A question with no files to look in ("what is 2 + 3?") is the
@@ -174,6 +186,7 @@ impl Coach {
         check.dirty = false;
         check.runs += 1;
         let command = check.command.clone().unwrap_or_default();
+        check.last_failure = None;
         match run {
             CheckRun::Refused(_) => {
                 check.refused = true;
@@ -182,8 +195,31 @@ impl Coach {
             CheckRun::Ran(output) if check::passed(output) => None,
             CheckRun::Ran(output) => {
                 check.failures += 1;
+                check.last_failure = Some(output.clone());
+                if !check.hands_back() {
+                    return None;
+                }
                 self.looked.next = NextTurn::Call;
                 Some(check::feedback(&command, output))
+            }
+        }
+    }
+
+    /// The check's command and its last failing output, when the
+    /// candidates are due (see [`Check::candidates_due`]).
+    pub fn candidates_due(&self) -> Option<(String, String)> {
+        let (command, output) = self.check.as_ref()?.candidates_due()?;
+        Some((command.to_string(), output.to_string()))
+    }
+
+    /// Note that the candidates were tried; `won`: one passed the check
+    /// and is applied, so the workspace passes it now.
+    pub fn candidates_tried(&mut self, won: bool) {
+        if let Some(check) = &mut self.check {
+            check.candidates_tried = true;
+            if won {
+                check.dirty = false;
+                check.last_failure = None;
             }
         }
     }

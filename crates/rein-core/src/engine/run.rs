@@ -32,6 +32,7 @@ use crate::schema::Message;
 use crate::tokens::TokenCounter;
 
 mod answer;
+mod candidates;
 mod check;
 mod context;
 mod tool_round;
@@ -236,12 +237,10 @@ impl<'e> RunLoop<'e> {
         let mut fixed = engine.fixed_part(&gate, mode, &inputs, ctx.counter.as_ref());
         let req = ModelRequest {
             system: std::mem::take(&mut fixed.system),
-            messages: Vec::new(),
             tools: std::mem::take(&mut fixed.tools),
-            max_output_tokens: None,
-            tool_choice: Default::default(),
             single_tool_call: inner.config.helps(Lever::SingleCall),
             answer_schema: scope.answer_schema.clone(),
+            ..ModelRequest::default()
         };
         // The first turn must look when there is something to look at (the
         // lean prompt lists it).
@@ -296,7 +295,8 @@ impl<'e> RunLoop<'e> {
     }
 
     /// The model answered without calls: the run ends unless the user
-    /// wrote meanwhile, the check after a change fails, the coach nudges, background sub-agents have yet
+    /// wrote meanwhile, the check after a change fails (or an alternative fix
+    /// passed it), the coach nudges, background sub-agents have yet
     /// to report, or a Stop hook sends the model back to work.
     async fn would_end(&mut self, ctx: &mut RunCtx<'_>) -> Result<(), Stop> {
         if self.control.pending() > 0 {
@@ -311,6 +311,9 @@ impl<'e> RunLoop<'e> {
             true => self.checked(ctx).await? || self.nudged(ctx).await?,
             false => self.nudged(ctx).await? || self.checked(ctx).await?,
         };
+        // The check still fails and its rounds are spent: alternative
+        // fixes, each tried in a scratch copy.
+        let sent_back = sent_back || self.candidates(ctx).await?;
         if sent_back {
             return Ok(());
         }

@@ -330,6 +330,7 @@ impl AgentEngine {
         }
         let fixed_part = part.as_fixed();
         let request = ModelRequest {
+            temperature: None,
             system: part.system,
             messages,
             tools: part.tools,

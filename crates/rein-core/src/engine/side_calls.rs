@@ -91,6 +91,7 @@ impl AgentEngine {
             .ok_or(TitleError::NoRequest)?;
         let request: String = first.chars().take(2000).collect();
         let req = ModelRequest {
+            temperature: None,
             system: "You name coding sessions. Reply with a title of at most six words for \
                      the user's request: no quotes, no final period, nothing else."
                 .to_string(),

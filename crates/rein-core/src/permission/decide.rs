@@ -66,7 +66,7 @@ impl Permissions {
         for w in &a.writes {
             let w = normalise(w);
             if let Some(dir) = state.iter().find(|d| w.starts_with(d))
-                && !(w.starts_with(&ws) && is_worktree_of(dir, &ws))
+                && !(w.starts_with(&ws) && is_work_copy_of(dir, &ws))
             {
                 return Some(format!(
                     "{} is inside {}, rein's own state folder (REIN_HOME), which tools never \
@@ -327,11 +327,19 @@ impl<'a> Call<'a> {
 }
 
 /// Whether `workspace` is a sub-agent's git worktree in rein's state
-/// folder `state` (`state/worktrees/REPO/NAME`, or a folder in one): the
-/// one part of that folder a run may write, when it is the run's
-/// workspace.
-fn is_worktree_of(state: &Path, workspace: &Path) -> bool {
-    workspace
-        .strip_prefix(state.join("worktrees"))
-        .is_ok_and(|rel| rel.components().count() >= 2)
+/// folder `state` (`state/worktrees/REPO/NAME`, or a folder in one), or
+/// a scratch copy the candidates lever tries a fix in
+/// (`state/scratch/COPY/workspace`): the parts of that folder a run may
+/// write, when one is the call's workspace.
+fn is_work_copy_of(state: &Path, workspace: &Path) -> bool {
+    [
+        state.join("worktrees"),
+        state.join(crate::engine::SCRATCH_FOLDER),
+    ]
+    .iter()
+    .any(|d| {
+        workspace
+            .strip_prefix(d)
+            .is_ok_and(|rel| rel.components().count() >= 2)
+    })
 }

@@ -449,10 +449,7 @@ mod tests {
                     "required": ["path"]
                 }),
             }],
-            max_output_tokens: None,
-            tool_choice: Default::default(),
-            single_tool_call: false,
-            answer_schema: None,
+            ..ModelRequest::default()
         }
     }
 

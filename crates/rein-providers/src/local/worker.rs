@@ -417,7 +417,8 @@ impl<'m> Worker<'m> {
             (None, Some(g)) => Hold::Calls(g, shape),
             (None, None) => Hold::Free,
         };
-        let (temperature, seed) = (self.config.temperature, self.config.seed);
+        let temperature = request.temperature.unwrap_or(self.config.temperature);
+        let seed = self.config.seed;
         TokenSampler::new(self.model, temperature, seed, hold)
             .or_else(|_| TokenSampler::new(self.model, temperature, seed, Hold::Free))
             .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))

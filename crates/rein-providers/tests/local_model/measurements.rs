@@ -132,6 +132,7 @@ fn after_call(
     tools: &[ToolSpec],
 ) -> ModelRequest {
     ModelRequest {
+        temperature: None,
         system: system.to_string(),
         messages: vec![
             Message::user(format!("Read {file} and tell me {question}.")),
@@ -311,6 +312,7 @@ async fn measure_grammar_call_validity() {
                 ..config()
             });
             let request = ModelRequest {
+                temperature: None,
                 system: system.clone(),
                 messages: vec![Message::user(*prompt)],
                 tools: offered.clone(),
@@ -363,6 +365,7 @@ async fn measure_speed() {
     });
     let offered = tools();
     let request = ModelRequest {
+        temperature: None,
         system: engine_system(&offered),
         messages: vec![Message::user(
             "Write a detailed explanation of how a hash map works, with an example in Rust.",

@@ -26,6 +26,7 @@ async fn with_the_grammar_every_call_parses_and_names_an_offered_tool() {
     let mut seen = 0;
     for prompt in prompts {
         let request = ModelRequest {
+            temperature: None,
             system: system.clone(),
             messages: vec![Message::user(prompt)],
             tools: offered.clone(),
@@ -71,6 +72,7 @@ async fn a_required_call_is_always_a_call_to_an_offered_tool() {
     ];
     for (prompt, single) in prompts.iter().flat_map(|p| [(*p, false), (*p, true)]) {
         let request = ModelRequest {
+            temperature: None,
             system: system.clone(),
             messages: vec![Message::user(prompt)],
             tools: offered.clone(),

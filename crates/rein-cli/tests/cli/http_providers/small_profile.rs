@@ -10,16 +10,30 @@ use rein_providers::mock_server::{MockResponse, MockServer};
 use serde_json::{Value, json};
 
 use super::{openai_env, server, sse};
+
+mod candidates;
 use crate::cli::support::*;
 
 /// One streamed chat answer calling `name` with `arguments`.
 fn call(id: &str, name: &str, arguments: Value) -> MockResponse {
+    calls(&[(id, name, arguments)])
+}
+
+/// One streamed chat answer making each `(id, name, arguments)` call.
+fn calls(list: &[(&str, &str, Value)]) -> MockResponse {
     let chunk = |delta: Value, finish: Value| json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let made: Vec<Value> = list
+        .iter()
+        .enumerate()
+        .map(|(i, (id, name, arguments))| {
+            json!({"index": i, "id": id, "type": "function",
+                   "function": {"name": name, "arguments": arguments.to_string()}})
+        })
+        .collect();
     let mut body = sse(
         &[
             chunk(
-                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function",
-                        "function": {"name": name, "arguments": arguments.to_string()}}]}),
+                json!({"role": "assistant", "tool_calls": made}),
                 Value::Null,
             ),
             chunk(json!({}), json!("tool_calls")),
@@ -62,18 +76,71 @@ fn failing_project(env: &Env) {
     .unwrap();
 }
 
-/// `rein exec --json --profile small --mode MODE` on `prompt` against `server`.
-fn run_small(env: &Env, server: &MockServer, mode: &str, prompt: &str) -> Vec<Value> {
-    let mut cmd = env.command();
-    cmd.args(["exec", "--json", "--profile", "small", "--mode", mode])
-        .args(["--provider", "openai", "--", prompt]);
-    for (k, v) in openai_env(server, "sk-test") {
-        cmd.env(k, v);
+/// One test's model server (with its runtime) and workspace: the set-up
+/// every test here shares.
+struct Case {
+    _rt: tokio::runtime::Runtime,
+    server: MockServer,
+    env: Env,
+}
+
+impl Case {
+    /// An empty workspace; the model answers `responses` in turn.
+    fn new(responses: Vec<MockResponse>) -> Case {
+        let (_rt, server) = server();
+        for r in responses {
+            server.push(r);
+        }
+        Case {
+            _rt,
+            server,
+            env: Env::new(),
+        }
     }
-    let o = cmd.output().unwrap();
-    let events = json_lines(&o);
-    assert!(!events.is_empty(), "{}", stderr(&o));
-    events
+
+    /// The failing `mean` project; the model reads calc.py, then answers
+    /// `responses`.
+    fn failing(responses: Vec<MockResponse>) -> Case {
+        let mut all = vec![call("c1", "read_file", json!({"path": "calc.py"}))];
+        all.extend(responses);
+        let case = Case::new(all);
+        failing_project(&case.env);
+        case
+    }
+
+    /// `rein exec --json --provider openai ARGS -- PROMPT`: its events.
+    fn run(&self, args: &[&str], prompt: &str) -> Vec<Value> {
+        let o = self.command(args, prompt).output().unwrap();
+        let events = json_lines(&o);
+        assert!(!events.is_empty(), "{}", stderr(&o));
+        events
+    }
+
+    /// The command [`Case::run`] runs.
+    fn command(&self, args: &[&str], prompt: &str) -> std::process::Command {
+        let mut cmd = self.env.command();
+        cmd.args(["exec", "--json", "--provider", "openai"])
+            .args(args)
+            .args(["--", prompt]);
+        for (k, v) in openai_env(&self.server, "sk-test") {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// A small-profile run in `mode`.
+    fn small(&self, mode: &str, prompt: &str) -> Vec<Value> {
+        self.run(&["--profile", "small", "--mode", mode], prompt)
+    }
+
+    fn requests(&self) -> usize {
+        self.server.requests().len()
+    }
+
+    /// The text of every message of request `i` the server got.
+    fn request_text(&self, i: usize) -> String {
+        self.server.requests()[i].json()["messages"].to_string()
+    }
 }
 
 fn notices(events: &[Value]) -> Vec<String> {
@@ -84,37 +151,28 @@ fn notices(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// The text of every message of request `i` the server got.
-fn request_text(server: &MockServer, i: usize) -> String {
-    server.requests()[i].json()["messages"].to_string()
-}
+/// The prompt of the tests on the `mean` project.
+const FIX_MEAN: &str = "Run python3 test_calc.py: it fails. Fix calc.py.";
 
 #[test]
 fn the_check_runs_after_an_edit_and_its_failure_reaches_the_model() {
-    let (_rt, server) = server();
-    let env = Env::new();
-    failing_project(&env);
-    server.push(call("c1", "read_file", json!({"path": "calc.py"})));
     // A plausible but wrong fix, then an answer that would end the run.
-    server.push(edit("c2", "(len(values) - 1)", "(len(values) + 1)"));
-    server.push(answer("Fixed calc.py."));
-    server.push(edit("c3", "(len(values) + 1)", "len(values)"));
-    server.push(answer("Fixed calc.py for real."));
-    let events = run_small(
-        &env,
-        &server,
-        "auto",
-        "Run python3 test_calc.py: it fails. Fix calc.py.",
-    );
+    let case = Case::failing(vec![
+        edit("c2", "(len(values) - 1)", "(len(values) + 1)"),
+        answer("Fixed calc.py."),
+        edit("c3", "(len(values) + 1)", "len(values)"),
+        answer("Fixed calc.py for real."),
+    ]);
+    let events = case.small("auto", FIX_MEAN);
     let last = events.last().unwrap();
     assert_eq!(last["reason"], "completed", "{events:?}");
     assert_eq!(last["final_text"], "Fixed calc.py for real.");
-    assert_eq!(server.requests().len(), 5, "{:?}", notices(&events));
+    assert_eq!(case.requests(), 5, "{:?}", notices(&events));
     // The check's failure, as the test printed it in the sandbox, is in
     // the request after the first answer, and not before.
-    let before = request_text(&server, 2);
+    let before = case.request_text(2);
     assert!(!before.contains("still fails"), "{before}");
-    let after = request_text(&server, 3);
+    let after = case.request_text(3);
     assert!(
         after.contains("The task is not done: I ran `python3 test_calc.py` and it still fails"),
         "{after}"
@@ -132,7 +190,7 @@ fn the_check_runs_after_an_edit_and_its_failure_reaches_the_model() {
         "{said:?}"
     );
     assert!(
-        std::fs::read_to_string(env.path("calc.py"))
+        std::fs::read_to_string(case.env.path("calc.py"))
             .unwrap()
             .contains("/ len(values)")
     );
@@ -141,22 +199,14 @@ fn the_check_runs_after_an_edit_and_its_failure_reaches_the_model() {
 #[test]
 fn the_check_is_not_a_lever_of_the_full_profile_nor_when_switched_off() {
     for extra in [&["--profile", "full"][..], &["--without", "check"][..]] {
-        let (_rt, server) = server();
-        let env = Env::new();
-        failing_project(&env);
-        server.push(call("c1", "read_file", json!({"path": "calc.py"})));
-        server.push(edit("c2", "(len(values) - 1)", "(len(values) + 1)"));
-        server.push(answer("Fixed calc.py."));
-        let mut cmd = env.command();
-        cmd.args(["exec", "--json", "--mode", "auto", "--provider", "openai"])
-            .args(extra)
-            .args(["--", "Run python3 test_calc.py: it fails. Fix calc.py."]);
-        for (k, v) in openai_env(&server, "sk-test") {
-            cmd.env(k, v);
-        }
-        let events = json_lines(&cmd.output().unwrap());
+        let case = Case::failing(vec![
+            edit("c2", "(len(values) - 1)", "(len(values) + 1)"),
+            answer("Fixed calc.py."),
+        ]);
+        let args = [&["--mode", "auto"][..], extra].concat();
+        let events = case.run(&args, FIX_MEAN);
         assert_eq!(events.last().unwrap()["reason"], "completed");
-        assert_eq!(server.requests().len(), 3, "{extra:?}");
+        assert_eq!(case.requests(), 3, "{extra:?}");
         assert!(
             !notices(&events).iter().any(|n| n.contains("the check")),
             "{extra:?}"
@@ -164,32 +214,39 @@ fn the_check_is_not_a_lever_of_the_full_profile_nor_when_switched_off() {
     }
 }
 
-#[test]
-fn a_check_that_keeps_failing_is_handed_back_twice_then_the_run_ends() {
-    let (_rt, server) = server();
-    let env = Env::new();
-    failing_project(&env);
-    server.push(call("c1", "read_file", json!({"path": "calc.py"})));
+/// Three wrong fixes of the `mean` project (+2, +3, +4), each followed by
+/// an answer that would end the run.
+fn three_wrong_fixes() -> Vec<MockResponse> {
+    let mut out = Vec::new();
     for (i, n) in [2, 3, 4].iter().enumerate() {
         let old = match i {
             0 => "(len(values) - 1)".to_string(),
             _ => format!("(len(values) + {})", n - 1),
         };
-        server.push(edit(
+        out.push(edit(
             &format!("e{n}"),
             &old,
             &format!("(len(values) + {n})"),
         ));
-        server.push(answer("Fixed."));
+        out.push(answer("Fixed."));
     }
-    let events = run_small(
-        &env,
-        &server,
+    out
+}
+
+#[test]
+fn a_check_that_keeps_failing_is_handed_back_twice_then_the_run_ends() {
+    let case = Case::failing(three_wrong_fixes());
+    let args = [
+        "--profile",
+        "small",
+        "--mode",
         "auto",
-        "Run python3 test_calc.py: it fails. Fix calc.py.",
-    );
+        "--without",
+        "candidates",
+    ];
+    let events = case.run(&args, FIX_MEAN);
     assert_eq!(events.last().unwrap()["reason"], "completed");
-    assert_eq!(server.requests().len(), 7);
+    assert_eq!(case.requests(), 7);
     let failed = notices(&events)
         .iter()
         .filter(|n| n.contains("failed"))
@@ -218,15 +275,19 @@ fn hostile_agents_md(env: &Env) -> std::path::PathBuf {
     escaped
 }
 
+/// A right fix of the `mean` project, and an answer.
+fn right_fix() -> Vec<MockResponse> {
+    vec![
+        edit("c2", "(len(values) - 1)", "len(values)"),
+        answer("Fixed calc.py."),
+    ]
+}
+
 #[test]
 fn a_check_named_in_agents_md_runs_in_the_sandbox_not_on_the_host() {
-    let (_rt, server) = server();
-    let env = Env::new();
-    let escaped = hostile_agents_md(&env);
-    server.push(call("c1", "read_file", json!({"path": "calc.py"})));
-    server.push(edit("c2", "(len(values) - 1)", "len(values)"));
-    server.push(answer("Fixed calc.py."));
-    let events = run_small(&env, &server, "auto", "Fix the bug in calc.py.");
+    let case = Case::failing(right_fix());
+    let escaped = hostile_agents_md(&case.env);
+    let events = case.small("auto", "Fix the bug in calc.py.");
     assert_eq!(events.last().unwrap()["reason"], "completed");
     let said = notices(&events);
     assert!(
@@ -234,46 +295,42 @@ fn a_check_named_in_agents_md_runs_in_the_sandbox_not_on_the_host() {
             .any(|n| n.contains("checking the change: running `sh run_tests.sh`")),
         "{said:?}"
     );
-    assert!(env.path("ran.txt").exists(), "the check ran: {said:?}");
+    assert!(case.env.path("ran.txt").exists(), "the check ran: {said:?}");
     assert!(!escaped.exists(), "the check wrote outside the workspace");
 }
 
 #[test]
 fn a_mode_that_refuses_commands_skips_the_check_and_says_so() {
-    let (_rt, server) = server();
-    let env = Env::new();
-    let escaped = hostile_agents_md(&env);
-    server.push(call("c1", "read_file", json!({"path": "calc.py"})));
-    server.push(edit("c2", "(len(values) - 1)", "len(values)"));
-    server.push(answer("Fixed calc.py."));
+    let case = Case::failing(right_fix());
+    let escaped = hostile_agents_md(&case.env);
     // Edits run in accept-edits; commands would ask, and a headless run
     // has nobody to ask.
-    let events = run_small(&env, &server, "accept-edits", "Fix the bug in calc.py.");
+    let events = case.small("accept-edits", "Fix the bug in calc.py.");
     assert_eq!(events.last().unwrap()["reason"], "completed", "{events:?}");
-    assert_eq!(server.requests().len(), 3);
+    assert_eq!(case.requests(), 3);
     let said = notices(&events);
     assert!(
         said.iter()
             .any(|n| n.starts_with("the check `sh run_tests.sh` was not run")),
         "{said:?}"
     );
-    assert!(!env.path("ran.txt").exists());
+    assert!(!case.env.path("ran.txt").exists());
     assert!(!escaped.exists());
 }
 
 #[test]
 fn a_count_answered_by_eye_is_nudged_once_to_count_with_a_command() {
-    let (_rt, server) = server();
-    let env = Env::new();
-    std::fs::write(env.path("names.txt"), "ada\nbrian\ncleo\n").unwrap();
-    server.push(call("c1", "read_file", json!({"path": "names.txt"})));
-    server.push(answer("There are 3 names."));
-    server.push(call("c2", "bash", json!({"command": "wc -l < names.txt"})));
-    server.push(answer("There are 3 names."));
-    let events = run_small(&env, &server, "auto", "How many names are in names.txt?");
+    let case = Case::new(vec![
+        call("c1", "read_file", json!({"path": "names.txt"})),
+        answer("There are 3 names."),
+        call("c2", "bash", json!({"command": "wc -l < names.txt"})),
+        answer("There are 3 names."),
+    ]);
+    std::fs::write(case.env.path("names.txt"), "ada\nbrian\ncleo\n").unwrap();
+    let events = case.small("auto", "How many names are in names.txt?");
     assert_eq!(events.last().unwrap()["reason"], "completed", "{events:?}");
-    assert_eq!(server.requests().len(), 4);
-    let nudge = request_text(&server, 2);
+    assert_eq!(case.requests(), 4);
+    let nudge = case.request_text(2);
     assert!(
         nudge.contains("No command of this run printed 3"),
         "{nudge}"
@@ -288,25 +345,18 @@ fn a_count_answered_by_eye_is_nudged_once_to_count_with_a_command() {
 
 #[test]
 fn a_fix_called_unneeded_is_checked_and_the_failure_reaches_the_model() {
-    let (_rt, server) = server();
-    let env = Env::new();
-    failing_project(&env);
-    server.push(call("c1", "read_file", json!({"path": "calc.py"})));
     // No change, twice: the change nudge first, then the check.
-    server.push(answer("calc.py is correct."));
-    server.push(answer("calc.py is correct."));
-    server.push(edit("c2", "(len(values) - 1)", "len(values)"));
-    server.push(answer("Fixed calc.py."));
-    let events = run_small(
-        &env,
-        &server,
-        "auto",
-        "Run python3 test_calc.py: it fails. Fix calc.py.",
-    );
+    let case = Case::failing(vec![
+        answer("calc.py is correct."),
+        answer("calc.py is correct."),
+        edit("c2", "(len(values) - 1)", "len(values)"),
+        answer("Fixed calc.py."),
+    ]);
+    let events = case.small("auto", FIX_MEAN);
     assert_eq!(events.last().unwrap()["reason"], "completed", "{events:?}");
-    assert_eq!(server.requests().len(), 5, "{:?}", notices(&events));
-    assert!(request_text(&server, 2).contains("no file has changed"));
-    let after = request_text(&server, 3);
+    assert_eq!(case.requests(), 5, "{:?}", notices(&events));
+    assert!(case.request_text(2).contains("no file has changed"));
+    let after = case.request_text(3);
     assert!(after.contains("The task is not done"), "{after}");
     assert!(after.contains("mean is wrong: 6.0"), "{after}");
     assert!(

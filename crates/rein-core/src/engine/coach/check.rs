@@ -64,6 +64,13 @@ pub(crate) struct Check {
     /// is checked even when no file changed (measured: the 1.5B model
     /// ran the failing test, then answered that the code was correct).
     pub change_asked: bool,
+    /// The candidates lever is on: one more run after the last failure
+    /// handed back, whose failure goes to the candidates, not the model.
+    pub candidates: bool,
+    /// The last run failed; its output, for the candidates.
+    pub last_failure: Option<String>,
+    /// The candidates were tried this run (once a run).
+    pub candidates_tried: bool,
 }
 
 impl Check {
@@ -71,10 +78,35 @@ impl Check {
     /// files changed since it last ran (or, for a request for a change,
     /// it never ran), and the run has tries left.
     pub fn due(&self) -> Option<&str> {
-        let left = self.runs < MAX_RUNS && self.failures < MAX_FAILURES;
+        let left = self.runs < MAX_RUNS && self.failures < self.max_failures();
         let fresh = self.dirty || (self.change_asked && self.runs == 0);
         match (fresh && left && !self.refused, &self.command) {
             (true, Some(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Failures a run may have: those handed back, and with candidates
+    /// one more that starts them.
+    fn max_failures(&self) -> u32 {
+        MAX_FAILURES + u32::from(self.candidates)
+    }
+
+    /// Whether a failure now goes back to the model (else to the
+    /// candidates): it is within [`MAX_FAILURES`].
+    pub fn hands_back(&self) -> bool {
+        self.failures <= MAX_FAILURES
+    }
+
+    /// The check's command and its last failing output when the
+    /// candidates are due: the lever is on, they were not tried this run,
+    /// the check failed and will not run again (its rounds are spent, or
+    /// the model stopped changing files), and the gate let it run.
+    pub fn candidates_due(&self) -> Option<(&str, &str)> {
+        let spent = self.due().is_none();
+        let ready = self.candidates && !self.candidates_tried && !self.refused && spent;
+        match (ready, &self.command, &self.last_failure) {
+            (true, Some(c), Some(out)) => Some((c, out)),
             _ => None,
         }
     }
@@ -321,6 +353,57 @@ mod tests {
         check.runs = 0;
         check.refused = true;
         assert_eq!(check.due(), None, "a refused check is not tried again");
+    }
+
+    #[test]
+    fn candidates_come_after_the_rounds_handed_back_and_once() {
+        let mut check = Check {
+            command: Some("python3 t.py".into()),
+            candidates: true,
+            dirty: true,
+            ..Check::default()
+        };
+        // Two failures go back to the model, a third run starts candidates.
+        for failures in 0..=MAX_FAILURES {
+            check.failures = failures;
+            check.runs = failures;
+            assert_eq!(check.due(), Some("python3 t.py"), "run {}", failures + 1);
+            assert_eq!(check.candidates_due(), None, "the check still runs");
+        }
+        check.failures = MAX_FAILURES + 1;
+        check.runs = MAX_RUNS;
+        assert!(!check.hands_back(), "the last failure is not handed back");
+        assert_eq!(check.due(), None);
+        assert_eq!(check.candidates_due(), None, "no failure noted");
+        check.last_failure = Some("[exit code: 1]".into());
+        assert_eq!(
+            check.candidates_due(),
+            Some(("python3 t.py", "[exit code: 1]"))
+        );
+        check.candidates_tried = true;
+        assert_eq!(check.candidates_due(), None, "once a run");
+        // A model that stops changing files after one failure gets them too.
+        let mut gave_up = Check {
+            command: Some("python3 t.py".into()),
+            candidates: true,
+            runs: 1,
+            failures: 1,
+            last_failure: Some("[exit code: 1]".into()),
+            ..Check::default()
+        };
+        assert!(gave_up.candidates_due().is_some());
+        gave_up.refused = true;
+        assert_eq!(gave_up.candidates_due(), None, "a refused check gets none");
+        // Without the lever, the rounds are as before.
+        let off = Check {
+            command: Some("python3 t.py".into()),
+            dirty: true,
+            failures: MAX_FAILURES,
+            last_failure: Some("[exit code: 1]".into()),
+            ..Check::default()
+        };
+        assert_eq!(off.due(), None);
+        assert_eq!(off.candidates_due(), None);
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl RunLoop<'_> {
     /// failed attempt streamed is discarded: only a whole answer is
     /// returned, so a broken stream's text is never stored and its tool
     /// calls never run. Each attempt is one ledger entry.
-    async fn model_turn(
+    pub(super) async fn model_turn(
         &self,
         ctx: &mut RunCtx<'_>,
         req: &ModelRequest,

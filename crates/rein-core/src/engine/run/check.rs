@@ -12,6 +12,7 @@
 //!    in a notice and let the run end. Passed: say so and let the run end.
 //!    Failed: say so, and hand the output to the model as a message.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -33,7 +34,10 @@ impl RunLoop<'_> {
         ctx.emit(Event::Notice {
             message: format!("checking the change: running `{command}`"),
         });
-        let outcome = self.run_check(ctx, &command).await;
+        let workspace = self.engine.inner.workspace.clone();
+        let outcome = self
+            .run_check(ctx, &command, &workspace, check::TIMEOUT_SECS)
+            .await;
         // A call that never reached its tool was refused by the gate.
         let run = match outcome.effects.access {
             None => CheckRun::Refused(outcome.result.output),
@@ -48,11 +52,16 @@ impl RunLoop<'_> {
                 "the check `{command}` was not run (commands are refused here): {}",
                 first_line(why)
             ),
-            (CheckRun::Ran(_), None) => format!("the check `{command}` passed"),
+            (CheckRun::Ran(output), _) if check::passed(output) => {
+                format!("the check `{command}` passed")
+            }
             (CheckRun::Ran(output), Some(_)) => format!(
                 "the check `{command}` failed ({}); its output goes back to the model",
-                first_line(output.trim_end().lines().last().unwrap_or(""))
+                last_line(output)
             ),
+            (CheckRun::Ran(output), None) => {
+                format!("the check `{command}` failed ({})", last_line(output))
+            }
         };
         ctx.emit(Event::Notice { message });
         let Some(text) = feedback else {
@@ -62,24 +71,43 @@ impl RunLoop<'_> {
         Ok(true)
     }
 
-    /// `command` as a `bash` call through the run's gate and policy.
-    async fn run_check(&self, ctx: &mut RunCtx<'_>, command: &str) -> GateOutcome {
-        let engine = self.engine;
+    /// `command` as a `bash` call through the run's gate and policy, in
+    /// `workspace` (the run's, or a scratch copy of it: the sandbox is
+    /// rooted there), with a timeout of `timeout_secs`.
+    pub(super) async fn run_check(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        command: &str,
+        workspace: &Path,
+        timeout_secs: u64,
+    ) -> GateOutcome {
         let call = ToolCall {
             id: format!("rein-check-{}", ctx.st.turns),
             name: "bash".to_string(),
             arguments: serde_json::json!({
                 "command": command,
-                "timeout_secs": check::TIMEOUT_SECS,
+                "timeout_secs": timeout_secs,
             })
             .to_string(),
         };
+        self.run_call_in(ctx, call, workspace).await
+    }
+
+    /// `call` through the run's gate and policy in `workspace`, the
+    /// gate's events forwarded as they come.
+    pub(super) async fn run_call_in(
+        &self,
+        ctx: &mut RunCtx<'_>,
+        call: ToolCall,
+        workspace: &Path,
+    ) -> GateOutcome {
+        let engine = self.engine;
         let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
         let events: GateEvents = Arc::new(move |e| {
             let _ = tx.send(e);
         });
         let tool_ctx = ToolContext {
-            workspace: engine.inner.workspace.clone(),
+            workspace: workspace.to_path_buf(),
             session_id: ctx.session_id.clone(),
             call_id: call.id.clone(),
             cancel: ctx.cancel.clone(),
@@ -88,6 +116,7 @@ impl RunLoop<'_> {
             read_roots: Vec::new(),
             events: Some(events.clone()),
         };
+        let (call_id, name) = (call.id.clone(), call.name.clone());
         let gate = self.gate.clone();
         let policy = self.policy.clone();
         let task = tokio::spawn(async move { gate.run(&call, tool_ctx, &policy, &events).await });
@@ -100,17 +129,22 @@ impl RunLoop<'_> {
             Ok(outcome) => outcome,
             Err(e) => GateOutcome::refused(crate::schema::ToolResult {
                 images: Vec::new(),
-                call_id: format!("rein-check-{}", ctx.st.turns),
-                name: "bash".to_string(),
-                output: format!("error: the check was lost: {e}"),
+                call_id,
+                name,
+                output: format!("error: the call was lost: {e}"),
                 is_error: true,
             }),
         }
     }
 }
 
+/// The last line of a command's output (its exit code), bounded.
+fn last_line(output: &str) -> String {
+    first_line(output.trim_end().lines().last().unwrap_or(""))
+}
+
 /// The first line of `text`, bounded.
-fn first_line(text: &str) -> String {
+pub(super) fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or("").trim();
     crate::text::truncate_middle(line, 200)
 }

@@ -11,6 +11,7 @@ use super::{body_of, endpoint, tool_result, usage, without_cache_control};
 #[test]
 fn request_puts_system_and_tools_at_the_top_with_cache_breakpoints_and_replays_the_turn_exactly() {
     let req = ModelRequest {
+        temperature: None,
         system: "You are rein.".into(),
         messages: vec![
             Message::user("Read a and b."),
@@ -447,4 +448,17 @@ fn an_answer_schema_is_sent_as_the_output_format() {
             .get("output_config")
             .is_none()
     );
+}
+
+#[test]
+fn a_requests_temperature_is_sent_only_when_it_sets_one() {
+    let mut req = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..Default::default()
+    };
+    let body = Anthropic.build_request(&req, &endpoint()).body;
+    assert!(body.get("temperature").is_none(), "{body}");
+    req.temperature = Some(0.8);
+    let t = Anthropic.build_request(&req, &endpoint()).body["temperature"].as_f64();
+    assert!((t.unwrap() - 0.8).abs() < 1e-6);
 }

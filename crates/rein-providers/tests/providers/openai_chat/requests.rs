@@ -15,6 +15,7 @@ use crate::providers::fixtures;
 #[test]
 fn request_carries_system_messages_calls_reasoning_results_and_tools() {
     let req = ModelRequest {
+        temperature: None,
         system: "You are rein.".into(),
         messages: vec![
             Message::user("Look at a.txt and b.txt"),

@@ -36,6 +36,7 @@ fn build_request_replays_the_whole_conversation_statelessly_in_order() {
     let read_schema =
         json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
     let req = ModelRequest {
+        temperature: None,
         system: "You are rein.".into(),
         messages: vec![
             Message::user("What is in a.txt?"),
@@ -128,6 +129,7 @@ fn build_request_replays_the_whole_conversation_statelessly_in_order() {
 #[test]
 fn build_request_omits_what_is_empty_and_replays_only_encrypted_openai_reasoning() {
     let req = ModelRequest {
+        temperature: None,
         system: String::new(),
         messages: vec![
             Message::user("hi"),
@@ -256,6 +258,7 @@ fn build_request_sends_the_tool_round_trip_the_way_the_recorded_client_did() {
         })
         .collect();
     let req = ModelRequest {
+        temperature: None,
         system: "You are a helpful assistant. Always use both add and multiply at the same time."
             .into(),
         messages: vec![
@@ -362,4 +365,23 @@ fn an_answer_schema_is_sent_as_the_text_format() {
         json!({"format": {"type": "json_schema", "name": "answer", "schema": schema,
                           "strict": false}})
     );
+}
+
+#[test]
+fn a_requests_temperature_is_sent_only_when_it_sets_one() {
+    let mut req = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..Default::default()
+    };
+    let ep = endpoint(Some("sk-test"), None);
+    assert!(
+        OpenAiResponses
+            .build_request(&req, &ep)
+            .body
+            .get("temperature")
+            .is_none()
+    );
+    req.temperature = Some(0.6);
+    let t = OpenAiResponses.build_request(&req, &ep).body["temperature"].as_f64();
+    assert!((t.unwrap() - 0.6).abs() < 1e-6);
 }
