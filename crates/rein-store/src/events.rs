@@ -64,6 +64,9 @@ pub struct StoredEvent {
     pub seq: u64,
     /// The event's JSON, as it was appended.
     pub body: String,
+    /// When it was appended: ms since the epoch by the appending server's
+    /// clock.
+    pub created_at: i64,
 }
 
 /// A read of a session's log.

@@ -30,9 +30,10 @@ const TRIM: &str =
 /// The session's head and up to `$3` events after `$2`, in one snapshot;
 /// no row when there is no session.
 const READ: &str = "SELECT s.last_event,
-        (SELECT min(seq) FROM session_events WHERE session_id = $1), e.seq, e.body
+        (SELECT min(seq) FROM session_events WHERE session_id = $1), e.seq, e.body,
+        e.created_at
     FROM sessions s LEFT JOIN LATERAL (
-        SELECT seq, body FROM session_events WHERE session_id = $1 AND seq > $2
+        SELECT seq, body, created_at FROM session_events WHERE session_id = $1 AND seq > $2
         ORDER BY seq LIMIT $3) e ON true
     WHERE s.id = $1 ORDER BY e.seq";
 
@@ -109,10 +110,12 @@ async fn read(mut conn: Conn, id: String, after: u64, limit: usize) -> Result<Ev
     for row in &rows {
         let seq: Option<i64> = row.try_get(2).ctx("reading events")?;
         let body: Option<String> = row.try_get(3).ctx("reading events")?;
+        let created_at: Option<i64> = row.try_get(4).ctx("reading events")?;
         if let (Some(seq), Some(body)) = (seq, body) {
             events.push(StoredEvent {
                 seq: number(seq)?,
                 body,
+                created_at: created_at.unwrap_or_default(),
             });
         }
     }

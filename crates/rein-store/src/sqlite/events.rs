@@ -73,13 +73,13 @@ fn read(conn: &mut Connection, id: &str, after: u64, limit: usize) -> Result<Eve
     let events = {
         let mut stmt = tx
             .prepare_cached(
-                "SELECT seq, body FROM session_events WHERE session_id = ?1 AND seq > ?2
+                "SELECT seq, body, created_at FROM session_events WHERE session_id = ?1 AND seq > ?2
                  ORDER BY seq LIMIT ?3",
             )
             .ctx("reading events")?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         stmt.query_map(params![id, to_db(after), limit], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
         })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .ctx("reading events")?
@@ -90,10 +90,11 @@ fn read(conn: &mut Connection, id: &str, after: u64, limit: usize) -> Result<Eve
     Ok(EventPage {
         events: events
             .into_iter()
-            .map(|(seq, body)| {
+            .map(|(seq, body, created_at)| {
                 Ok(StoredEvent {
                     seq: number(seq)?,
                     body,
+                    created_at,
                 })
             })
             .collect::<Result<_, Fail>>()?,

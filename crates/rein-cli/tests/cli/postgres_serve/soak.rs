@@ -137,7 +137,13 @@ fn sessions_on_three_servers_survive_random_kills_with_nothing_lost_or_doubled()
                 .last()
                 .is_some_and(|m| !roles(std::slice::from_ref(m)).contains(&"tool".into()))
                 && messages.len() == 2 + 2 * ROUNDS;
-            if view["running"] == false && done {
+            // Closed: a run ended by a server found dead after its
+            // answer is closed by the server that finds it.
+            let page = block_on(store.events_after(id, 0, 100_000)).unwrap();
+            let closed = page.events.last().is_some_and(|e| {
+                serde_json::from_str::<Value>(&e.body).unwrap()["type"] == "stopped"
+            });
+            if view["running"] == false && done && closed {
                 break messages;
             }
             assert!(
@@ -159,10 +165,11 @@ fn sessions_on_three_servers_survive_random_kills_with_nothing_lost_or_doubled()
 }
 
 /// Session `id`'s stored event log: numbered 1..n with no gap, ending
-/// `stopped: completed` (or, when its server died right after the answer
-/// was committed, with the answer); a run that lost its lease (its server killed, or
-/// too slow to renew on a loaded machine) may have said `stopped:
-/// cancelled` before, never anything else; no message committed twice.
+/// `stopped: completed` (also when its server died right after the answer
+/// was committed: the server that found the orphan closed it); a run that
+/// lost its lease (its server killed, or too slow to renew on a loaded
+/// machine) may have said `stopped: cancelled` before, never anything
+/// else; no message committed twice.
 fn check_event_log(store: &rein_store::PgStore, id: &str) {
     let page = block_on(store.events_after(id, 0, 100_000)).unwrap();
     let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
@@ -173,23 +180,9 @@ fn check_event_log(store: &rein_store::PgStore, id: &str) {
         .map(|e| serde_json::from_str(&e.body).unwrap())
         .collect();
     let last = events.last().unwrap();
-    if last["type"] == "stopped" {
-        assert_eq!(last["reason"], "completed", "{events:?}");
-    } else {
-        // Known gap: the server died between committing the answer and
-        // storing `stopped`; the run is over (the answer is committed) but
-        // nobody closes its stream.
-        let answer = events
-            .iter()
-            .rev()
-            .find(|e| e["type"] == "message_committed");
-        let answer = answer.expect("a committed answer");
-        assert_eq!(
-            answer["message"]["content"][0]["text"], "Done.",
-            "{events:?}"
-        );
-        eprintln!("session {id}: its server died before storing `stopped`");
-    }
+    assert_eq!(last["type"], "stopped", "session {id}: {events:?}");
+    assert_eq!(last["reason"], "completed", "{events:?}");
+    assert_eq!(last["final_text"], "Done.", "{events:?}");
     for e in &events[..events.len() - 1] {
         if e["type"] == "stopped" {
             assert_eq!(e["reason"], "cancelled", "{events:?}");
