@@ -1,8 +1,13 @@
 //! The session event log in PostgreSQL (see [`crate::events`]): an append
-//! takes its numbers from the session's `last_event` (the row lock makes
+//! is one statement, so one round trip and its own transaction. It takes
+//! its numbers from the session's `last_event` (the row lock makes
 //! concurrent appends to one session take turns), inserts the events and
-//! notifies [`EVENTS_CHANNEL`] in one transaction, so the notification is
-//! delivered only once the events can be read.
+//! notifies [`EVENTS_CHANNEL`], so the notification is delivered only once
+//! the events can be read. The lock on the session's row is held only
+//! while the statement runs and commits: a message committed to the same
+//! session (which counts on that row too) waits for no more than that.
+//! The retention, when due, is a statement of its own after it (one that
+//! fails is done at the next check).
 
 use async_trait::async_trait;
 use rein_core::StoreError;
@@ -11,18 +16,21 @@ use rein_core::time::now_millis;
 use super::PgStore;
 use super::error::{PgContext, PgFail};
 use super::pool::Conn;
-use crate::events::{
-    EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, events_payload, to_db,
-};
+use crate::events::{EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, to_db};
 
-/// Number and insert a batch in one statement.
+/// Number, insert and notify a batch in one statement; the session's new
+/// head, or no row when there is no session. (A data-modifying `WITH`
+/// runs whether or not the query reads it.)
 const APPEND: &str = "WITH head AS (
         UPDATE sessions SET last_event = last_event + cardinality($2::text[])
-        WHERE id = $1 RETURNING last_event)
-    INSERT INTO session_events (session_id, seq, body, created_at)
-    SELECT $1, head.last_event - cardinality($2::text[]) + b.n, b.body, $3
-    FROM head, unnest($2::text[]) WITH ORDINALITY AS b(body, n)
-    RETURNING seq";
+        WHERE id = $1 RETURNING last_event),
+    added AS (
+        INSERT INTO session_events (session_id, seq, body, created_at)
+        SELECT $1, head.last_event - cardinality($2::text[]) + b.n, b.body, $3
+        FROM head, unnest($2::text[]) WITH ORDINALITY AS b(body, n))
+    SELECT last_event, pg_notify($4, $1 || ' ' || last_event) FROM head";
+
+const HEAD: &str = "SELECT last_event FROM sessions WHERE id = $1";
 
 const TRIM: &str =
     "DELETE FROM session_events WHERE session_id = $1 AND (seq <= $2 OR created_at < $3)";
@@ -43,51 +51,32 @@ async fn append(
     bodies: Vec<String>,
     retention: Retention,
 ) -> Result<u64, PgFail> {
-    let (append, trim) = (
-        conn.prepared(APPEND).await.ctx("appending events")?,
-        conn.prepared(TRIM).await.ctx("removing old events")?,
-    );
     let count = bodies.len() as u64;
     let now = now_millis();
-    let tx = conn.transaction().await.ctx("appending events")?;
-    let rows = tx
-        .query(&append, &[&id, &bodies, &now])
-        .await
-        .ctx("appending events")?;
-    let numbered = rows
-        .iter()
-        .map(|r| r.try_get::<_, i64>(0))
-        .collect::<Result<Vec<_>, _>>()
-        .ctx("appending events")?;
-    let last = match numbered.into_iter().max() {
-        Some(seq) => seq,
-        None => {
-            // Nothing numbered: no such session, or nothing to append.
-            let row = tx
-                .query_opt("SELECT last_event FROM sessions WHERE id = $1", &[&id])
-                .await
-                .ctx("appending events")?
-                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
-            row.try_get::<_, i64>(0).ctx("appending events")?
-        }
+    let row = if count == 0 {
+        let head = conn.prepared(HEAD).await.ctx("reading events")?;
+        conn.query_opt(&head, &[&id]).await
+    } else {
+        let append = conn.prepared(APPEND).await.ctx("appending events")?;
+        conn.query_opt(&append, &[&id, &bodies, &now, &EVENTS_CHANNEL])
+            .await
     };
+    let last: i64 = row
+        .ctx("appending events")?
+        .ok_or_else(|| StoreError::NotFound(id.clone()))?
+        .try_get(0)
+        .ctx("appending events")?;
     let last = u64::try_from(last)
         .map_err(|_| PgFail::Corrupt(format!("session {id} has event number {last}")))?;
-    if count > 0 {
-        tx.execute(
-            "SELECT pg_notify($1, $2)",
-            &[&EVENTS_CHANNEL, &events_payload(&id, last)],
-        )
-        .await
-        .ctx("notifying of events")?;
-    }
     if count > 0 && retention.due(last, count) {
+        let trim = conn.prepared(TRIM).await.ctx("removing old events")?;
         let below = to_db(retention.below(last));
-        tx.execute(&trim, &[&id, &below, &retention.cutoff(now)])
-            .await
-            .ctx("removing old events")?;
+        // The events are stored whatever this does; a failed trim is
+        // done at the next check.
+        let _ = conn
+            .execute(&trim, &[&id, &below, &retention.cutoff(now)])
+            .await;
     }
-    tx.commit().await.ctx("committing events")?;
     Ok(last)
 }
 

@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,39 +26,7 @@ use crate::cli::support::*;
 
 /// nginx's binary, if installed.
 pub fn nginx_binary() -> Option<String> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .map(str::to_string)
-}
-
-/// `deploy/nginx/rein.conf` with its `listen` on `port` and its upstream
-/// servers `servers`.
-fn deploy_config(port: u16, servers: &[String]) -> String {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/nginx/rein.conf");
-    let text = std::fs::read_to_string(file).unwrap();
-    let mut out = String::new();
-    let mut upstream_written = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with("listen ") {
-            out.push_str(&format!("    listen 127.0.0.1:{port};\n"));
-        } else if t.starts_with("server 127.0.0.1:") {
-            if !std::mem::replace(&mut upstream_written, true) {
-                for s in servers {
-                    out.push_str(&format!("    server {s};\n"));
-                }
-            }
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    assert!(
-        upstream_written,
-        "the deploy config has no upstream servers"
-    );
-    out
+    rein_test_support::nginx::binary()
 }
 
 /// nginx running: its master process as a [`Served`] (so the usual client
@@ -91,29 +58,7 @@ pub fn start_nginx(
     servers: &[String],
     token: &str,
 ) -> Nginx {
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(dir.join("rein.conf"), deploy_config(port.port(), servers)).unwrap();
-    let d = dir.display();
-    let main = format!(
-        "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-         error_log {d}/logs/error.log notice;\nevents {{ worker_connections 512; }}\n\
-         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n\
-         proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
-         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  include {d}/rein.conf;\n}}\n"
-    );
-    std::fs::write(dir.join("nginx.conf"), main).unwrap();
-    let mut cmd = Command::new(bin);
-    cmd.arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .arg("-e")
-        .arg(dir.join("logs/error.log"))
-        // nginx serves on inherited sockets named here.
-        .env("NGINX", "3;")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    port.give_to(&mut cmd);
+    let mut cmd = rein_test_support::nginx::command(bin, dir, &port, servers, 512);
     let child = cmd.spawn().unwrap();
     let mut front = Served {
         child,
