@@ -16,7 +16,9 @@ use rein_core::time::now_millis;
 use super::PgStore;
 use super::error::{PgContext, PgFail};
 use super::pool::Conn;
-use crate::events::{EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, to_db};
+use crate::events::{
+    EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, TRIM, to_db,
+};
 
 /// Number, insert and notify a batch in one statement; the session's new
 /// head, or no row when there is no session. (A data-modifying `WITH`
@@ -31,9 +33,6 @@ const APPEND: &str = "WITH head AS (
     SELECT last_event, pg_notify($4, $1 || ' ' || last_event) FROM head";
 
 const HEAD: &str = "SELECT last_event FROM sessions WHERE id = $1";
-
-const TRIM: &str =
-    "DELETE FROM session_events WHERE session_id = $1 AND (seq <= $2 OR created_at < $3)";
 
 /// The session's head and up to `$3` events after `$2`, in one snapshot;
 /// no row when there is no session.
@@ -68,14 +67,11 @@ async fn append(
         .ctx("appending events")?;
     let last = u64::try_from(last)
         .map_err(|_| PgFail::Corrupt(format!("session {id} has event number {last}")))?;
-    if count > 0 && retention.due(last, count) {
+    if let Some((below, cutoff)) = retention.trim(last, count, now) {
         let trim = conn.prepared(TRIM).await.ctx("removing old events")?;
-        let below = to_db(retention.below(last));
         // The events are stored whatever this does; a failed trim is
         // done at the next check.
-        let _ = conn
-            .execute(&trim, &[&id, &below, &retention.cutoff(now)])
-            .await;
+        let _ = conn.execute(&trim, &[&id, &below, &cutoff]).await;
     }
     Ok(last)
 }

@@ -10,7 +10,7 @@ use rein_core::time::now_millis;
 
 use super::{SqliteStore, ensure_exists};
 use crate::error::{Context, Fail};
-use crate::events::{EventPage, Retention, SessionEvents, StoredEvent, to_db};
+use crate::events::{EventPage, Retention, SessionEvents, StoredEvent, TRIM, to_db};
 
 fn append(
     conn: &mut Connection,
@@ -48,12 +48,9 @@ fn append(
                 .ctx("appending events")?;
         }
     }
-    if retention.due(last, count) {
-        tx.execute(
-            "DELETE FROM session_events WHERE session_id = ?1 AND (seq <= ?2 OR created_at < ?3)",
-            params![id, to_db(retention.below(last)), retention.cutoff(now)],
-        )
-        .ctx("removing old events")?;
+    if let Some((below, cutoff)) = retention.trim(last, count, now) {
+        tx.execute(TRIM, params![id, below, cutoff])
+            .ctx("removing old events")?;
     }
     tx.commit().ctx("committing events")?;
     Ok(last)
