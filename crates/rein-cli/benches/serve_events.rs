@@ -25,16 +25,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use rein_providers::mock_server::{MockResponse, MockServer, Part};
+use rein_providers::mock_server::{MockResponse, Part};
 use serde_json::json;
 
 #[allow(dead_code)]
-#[path = "../../rein-store/tests/store/postgres/server.rs"]
-mod pg;
-#[allow(dead_code)]
 mod serve_common;
 
-use serve_common::{chunks, percentile, start_server};
+use serve_common::{Bench, chunks, percentile, pg};
 
 struct Options {
     events: usize,
@@ -101,12 +98,13 @@ async fn follow(client: reqwest::Client, base: String, token: String, id: String
 
 fn main() {
     let o = options();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let mock = rt.block_on(MockServer::start()).unwrap();
+    let durability = if o.fast {
+        pg::Durability::Fast
+    } else {
+        pg::Durability::Durable
+    };
+    let bench = Bench::start(Some(("serve_events", durability)));
+    let (rt, mock) = (&bench.rt, &bench.mock);
     // A title request (no tools) gets a short answer; the prompt gets the
     // long one.
     let (n, pause) = (o.events, o.pause);
@@ -129,18 +127,8 @@ fn main() {
         parts.push(Part::Bytes(chunks(&[], "stop")));
         MockResponse::sse_parts(parts)
     }));
-    let durability = if o.fast {
-        pg::Durability::Fast
-    } else {
-        pg::Durability::Durable
-    };
-    let url = rt
-        .block_on(pg::fresh_db_with("serve_events", durability))
-        .expect("PostgreSQL");
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let a = start_server(home.path(), root.path(), &mock.url(), Some(&url));
-    let b = start_server(home.path(), root.path(), &mock.url(), Some(&url));
+    let a = bench.server(&[]);
+    let b = bench.server(&[]);
     let client = reqwest::Client::new();
     let (on_a, on_b): (Arrivals, Arrivals) = (Arc::default(), Arc::default());
     let began = Instant::now();

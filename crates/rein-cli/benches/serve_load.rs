@@ -4,8 +4,14 @@
 //!
 //! ```sh
 //! cargo bench -p rein-cli --no-default-features --bench serve_load -- \
-//!     [--sessions 1000] [--turns 10] [--store sqlite|postgres|postgres-fast]
+//!     [--sessions 1000] [--turns 10] [--store sqlite|postgres|postgres-fast] \
+//!     [--servers 1|N]
 //! ```
+//!
+//! With `--servers N` (N > 1, PostgreSQL only) N servers share the
+//! database and the root behind nginx running `deploy/nginx/rein.conf`,
+//! and every request of the load goes through nginx (round robin: a
+//! session's prompt, stream and creation each land on any server).
 //!
 //! The stores compare at the same durability: SQLite in rein's mode (WAL,
 //! a commit survives a crash of rein) and `postgres`, a throwaway cluster
@@ -14,14 +20,18 @@
 //! labelled so in the row; it is not a like-for-like comparison.
 //!
 //! Steps: start the mock model service and (for PostgreSQL) the cluster,
-//! start `rein serve`, run every session at once, print one table row and
-//! exit 1 when any session did not complete.
+//! start `rein serve` (and nginx in front of several), run every session
+//! at once, print one table row and exit 1 when any session did not
+//! complete.
 //!
 //! Reports sessions completed, the latency per turn (from one request of a
 //! session arriving at the mock to its next one arriving: the mock reading
 //! the request and streaming its answer, rein reading the stream, the
 //! tool, the store, the events and building the next request), the
-//! server's peak memory and its CPU seconds per session.
+//! servers' peak memory (each), their CPU seconds per session, sessions
+//! completed per second of the whole run and, on PostgreSQL, the most
+//! connections the database had open at once (sampled every 100 ms) and
+//! its commits per turn.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -30,16 +40,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use rein_providers::mock_server::{MockResponse, MockServer, RecordedRequest};
+use rein_providers::mock_server::{MockResponse, RecordedRequest};
 use serde_json::{Value, json};
 
 #[allow(dead_code)]
-#[path = "../../rein-store/tests/store/postgres/server.rs"]
-mod pg;
-#[allow(dead_code)]
 mod serve_common;
 
-use serve_common::{chunks, percentile, start_server, usage};
+use serve_common::{Bench, Front, chunks, percentile, pg, usage};
 
 /// Which store the server keeps its sessions in.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -82,6 +89,7 @@ struct Options {
     sessions: usize,
     turns: usize,
     store: Store,
+    servers: usize,
 }
 
 fn options() -> Options {
@@ -89,6 +97,7 @@ fn options() -> Options {
         sessions: 1000,
         turns: 10,
         store: Store::Sqlite,
+        servers: 1,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -98,12 +107,20 @@ fn options() -> Options {
             "--sessions" => o.sessions = value.parse().expect("--sessions N"),
             "--turns" => o.turns = value.parse().expect("--turns N"),
             "--store" => o.store = Store::parse(&value),
+            "--servers" => o.servers = value.parse().expect("--servers N"),
             _ => {
                 i += 1; // cargo's own flags (--bench)
                 continue;
             }
         }
         i += 2;
+    }
+    if o.servers == 0 || (o.servers > 1 && o.store == Store::Sqlite) {
+        eprintln!(
+            "error: --servers {}: one, or several on PostgreSQL",
+            o.servers
+        );
+        std::process::exit(2);
     }
     o
 }
@@ -204,47 +221,25 @@ async fn session(
     Err("the event stream ended".into())
 }
 
-fn main() {
-    let o = options();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let arrivals: Arrivals = Arc::default();
-    let mock = rt.block_on(MockServer::start()).unwrap();
-    mock.respond_with(responder(o.turns, arrivals.clone()));
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let url = match o.store {
-        Store::Sqlite => None,
-        Store::Postgres(durability) => Some(
-            rt.block_on(pg::fresh_db_with("serve_load", durability))
-                .expect("PostgreSQL"),
-        ),
-    };
-    let server = start_server(home.path(), root.path(), &mock.url(), url.as_deref());
-    let base = format!("http://{}", server.addr);
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(2000)
-        .build()
-        .unwrap();
-    let began = Instant::now();
-    let results: Vec<Result<String, String>> =
-        rt.block_on(futures_util::future::join_all((0..o.sessions).map(|i| {
-            let one = session(client.clone(), base.clone(), server.token.clone(), i);
-            async move {
-                tokio::time::timeout(SESSION_LIMIT, one)
-                    .await
-                    .unwrap_or_else(|_| Err("no `stopped` event within the limit".into()))
-            }
-        })));
-    let wall = began.elapsed();
-    let (cpu, peak) = usage(server.child.id());
-    let completed = results
-        .iter()
-        .filter(|r| matches!(r, Ok(s) if s == "completed"))
-        .count();
+/// The servers, and nginx in front of them when there are several.
+fn start(bench: &Bench, n: usize) -> (Vec<serve_common::Server>, Option<Front>, String) {
+    if n == 1 {
+        let server = bench.server(&[]);
+        let addr = server.addr.clone();
+        return (vec![server], None, addr);
+    }
+    let port = rein_test_support::ports::Handover::new();
+    let host = format!("127.0.0.1:{}", port.port());
+    let servers: Vec<_> = (0..n)
+        .map(|_| bench.server(&["--allow-host", &host]))
+        .collect();
+    let front = Front::start(port, &servers).expect("nginx (the nginx package)");
+    let addr = front.addr.clone();
+    (servers, Some(front), addr)
+}
+
+/// Sessions that did not complete, by why.
+fn failures(results: &[Result<String, String>]) -> HashMap<String, usize> {
     let mut failures: HashMap<String, usize> = HashMap::new();
     for r in results
         .iter()
@@ -256,6 +251,52 @@ fn main() {
         };
         *failures.entry(key).or_default() += 1;
     }
+    failures
+}
+
+fn main() {
+    let o = options();
+    let db = match o.store {
+        Store::Sqlite => None,
+        Store::Postgres(durability) => Some(("serve_load", durability)),
+    };
+    let bench = Bench::start(db);
+    let arrivals: Arrivals = Arc::default();
+    bench
+        .mock
+        .respond_with(responder(o.turns, arrivals.clone()));
+    let (servers, front, addr) = start(&bench, o.servers);
+    let base = format!("http://{addr}");
+    let token = servers[0].token.clone();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(2000)
+        .build()
+        .unwrap();
+    let connections = bench.count_connections();
+    let commits_before = bench.commits();
+    let began = Instant::now();
+    let results: Vec<Result<String, String>> =
+        bench
+            .rt
+            .block_on(futures_util::future::join_all((0..o.sessions).map(|i| {
+                let one = session(client.clone(), base.clone(), token.clone(), i);
+                async move {
+                    tokio::time::timeout(SESSION_LIMIT, one)
+                        .await
+                        .unwrap_or_else(|_| Err("no `stopped` event within the limit".into()))
+                }
+            })));
+    let wall = began.elapsed();
+    let commits = bench.commits() - commits_before;
+    let peak_connections = connections.peak.load(std::sync::atomic::Ordering::Relaxed);
+    let used: Vec<(f64, f64)> = servers.iter().map(|s| usage(s.child.id())).collect();
+    let cpu: f64 = used.iter().map(|u| u.0).sum();
+    let peaks: Vec<String> = used.iter().map(|u| format!("{:.0}", u.1)).collect();
+    let completed = results
+        .iter()
+        .filter(|r| matches!(r, Ok(s) if s == "completed"))
+        .count();
+    let failures = failures(&results);
     let mut gaps: Vec<Duration> = arrivals
         .lock()
         .unwrap()
@@ -263,16 +304,28 @@ fn main() {
         .flat_map(|times| times.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>())
         .collect();
     gaps.sort();
-    let mut child = server.child;
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(front);
+    for mut server in servers {
+        let _ = server.child.kill();
+        let _ = server.child.wait();
+    }
+    let database = match o.store {
+        Store::Sqlite => "-".to_string(),
+        Store::Postgres(_) => format!(
+            "{peak_connections} connections, {:.1} commits/turn",
+            commits as f64 / (o.sessions * o.turns) as f64
+        ),
+    };
     println!(
-        "| {} | {} | {completed}/{} | {:.1} ms | {:.1} ms | {peak:.0} MiB | {:.4} s | {:.1} s |",
+        "| {} | {} | {} | {completed}/{} | {:.1}/s | {:.1} ms | {:.1} ms | {} MiB | {:.4} s | {database} | {:.1} s |",
         o.store.label(),
+        o.servers,
         o.turns,
         o.sessions,
+        completed as f64 / wall.as_secs_f64(),
         percentile(&gaps, 0.5).as_secs_f64() * 1000.0,
         percentile(&gaps, 0.99).as_secs_f64() * 1000.0,
+        peaks.join(" / "),
         cpu / o.sessions as f64,
         wall.as_secs_f64(),
     );

@@ -18,6 +18,7 @@
 //! TLS (`--tls-cert`, `--tls-key`) or `--allow-insecure-remote`.
 
 mod auth;
+mod closing;
 mod control;
 mod events;
 mod feed;

@@ -234,6 +234,19 @@ pub struct RefusedCall {
     pub needed_approval: bool,
 }
 
+impl RefusedCall {
+    /// A refusal as `Stopped` lists it, bounded: a summary quotes the
+    /// call, which may be huge.
+    pub fn new(tool: &str, summary: &str, why: &str, needed_approval: bool) -> RefusedCall {
+        RefusedCall {
+            tool: crate::text::preview(tool, 1, 100),
+            summary: crate::text::preview(summary, 2, 300),
+            why: crate::text::preview(why, 2, 300),
+            needed_approval,
+        }
+    }
+}
+
 /// A sink that passes every event on and keeps the refusals among them.
 pub(crate) struct NotingRefusals<'a> {
     pub inner: &'a mut dyn EventSink,
@@ -250,13 +263,8 @@ impl EventSink for NotingRefusals<'_> {
             ..
         } = &event
         {
-            // Bounded: a summary quotes the call, which may be huge.
-            self.refused.push(RefusedCall {
-                tool: crate::text::preview(tool, 1, 100),
-                summary: crate::text::preview(summary, 2, 300),
-                why: crate::text::preview(why, 2, 300),
-                needed_approval: *needed_approval,
-            });
+            self.refused
+                .push(RefusedCall::new(tool, summary, why, *needed_approval));
         }
         self.inner.emit(event);
     }

@@ -55,7 +55,20 @@ impl Retention {
         let age = i64::try_from(self.max_age.as_millis()).unwrap_or(i64::MAX);
         now_ms.saturating_sub(age)
     }
+
+    /// Whether appending `count` events up to `last` at `now_ms` applies
+    /// the retention; then [`TRIM`]'s parameters after the session: the
+    /// highest number removed by count and the creation cutoff.
+    pub(crate) fn trim(&self, last: u64, count: u64, now_ms: i64) -> Option<(i64, i64)> {
+        (count > 0 && self.due(last, count)).then(|| (to_db(self.below(last)), self.cutoff(now_ms)))
+    }
 }
+
+/// The retention's statement, one text for both stores (SQLite numbers
+/// `$1`, `$2`, `$3` in the order they appear, so they bind as PostgreSQL's
+/// do): the session, then [`Retention::trim`]'s two parameters.
+pub(crate) const TRIM: &str =
+    "DELETE FROM session_events WHERE session_id = $1 AND (seq <= $2 OR created_at < $3)";
 
 /// One stored event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +77,9 @@ pub struct StoredEvent {
     pub seq: u64,
     /// The event's JSON, as it was appended.
     pub body: String,
+    /// When it was appended: ms since the epoch by the appending server's
+    /// clock.
+    pub created_at: i64,
 }
 
 /// A read of a session's log.
@@ -116,7 +132,8 @@ pub trait SessionEvents: Send + Sync {
 pub const EVENTS_CHANNEL: &str = "rein_events";
 
 /// A notification's payload: the session and the number of its newest
-/// event.
+/// event (PostgreSQL's append statement writes the same in SQL; the tests
+/// check they agree).
 pub fn events_payload(session_id: &str, last: u64) -> String {
     format!("{session_id} {last}")
 }

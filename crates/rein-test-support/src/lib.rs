@@ -204,4 +204,5 @@ fn probe_child(dir: &Path) -> bool {
     ok
 }
 
+pub mod nginx;
 pub mod ports;

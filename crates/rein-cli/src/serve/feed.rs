@@ -64,18 +64,34 @@ impl EventFeed {
     /// Append a batch of `session_id`'s events and wake its streams here.
     pub async fn append(&self, session_id: &str, batch: Vec<String>) {
         let count = batch.len();
-        match self
-            .store
-            .append_events(session_id, batch, self.retention)
-            .await
-        {
-            Ok(last) => self.heard(session_id, last),
+        match self.store_events(session_id, batch).await {
+            Ok(_) => {}
             // Deleted meanwhile: nothing to keep its events for.
             Err(rein_core::StoreError::NotFound(_)) => {}
             Err(e) => crate::output::err(&format!(
                 "rein serve: {count} events of session {session_id} were not stored: {e}"
             )),
         }
+    }
+
+    /// Append a batch of `session_id`'s events and wake its streams here;
+    /// the number of the last.
+    pub async fn store_events(
+        &self,
+        session_id: &str,
+        batch: Vec<String>,
+    ) -> Result<u64, rein_core::StoreError> {
+        let last = self
+            .store
+            .append_events(session_id, batch, self.retention)
+            .await?;
+        self.heard(session_id, last);
+        Ok(last)
+    }
+
+    /// The stored event log.
+    pub fn events(&self) -> &Arc<dyn SessionEvents> {
+        &self.store
     }
 
     /// Every stream reads the store again (notifications may have been

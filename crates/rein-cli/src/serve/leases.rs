@@ -118,7 +118,19 @@ async fn adopt_orphans(server: &Arc<Server>) -> Result<(), rein_core::StoreError
         };
         let heartbeat = lease.keep_alive();
         if !unfinished(server, &orphan.session_id).await {
-            let _ = heartbeat.release().await;
+            // Its server died after the answer; its stream may lack the
+            // `stopped` event.
+            let closed = super::closing::close_finished_run(server, &orphan.session_id).await;
+            match closed {
+                Ok(_) => {
+                    let _ = heartbeat.release().await;
+                }
+                // Its lease left to expire: tried again then.
+                Err(e) => crate::output::err(&format!(
+                    "rein serve: cannot close the event stream of session {}: {e}",
+                    orphan.session_id
+                )),
+            }
             continue;
         }
         let served = match server.session(&orphan.session_id).await {

@@ -267,9 +267,16 @@ impl Reservation {
                 });
             }
             let mut observer = served.hosted.observer();
+            let lost_now = lease_lost.clone();
             let mut sink = FnSink(|event: Event| {
                 crate::otel::observe(&mut observer, &event);
-                served.on_event(event)
+                // A run whose lease was lost no longer speaks for its
+                // session: the server that took it over does, and this
+                // run's last events (its `stopped: cancelled`) would land
+                // among the other run's.
+                if !lost_now.as_ref().is_some_and(|l| l.is_cancelled()) {
+                    served.on_event(event)
+                }
             });
             for message in notes {
                 sink.emit(Event::Notice { message });

@@ -1,8 +1,13 @@
 //! The session event log in PostgreSQL (see [`crate::events`]): an append
-//! takes its numbers from the session's `last_event` (the row lock makes
+//! is one statement, so one round trip and its own transaction. It takes
+//! its numbers from the session's `last_event` (the row lock makes
 //! concurrent appends to one session take turns), inserts the events and
-//! notifies [`EVENTS_CHANNEL`] in one transaction, so the notification is
-//! delivered only once the events can be read.
+//! notifies [`EVENTS_CHANNEL`], so the notification is delivered only once
+//! the events can be read. The lock on the session's row is held only
+//! while the statement runs and commits: a message committed to the same
+//! session (which counts on that row too) waits for no more than that.
+//! The retention, when due, is a statement of its own after it (one that
+//! fails is done at the next check).
 
 use async_trait::async_trait;
 use rein_core::StoreError;
@@ -12,27 +17,30 @@ use super::PgStore;
 use super::error::{PgContext, PgFail};
 use super::pool::Conn;
 use crate::events::{
-    EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, events_payload, to_db,
+    EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, TRIM, to_db,
 };
 
-/// Number and insert a batch in one statement.
+/// Number, insert and notify a batch in one statement; the session's new
+/// head, or no row when there is no session. (A data-modifying `WITH`
+/// runs whether or not the query reads it.)
 const APPEND: &str = "WITH head AS (
         UPDATE sessions SET last_event = last_event + cardinality($2::text[])
-        WHERE id = $1 RETURNING last_event)
-    INSERT INTO session_events (session_id, seq, body, created_at)
-    SELECT $1, head.last_event - cardinality($2::text[]) + b.n, b.body, $3
-    FROM head, unnest($2::text[]) WITH ORDINALITY AS b(body, n)
-    RETURNING seq";
+        WHERE id = $1 RETURNING last_event),
+    added AS (
+        INSERT INTO session_events (session_id, seq, body, created_at)
+        SELECT $1, head.last_event - cardinality($2::text[]) + b.n, b.body, $3
+        FROM head, unnest($2::text[]) WITH ORDINALITY AS b(body, n))
+    SELECT last_event, pg_notify($4, $1 || ' ' || last_event) FROM head";
 
-const TRIM: &str =
-    "DELETE FROM session_events WHERE session_id = $1 AND (seq <= $2 OR created_at < $3)";
+const HEAD: &str = "SELECT last_event FROM sessions WHERE id = $1";
 
 /// The session's head and up to `$3` events after `$2`, in one snapshot;
 /// no row when there is no session.
 const READ: &str = "SELECT s.last_event,
-        (SELECT min(seq) FROM session_events WHERE session_id = $1), e.seq, e.body
+        (SELECT min(seq) FROM session_events WHERE session_id = $1), e.seq, e.body,
+        e.created_at
     FROM sessions s LEFT JOIN LATERAL (
-        SELECT seq, body FROM session_events WHERE session_id = $1 AND seq > $2
+        SELECT seq, body, created_at FROM session_events WHERE session_id = $1 AND seq > $2
         ORDER BY seq LIMIT $3) e ON true
     WHERE s.id = $1 ORDER BY e.seq";
 
@@ -42,51 +50,29 @@ async fn append(
     bodies: Vec<String>,
     retention: Retention,
 ) -> Result<u64, PgFail> {
-    let (append, trim) = (
-        conn.prepared(APPEND).await.ctx("appending events")?,
-        conn.prepared(TRIM).await.ctx("removing old events")?,
-    );
     let count = bodies.len() as u64;
     let now = now_millis();
-    let tx = conn.transaction().await.ctx("appending events")?;
-    let rows = tx
-        .query(&append, &[&id, &bodies, &now])
-        .await
-        .ctx("appending events")?;
-    let numbered = rows
-        .iter()
-        .map(|r| r.try_get::<_, i64>(0))
-        .collect::<Result<Vec<_>, _>>()
-        .ctx("appending events")?;
-    let last = match numbered.into_iter().max() {
-        Some(seq) => seq,
-        None => {
-            // Nothing numbered: no such session, or nothing to append.
-            let row = tx
-                .query_opt("SELECT last_event FROM sessions WHERE id = $1", &[&id])
-                .await
-                .ctx("appending events")?
-                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
-            row.try_get::<_, i64>(0).ctx("appending events")?
-        }
+    let row = if count == 0 {
+        let head = conn.prepared(HEAD).await.ctx("reading events")?;
+        conn.query_opt(&head, &[&id]).await
+    } else {
+        let append = conn.prepared(APPEND).await.ctx("appending events")?;
+        conn.query_opt(&append, &[&id, &bodies, &now, &EVENTS_CHANNEL])
+            .await
     };
+    let last: i64 = row
+        .ctx("appending events")?
+        .ok_or_else(|| StoreError::NotFound(id.clone()))?
+        .try_get(0)
+        .ctx("appending events")?;
     let last = u64::try_from(last)
         .map_err(|_| PgFail::Corrupt(format!("session {id} has event number {last}")))?;
-    if count > 0 {
-        tx.execute(
-            "SELECT pg_notify($1, $2)",
-            &[&EVENTS_CHANNEL, &events_payload(&id, last)],
-        )
-        .await
-        .ctx("notifying of events")?;
+    if let Some((below, cutoff)) = retention.trim(last, count, now) {
+        let trim = conn.prepared(TRIM).await.ctx("removing old events")?;
+        // The events are stored whatever this does; a failed trim is
+        // done at the next check.
+        let _ = conn.execute(&trim, &[&id, &below, &cutoff]).await;
     }
-    if count > 0 && retention.due(last, count) {
-        let below = to_db(retention.below(last));
-        tx.execute(&trim, &[&id, &below, &retention.cutoff(now)])
-            .await
-            .ctx("removing old events")?;
-    }
-    tx.commit().await.ctx("committing events")?;
     Ok(last)
 }
 
@@ -109,10 +95,12 @@ async fn read(mut conn: Conn, id: String, after: u64, limit: usize) -> Result<Ev
     for row in &rows {
         let seq: Option<i64> = row.try_get(2).ctx("reading events")?;
         let body: Option<String> = row.try_get(3).ctx("reading events")?;
+        let created_at: Option<i64> = row.try_get(4).ctx("reading events")?;
         if let (Some(seq), Some(body)) = (seq, body) {
             events.push(StoredEvent {
                 seq: number(seq)?,
                 body,
+                created_at: created_at.unwrap_or_default(),
             });
         }
     }

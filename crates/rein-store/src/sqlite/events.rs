@@ -10,7 +10,7 @@ use rein_core::time::now_millis;
 
 use super::{SqliteStore, ensure_exists};
 use crate::error::{Context, Fail};
-use crate::events::{EventPage, Retention, SessionEvents, StoredEvent, to_db};
+use crate::events::{EventPage, Retention, SessionEvents, StoredEvent, TRIM, to_db};
 
 fn append(
     conn: &mut Connection,
@@ -48,12 +48,9 @@ fn append(
                 .ctx("appending events")?;
         }
     }
-    if retention.due(last, count) {
-        tx.execute(
-            "DELETE FROM session_events WHERE session_id = ?1 AND (seq <= ?2 OR created_at < ?3)",
-            params![id, to_db(retention.below(last)), retention.cutoff(now)],
-        )
-        .ctx("removing old events")?;
+    if let Some((below, cutoff)) = retention.trim(last, count, now) {
+        tx.execute(TRIM, params![id, below, cutoff])
+            .ctx("removing old events")?;
     }
     tx.commit().ctx("committing events")?;
     Ok(last)
@@ -73,13 +70,13 @@ fn read(conn: &mut Connection, id: &str, after: u64, limit: usize) -> Result<Eve
     let events = {
         let mut stmt = tx
             .prepare_cached(
-                "SELECT seq, body FROM session_events WHERE session_id = ?1 AND seq > ?2
+                "SELECT seq, body, created_at FROM session_events WHERE session_id = ?1 AND seq > ?2
                  ORDER BY seq LIMIT ?3",
             )
             .ctx("reading events")?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         stmt.query_map(params![id, to_db(after), limit], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
         })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .ctx("reading events")?
@@ -90,10 +87,11 @@ fn read(conn: &mut Connection, id: &str, after: u64, limit: usize) -> Result<Eve
     Ok(EventPage {
         events: events
             .into_iter()
-            .map(|(seq, body)| {
+            .map(|(seq, body, created_at)| {
                 Ok(StoredEvent {
                     seq: number(seq)?,
                     body,
+                    created_at,
                 })
             })
             .collect::<Result<_, Fail>>()?,

@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,39 +26,7 @@ use crate::cli::support::*;
 
 /// nginx's binary, if installed.
 pub fn nginx_binary() -> Option<String> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .map(str::to_string)
-}
-
-/// `deploy/nginx/rein.conf` with its `listen` on `port` and its upstream
-/// servers `servers`.
-fn deploy_config(port: u16, servers: &[String]) -> String {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/nginx/rein.conf");
-    let text = std::fs::read_to_string(file).unwrap();
-    let mut out = String::new();
-    let mut upstream_written = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with("listen ") {
-            out.push_str(&format!("    listen 127.0.0.1:{port};\n"));
-        } else if t.starts_with("server 127.0.0.1:") {
-            if !std::mem::replace(&mut upstream_written, true) {
-                for s in servers {
-                    out.push_str(&format!("    server {s};\n"));
-                }
-            }
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    assert!(
-        upstream_written,
-        "the deploy config has no upstream servers"
-    );
-    out
+    rein_test_support::nginx::binary()
 }
 
 /// nginx running: its master process as a [`Served`] (so the usual client
@@ -91,29 +58,7 @@ pub fn start_nginx(
     servers: &[String],
     token: &str,
 ) -> Nginx {
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(dir.join("rein.conf"), deploy_config(port.port(), servers)).unwrap();
-    let d = dir.display();
-    let main = format!(
-        "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-         error_log {d}/logs/error.log notice;\nevents {{ worker_connections 512; }}\n\
-         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n\
-         proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
-         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  include {d}/rein.conf;\n}}\n"
-    );
-    std::fs::write(dir.join("nginx.conf"), main).unwrap();
-    let mut cmd = Command::new(bin);
-    cmd.arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .arg("-e")
-        .arg(dir.join("logs/error.log"))
-        // nginx serves on inherited sockets named here.
-        .env("NGINX", "3;")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    port.give_to(&mut cmd);
+    let mut cmd = rein_test_support::nginx::command(bin, dir, &port, servers, 512);
     let child = cmd.spawn().unwrap();
     let mut front = Served {
         child,
@@ -208,41 +153,75 @@ pub fn chunk_stream(texts: &[&str], delta: Option<Value>) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// Three servers on `url` behind nginx; the servers and the front.
-fn three_behind_nginx(
-    env: &Env,
-    url: &str,
-    mock: &MockServer,
-    bin: &str,
-    dir: &Path,
-) -> (Vec<Served>, Nginx) {
-    let base = format!("{}/v1", mock.url());
-    let vars = [
-        ("OPENAI_BASE_URL", base.as_str()),
-        ("OPENAI_API_KEY", "sk-test"),
-    ];
-    // nginx's port first (held until nginx serves on it): the servers
-    // answer to the Host clients send there.
-    let front_port = Handover::new();
-    let host = format!("127.0.0.1:{}", front_port.port());
-    let args = [
-        "--store",
-        url,
-        "--lease-secs",
-        "3",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4o-mini",
-        "--allow-host",
-        host.as_str(),
-    ];
-    let servers: Vec<Served> = (0..3)
-        .map(|_| Served::start_with(env, &args, &vars))
-        .collect();
-    let addrs: Vec<String> = servers.iter().map(|s| s.addr.clone()).collect();
-    let front = start_nginx(bin, dir, front_port, &addrs, &servers[0].token);
-    (servers, front)
+/// Three servers on one database behind nginx, and what starts one
+/// again on its address.
+pub struct Three {
+    pub servers: Vec<Served>,
+    pub front: Nginx,
+    args: Vec<String>,
+    vars: Vec<(String, String)>,
+}
+
+impl Three {
+    /// Three servers on `url` (leases of `lease_secs`) with `mock` as
+    /// their model, behind nginx (`bin`, its files in `dir`).
+    pub fn start(
+        env: &Env,
+        url: &str,
+        lease_secs: u64,
+        mock: &MockServer,
+        bin: &str,
+        dir: &Path,
+    ) -> Three {
+        let vars = vec![
+            ("OPENAI_BASE_URL".into(), format!("{}/v1", mock.url())),
+            ("OPENAI_API_KEY".into(), "sk-test".into()),
+        ];
+        // nginx's port first (held until nginx serves on it): the servers
+        // answer to the Host clients send there.
+        let front_port = Handover::new();
+        let host = format!("127.0.0.1:{}", front_port.port());
+        let lease = lease_secs.to_string();
+        let args = [
+            "--store",
+            url,
+            "--lease-secs",
+            &lease,
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--allow-host",
+            &host,
+        ];
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let servers: Vec<Served> = (0..3)
+            .map(|_| spawn(env, "127.0.0.1:0", &args, &vars))
+            .collect();
+        let addrs: Vec<String> = servers.iter().map(|s| s.addr.clone()).collect();
+        let front = start_nginx(bin, dir, front_port, &addrs, &servers[0].token);
+        Three {
+            servers,
+            front,
+            args,
+            vars,
+        }
+    }
+
+    /// Kill server `i` (SIGKILL) and start another on its address.
+    pub fn kill_and_restart(&mut self, env: &Env, i: usize) {
+        let listen = self.servers[i].addr.clone();
+        self.servers[i].child.kill().unwrap();
+        self.servers[i].child.wait().unwrap();
+        self.servers[i] = spawn(env, &listen, &self.args, &self.vars);
+    }
+}
+
+/// A server listening on `listen` with `args` and environment `vars`.
+fn spawn(env: &Env, listen: &str, args: &[String], vars: &[(String, String)]) -> Served {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Served::start_on(env, listen, &args, &vars)
 }
 
 fn ids(events: &[(u64, Value)]) -> Vec<u64> {
@@ -262,7 +241,9 @@ fn three_servers_behind_nginx_answer_any_request_and_a_killed_servers_run_goes_o
     let (_rt, mock) = mock_server();
     mock.respond_with(Arc::new(model(Arc::default())));
     let dir = tempfile::tempdir().unwrap();
-    let (mut servers, front) = three_behind_nginx(&env, &url, &mock, &bin, dir.path());
+    let Three {
+        mut servers, front, ..
+    } = Three::start(&env, &url, 3, &mock, &bin, dir.path());
 
     // A session made, a prompt sent, its approval seen, all through nginx.
     let (status, session) = front.call("POST", "/sessions", Some(json!({"workspace": "lb"})));
