@@ -96,6 +96,36 @@ fn answer(ws: &Path, id: u64) -> MockResponse {
     )
 }
 
+/// When a round's SIGKILL is sent.
+#[derive(Clone, Copy)]
+enum Kill {
+    /// This long after the start.
+    After(Duration),
+    /// As soon as the run prints an event of one of these types.
+    OnEvent(&'static [&'static str]),
+}
+
+/// Read the child's events as they come and SIGKILL it at the first of
+/// one of `types`; everything it printed.
+fn kill_on_event(child: &mut std::process::Child, types: &[&str]) -> String {
+    use std::io::{BufRead, Read};
+    let mut out = child.stdout.take().unwrap();
+    let mut reader = std::io::BufReader::new(&mut out);
+    let mut printed = String::new();
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap_or(0) > 0 {
+        printed.push_str(&line);
+        let event = serde_json::from_str::<Value>(&line).unwrap_or(Value::Null);
+        line.clear();
+        if types.contains(&event["type"].as_str().unwrap_or("")) {
+            let _ = child.kill(); // SIGKILL
+            break;
+        }
+    }
+    let _ = reader.read_to_string(&mut printed);
+    printed
+}
+
 /// Where the killed run was, from the last event it printed.
 fn phase(stdout: &str) -> &'static str {
     let last = stdout
@@ -187,19 +217,26 @@ impl Soak {
 
     /// One kill and the run that finishes the task; returns where the kill
     /// landed.
-    fn round(&self, run: u64, delay: Duration) -> &'static str {
+    fn round(&self, run: u64, kill: Kill) -> &'static str {
         let ws = self.env.ws.path().join(format!("ws{run}"));
         std::fs::create_dir_all(&ws).unwrap();
         *self.workspace.lock().unwrap() = ws.clone();
         let prompt = "Write f1.txt to f9.txt.";
         let mut child = self.exec(&ws, &[], prompt).spawn().unwrap();
-        std::thread::sleep(delay);
-        let _ = child.kill(); // SIGKILL
+        let printed = match kill {
+            Kill::After(delay) => {
+                std::thread::sleep(delay);
+                let _ = child.kill(); // SIGKILL
+                String::new()
+            }
+            Kill::OnEvent(types) => kill_on_event(&mut child, types),
+        };
         let killed = child.wait_with_output().unwrap();
-        let landed = phase(&stdout(&killed));
+        let printed = printed + &stdout(&killed);
+        let landed = phase(&printed);
 
         let mut resumed = self.exec(&ws, &["--last"], "go on").output().unwrap();
-        if resumed.status.code() != Some(0) && !stdout(&killed).contains("run_started") {
+        if resumed.status.code() != Some(0) && !printed.contains("run_started") {
             // Killed before its session existed: nothing to resume.
             resumed = self.exec(&ws, &[], prompt).output().unwrap();
         }
@@ -257,7 +294,9 @@ fn kill_9_at_random_points_then_last_finishes_with_a_sound_database() {
         state ^= state >> 7;
         state ^= state << 17;
         let delay = Duration::from_millis(state % span.as_millis() as u64);
-        *phases.entry(soak.round(run, delay)).or_default() += 1;
+        *phases
+            .entry(soak.round(run, Kill::After(delay)))
+            .or_default() += 1;
         if run % 10 == 9 || run + 1 == runs {
             let db = soak.env.home.path().join("sessions.db");
             assert_eq!(integrity(&db), "ok", "after run {run}");
@@ -267,6 +306,30 @@ fn kill_9_at_random_points_then_last_finishes_with_a_sound_database() {
         "crash soak: {runs} kills over {span:?} (seed {seed}), landed while {phases:?}; {} model requests",
         server.served()
     );
+    // A point the random kills missed (a commit is over in a moment on a
+    // quiet machine) is aimed at: killed on the event that starts it.
+    let aimed: [(&str, &'static [&'static str]); 3] = [
+        ("streaming", &["turn_started", "text_delta"]),
+        ("tool running", &["tool_started"]),
+        ("committing", &["message_committed", "tool_finished"]),
+    ];
+    let mut run = runs;
+    for (p, types) in aimed {
+        for _ in 0..5 {
+            if runs < 20 || phases.get(p).copied().unwrap_or(0) > 0 {
+                break;
+            }
+            *phases
+                .entry(soak.round(run, Kill::OnEvent(types)))
+                .or_default() += 1;
+            run += 1;
+        }
+    }
+    if run > runs {
+        eprintln!("crash soak: {} aimed kills, now {phases:?}", run - runs);
+    }
+    let db = soak.env.home.path().join("sessions.db");
+    assert_eq!(integrity(&db), "ok", "after the aimed runs");
     // Every kind of point was hit: a soak that only killed idle processes
     // would prove nothing.
     for p in ["streaming", "tool running", "committing"] {
