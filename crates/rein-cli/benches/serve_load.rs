@@ -31,7 +31,7 @@
 //! servers' peak memory (each), their CPU seconds per session, sessions
 //! completed per second of the whole run and, on PostgreSQL, the most
 //! connections the database had open at once (sampled every 100 ms) and
-//! its commits per turn.
+//! its commits per turn (and how many of them appended events).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -288,6 +288,7 @@ fn main() {
             })));
     let wall = began.elapsed();
     let commits = bench.commits() - commits_before;
+    let appends = bench.event_appends();
     let peak_connections = connections.peak.load(std::sync::atomic::Ordering::Relaxed);
     let used: Vec<(f64, f64)> = servers.iter().map(|s| usage(s.child.id())).collect();
     let cpu: f64 = used.iter().map(|u| u.0).sum();
@@ -312,8 +313,9 @@ fn main() {
     let database = match o.store {
         Store::Sqlite => "-".to_string(),
         Store::Postgres(_) => format!(
-            "{peak_connections} connections, {:.1} commits/turn",
-            commits as f64 / (o.sessions * o.turns) as f64
+            "{peak_connections} connections, {:.1} commits/turn ({:.1} event appends)",
+            commits as f64 / (o.sessions * o.turns) as f64,
+            appends as f64 / (o.sessions * o.turns) as f64
         ),
     };
     println!(

@@ -132,8 +132,7 @@ pub trait SessionEvents: Send + Sync {
 pub const EVENTS_CHANNEL: &str = "rein_events";
 
 /// A notification's payload: the session and the number of its newest
-/// event (PostgreSQL's append statement writes the same in SQL; the tests
-/// check they agree).
+/// event.
 pub fn events_payload(session_id: &str, last: u64) -> String {
     format!("{session_id} {last}")
 }

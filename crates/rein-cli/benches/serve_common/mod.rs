@@ -77,6 +77,21 @@ impl Bench {
         })
     }
 
+    /// The transactions that appended events, over the whole run: each
+    /// stored event row carries the id of the transaction that inserted
+    /// it (`xmin`).
+    pub fn event_appends(&self) -> i64 {
+        let Some(url) = &self.url else { return 0 };
+        self.rt.block_on(async {
+            pg::raw(url)
+                .await
+                .query_one("SELECT count(DISTINCT xmin::text) FROM session_events", &[])
+                .await
+                .unwrap()
+                .get(0)
+        })
+    }
+
     /// Count the database's connections (other than the counter's own)
     /// every 100 ms until the returned flag is dropped: the most seen.
     pub fn count_connections(&self) -> ConnectionCount {

@@ -1,7 +1,23 @@
 //! How a served session's events reach the store: each event (its JSON)
-//! is queued as the run emits it, and one task per session appends what
-//! has queued up as one batch (one transaction), then tells the server's
+//! is queued as the run emits it, and one task per session appends them
+//! in batches (one statement, one commit each), then tells the server's
 //! [`EventFeed`] the newest number so its streams read on.
+//!
+//! Steps of the appending task:
+//! 1. Wait for an item. An event opens a batch; it is due at once when
+//!    no append was made in the last [`GATHER`], else [`GATHER`] after
+//!    the last append.
+//! 2. Until the batch is due, take every event that arrives into it. A
+//!    full batch ([`BATCH`]), a flush (shutdown) or a change of the
+//!    approvals waited for appends it at once; the approvals are recorded
+//!    after the events before them.
+//! 3. Append the batch, answer the flushes waiting for it, go to 1.
+//!
+//! So an event after a quiet spell (an approval asked for, a run's first
+//! event) is appended as soon as it comes, and a busy run (streamed text,
+//! a turn's tool calls and results) commits its events at most once per
+//! [`GATHER`] instead of once per event, at the cost of at most
+//! [`GATHER`] more before a client sees one.
 //!
 //! The store numbers the events (see [`rein_store::events`]), so a run
 //! taken over by another server goes on with the same numbering. A batch
@@ -9,16 +25,28 @@
 //! what was stored.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use super::feed::EventFeed;
 
 /// The most events appended in one transaction.
 const BATCH: usize = 512;
 
+/// The shortest time between two appends of a session's events while it
+/// emits them (the longest an event waits before it is appended).
+pub const GATHER: Duration = Duration::from_millis(20);
+
 enum Item {
     Event(String),
+    Other(Other),
+}
+
+/// What is queued besides events: applied after the events before it
+/// were appended.
+enum Other {
     /// The approvals the run waits for now (a JSON array).
     Waiting(String),
     /// Answered once everything queued before it was appended.
@@ -34,36 +62,15 @@ pub struct EventWriter {
 impl EventWriter {
     /// A queue for `session_id`, with its appending task.
     pub fn start(feed: Arc<EventFeed>, session_id: String) -> EventWriter {
-        let (queue, mut items) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut batch = Vec::new();
-            let mut flushed = Vec::new();
-            while let Some(item) = items.recv().await {
-                let mut next = Some(item);
-                while let Some(item) = next.take() {
-                    match item {
-                        Item::Event(json) => batch.push(json),
-                        Item::Waiting(json) => {
-                            // In order: the events before it first.
-                            if !batch.is_empty() {
-                                feed.append(&session_id, std::mem::take(&mut batch)).await;
-                            }
-                            feed.set_waiting(&session_id, &json).await;
-                        }
-                        Item::Flush(done) => flushed.push(done),
-                    }
-                    if batch.len() < BATCH {
-                        next = items.try_recv().ok();
-                    }
-                }
-                if !batch.is_empty() {
-                    feed.append(&session_id, std::mem::take(&mut batch)).await;
-                }
-                for done in flushed.drain(..) {
-                    let _ = done.send(());
-                }
-            }
-        });
+        let (queue, items) = mpsc::unbounded_channel();
+        let appender = Appender {
+            feed,
+            session_id,
+            batch: Vec::new(),
+            due: None,
+            last: None,
+        };
+        tokio::spawn(appender.run(items));
         EventWriter { queue }
     }
 
@@ -74,14 +81,100 @@ impl EventWriter {
 
     /// Queue the approvals the run waits for now, for every server to show.
     pub fn waiting(&self, json: String) {
-        let _ = self.queue.send(Item::Waiting(json));
+        let _ = self.queue.send(Item::Other(Other::Waiting(json)));
     }
 
     /// Wait until every event queued so far was appended (or refused).
     pub async fn flush(&self) {
         let (done, flushed) = oneshot::channel();
-        if self.queue.send(Item::Flush(done)).is_ok() {
+        if self.queue.send(Item::Other(Other::Flush(done))).is_ok() {
             let _ = flushed.await;
+        }
+    }
+}
+
+/// The appending task's state.
+struct Appender {
+    feed: Arc<EventFeed>,
+    session_id: String,
+    batch: Vec<String>,
+    /// When the open batch is appended (`None`: no batch open).
+    due: Option<Instant>,
+    /// When the last append was started.
+    last: Option<Instant>,
+}
+
+impl Appender {
+    /// Append batches until the queue closes (its last batch too).
+    async fn run(mut self, mut items: mpsc::UnboundedReceiver<Item>) {
+        loop {
+            let item = match self.due {
+                None => items.recv().await,
+                Some(due) => match tokio::time::timeout_at(due, items.recv()).await {
+                    Ok(item) => item,
+                    Err(_) => {
+                        self.append().await;
+                        continue;
+                    }
+                },
+            };
+            match item {
+                Some(Item::Event(json)) => {
+                    self.batch.push(json);
+                    let now = Instant::now();
+                    let due = *self.due.get_or_insert_with(|| match self.last {
+                        Some(last) => (last + GATHER).max(now),
+                        None => now,
+                    });
+                    if due <= now || self.batch.len() >= BATCH {
+                        self.take_queued(&mut items).await;
+                    }
+                }
+                Some(Item::Other(other)) => {
+                    self.append().await;
+                    self.apply(other).await;
+                }
+                None => return self.append().await,
+            }
+        }
+    }
+
+    /// Append the open batch with the events queued behind it (up to
+    /// [`BATCH`]), then what follows them when it is not an event.
+    async fn take_queued(&mut self, items: &mut mpsc::UnboundedReceiver<Item>) {
+        let mut after = None;
+        while self.batch.len() < BATCH {
+            match items.try_recv() {
+                Ok(Item::Event(json)) => self.batch.push(json),
+                Ok(Item::Other(other)) => {
+                    after = Some(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        self.append().await;
+        if let Some(other) = after {
+            self.apply(other).await;
+        }
+    }
+
+    async fn apply(&self, other: Other) {
+        match other {
+            Other::Waiting(json) => self.feed.set_waiting(&self.session_id, &json).await,
+            Other::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Append the open batch, if any.
+    async fn append(&mut self) {
+        self.due = None;
+        if !self.batch.is_empty() {
+            self.last = Some(Instant::now());
+            let batch = std::mem::take(&mut self.batch);
+            self.feed.append(&self.session_id, batch).await;
         }
     }
 }

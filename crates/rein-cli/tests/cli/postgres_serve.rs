@@ -4,6 +4,7 @@
 //! through the loss of that connection, and on through a takeover after
 //! the running server is killed, every event once and in order.
 
+mod batching;
 mod closing;
 mod faults;
 mod nginx;

@@ -1,13 +1,26 @@
-//! The session event log in PostgreSQL (see [`crate::events`]): an append
-//! is one statement, so one round trip and its own transaction. It takes
-//! its numbers from the session's `last_event` (the row lock makes
-//! concurrent appends to one session take turns), inserts the events and
-//! notifies [`EVENTS_CHANNEL`], so the notification is delivered only once
-//! the events can be read. The lock on the session's row is held only
-//! while the statement runs and commits: a message committed to the same
-//! session (which counts on that row too) waits for no more than that.
-//! The retention, when due, is a statement of its own after it (one that
-//! fails is done at the next check).
+//! The session event log in PostgreSQL (see [`crate::events`]). An
+//! append is two statements on one connection:
+//!
+//! 1. One statement takes the numbers from the session's `last_event` (the
+//!    row lock makes concurrent appends to one session take turns),
+//!    inserts the events and commits. The lock on the session's row is
+//!    held only while it runs and commits: a message committed to the same
+//!    session (which counts on that row too) waits for no more than that.
+//! 2. Then `pg_notify` on [`EVENTS_CHANNEL`], in a transaction of its own
+//!    that writes nothing, so the notification is delivered only once the
+//!    events can be read. Not in the append's transaction: PostgreSQL
+//!    takes one lock for the whole cluster while a transaction that
+//!    notified commits, so every notifying commit waits for the one
+//!    before it, disk write and all, and with many sessions appending the
+//!    appends queued there one durable commit at a time (and the message
+//!    commits behind their row locks). A transaction that writes nothing
+//!    commits without waiting for the disk, so it holds that lock for a
+//!    moment. A notification lost (the server dying between the two, the
+//!    connection failing) delays other servers' streams until they read
+//!    again (at their next keep-alive, or when their listening connection
+//!    is back); the events are stored either way.
+//! 3. The retention, when due, is a statement of its own after it (one
+//!    that fails is done at the next check).
 
 use async_trait::async_trait;
 use rein_core::StoreError;
@@ -17,12 +30,12 @@ use super::PgStore;
 use super::error::{PgContext, PgFail};
 use super::pool::Conn;
 use crate::events::{
-    EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, TRIM, to_db,
+    EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, TRIM, events_payload, to_db,
 };
 
-/// Number, insert and notify a batch in one statement; the session's new
-/// head, or no row when there is no session. (A data-modifying `WITH`
-/// runs whether or not the query reads it.)
+/// Number and insert a batch in one statement; the session's new head, or
+/// no row when there is no session. (A data-modifying `WITH` runs whether
+/// or not the query reads it.)
 const APPEND: &str = "WITH head AS (
         UPDATE sessions SET last_event = last_event + cardinality($2::text[])
         WHERE id = $1 RETURNING last_event),
@@ -30,7 +43,9 @@ const APPEND: &str = "WITH head AS (
         INSERT INTO session_events (session_id, seq, body, created_at)
         SELECT $1, head.last_event - cardinality($2::text[]) + b.n, b.body, $3
         FROM head, unnest($2::text[]) WITH ORDINALITY AS b(body, n))
-    SELECT last_event, pg_notify($4, $1 || ' ' || last_event) FROM head";
+    SELECT last_event FROM head";
+
+const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
 const HEAD: &str = "SELECT last_event FROM sessions WHERE id = $1";
 
@@ -57,8 +72,7 @@ async fn append(
         conn.query_opt(&head, &[&id]).await
     } else {
         let append = conn.prepared(APPEND).await.ctx("appending events")?;
-        conn.query_opt(&append, &[&id, &bodies, &now, &EVENTS_CHANNEL])
-            .await
+        conn.query_opt(&append, &[&id, &bodies, &now]).await
     };
     let last: i64 = row
         .ctx("appending events")?
@@ -67,6 +81,13 @@ async fn append(
         .ctx("appending events")?;
     let last = u64::try_from(last)
         .map_err(|_| PgFail::Corrupt(format!("session {id} has event number {last}")))?;
+    if count > 0 {
+        // Stored whatever this does (see the module's step 2).
+        let payload = events_payload(&id, last);
+        if let Ok(notify) = conn.prepared(NOTIFY).await {
+            let _ = conn.execute(&notify, &[&EVENTS_CHANNEL, &payload]).await;
+        }
+    }
     if let Some((below, cutoff)) = retention.trim(last, count, now) {
         let trim = conn.prepared(TRIM).await.ctx("removing old events")?;
         // The events are stored whatever this does; a failed trim is
