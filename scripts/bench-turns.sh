@@ -5,6 +5,8 @@
 # Chat Completions streaming protocol (bench/turns/mock_openai.py), run by:
 #   rein           rein exec --mode auto: commands in the sandbox (default
 #                  sandbox, checkpoints on as by default)
+#   rein-before    rein as in `rein`, run by the binary $REIN_BEFORE (an
+#                  older build, for before and after in one run)
 #   rein-bwrap     the same with REIN_SANDBOX_SERVER=off: one bubblewrap per
 #                  command (the fallback)
 #   rein-bypass    rein exec --mode bypass: no sandbox
@@ -71,6 +73,8 @@ once() { # column -> appends "wall cpu rss_kib" to $work/$1.txt
   local -a cmd
   case "$col" in
   rein) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode auto) ;;
+  rein-before)
+    cmd=(env REIN_HOME="$home" "${REIN_BEFORE:?set REIN_BEFORE to the older binary}" exec -C "$ws" --mode auto) ;;
   rein-bwrap) cmd=(env REIN_HOME="$home" REIN_SANDBOX_SERVER=off "$rein" exec -C "$ws" --mode auto) ;;
   rein-bypass) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode bypass) ;;
   rein-notok) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode auto --model mock) ;;
