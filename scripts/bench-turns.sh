@@ -5,12 +5,18 @@
 # Chat Completions streaming protocol (bench/turns/mock_openai.py), run by:
 #   rein           rein exec --mode auto: commands in the sandbox (default
 #                  sandbox, checkpoints on as by default)
+#   rein-before    rein as in `rein`, run by the binary $REIN_BEFORE (an
+#                  older build, for before and after in one run)
 #   rein-bwrap     the same with REIN_SANDBOX_SERVER=off: one bubblewrap per
 #                  command (the fallback)
 #   rein-bypass    rein exec --mode bypass: no sandbox
 #   rein-notok     rein as in `rein` with --model mock: a model name with no
 #                  offline tokenizer (token counts are estimates), where
 #                  rein's default model builds OpenAI's o200k tables
+#   rein-callgrind rein as in `rein`, under valgrind's callgrind with
+#                  instruction addresses, one profile a run written into the
+#                  folder $BENCH_CALLGRIND (for scripts/text-order.sh; its
+#                  times mean nothing)
 #   floor          bench/turns/floor.py: a 116-line Python loop, no sandbox
 #   codex          Codex CLI (only when CODEX=/path/to/codex is set), its
 #                  own sandbox, pointed at the same mock
@@ -67,9 +73,15 @@ once() { # column -> appends "wall cpu rss_kib" to $work/$1.txt
   local -a cmd
   case "$col" in
   rein) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode auto) ;;
+  rein-before)
+    cmd=(env REIN_HOME="$home" "${REIN_BEFORE:?set REIN_BEFORE to the older binary}" exec -C "$ws" --mode auto) ;;
   rein-bwrap) cmd=(env REIN_HOME="$home" REIN_SANDBOX_SERVER=off "$rein" exec -C "$ws" --mode auto) ;;
   rein-bypass) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode bypass) ;;
   rein-notok) cmd=(env REIN_HOME="$home" "$rein" exec -C "$ws" --mode auto --model mock) ;;
+  rein-callgrind)
+    cmd=(env REIN_HOME="$home" valgrind --tool=callgrind --dump-instr=yes
+      --callgrind-out-file="${BENCH_CALLGRIND:?set BENCH_CALLGRIND to a folder for the profiles}/callgrind.%p"
+      "$rein" exec -C "$ws" --mode auto) ;;
   floor) cmd=(python3 "$root/bench/turns/floor.py" "$base" "$ws") ;;
   codex)
     printf 'model = "mock"\nmodel_provider = "mock"\n[model_providers.mock]\nname = "mock"\nbase_url = "%s"\nwire_api = "responses"\n' \

@@ -298,6 +298,7 @@ pub(crate) async fn open(
     words: Option<&str>,
     approvals: Approvals,
 ) -> Result<Opened, Failure> {
+    rein_tools::sandbox::probe_in_background();
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     let trusted = crate::trust_cmd::trusted_for_run(&workspace, args.trust)?;
     let model_chosen = args.models.model.is_some() || args.models.model_path.is_some();
@@ -318,9 +319,6 @@ pub(crate) async fn open(
     if let Some(c) = expanded.as_mut().and_then(|e| e.command.as_mut()) {
         command_model(&mut cfg, c, model_chosen);
     }
-    if let Some(warning) = safety_warning(mode) {
-        output::err(&warning);
-    }
     let images = images::read_all(&args.images).map_err(|e| Failure::usage(anyhow!(e)))?;
     if !images.is_empty() {
         images::refused_before_building(&cfg).map_err(|e| Failure::usage(anyhow!(e)))?;
@@ -331,6 +329,10 @@ pub(crate) async fn open(
     }
     // The SQLite file, or the PostgreSQL database REIN_STORE names.
     let (store, _) = open_store(&cfg, 2).await?;
+    // After the store: the sandbox probe started above has had its time.
+    if let Some(warning) = safety_warning(mode) {
+        output::err(&warning);
+    }
     let resume = resume_target(store.as_ref(), &workspace, &settings.resume).await?;
     let opening = Opening {
         cfg: &cfg,

@@ -23,6 +23,7 @@ pub async fn run(args: AppArgs) -> Result<i32, Failure> {
     // failures become a notice in the app, never lines over the screen.
     let (reporter, telemetry_notes) = crate::otel::app_reporter();
     let telemetry = crate::otel::start_reporting(args.otel, reporter)?;
+    rein_tools::sandbox::probe_in_background();
     let workspace = crate::setup::workspace::session_workspace(args.workspace.as_deref())?;
     // Asked before the app takes the terminal, on the terminal.
     let trusted = crate::trust_cmd::trusted_for_app(&workspace, args.trust)?;

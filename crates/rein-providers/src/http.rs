@@ -77,6 +77,22 @@ pub fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// Whether a client for `base_url` may need TLS: an `https` URL, or any URL
+/// when a proxy is set (the proxy may be reached over TLS). Reading the
+/// system's trust store costs about a third of a short run's CPU (hundreds
+/// of PEM files parsed), so a plain-`http` endpoint with no proxy, such as
+/// a model server on this machine, gets a client with no trusted roots: a
+/// redirect to `https` fails verification instead of connecting.
+fn needs_trust_store(base_url: &str, env_set: impl Fn(&str) -> bool) -> bool {
+    let plain_http = base_url
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+    let proxied = ["ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY"]
+        .iter()
+        .any(|k| env_set(k) || env_set(&k.to_ascii_lowercase()));
+    !plain_http || proxied
+}
+
 impl HttpProvider {
     /// `name` is what the user selected (`openai`, `deepseek`...).
     pub fn new(
@@ -86,16 +102,18 @@ impl HttpProvider {
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
         install_tls_provider();
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
-            .user_agent(concat!("rein/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                ProviderError::new(
-                    ProviderErrorKind::Config,
-                    format!("cannot set up HTTP: {e}"),
-                )
-            })?;
+            .user_agent(concat!("rein/", env!("CARGO_PKG_VERSION")));
+        if !needs_trust_store(&endpoint.base_url, |k| std::env::var_os(k).is_some()) {
+            builder = builder.tls_certs_only(Vec::new());
+        }
+        let client = builder.build().map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::Config,
+                format!("cannot set up HTTP: {e}"),
+            )
+        })?;
         let counter = if protocol.kind().starts_with("openai") {
             crate::tokens::openai_counter(&endpoint.model)
         } else {
@@ -348,5 +366,31 @@ impl Provider for HttpProvider {
             reading,
             Reading::next,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_trust_store;
+
+    #[test]
+    fn a_plain_http_endpoint_with_no_proxy_builds_its_client_without_the_trust_store() {
+        let none = |_: &str| false;
+        assert!(!needs_trust_store("http://127.0.0.1:8080/v1", none));
+        assert!(!needs_trust_store("HTTP://localhost:11434/v1", none));
+    }
+
+    #[test]
+    fn https_or_a_proxy_keeps_the_system_trust_store() {
+        let none = |_: &str| false;
+        assert!(needs_trust_store("https://api.example.com/v1", none));
+        assert!(needs_trust_store("HTTPS://api.example.com/v1", none));
+        assert!(needs_trust_store("", none));
+        for proxy in ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "http_proxy"] {
+            assert!(
+                needs_trust_store("http://127.0.0.1:8080/v1", |k| k == proxy),
+                "{proxy} set"
+            );
+        }
     }
 }

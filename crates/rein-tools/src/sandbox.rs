@@ -129,6 +129,19 @@ pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
         })
 }
 
+/// Start finding out which sandbox works here on a thread of its own. The
+/// probe runs a trivial command under bubblewrap (a process and its
+/// namespaces, several milliseconds); started first, it overlaps the rest
+/// of a front end's setup (config, provider, store), and whoever asks
+/// [`available`] later waits only for what is left of it.
+pub fn probe_in_background() {
+    let _ = std::thread::Builder::new()
+        .name("rein-sandbox-probe".into())
+        .spawn(|| {
+            available();
+        });
+}
+
 /// Whether bubblewrap is installed and can create its namespaces here.
 pub fn bubblewrap_usable() -> bool {
     probe().bwrap.is_some()

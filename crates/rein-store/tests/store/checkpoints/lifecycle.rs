@@ -196,3 +196,156 @@ fn a_workspace_too_big_to_copy_at_once_is_refused_before_anything_is_stored() {
     ws.write("f1.txt", "changed\n");
     cp.snapshot("one changed").unwrap();
 }
+
+/// The `git` commands a scenario started, from a log a wrapper `git` first
+/// on PATH writes: each line holds one command's arguments. A command is
+/// given from its subcommand on, past the `-c key=value` settings and
+/// options before it.
+fn commands(log: &str) -> Vec<Vec<String>> {
+    log.lines()
+        .map(|line| {
+            let args: Vec<&str> = line.split('\u{1f}').collect();
+            let mut i = 0;
+            while i < args.len() && args[i].starts_with('-') {
+                i += if args[i] == "-c" { 2 } else { 1 };
+            }
+            args[i.min(args.len())..]
+                .iter()
+                .map(|a| a.to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The scenario `checkpoints_start_only_the_git_processes_they_need` runs
+/// in a child test process: a first snapshot into a fresh store, a
+/// change, a second snapshot, the diff between them from the first's
+/// commit, then a snapshot by a store opened anew (as the next run does).
+/// Markers in the log split the phases.
+fn git_process_scenario(log: &Path) {
+    let mark = |phase: &str| {
+        let mut f = std::fs::OpenOptions::new().append(true).open(log).unwrap();
+        std::io::Write::write_all(&mut f, format!("#{phase}\n").as_bytes()).unwrap();
+    };
+    let ws = Ws::new(true);
+    let cp = ws.open();
+    mark("first");
+    let first = cp.snapshot("first").unwrap();
+    ws.write("src/lib.rs", "changed\n");
+    mark("second");
+    let second = cp.snapshot("second").unwrap();
+    mark("diff");
+    let changes = cp.diff_from_commit(&first.id, &second).unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    drop(cp);
+    ws.write("src/lib.rs", "changed again\n");
+    mark("reopened");
+    ws.open().snapshot("third").unwrap();
+    mark("end");
+}
+
+/// What a run of checkpoints costs in host processes, counted: the ref is
+/// written as a file (no `update-ref`), a store with no index yet skips
+/// the listing of ignored tracked files, and the diff at a run's end reads
+/// no commit back (no `cat-file`). The scenario runs in a child test
+/// process whose PATH starts with a logging `git`, so no other test sees it.
+#[test]
+fn checkpoints_start_only_the_git_processes_they_need() {
+    if let Some(log) = std::env::var_os("REIN_TEST_GIT_LOG") {
+        git_process_scenario(Path::new(&log));
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n(IFS=$(printf '\\037'); printf '%s\\n' \"$*\") >>\"$REIN_TEST_GIT_LOG\"\nexec {} \"$@\"\n",
+            real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log = tmp.path().join("git.log");
+    std::fs::write(&log, "").unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let name = concat!(
+        module_path!(),
+        "::checkpoints_start_only_the_git_processes_they_need"
+    );
+    let name = name.split_once("::").map_or(name, |(_, rest)| rest);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env("PATH", path)
+        .env("REIN_TEST_GIT_LOG", &log)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the scenario did not run: {stdout}"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let phase = |from: &str, to: &str| {
+        let start = text.find(&format!("#{from}\n")).unwrap() + from.len() + 2;
+        let end = text.find(&format!("#{to}\n")).unwrap();
+        commands(&text[start..end])
+    };
+    let names = |cmds: &[Vec<String>]| -> Vec<String> {
+        cmds.iter()
+            .map(|c| c.first().cloned().unwrap_or_default())
+            .collect()
+    };
+    let ignored_listings = |cmds: &[Vec<String>]| {
+        let has = |c: &Vec<String>, flag: &str| c.iter().any(|a| a == flag);
+        let listing = |c: &Vec<String>| c[0] == "ls-files" && has(c, "-c") && has(c, "-i");
+        cmds.iter().filter(|c| listing(c)).count()
+    };
+    let (fresh, reopened_cmds) = (phase("first", "second"), phase("reopened", "end"));
+    assert_eq!(
+        (ignored_listings(&fresh), ignored_listings(&reopened_cmds)),
+        (0, 1),
+        "only a store with an index lists ignored tracked files: {fresh:?}, reopened {reopened_cmds:?}"
+    );
+    let (first, second, diff, reopened) = (
+        names(&fresh),
+        names(&phase("second", "diff")),
+        names(&phase("diff", "reopened")),
+        names(&reopened_cmds),
+    );
+    let all = [
+        ("first", &first),
+        ("second", &second),
+        ("diff", &diff),
+        ("reopened", &reopened),
+    ];
+    for (what, cmds) in all {
+        assert!(!cmds.iter().any(|c| c == "update-ref"), "{what}: {cmds:?}");
+        assert!(!cmds.iter().any(|c| c == "cat-file"), "{what}: {cmds:?}");
+    }
+    assert_eq!(diff, ["diff-tree"], "{diff:?}");
+    assert!(second.len() <= 4, "a later snapshot: {second:?}");
+    assert!(
+        first.len() <= 6 && reopened.len() <= 6,
+        "{first:?} {reopened:?}"
+    );
+}
