@@ -309,12 +309,9 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
     assert!(report.contains("Solved **1/9**"), "{report}");
     assert!(report.contains("unknown_tool 1"), "{report}");
     let errored = by_task(&records, "provider-error");
-    assert_eq!(errored["stop_reason"], "provider_error", "{errored}");
+    let error = errored["error"].as_str().unwrap();
     assert!(
-        errored["error"]
-            .as_str()
-            .unwrap()
-            .contains("the model's call | was\ncut off: <tool_call>"),
+        error.contains("the model's call | was\ncut off: <tool_call>"),
         "{errored}"
     );
     assert!(

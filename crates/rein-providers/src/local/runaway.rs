@@ -4,6 +4,14 @@
 //! on two cores each token costs 50–80 ms: the 1.5B model spent 168 s
 //! filling its output cap with one pattern before this check.
 
+//!
+//! A loop caught inside a tool call leaves a call that cannot be read,
+//! and the answer fails (the engine retries it). The same prompt sampled
+//! the same way loops the same way (greedy decoding is deterministic: the
+//! 1.5B model spent all four retries of count-csv-rows on one `.*\n`
+//! pattern), so [`Resample`] remembers the prompt whose call broke and
+//! samples its retries warmer, with a new seed each time.
+
 /// Tokens looked at: a loop must fill all of them.
 const WINDOW: usize = 96;
 /// Longest cycle recognised, in tokens.
@@ -19,9 +27,81 @@ pub(crate) fn is_runaway(tokens: &[i32]) -> bool {
     (1..=MAX_PERIOD).any(|p| (p..WINDOW).all(|i| window[i] == window[i - p]))
 }
 
+/// The temperature of the first retry of a broken answer, raised by
+/// [`RETRY_WARMER`] each time it breaks again, up to [`RETRY_HOTTEST`].
+const RETRY_TEMPERATURE: f32 = 0.6;
+const RETRY_WARMER: f32 = 0.2;
+const RETRY_HOTTEST: f32 = 1.0;
+
+/// The prompt whose answer last broke (its call cut off, or looping),
+/// and how many times in a row it did.
+#[derive(Debug, Default)]
+pub(crate) struct Resample {
+    prompt: Vec<i32>,
+    times: u32,
+}
+
+impl Resample {
+    /// The temperature and seed to sample `prompt` with: the request's own
+    /// (`temperature`, `seed`) unless `prompt` is the one whose answer
+    /// broke, which gets warmer and a different seed with each retry.
+    pub(crate) fn sampling(&self, prompt: &[i32], temperature: f32, seed: u32) -> (f32, u32) {
+        if self.times == 0 || self.prompt != prompt {
+            return (temperature, seed);
+        }
+        let warmer = RETRY_TEMPERATURE + RETRY_WARMER * (self.times - 1) as f32;
+        (
+            temperature.max(warmer.min(RETRY_HOTTEST)),
+            seed.wrapping_add(self.times),
+        )
+    }
+
+    /// Note how the answer to `prompt` ended: `broke` when its call
+    /// could not be read.
+    pub(crate) fn answered(&mut self, prompt: &[i32], broke: bool) {
+        if !broke {
+            *self = Resample::default();
+            return;
+        }
+        if self.prompt != prompt {
+            self.prompt = prompt.to_vec();
+            self.times = 0;
+        }
+        self.times += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_whose_call_broke_is_retried_warmer_with_a_new_seed_each_time() {
+        let mut memory = Resample::default();
+        let (prompt, other) = ([1, 2, 3], [1, 2, 4]);
+        assert_eq!(memory.sampling(&prompt, 0.0, 42), (0.0, 42));
+        memory.answered(&prompt, true);
+        let first = memory.sampling(&prompt, 0.0, 42);
+        assert!(first.0 > 0.0 && first.1 != 42, "{first:?}");
+        // Another prompt keeps its own sampling.
+        assert_eq!(memory.sampling(&other, 0.0, 42), (0.0, 42));
+        memory.answered(&prompt, true);
+        let second = memory.sampling(&prompt, 0.0, 42);
+        assert!(second.0 > first.0 && second.1 != first.1, "{second:?}");
+        for _ in 0..10 {
+            memory.answered(&prompt, true);
+        }
+        assert!(memory.sampling(&prompt, 0.0, 42).0 <= RETRY_HOTTEST);
+        // A warmer request is never cooled.
+        assert_eq!(memory.sampling(&prompt, 1.5, 42).0, 1.5);
+        // An answer that did not break, or a new prompt breaking, starts over.
+        memory.answered(&prompt, false);
+        assert_eq!(memory.sampling(&prompt, 0.0, 42), (0.0, 42));
+        memory.answered(&prompt, true);
+        memory.answered(&other, true);
+        assert_eq!(memory.sampling(&prompt, 0.0, 42), (0.0, 42));
+        assert_eq!(memory.sampling(&other, 0.0, 42), first);
+    }
 
     #[test]
     fn a_short_cycle_filling_the_window_is_a_runaway() {
