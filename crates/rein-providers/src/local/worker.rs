@@ -31,7 +31,7 @@ use super::output::OutputBuilder;
 use super::prefix::reusable_prefix;
 use super::progress::ProgressReporter;
 use super::prompter::Prompter;
-use super::runaway::Resample;
+use super::runaway::{Resample, Sampling};
 use super::sampler::{CallShape, Hold, TokenSampler};
 use super::template::ChatTemplate;
 use super::utf8::PieceDecoder;
@@ -368,7 +368,8 @@ impl<'m> Worker<'m> {
             reasoning_tokens: 0,
         };
         let broke = close_stream(&job.tx, output, decoder, usage, generation.finish);
-        self.resample.answered(&prompt_ids, broke);
+        self.resample
+            .answered(&prompt_ids, broke, generation.tokens);
         Ok(())
     }
 
@@ -419,7 +420,9 @@ impl<'m> Worker<'m> {
     fn sampler_for(
         &mut self,
         request: &ModelRequest,
-        (temperature, seed): (f32, u32),
+        Sampling {
+            temperature, seed, ..
+        }: Sampling,
     ) -> Result<TokenSampler, ProviderError> {
         let grammar = self.grammar_for(&request.tools);
         let shape = CallShape {
@@ -449,14 +452,16 @@ impl<'m> Worker<'m> {
     fn generate(
         &mut self,
         job: &Job,
-        sampling: (f32, u32),
+        sampling: Sampling,
         mut last_idx: i32,
         progress: &mut ProgressReporter<'_>,
         output: &mut OutputBuilder,
         decoder: &mut PieceDecoder,
     ) -> Result<Option<Generation>, ProviderError> {
         let vocab = self.model.vocab();
-        let max_new = self.output_cap(&job.request);
+        let max_new = self
+            .output_cap(&job.request)
+            .min(sampling.cap.unwrap_or(u32::MAX));
         let n_ctx = self.ctx.n_ctx() as usize;
         let mut sampler = self.sampler_for(&job.request, sampling)?;
         let mut batch = LlamaBatch::new(1, 1);
