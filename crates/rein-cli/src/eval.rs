@@ -29,6 +29,9 @@ use task::Task;
 
 /// Exit code when the suite ran and some task was not solved.
 const UNSOLVED: i32 = 1;
+/// Most characters of a run's error its progress line shows (the report
+/// and the results show more).
+const PROGRESS_ERROR_SHOWN: usize = 100;
 
 pub async fn run(args: EvalArgs) -> Result<i32, Failure> {
     match args.command {
@@ -209,12 +212,16 @@ impl Progress {
             Some(kind) => kind.as_str().to_string(),
             None => "failed".to_string(),
         };
-        let line = format!(
+        let mut line = format!(
             "{}: {outcome} ({} turns, {:.1} s)",
             r.task,
             r.turns,
             r.wall_ms as f64 / 1000.0
         );
+        if let Some(error) = &r.error {
+            line.push_str(": ");
+            line.push_str(&report::error_line(error, PROGRESS_ERROR_SHOWN));
+        }
         self.draw(&line);
     }
 

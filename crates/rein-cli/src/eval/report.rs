@@ -129,6 +129,7 @@ pub fn markdown(records: &[TaskRecord]) -> String {
         out.push_str(&list.join(", "));
         out.push_str("\n\n");
     }
+    errors(&mut out, records);
     out.push_str(
         "| task | group | kind | solved | failure | turns | calls | tokens | time | cost |\n",
     );
@@ -150,6 +151,40 @@ pub fn markdown(records: &[TaskRecord]) -> String {
         );
     }
     out
+}
+
+/// Most characters of a run's error a report line shows.
+pub const ERROR_SHOWN: usize = 240;
+
+/// `error` on one line (its line breaks as spaces), cut to `max`
+/// characters: what a report or a progress line shows of it.
+pub fn error_line(error: &str, max: usize) -> String {
+    let flat: String = error.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+/// The "Errors" list: each task that stopped on an error, with what
+/// the error said (nothing when none did).
+fn errors(out: &mut String, records: &[TaskRecord]) {
+    let failed: Vec<&TaskRecord> = records.iter().filter(|r| r.error.is_some()).collect();
+    if failed.is_empty() {
+        return;
+    }
+    out.push_str("Errors:\n\n");
+    for r in failed {
+        let error = r.error.as_deref().unwrap_or("");
+        let _ = writeln!(
+            out,
+            "- {} ({}): {}",
+            r.task,
+            r.stop_reason,
+            error_line(error, ERROR_SHOWN).replace('|', "\\|")
+        );
+    }
+    out.push('\n');
 }
 
 /// What changed from `before` to `after`, task by task.

@@ -162,10 +162,10 @@ fn call(name: &str, arguments: Value) -> Value {
     json!({ "tool_calls": [{ "name": name, "arguments": arguments }] })
 }
 
-/// A suite of eight tasks that change `x = 1` to `x = 2` in `a.py`: one
+/// A suite of nine tasks that change `x = 1` to `x = 2` in `a.py`: one
 /// the model solves and one for each way a run can fail (an unknown tool,
 /// invalid arguments, the turn limit, an answer without applying it,
-/// giving up, a failing check, running out of time).
+/// giving up, a failing check, the service failing, running out of time).
 fn write_a_task_per_outcome(suite: &Path) {
     let changed = "grep -q 'x = 2' a.py";
     let read = call("read_file", json!({"path": "a.py"}));
@@ -222,6 +222,14 @@ fn write_a_task_per_outcome(suite: &Path) {
         5,
         json!([read, edit, {"text": "Done."}]),
     );
+    // The service fails for good: what it said is kept.
+    task(
+        suite,
+        "provider-error",
+        &[changed],
+        5,
+        json!([read, {"error": {"kind": "invalid_request", "message": "the model's call | was\ncut off: <tool_call>"}}]),
+    );
     // Out of time: a slow first answer, then the wall-time budget (1 s)
     // ends the run before its second turn.
     let slow = call("read_file", json!({"path": "a.py"}));
@@ -261,9 +269,17 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
     // Off a terminal, one progress line per task.
     let err = stderr(&o);
     let progress: Vec<&str> = err.lines().filter(|l| l.contains(" · solved ")).collect();
-    assert_eq!(progress.len(), 8, "{progress:?}");
+    assert_eq!(progress.len(), 9, "{progress:?}");
     assert!(
-        progress.last().unwrap().contains("8/8 · solved 1"),
+        progress.last().unwrap().contains("9/9 · solved 1"),
+        "{progress:?}"
+    );
+    // A run that stopped on an error says what the error was, everywhere.
+    let said = "the model's call | was cut off: <tool_call>";
+    assert!(
+        progress
+            .iter()
+            .any(|l| l.contains("provider-error: error (") && l.ends_with(said)),
         "{progress:?}"
     );
     let records = results(&out);
@@ -276,6 +292,7 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
         ("gave-up", "gave_up"),
         ("check-failed", "check_failed"),
         ("time-limit", "time_limit"),
+        ("provider-error", "error"),
     ] {
         let r = by_task(&records, name);
         assert_eq!(r["solved"], false, "{r}");
@@ -289,8 +306,21 @@ fn each_kind_of_failure_is_classified_from_what_the_model_did() {
     );
     // The report groups the failures and lists every task.
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(report.contains("Solved **1/8**"), "{report}");
+    assert!(report.contains("Solved **1/9**"), "{report}");
     assert!(report.contains("unknown_tool 1"), "{report}");
+    let errored = by_task(&records, "provider-error");
+    let error = errored["error"].as_str().unwrap();
+    assert!(
+        error.contains("the model's call | was\ncut off: <tool_call>"),
+        "{errored}"
+    );
+    assert!(
+        report.contains(
+            "- provider-error (provider_error): the model's call \\| was cut off: <tool_call>\n"
+        ),
+        "{report}"
+    );
+    assert!(by_task(&records, "check-failed").get("error").is_none());
 }
 
 #[test]

@@ -31,6 +31,7 @@ use super::output::OutputBuilder;
 use super::prefix::reusable_prefix;
 use super::progress::ProgressReporter;
 use super::prompter::Prompter;
+use super::runaway::{Resample, Sampling};
 use super::sampler::{CallShape, Hold, TokenSampler};
 use super::template::ChatTemplate;
 use super::utf8::PieceDecoder;
@@ -187,6 +188,8 @@ struct Worker<'m> {
     cached: Vec<LlamaToken>,
     /// The grammar built for the last tool set.
     grammar: Option<(Vec<ToolSpec>, Option<ToolGrammar>)>,
+    /// The prompt whose answer's call broke: its retries sample warmer.
+    resample: Resample,
 }
 
 impl<'m> Worker<'m> {
@@ -247,6 +250,7 @@ impl<'m> Worker<'m> {
             model_name,
             cached: Vec::new(),
             grammar: None,
+            resample: Resample::default(),
         })
     }
 
@@ -331,8 +335,19 @@ impl<'m> Worker<'m> {
         let prompt_time = progress.elapsed();
         let mut output = OutputBuilder::new(&job.request.tools);
         let mut decoder = PieceDecoder::default();
-        let Some(generation) =
-            self.generate(&job, last_idx, &mut progress, &mut output, &mut decoder)?
+        let prompt_ids: Vec<i32> = tokens.iter().map(|t| t.0).collect();
+        let temperature = job.request.temperature.unwrap_or(self.config.temperature);
+        let sampling = self
+            .resample
+            .sampling(&prompt_ids, temperature, self.config.seed);
+        let Some(generation) = self.generate(
+            &job,
+            sampling,
+            last_idx,
+            &mut progress,
+            &mut output,
+            &mut decoder,
+        )?
         else {
             return Ok(());
         };
@@ -352,7 +367,9 @@ impl<'m> Worker<'m> {
             cached_input_tokens: keep as u64,
             reasoning_tokens: 0,
         };
-        close_stream(&job.tx, output, decoder, usage, generation.finish);
+        let broke = close_stream(&job.tx, output, decoder, usage, generation.finish);
+        self.resample
+            .answered(&prompt_ids, broke, generation.tokens);
         Ok(())
     }
 
@@ -400,7 +417,13 @@ impl<'m> Worker<'m> {
     /// are offered, or with the answer's grammar from the first token when
     /// the answer is held to a JSON Schema (unless this turn must be
     /// calls); without any when llama.cpp refuses the grammar.
-    fn sampler_for(&mut self, request: &ModelRequest) -> Result<TokenSampler, ProviderError> {
+    fn sampler_for(
+        &mut self,
+        request: &ModelRequest,
+        Sampling {
+            temperature, seed, ..
+        }: Sampling,
+    ) -> Result<TokenSampler, ProviderError> {
         let grammar = self.grammar_for(&request.tools);
         let shape = CallShape {
             forced: request.tool_choice.forces_call(&request.tools),
@@ -417,8 +440,6 @@ impl<'m> Worker<'m> {
             (None, Some(g)) => Hold::Calls(g, shape),
             (None, None) => Hold::Free,
         };
-        let temperature = request.temperature.unwrap_or(self.config.temperature);
-        let seed = self.config.seed;
         TokenSampler::new(self.model, temperature, seed, hold)
             .or_else(|_| TokenSampler::new(self.model, temperature, seed, Hold::Free))
             .map_err(|e| ProviderError::new(ProviderErrorKind::Config, e))
@@ -431,15 +452,18 @@ impl<'m> Worker<'m> {
     fn generate(
         &mut self,
         job: &Job,
+        sampling: Sampling,
         mut last_idx: i32,
         progress: &mut ProgressReporter<'_>,
         output: &mut OutputBuilder,
         decoder: &mut PieceDecoder,
     ) -> Result<Option<Generation>, ProviderError> {
         let vocab = self.model.vocab();
-        let max_new = self.output_cap(&job.request);
+        let max_new = self
+            .output_cap(&job.request)
+            .min(sampling.cap.unwrap_or(u32::MAX));
         let n_ctx = self.ctx.n_ctx() as usize;
-        let mut sampler = self.sampler_for(&job.request)?;
+        let mut sampler = self.sampler_for(&job.request, sampling)?;
         let mut batch = LlamaBatch::new(1, 1);
         let mut generated: u64 = 0;
         let mut produced: Vec<i32> = Vec::new();
@@ -507,14 +531,15 @@ struct Generation {
 }
 
 /// Send the text held back by `decoder` and `output`, the usage, and
-/// `Done` — with `ToolCalls` when the answer made calls.
+/// `Done` — with `ToolCalls` when the answer made calls. True when the
+/// answer failed instead: a call begun and never completed.
 fn close_stream(
     tx: &UnboundedSender<ChunkResult>,
     mut output: OutputBuilder,
     mut decoder: PieceDecoder,
     usage: Usage,
     finish: FinishReason,
-) {
+) -> bool {
     let send = |chunk: StreamChunk| {
         let _ = tx.send(Ok(chunk));
     };
@@ -532,7 +557,7 @@ fn close_stream(
             ProviderErrorKind::Protocol,
             format!("the model's tool call was cut off or cannot be read: {start}"),
         )));
-        return;
+        return true;
     }
     send(StreamChunk::Usage(usage));
     send(StreamChunk::Done(if made_calls {
@@ -540,4 +565,5 @@ fn close_stream(
     } else {
         finish
     }));
+    false
 }

@@ -137,9 +137,14 @@ impl Case {
         self.server.requests().len()
     }
 
+    /// Request `i` the server got, as JSON.
+    fn request(&self, i: usize) -> Value {
+        self.server.requests()[i].json()
+    }
+
     /// The text of every message of request `i` the server got.
     fn request_text(&self, i: usize) -> String {
-        self.server.requests()[i].json()["messages"].to_string()
+        self.request(i)["messages"].to_string()
     }
 }
 

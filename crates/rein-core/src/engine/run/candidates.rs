@@ -13,14 +13,19 @@
 //!    when there is nowhere to try them (no scratch folder, or one inside
 //!    the workspace) or the workspace is too big to copy.
 //! 2. Remove scratch copies that crashed runs left (`scratch::sweep`).
-//! 3. For each candidate, within the count and the time cap: copy the
-//!    workspace; ask the model once (the failure worded anew, warmer
-//!    sampling, only the tools that edit, a call required); run its
+//! 3. Read the files the candidate is shown (`read_file` through the
+//!    gate, in the workspace): those the run changed or read, or the
+//!    request, the check or its failure name (`coach::candidates`).
+//! 4. For each candidate, within the count and the time cap: copy the
+//!    workspace; ask the model once from a short fresh context (the
+//!    user's request, then the failure worded anew and those files, not
+//!    the conversation; warmer sampling, only the tools that edit, a
+//!    call required); run its
 //!    calls through the gate in the copy; refuse it when the check's
 //!    own files differ from the workspace's; run the check through the
 //!    gate in the copy (the sandbox rooted there). The copy is removed
 //!    when the candidate is done, whatever happened.
-//! 4. The first that passes wins: its answer (the calls that worked in
+//! 5. The first that passes wins: its answer (the calls that worked in
 //!    the copy, no others) is committed and its calls
 //!    run in the workspace as a turn's calls do (events, checkpoints,
 //!    the gate); the check runs once more there; the model is told, and
@@ -37,7 +42,15 @@ use crate::engine::coach::{self, candidates, check};
 use crate::engine::scratch::{self, Scratch};
 use crate::event::{Event, StopReason};
 use crate::provider::ToolChoice;
-use crate::schema::{AssistantMessage, ContentPart, Message};
+use crate::schema::{AssistantMessage, ContentPart, Message, ToolCall};
+use crate::tool::ToolAccess;
+
+/// What every candidate of a run is shown besides its failure: the
+/// user's request and the files (path, text) as they are now.
+struct Fresh {
+    request: String,
+    files: Vec<(String, String)>,
+}
 
 /// What became of one candidate.
 enum Tried {
@@ -60,7 +73,11 @@ impl RunLoop<'_> {
         let cfg = self.engine.inner.config.candidates.clone();
         let workspace = self.engine.inner.workspace.clone();
         let winner = match scratch_root(&cfg, &workspace) {
-            Ok(root) => self.try_all(ctx, &cfg, &root, &command, &output).await?,
+            Ok(root) => {
+                let fresh = self.fresh(ctx, &command, &output).await;
+                let failure = (command.as_str(), output.as_str());
+                self.try_all(ctx, &cfg, &root, failure, &fresh).await?
+            }
             Err(why) => {
                 notice(ctx, format!("no alternative fixes tried: {why}"));
                 None
@@ -82,8 +99,8 @@ impl RunLoop<'_> {
         ctx: &mut RunCtx<'_>,
         cfg: &CandidatesConfig,
         root: &Path,
-        command: &str,
-        output: &str,
+        (command, output): (&str, &str),
+        fresh: &Fresh,
     ) -> Result<Option<(u32, AssistantMessage)>, Stop> {
         let swept = root.to_path_buf();
         let _ = tokio::task::spawn_blocking(move || scratch::sweep(&swept)).await;
@@ -109,7 +126,7 @@ impl RunLoop<'_> {
                 return Err(Stop::new(reason));
             }
             match self
-                .try_one(ctx, i, root, command, output, deadline)
+                .try_one(ctx, i, root, (command, output, fresh), deadline)
                 .await?
             {
                 Tried::Passed(answer) => return Ok(Some((n, answer))),
@@ -134,8 +151,7 @@ impl RunLoop<'_> {
         ctx: &mut RunCtx<'_>,
         i: u32,
         root: &Path,
-        command: &str,
-        output: &str,
+        (command, output, fresh): (&str, &str, &Fresh),
         deadline: Instant,
     ) -> Result<Tried, Stop> {
         let workspace = self.engine.inner.workspace.clone();
@@ -147,7 +163,9 @@ impl RunLoop<'_> {
             Err(e) => return Ok(Tried::Stopped(format!("the workspace was not copied: {e}"))),
         };
         let answer =
-            match tokio::time::timeout_at(deadline, self.sample(ctx, i, command, output)).await {
+            match tokio::time::timeout_at(deadline, self.sample(ctx, i, command, output, fresh))
+                .await
+            {
                 Err(_) => return Ok(Tried::Stopped("the time cap came first".into())),
                 Ok(answer) => answer?,
             };
@@ -213,8 +231,9 @@ impl RunLoop<'_> {
         )
     }
 
-    /// Ask the model for candidate `i`: the conversation so far and the
-    /// failure worded anew, sampled warmer, an edit required. None: the
+    /// Ask the model for candidate `i`: the user's request, then the
+    /// failure worded anew with the files of `fresh` (not the
+    /// conversation), sampled warmer, an edit required. None: the
     /// service failed (a cancelled run stops).
     async fn sample(
         &self,
@@ -222,11 +241,11 @@ impl RunLoop<'_> {
         i: u32,
         command: &str,
         output: &str,
+        fresh: &Fresh,
     ) -> Result<Option<AssistantMessage>, Stop> {
         let mut req = self.req.clone();
-        req.messages = self.conv.messages.clone();
-        req.messages
-            .push(Message::user(candidates::instruction(i, command, output)));
+        let asked = candidates::instruction(i, command, output, &fresh.files);
+        req.messages = vec![Message::user(fresh.request.clone()), Message::user(asked)];
         req.temperature = Some(candidates::temperature(i));
         req.tool_choice = ToolChoice::Required;
         coach::narrow_to_edits(&mut req.tools, &self.gate);
@@ -286,6 +305,77 @@ impl RunLoop<'_> {
         notice(ctx, said);
         ctx.commit_to(&mut self.conv, Message::user(told)).await?;
         Ok(())
+    }
+}
+
+impl RunLoop<'_> {
+    /// What the candidates are shown: the user's last request, and the
+    /// files `coach::candidates::files_to_show` picks, each read with
+    /// `read_file` through the gate in the workspace (one it refuses is
+    /// left out).
+    async fn fresh(&self, ctx: &mut RunCtx<'_>, command: &str, output: &str) -> Fresh {
+        let workspace = self.engine.inner.workspace.clone();
+        let request = self
+            .conv
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { content, .. } if !crate::schema::is_harness_note(content) => {
+                    Some(content.clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        // Paths in the failure as the check printed them in the workspace.
+        let prefix = format!("{}/", workspace.display());
+        let output = output.replace(&prefix, "");
+        let looked = self.looked_paths();
+        let is_file = |rel: &str| {
+            let path = Path::new(rel);
+            path.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+                && std::fs::symlink_metadata(workspace.join(path)).is_ok_and(|m| m.is_file())
+        };
+        let paths = candidates::files_to_show(&looked, &request, command, &output, is_file);
+        let mut files = Vec::new();
+        for (k, path) in paths.into_iter().enumerate() {
+            let call = ToolCall {
+                id: format!("rein-candidate-read-{}-{k}", ctx.st.turns),
+                name: "read_file".to_string(),
+                arguments: serde_json::json!({ "path": path }).to_string(),
+            };
+            let read = self.run_call_in(ctx, call, &workspace).await;
+            if !read.result.is_error && read.effects.access.is_some() {
+                files.push((path, candidates::shown_file(&read.result.output)));
+            }
+        }
+        Fresh { request, files }
+    }
+
+    /// The `path` arguments of the run's calls: those of the tools that
+    /// change files first, then the rest, each in the order first named.
+    fn looked_paths(&self) -> Vec<String> {
+        let (mut changed, mut read) = (Vec::new(), Vec::new());
+        for message in &self.conv.messages {
+            let Message::Assistant(answer) = message else {
+                continue;
+            };
+            for call in answer.tool_calls() {
+                let args: serde_json::Value =
+                    serde_json::from_str(&call.arguments).unwrap_or_default();
+                let Some(path) = args.get("path").and_then(|p| p.as_str()) else {
+                    continue;
+                };
+                let list = match self.gate.access(&call.name) {
+                    Some(ToolAccess::Write) => &mut changed,
+                    _ => &mut read,
+                };
+                list.push(path.to_string());
+            }
+        }
+        changed.extend(read);
+        changed
     }
 }
 

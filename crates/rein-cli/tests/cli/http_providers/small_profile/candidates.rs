@@ -115,7 +115,7 @@ fn a_fix_that_still_fails_gets_alternatives_in_scratch_copies_and_the_first_to_p
     assert_eq!(git_at(&["stash", "list"]), "");
     // Each candidate was sampled warmer, worded anew, offered edits only
     // and required to call one.
-    let asked: Vec<Value> = (4..6).map(|i| case.server.requests()[i].json()).collect();
+    let asked: Vec<Value> = (4..6).map(|i| case.request(i)).collect();
     for (req, temperature) in asked.iter().zip([0.6, 0.8]) {
         let t = req["temperature"].as_f64().unwrap();
         assert!((t - temperature).abs() < 1e-6, "{t}");
@@ -146,12 +146,7 @@ fn a_fix_that_still_fails_gets_alternatives_in_scratch_copies_and_the_first_to_p
         asked[1]["messages"].as_array().unwrap().last()
     );
     // The turns themselves keep the provider's own sampling.
-    assert!(
-        case.server.requests()[0]
-            .json()
-            .get("temperature")
-            .is_none()
-    );
+    assert!(case.request(0).get("temperature").is_none());
     for needle in [
         "trying up to 3 alternative fixes",
         "alternative fix 1: the check failed in its copy",
@@ -160,6 +155,65 @@ fn a_fix_that_still_fails_gets_alternatives_in_scratch_copies_and_the_first_to_p
     ] {
         assert!(said(&events, needle), "{needle}: {:?}", notices(&events));
     }
+}
+
+#[test]
+fn a_candidate_is_asked_from_the_request_the_failure_and_the_files_not_the_conversation() {
+    let mut script = gives_up();
+    script.push(right_candidate("k1"));
+    script.push(answer("Fixed."));
+    let case = Case::failing(script);
+    let events = case.small("auto", FIX_MEAN);
+    assert!(
+        said(&events, "alternative fix 1 is applied"),
+        "{:?}",
+        notices(&events)
+    );
+    // The last turn before the candidates had the whole conversation.
+    let before = case.request_text(3);
+    assert!(before.contains("I cannot fix it") || before.contains("Fixed calc.py."));
+    let asked = case.request(4);
+    let messages: Vec<&Value> = asked["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .collect();
+    let texts: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["user", "user"],
+        "{texts:?}"
+    );
+    assert_eq!(texts[0], FIX_MEAN);
+    let failure = texts[1];
+    // The failure as the check printed it, and both files as they are now.
+    assert!(failure.contains("mean is wrong: 2.0"), "{failure}");
+    assert!(
+        failure.contains(&format!("calc.py:\n```\n{}", AFTER_WRONG.trim_end())),
+        "{failure}"
+    );
+    assert!(
+        failure.contains("test_calc.py:\n```\nfrom calc import mean"),
+        "{failure}"
+    );
+    // None of the conversation: the model's answers, calls and results.
+    let all = asked["messages"].to_string();
+    for earlier in [
+        "Fixed calc.py.",
+        "I cannot fix it",
+        "tool_calls",
+        "The task is not done",
+    ] {
+        assert!(!all.contains(earlier), "{earlier} in {all}");
+    }
+    assert_eq!(calc(&case), FIXED);
 }
 
 #[test]
