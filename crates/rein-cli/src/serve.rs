@@ -57,6 +57,7 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     // A malformed OTEL variable fails before anything is made or opened.
     let telemetry = crate::otel::start(args.otel)?;
     let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
+    let _only_server = one_server(&cfg)?;
     let (store, leases, feed) = open_store(&args, &cfg, &root).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -94,6 +95,9 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
             auth::token_file(&cfg.home).display().to_string()
         }
     ));
+    if server.leases.is_none() {
+        leases::resume_open_runs(&server).await;
+    }
     accept(listener, server.clone(), tls).await;
     shut_down(&server).await;
     // What the runs left to send.
@@ -184,6 +188,42 @@ async fn open_store(
     let board = Some((pg, leases.owner.clone()));
     let feed = Arc::new(feed::EventFeed::new(stores.events, retention, board));
     Ok((stores.sessions, Some(leases), feed))
+}
+
+/// On SQLite, the lock that makes this the only server on the session
+/// database, held until the process ends: a second one would take up runs
+/// the first is driving (see [`leases::resume_open_runs`]). PostgreSQL
+/// shares sessions between servers through leases instead.
+fn one_server(cfg: &crate::config::Config) -> Result<Option<std::fs::File>, Failure> {
+    use std::os::fd::AsRawFd;
+    if !matches!(
+        crate::config::StoreChoice::of(cfg).map_err(Failure::usage)?,
+        crate::config::StoreChoice::Sqlite
+    ) {
+        return Ok(None);
+    }
+    let db = cfg.sessions_db();
+    let path = db.with_extension("serve-lock");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::harness(anyhow!("cannot create {}: {e}", dir.display())))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Failure::harness(anyhow!("cannot open {}: {e}", path.display())))?;
+    // SAFETY: flock locks the open file description of a valid fd.
+    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    if !locked {
+        return Err(Failure::usage(anyhow!(
+            "another rein serve already uses the session database {}: one server per \
+             SQLite database (several servers share a PostgreSQL one)",
+            db.display()
+        )));
+    }
+    Ok(Some(file))
 }
 
 /// Accept connections until Ctrl-C or SIGTERM.

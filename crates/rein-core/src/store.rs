@@ -61,6 +61,17 @@ pub enum StoreError {
     /// connection broke); trying again later may work.
     #[error("the session database is unavailable: {0}")]
     Unavailable(String),
+    /// This process held the session's lease and no longer does (another
+    /// server took the session over, or the lease was given back): it must
+    /// not write to the session any more.
+    #[error("this server no longer holds the lease on session {session_id}{}", match .now_held_by {
+        Some(owner) => format!("; {owner} holds it now"),
+        None => String::new(),
+    })]
+    LeaseLost {
+        session_id: String,
+        now_held_by: Option<String>,
+    },
     #[error("session store error: {0}")]
     Other(String),
 }

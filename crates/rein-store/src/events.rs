@@ -126,7 +126,20 @@ pub trait SessionEvents: Send + Sync {
         after: u64,
         limit: usize,
     ) -> Result<EventPage, StoreError>;
+
+    /// The sessions whose newest stored event is not a `stopped`: those a
+    /// server may have left with a run open (it died before closing the
+    /// stream). A first sieve ([`UNCLOSED`]): the caller reads the log to
+    /// know.
+    async fn unclosed_streams(&self) -> Result<Vec<String>, StoreError>;
 }
+
+/// The sessions whose newest kept event does not begin as a `stopped`
+/// does (an event's `type` is written first), in both stores' SQL.
+pub const UNCLOSED: &str = r#"SELECT e.session_id FROM session_events e
+    JOIN sessions s ON s.id = e.session_id AND e.seq = s.last_event
+    WHERE e.body NOT LIKE '{"type":"stopped",%'
+    ORDER BY e.session_id"#;
 
 /// The PostgreSQL channel an append notifies.
 pub const EVENTS_CHANNEL: &str = "rein_events";

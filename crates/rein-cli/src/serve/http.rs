@@ -57,6 +57,7 @@ impl From<rein_core::StoreError> for Failure {
         match e {
             rein_core::StoreError::NotFound(_) => Failure::not_found(e.to_string()),
             rein_core::StoreError::Ambiguous { .. } => Failure::bad_request(e.to_string()),
+            rein_core::StoreError::LeaseLost { .. } => Failure::conflict(e.to_string()),
             // Said as it is; a load balancer may send the next try elsewhere.
             rein_core::StoreError::Unavailable(_) => {
                 Failure::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())

@@ -3,13 +3,14 @@
 //! a server that dies stops renewing, and another server that finds the
 //! expired lease takes the session over and goes on with its interrupted
 //! run from the last committed message. With SQLite (one machine, one
-//! server) there is nothing to share and no lease.
+//! server) there is nothing to share and no lease; a server starting
+//! takes up the runs the previous one left open ([`resume_open_runs`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rein_core::Message;
-use rein_store::{LeaseError, PgStore};
+use rein_store::{Heartbeat, LeaseError, PgStore};
 
 use super::http::Failure;
 use super::served::{Reservation, Served, Work};
@@ -69,14 +70,22 @@ pub async fn start_run(
         })?;
     let heartbeat = lease.keep_alive();
     let lost = heartbeat.lost();
+    let events = served.events.clone();
     slot.launch(Work::Prompt(Box::new(prompt)), Some(lost), move || {
-        tokio::spawn(async move {
-            if let Err(e) = heartbeat.release().await {
-                crate::output::err(&format!("rein serve: {e}"));
-            }
-        });
+        release_after(events, heartbeat)
     });
     Ok(())
+}
+
+/// Once the run's events are stored (its `stopped` last), give its lease
+/// back: its writes are fenced by the lease, so none may follow it.
+fn release_after(events: super::events::EventWriter, heartbeat: Heartbeat) {
+    tokio::spawn(async move {
+        events.flush().await;
+        if let Err(e) = heartbeat.release().await {
+            crate::output::err(&format!("rein serve: {e}"));
+        }
+    });
 }
 
 /// Look for sessions whose server died mid-run (an expired lease never
@@ -99,7 +108,7 @@ pub fn watch_orphans(server: Arc<Server>) {
 }
 
 /// Take over each orphaned session of this root whose run was left
-/// unfinished.
+/// open.
 async fn adopt_orphans(server: &Arc<Server>) -> Result<(), rein_core::StoreError> {
     let Some(leases) = &server.leases else {
         return Ok(());
@@ -116,50 +125,75 @@ async fn adopt_orphans(server: &Arc<Server>) -> Result<(), rein_core::StoreError
             Ok(lease) => lease,
             Err(_) => continue, // another server was faster
         };
-        let heartbeat = lease.keep_alive();
-        if !unfinished(server, &orphan.session_id).await {
-            // Its server died after the answer; its stream may lack the
-            // `stopped` event.
-            let closed = super::closing::close_finished_run(server, &orphan.session_id).await;
-            match closed {
-                Ok(_) => {
-                    let _ = heartbeat.release().await;
-                }
-                // Its lease left to expire: tried again then.
-                Err(e) => crate::output::err(&format!(
-                    "rein serve: cannot close the event stream of session {}: {e}",
-                    orphan.session_id
-                )),
-            }
-            continue;
-        }
-        let served = match server.session(&orphan.session_id).await {
-            Ok(s) => s,
-            Err(f) => {
-                crate::output::err(&format!(
-                    "rein serve: cannot take over session {}: {}",
-                    orphan.session_id, f.message
-                ));
-                let _ = heartbeat.release().await;
-                continue;
-            }
-        };
-        let Ok(slot) = served.reserve() else {
-            let _ = heartbeat.release().await;
-            continue;
-        };
-        crate::output::err(&format!(
-            "rein serve: taking over session {} (its server {} stopped renewing its lease)",
-            orphan.session_id, orphan.owner
-        ));
-        let lost = heartbeat.lost();
-        slot.launch(Work::Continue, Some(lost), move || {
-            tokio::spawn(async move {
-                let _ = heartbeat.release().await;
-            });
-        });
+        let why = format!("its server {} stopped renewing its lease", orphan.owner);
+        take_up(server, &orphan.session_id, Some(lease.keep_alive()), &why).await;
     }
     Ok(())
+}
+
+/// At the start of a server on SQLite (the only one on its database, see
+/// `serve::one_server`): take up the runs of this root the last server
+/// left open when it stopped without closing them (killed, the machine
+/// down), before any request comes.
+pub async fn resume_open_runs(server: &Arc<Server>) {
+    let open = match server.feed.events().unclosed_streams().await {
+        Ok(open) => open,
+        Err(e) => {
+            crate::output::err(&format!("rein serve: looking for runs left open: {e}"));
+            return;
+        }
+    };
+    for id in open {
+        if server.stored(&id).await.is_ok() {
+            take_up(server, &id, None, "the server running it stopped").await;
+        }
+    }
+}
+
+/// Go on with session `id`, whose server stopped mid-run (its lease held
+/// through `heartbeat` when there are leases): close its stream when the
+/// run had finished (the `stopped` event may be missing), continue the
+/// run from its last committed message otherwise.
+async fn take_up(server: &Arc<Server>, id: &str, heartbeat: Option<Heartbeat>, why: &str) {
+    let give_back = |heartbeat: Option<Heartbeat>| async move {
+        if let Some(heartbeat) = heartbeat {
+            let _ = heartbeat.release().await;
+        }
+    };
+    if !unfinished(server, id).await {
+        match super::closing::close_finished_run(server, id).await {
+            Ok(_) => give_back(heartbeat).await,
+            // With leases, the lease is left to expire and this is tried
+            // again then.
+            Err(e) => crate::output::err(&format!(
+                "rein serve: cannot close the event stream of session {id}: {e}"
+            )),
+        }
+        return;
+    }
+    let served = match server.session(id).await {
+        Ok(s) => s,
+        Err(f) => {
+            crate::output::err(&format!(
+                "rein serve: cannot take over session {id}: {}",
+                f.message
+            ));
+            return give_back(heartbeat).await;
+        }
+    };
+    let Ok(slot) = served.reserve() else {
+        return give_back(heartbeat).await;
+    };
+    crate::output::err(&format!("rein serve: taking over session {id} ({why})"));
+    let Some(heartbeat) = heartbeat else {
+        slot.launch(Work::Continue, None, || {});
+        return;
+    };
+    let lost = heartbeat.lost();
+    let events = served.events.clone();
+    slot.launch(Work::Continue, Some(lost), move || {
+        release_after(events, heartbeat)
+    });
 }
 
 /// Whether the session's last stored message still waits for the model

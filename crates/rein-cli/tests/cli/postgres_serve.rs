@@ -5,7 +5,7 @@
 //! the running server is killed, every event once and in order.
 
 mod batching;
-mod closing;
+pub(crate) mod closing;
 mod faults;
 mod nginx;
 mod soak;
@@ -109,15 +109,7 @@ fn another_server_streams_a_run_live_through_a_lost_listener_and_a_takeover_with
         return;
     };
     let env = Env::new();
-    let slow = "one two three four five six seven eight nine ten eleven twelve";
-    let first = env.script(
-        "first.json",
-        &json!({"turns": [
-            {"tool_calls": [{"id": "w1", "name": "write_file",
-                             "arguments": {"path": "step.txt", "content": "done once\n"}}]},
-            {"text": slow, "delay_ms": 300, "chunk_chars": 1}
-        ]}),
-    );
+    let first = super::serve::write_then_answer_slowly(&env);
     let second = env.script(
         "second.json",
         &json!({"turns": [{"text": "Finished after the takeover."}]}),

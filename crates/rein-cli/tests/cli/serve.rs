@@ -15,6 +15,7 @@ use super::support::*;
 mod guards;
 mod openapi;
 mod remote;
+mod restart;
 mod runs;
 mod stored;
 
@@ -244,6 +245,20 @@ fn write_script(env: &Env) -> String {
             {"tool_calls": [{"id": "w1", "name": "write_file",
                              "arguments": {"path": "out.txt", "content": "served\n"}}]},
             {"text": "Wrote out.txt."}
+        ]}),
+    )
+}
+
+/// A script whose run writes `step.txt` ("done once"), then answers one
+/// character every 300 ms: a run to kill mid-turn.
+pub fn write_then_answer_slowly(env: &Env) -> String {
+    let slow = "one two three four five six seven eight nine ten eleven twelve";
+    env.script(
+        "first.json",
+        &json!({"turns": [
+            {"tool_calls": [{"id": "w1", "name": "write_file",
+                             "arguments": {"path": "step.txt", "content": "done once\n"}}]},
+            {"text": slow, "delay_ms": 300, "chunk_chars": 1}
         ]}),
     )
 }

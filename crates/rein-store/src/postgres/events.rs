@@ -21,6 +21,9 @@
 //!    is back); the events are stored either way.
 //! 3. The retention, when due, is a statement of its own after it (one
 //!    that fails is done at the next check).
+//!
+//! While this store holds the session's lease, step 1 is made only if the
+//! lease still has its token (see [`super::fence`]).
 
 use async_trait::async_trait;
 use rein_core::StoreError;
@@ -28,6 +31,7 @@ use rein_core::time::now_millis;
 
 use super::PgStore;
 use super::error::{PgContext, PgFail};
+use super::fence;
 use super::pool::Conn;
 use crate::events::{
     EVENTS_CHANNEL, EventPage, Retention, SessionEvents, StoredEvent, TRIM, events_payload, to_db,
@@ -39,6 +43,19 @@ use crate::events::{
 const APPEND: &str = "WITH head AS (
         UPDATE sessions SET last_event = last_event + cardinality($2::text[])
         WHERE id = $1 RETURNING last_event),
+    added AS (
+        INSERT INTO session_events (session_id, seq, body, created_at)
+        SELECT $1, head.last_event - cardinality($2::text[]) + b.n, b.body, $3
+        FROM head, unnest($2::text[]) WITH ORDINALITY AS b(body, n))
+    SELECT last_event FROM head";
+
+/// [`APPEND`] while the session's lease still has token `$4` (see
+/// [`super::fence`]); no row: no session, or the lease is lost.
+const APPEND_FENCED: &str = "WITH fence AS (
+        SELECT 1 FROM session_leases WHERE session_id = $1 AND token = $4 FOR SHARE),
+    head AS (
+        UPDATE sessions SET last_event = last_event + cardinality($2::text[])
+        WHERE id = $1 AND EXISTS (SELECT 1 FROM fence) RETURNING last_event),
     added AS (
         INSERT INTO session_events (session_id, seq, body, created_at)
         SELECT $1, head.last_event - cardinality($2::text[]) + b.n, b.body, $3
@@ -64,21 +81,31 @@ async fn append(
     id: String,
     bodies: Vec<String>,
     retention: Retention,
+    token: Option<i64>,
 ) -> Result<u64, PgFail> {
     let count = bodies.len() as u64;
     let now = now_millis();
-    let row = if count == 0 {
-        let head = conn.prepared(HEAD).await.ctx("reading events")?;
-        conn.query_opt(&head, &[&id]).await
-    } else {
-        let append = conn.prepared(APPEND).await.ctx("appending events")?;
-        conn.query_opt(&append, &[&id, &bodies, &now]).await
+    let row = match (count, token) {
+        (0, _) => {
+            let head = conn.prepared(HEAD).await.ctx("reading events")?;
+            conn.query_opt(&head, &[&id]).await
+        }
+        (_, None) => {
+            let append = conn.prepared(APPEND).await.ctx("appending events")?;
+            conn.query_opt(&append, &[&id, &bodies, &now]).await
+        }
+        (_, Some(token)) => {
+            let append = conn.prepared(APPEND_FENCED).await.ctx("appending events")?;
+            conn.query_opt(&append, &[&id, &bodies, &now, &token]).await
+        }
     };
-    let last: i64 = row
-        .ctx("appending events")?
-        .ok_or_else(|| StoreError::NotFound(id.clone()))?
-        .try_get(0)
-        .ctx("appending events")?;
+    let Some(row) = row.ctx("appending events")? else {
+        return Err(match token {
+            Some(_) if count > 0 => fence::refused(&*conn, &id).await,
+            _ => StoreError::NotFound(id.clone()).into(),
+        });
+    };
+    let last: i64 = row.try_get(0).ctx("appending events")?;
     let last = u64::try_from(last)
         .map_err(|_| PgFail::Corrupt(format!("session {id} has event number {last}")))?;
     if count > 0 {
@@ -141,8 +168,9 @@ impl SessionEvents for PgStore {
         retention: Retention,
     ) -> Result<u64, StoreError> {
         let id = session_id.to_string();
+        let token = self.fences.token(&id);
         self.run("appending events", move |conn| {
-            append(conn, id, bodies, retention)
+            append(conn, id, bodies, retention, token)
         })
         .await
     }
@@ -156,5 +184,18 @@ impl SessionEvents for PgStore {
         let id = session_id.to_string();
         self.run("reading events", move |conn| read(conn, id, after, limit))
             .await
+    }
+
+    async fn unclosed_streams(&self) -> Result<Vec<String>, StoreError> {
+        self.run("finding open event streams", |conn| async move {
+            let rows = conn
+                .query(crate::events::UNCLOSED, &[])
+                .await
+                .ctx("finding open event streams")?;
+            rows.iter()
+                .map(|r| r.try_get(0).ctx("finding open event streams"))
+                .collect()
+        })
+        .await
     }
 }

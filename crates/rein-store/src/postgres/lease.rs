@@ -12,6 +12,10 @@
 //! Acquiring again with the same owner takes the lease over at once (a
 //! server restarting picks its sessions up without waiting for them to
 //! expire); the older [`Lease`] value then counts as lost.
+//!
+//! While this store holds a session's lease, its writes to that session
+//! carry the lease's token and fail once another holder has it (see the
+//! `fence` module).
 
 use std::time::Duration;
 
@@ -158,13 +162,16 @@ impl PgStore {
             })
             .await?;
         match outcome {
-            Acquired::Ours(token) => Ok(Lease {
-                store: self.clone(),
-                session_id,
-                owner,
-                token,
-                ttl,
-            }),
+            Acquired::Ours(token) => {
+                self.fences.hold(&session_id, token);
+                Ok(Lease {
+                    store: self.clone(),
+                    session_id,
+                    owner,
+                    token,
+                    ttl,
+                })
+            }
             Acquired::Held { owner, expires_in } => Err(LeaseError::Held {
                 session_id,
                 owner,
@@ -292,6 +299,8 @@ impl Lease {
     /// once. Fails with [`LeaseError::Lost`] when it was no longer ours.
     pub async fn release(self) -> Result<(), LeaseError> {
         let (id, token) = (self.session_id.clone(), self.token);
+        // Forgotten first: once the row is gone, a fenced write would fail.
+        self.store.fences.forget(&id, token);
         let released = self
             .store
             .run("releasing a session lease", move |c| async move {

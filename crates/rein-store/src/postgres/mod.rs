@@ -6,7 +6,9 @@
 //! prefixes, errors and ordering, every method committed before it returns.
 //! It adds session leases ([`Lease`]): one server drives a session at a
 //! time, and another finds the sessions whose server stopped renewing
-//! ([`PgStore::list_orphaned`]), and one connection per process that
+//! ([`PgStore::list_orphaned`]); a run's writes to a session are fenced
+//! by its lease's token, so a holder that lost it stores nothing more
+//! (see the `fence` module); and one connection per process that
 //! listens for notifications ([`PgStore::listen`]). [`PgMemory`] is the long-term memory in
 //! the same or another database.
 //!
@@ -16,6 +18,7 @@
 mod controls;
 mod error;
 mod events;
+mod fence;
 mod heartbeat;
 mod lease;
 mod memory;
@@ -28,6 +31,7 @@ mod schema;
 mod sessions;
 mod url;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rein_core::StoreError;
@@ -69,6 +73,9 @@ impl Default for PgOptions {
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// The leases this store holds, which fence its writes (see
+    /// [`fence`]).
+    fences: Arc<fence::Fences>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -91,7 +98,10 @@ impl PgStore {
     /// [`connect`](Self::connect) with explicit options.
     pub async fn connect_with(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
         let pool = Pool::new(url::parse(url)?, options.max_connections)?;
-        let store = PgStore { pool };
+        let store = PgStore {
+            pool,
+            fences: Arc::default(),
+        };
         store
             .run("connecting", |mut conn| async move {
                 migrate(&mut conn, SESSIONS).await

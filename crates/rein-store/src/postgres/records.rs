@@ -9,6 +9,7 @@ use tokio_postgres::{Client, Transaction};
 use rein_core::{CompactionRecord, LedgerEntry, StoreError, Todo};
 
 use super::error::{PgContext, PgFail};
+use super::fence::check_held;
 use super::pool::Conn;
 
 /// A session's rows of one list, in `seq` order, with one prepared
@@ -50,8 +51,15 @@ async fn lock_session(tx: &Transaction<'_>, id: &str) -> Result<(), PgFail> {
     }
 }
 
-pub(super) async fn set_todos(client: &mut Client, id: &str, body: &str) -> Result<(), PgFail> {
+pub(super) async fn set_todos(
+    client: &mut Client,
+    id: &str,
+    body: &str,
+    token: Option<i64>,
+) -> Result<(), PgFail> {
     let tx = client.transaction().await.ctx("saving todos")?;
+    // The lease before the session, as a fenced append takes them.
+    check_held(&tx, id, token).await?;
     lock_session(&tx, id).await?;
     tx.execute(
         "INSERT INTO todos (session_id, body) VALUES ($1, $2)
@@ -187,8 +195,11 @@ pub(super) async fn add_compaction(
     id: &str,
     upto_seq: i64,
     body: &str,
+    token: Option<i64>,
 ) -> Result<(), PgFail> {
     let tx = client.transaction().await.ctx("saving a compaction")?;
+    // The lease before the session, as a fenced append takes them.
+    check_held(&tx, id, token).await?;
     lock_session(&tx, id).await?;
     tx.execute(
         "INSERT INTO compactions (session_id, seq, upto_seq, body)

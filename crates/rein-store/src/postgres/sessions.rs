@@ -15,6 +15,7 @@ use rein_core::{new_session_id, resolve_prefix};
 
 use super::PgStore;
 use super::error::{PgContext, PgFail};
+use super::fence;
 use super::pool::Conn;
 use super::records;
 
@@ -195,6 +196,11 @@ impl SessionField {
     }
 }
 
+/// The last stop, while the session's lease still has token `$3`.
+const SET_LAST_STOP_FENCED: &str = "WITH fence AS (
+        SELECT 1 FROM session_leases WHERE session_id = $1 AND token = $3 FOR SHARE)
+    UPDATE sessions SET last_stop = $2 WHERE id = $1 AND EXISTS (SELECT 1 FROM fence)";
+
 async fn set_field(
     conn: &mut Conn,
     id: &str,
@@ -227,17 +233,49 @@ const APPEND_MESSAGE: &str = "WITH counted AS (
     SELECT $1, message_count, $3::text, $4::text, $2 FROM counted
     RETURNING seq";
 
-async fn append_message(conn: &mut Conn, id: &str, role: &str, body: &str) -> Result<u64, PgFail> {
+/// [`APPEND_MESSAGE`] while the session's lease still has token `$5` (see
+/// [`super::fence`]); no row: no session, or the lease is lost.
+const APPEND_MESSAGE_FENCED: &str = "WITH fence AS (
+        SELECT 1 FROM session_leases WHERE session_id = $1 AND token = $5 FOR SHARE),
+    counted AS (
+        UPDATE sessions SET message_count = message_count + 1,
+                            updated_at = GREATEST(updated_at, $2)
+        WHERE id = $1 AND EXISTS (SELECT 1 FROM fence) RETURNING message_count)
+    INSERT INTO messages (session_id, seq, role, body, created_at)
+    SELECT $1, message_count, $3::text, $4::text, $2 FROM counted
+    RETURNING seq";
+
+async fn append_message(
+    conn: &mut Conn,
+    id: &str,
+    role: &str,
+    body: &str,
+    token: Option<i64>,
+) -> Result<u64, PgFail> {
     let now = now_millis();
-    let statement = conn
-        .prepared(APPEND_MESSAGE)
-        .await
-        .ctx("appending a message")?;
-    let row = conn
-        .query_opt(&statement, &[&id, &now, &role, &body])
-        .await
-        .ctx("appending a message")?
-        .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    let row = match token {
+        None => {
+            let statement = conn
+                .prepared(APPEND_MESSAGE)
+                .await
+                .ctx("appending a message")?;
+            conn.query_opt(&statement, &[&id, &now, &role, &body]).await
+        }
+        Some(token) => {
+            let statement = conn
+                .prepared(APPEND_MESSAGE_FENCED)
+                .await
+                .ctx("appending a message")?;
+            conn.query_opt(&statement, &[&id, &now, &role, &body, &token])
+                .await
+        }
+    };
+    let Some(row) = row.ctx("appending a message")? else {
+        return Err(match token {
+            None => StoreError::NotFound(id.to_string()).into(),
+            Some(_) => fence::refused(&**conn, id).await,
+        });
+    };
     let seq: i64 = row.try_get(0).ctx("appending a message")?;
     u64::try_from(seq).map_err(|_| PgFail::Corrupt(format!("session {id} has message seq {seq}")))
 }
@@ -343,8 +381,23 @@ impl SessionStore for PgStore {
 
     async fn set_last_stop(&self, id: &str, reason: StopReason) -> Result<(), StoreError> {
         let id = id.to_string();
+        let token = self.fences.token(&id);
         self.run("updating a session", move |mut c| async move {
-            set_field(&mut c, &id, SessionField::LastStop, reason.as_str()).await
+            let Some(token) = token else {
+                return set_field(&mut c, &id, SessionField::LastStop, reason.as_str()).await;
+            };
+            let statement = c
+                .prepared(SET_LAST_STOP_FENCED)
+                .await
+                .ctx("updating a session")?;
+            let changed = c
+                .execute(&statement, &[&id, &reason.as_str(), &token])
+                .await
+                .ctx("updating a session")?;
+            match changed {
+                0 => Err(fence::refused(&*c, &id).await),
+                _ => Ok(()),
+            }
         })
         .await
     }
@@ -353,8 +406,9 @@ impl SessionStore for PgStore {
         let id = id.to_string();
         let body = to_json(message, "a message")?;
         let role = message.role().as_str();
+        let token = self.fences.token(&id);
         self.run("appending a message", move |mut c| async move {
-            append_message(&mut c, &id, role, &body).await
+            append_message(&mut c, &id, role, &body, token).await
         })
         .await
     }
@@ -370,8 +424,9 @@ impl SessionStore for PgStore {
     async fn set_todos(&self, id: &str, todos: &[Todo]) -> Result<(), StoreError> {
         let id = id.to_string();
         let body = to_json(todos, "todos")?;
+        let token = self.fences.token(&id);
         self.run("saving todos", move |mut c| async move {
-            records::set_todos(&mut c, &id, &body).await
+            records::set_todos(&mut c, &id, &body, token).await
         })
         .await
     }
@@ -433,8 +488,9 @@ impl SessionStore for PgStore {
                 record.upto_seq
             ))
         })?;
+        let token = self.fences.token(&id);
         self.run("saving a compaction", move |mut c| async move {
-            records::add_compaction(&mut c, &id, upto_seq, &body).await
+            records::add_compaction(&mut c, &id, upto_seq, &body, token).await
         })
         .await
     }

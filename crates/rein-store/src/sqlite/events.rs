@@ -10,7 +10,7 @@ use rein_core::time::now_millis;
 
 use super::{SqliteStore, ensure_exists};
 use crate::error::{Context, Fail};
-use crate::events::{EventPage, Retention, SessionEvents, StoredEvent, TRIM, to_db};
+use crate::events::{EventPage, Retention, SessionEvents, StoredEvent, TRIM, UNCLOSED, to_db};
 
 fn append(
     conn: &mut Connection,
@@ -121,5 +121,15 @@ impl SessionEvents for SqliteStore {
     ) -> Result<EventPage, StoreError> {
         let id = session_id.to_string();
         self.run(move |conn| read(conn, &id, after, limit)).await
+    }
+
+    async fn unclosed_streams(&self) -> Result<Vec<String>, StoreError> {
+        self.run(|conn| {
+            let mut stmt = conn.prepare(UNCLOSED).ctx("finding open event streams")?;
+            stmt.query_map([], |r| r.get(0))
+                .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
+                .ctx("finding open event streams")
+        })
+        .await
     }
 }

@@ -15,6 +15,7 @@ fn kind(e: Option<StoreError>) -> &'static str {
         Some(StoreError::Locked(_)) => "locked",
         Some(StoreError::Corrupt(_)) => "corrupt",
         Some(StoreError::Unavailable(_)) => "unavailable",
+        Some(StoreError::LeaseLost { .. }) => "lease lost",
         Some(StoreError::Other(_)) => "other",
     }
 }

@@ -23,8 +23,14 @@ use crate::cli::support::*;
 
 /// What the killed server stored of a one-turn run answering `answer`
 /// (`finish`: how the model's answer ended), and, with `stopped`, that
-/// event too; its lease left to expire.
-fn killed_run(pg: &PgStore, id: &str, answer: &str, finish: Option<FinishReason>, stopped: bool) {
+/// event too (the lease, on PostgreSQL, is the caller's).
+pub(crate) fn killed_run<S: SessionStore + SessionEvents>(
+    store: &S,
+    id: &str,
+    answer: &str,
+    finish: Option<FinishReason>,
+    stopped: bool,
+) {
     block_on(async {
         let usage = Usage {
             input_tokens: 120,
@@ -44,7 +50,7 @@ fn killed_run(pg: &PgStore, id: &str, answer: &str, finish: Option<FinishReason>
                    "model": "gpt-4o-mini", "workspace": "w", "resumed": false}),
         ];
         for message in [&user, &reply] {
-            let seq = pg.append_message(id, message).await.unwrap();
+            let seq = store.append_message(id, message).await.unwrap();
             if matches!(message, Message::Assistant(_)) {
                 events.push(json!({"type": "turn_started", "turn": 1}));
             }
@@ -54,7 +60,8 @@ fn killed_run(pg: &PgStore, id: &str, answer: &str, finish: Option<FinishReason>
             events.push(json!({"type": "stopped", "reason": "completed", "turns": 1}));
         }
         let bodies = events.iter().map(Value::to_string).collect();
-        pg.append_events(id, bodies, Retention::default())
+        store
+            .append_events(id, bodies, Retention::default())
             .await
             .unwrap();
         let entry = LedgerEntry {
@@ -67,11 +74,22 @@ fn killed_run(pg: &PgStore, id: &str, answer: &str, finish: Option<FinishReason>
             duration_ms: 40,
             at: rein_core::time::now_millis(),
         };
-        pg.add_ledger(id, &entry).await.unwrap();
-        // Taken and never renewed nor given back: the server died.
-        let ttl = Duration::from_millis(1);
-        pg.acquire_lease(id, "killed/1/0", ttl).await.unwrap();
+        store.add_ledger(id, &entry).await.unwrap();
     });
+}
+
+/// [`killed_run`] on PostgreSQL, its lease taken and never renewed nor
+/// given back: the server died.
+fn killed_holding(
+    pg: &PgStore,
+    id: &str,
+    answer: &str,
+    finish: Option<FinishReason>,
+    stopped: bool,
+) {
+    killed_run(pg, id, answer, finish, stopped);
+    let ttl = Duration::from_millis(1);
+    block_on(pg.acquire_lease(id, "killed/1/0", ttl)).unwrap();
 }
 
 /// Session `id`'s stored events.
@@ -105,9 +123,9 @@ fn a_run_whose_server_died_before_storing_stopped_gets_one_from_the_server_that_
     let (open, cut, closed) = (&ids[0], &ids[1], &ids[2]);
     // A client follows the open session from before the server finds it.
     let mut stream = EventStream::open(&s.addr, &s.token, open, None);
-    killed_run(&pg, open, "Done.", Some(FinishReason::Stop), false);
-    killed_run(&pg, cut, "Half an ans", None, false);
-    killed_run(&pg, closed, "Done.", Some(FinishReason::Stop), true);
+    killed_holding(&pg, open, "Done.", Some(FinishReason::Stop), false);
+    killed_holding(&pg, cut, "Half an ans", None, false);
+    killed_holding(&pg, closed, "Done.", Some(FinishReason::Stop), true);
 
     // The server takes each expired lease and gives it back once done.
     let deadline = Instant::now() + Duration::from_secs(60);

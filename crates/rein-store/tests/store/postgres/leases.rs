@@ -330,3 +330,117 @@ async fn a_heartbeat_whose_renewals_hang_on_the_database_reports_the_loss() {
     let err = beat.stop().await.unwrap_err();
     assert!(matches!(err, LeaseError::Store(_)), "{err:?}");
 }
+
+/// `true` when `result` is the refusal of a stale holder's write, naming
+/// the server that holds the session now.
+fn lost_to<T: std::fmt::Debug>(result: Result<T, StoreError>, id: &str, holder: &str) -> bool {
+    match result {
+        Err(StoreError::LeaseLost {
+            session_id,
+            now_held_by,
+        }) => session_id == id && now_held_by.as_deref() == Some(holder),
+        other => panic!("expected LeaseLost to {holder}, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_stale_holder_cannot_write_to_a_session_another_server_took_over() {
+    use rein_core::{CompactionRecord, Message, SessionStore, StopReason, TodoStatus};
+    use rein_store::{Retention, SessionEvents};
+
+    let (url, a) = pg_store!("lease_fencing");
+    let b = rein_store::PgStore::connect(&url).await.unwrap();
+    let keep = Retention {
+        keep: 1000,
+        max_age: LONG,
+    };
+    let compaction = CompactionRecord {
+        upto_seq: 1,
+        summary: Message::user("summary"),
+        summarized: true,
+        at: 1_700_000_000_000,
+    };
+    let todos = [crate::fixtures::todo("1", "t", TodoStatus::Pending)];
+    let s = session(&a, "/w", "t").await;
+    let id = s.id.as_str();
+
+    // A holds the lease and writes; then it stalls past the lease time and
+    // B takes the session over.
+    let held = a
+        .acquire_lease(id, "server-a", Duration::from_millis(300))
+        .await
+        .unwrap();
+    a.append_message(id, &Message::user("from a"))
+        .await
+        .unwrap();
+    a.append_events(id, vec!["{\"n\":1}".into()], keep)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let taken = b.acquire_lease(id, "server-b", LONG).await.unwrap();
+
+    // Every write A's run would make now is refused, naming B.
+    assert!(lost_to(
+        a.append_message(id, &Message::user("late")).await,
+        id,
+        "server-b"
+    ));
+    assert!(lost_to(
+        a.append_events(id, vec!["{\"n\":2}".into()], keep).await,
+        id,
+        "server-b"
+    ));
+    assert!(lost_to(
+        a.set_last_stop(id, StopReason::Completed).await,
+        id,
+        "server-b"
+    ));
+    assert!(lost_to(a.set_todos(id, &todos).await, id, "server-b"));
+    assert!(lost_to(
+        a.add_compaction(id, &compaction).await,
+        id,
+        "server-b"
+    ));
+
+    // Nothing of A's late writes landed; B's writes do.
+    b.append_message(id, &Message::user("from b"))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.append_events(id, vec!["{\"n\":2}".into()], keep)
+            .await
+            .unwrap(),
+        2
+    );
+    b.set_last_stop(id, StopReason::Cancelled).await.unwrap();
+    let texts: Vec<String> = b
+        .messages(id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(texts, ["from a", "from b"]);
+    assert_eq!(b.todos(id).await.unwrap(), vec![]);
+    assert_eq!(b.compactions(id).await.unwrap(), vec![]);
+    let info = b.get_session(id).await.unwrap();
+    assert_eq!(info.last_stop, Some(StopReason::Cancelled));
+    let stored = b.events_after(id, 0, 10).await.unwrap();
+    assert_eq!(stored.last, 2);
+
+    // Once A's run gives its stale holding back (refused) and B gives the
+    // session back, A takes it again and writes again.
+    assert!(held.release().await.is_err());
+    taken.release().await.unwrap();
+    let again = a.acquire_lease(id, "server-a", LONG).await.unwrap();
+    a.set_todos(id, &todos).await.unwrap();
+    a.add_compaction(id, &compaction).await.unwrap();
+    again.release().await.unwrap();
+
+    // A store holding no lease on a session writes to it unfenced, as the
+    // CLI on PostgreSQL does.
+    let other = session(&b, "/w", "u").await;
+    a.append_message(&other.id, &Message::user("cli"))
+        .await
+        .unwrap();
+}
