@@ -105,16 +105,43 @@ async fn shared_checks<S: SessionStore + SessionEvents>(store: &S) {
     assert!(store.events_after(&s.id, 0, 1).await.is_err());
 }
 
+/// The sessions a restarted server looks at: those whose newest event is
+/// not a `stopped`, whatever came before it.
+async fn unclosed_checks<S: SessionStore + SessionEvents>(store: &S) {
+    let event = |kind: &str| format!("{{\"type\":\"{kind}\",\"turn\":1}}");
+    let mut expected = Vec::new();
+    for (name, kinds) in [
+        ("open", &["run_started", "turn_started"][..]),
+        ("closed", &["run_started", "stopped"]),
+        ("reopened", &["run_started", "stopped", "run_started"]),
+        ("never run", &[]),
+        ("named stopped_x", &["stopped_x"]),
+    ] {
+        let s = session(store, "/unclosed", name).await;
+        let bodies: Vec<String> = kinds.iter().map(|k| event(k)).collect();
+        if !bodies.is_empty() {
+            store.append_events(&s.id, bodies, KEEP_ALL).await.unwrap();
+        }
+        if matches!(name, "open" | "reopened" | "named stopped_x") {
+            expected.push(s.id);
+        }
+    }
+    expected.sort();
+    assert_eq!(store.unclosed_streams().await.unwrap(), expected);
+}
+
 #[tokio::test]
 async fn sqlite_keeps_a_numbered_event_log_with_retention() {
     let db = crate::fixtures::temp_db();
     let store = crate::fixtures::open(&db.path);
+    unclosed_checks(&store).await;
     shared_checks(&store).await;
 }
 
 #[tokio::test]
 async fn postgresql_keeps_the_same_numbered_event_log_with_retention() {
     let (_url, store) = pg_store!("events_shared");
+    unclosed_checks(&store).await;
     shared_checks(&store).await;
 }
 
