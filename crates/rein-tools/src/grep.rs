@@ -82,7 +82,8 @@ impl Tool for Grep {
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = crate::parse_args("grep", args)?;
+        let mut args: Args = crate::parse_args("grep", args)?;
+        let dropped_newline = drop_trailing_newline(&mut args.pattern);
         let matcher = build_matcher(&args.pattern, args.case_insensitive.unwrap_or(false))?;
         let root = workspace::resolve_or_root_for_read(&ctx, args.path.as_deref())?;
         let shown_root = workspace::display(&ctx.workspace, &root);
@@ -96,12 +97,13 @@ impl Tool for Grep {
             Some(g) if !g.is_empty() => Some(crate::glob::build_globset(g)?),
             _ => None,
         };
+        let single_file = meta.is_file();
         let job = Job {
             workspace: ctx.workspace.clone(),
             base: base.dir,
             base_path: base.root,
             root,
-            single_file: meta.is_file(),
+            single_file,
             filter,
             matcher,
             cancel: ctx.cancel.clone(),
@@ -110,8 +112,47 @@ impl Tool for Grep {
         let report = tokio::task::spawn_blocking(move || job.run())
             .await
             .map_err(|e| ToolError::new(format!("the search failed: {e}")))?;
-        Ok(ToolOutput::ok(report.render(&args.pattern, &shown_root)))
+        let mut out = report.render(&args.pattern, &shown_root);
+        if out.starts_with("No matches") && !single_file {
+            // A small model greps for `py$` to find Python files, finds
+            // nothing and answers that there are none.
+            out.push_str(" grep searches what files contain; glob finds files by name.");
+        }
+        if dropped_newline {
+            out.push_str(
+                "\n[The pattern's trailing \\n was dropped: lines are matched one at a time.]",
+            );
+        }
+        Ok(ToolOutput::ok(out))
     }
+}
+
+/// Drop a newline ending `pattern` (`\n` written out, or the
+/// character; `\r\n` too), which a search matched within single lines
+/// refuses: small models end their strings with one out of habit, and
+/// the line's end is not what they meant (`TODO\n` for the lines with a
+/// TODO). Whether there was one.
+fn drop_trailing_newline(pattern: &mut String) -> bool {
+    let escaped = |p: &str, what: &str| p.ends_with(what) && !p.ends_with(&format!("\\{what}"));
+    let cut = if escaped(pattern, "\\n") {
+        2
+    } else if pattern.ends_with('\n') {
+        1
+    } else {
+        return false;
+    };
+    pattern.truncate(pattern.len() - cut);
+    if escaped(pattern, "\\r") {
+        pattern.truncate(pattern.len() - 2);
+    } else if pattern.ends_with('\r') {
+        pattern.pop();
+    }
+    if pattern.is_empty() {
+        // Only a newline: nothing left to search for; refused as before.
+        pattern.push_str("\\n");
+        return false;
+    }
+    true
 }
 
 fn build_matcher(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, ToolError> {
@@ -285,6 +326,23 @@ fn cut_line(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_newline_ending_a_pattern_is_dropped() {
+        for (given, read, rewritten) in [
+            ("TODO\\n", "TODO", true),
+            ("TODO\n", "TODO", true),
+            ("x\\r\\n", "x", true),
+            ("\\n", "\\n", false),
+            ("a\\\\n", "a\\\\n", false), // a backslash, then n
+            ("a\\nb", "a\\nb", false),
+            ("TODO", "TODO", false),
+        ] {
+            let mut p = given.to_string();
+            assert_eq!(drop_trailing_newline(&mut p), rewritten, "{given}");
+            assert_eq!(p, read, "{given}");
+        }
+    }
 
     #[test]
     fn invalid_regex_error_carries_the_regex_message() {

@@ -121,6 +121,32 @@ async fn grep_searches_a_single_file_and_reports_no_matches() {
 }
 
 #[tokio::test]
+async fn grep_drops_a_newline_ending_the_pattern_and_says_so() {
+    let env = Env::new().await;
+    env.write("one.txt", "# TODO: a\nx = 1\n# TODO: b\n");
+    let out = env.ok(&Grep, json!({"pattern": "TODO\\n"})).await;
+    assert_eq!(
+        out,
+        "one.txt:1:# TODO: a\none.txt:3:# TODO: b\n\
+         [The pattern's trailing \\n was dropped: lines are matched one at a time.]"
+    );
+    // A newline inside the pattern is still refused.
+    let err = env.err(&Grep, json!({"pattern": "a\\nb"})).await;
+    assert!(err.contains("invalid regex"), "{err}");
+}
+
+#[tokio::test]
+async fn grep_finding_nothing_in_a_folder_says_it_searched_contents_not_names() {
+    let env = Env::new().await;
+    env.write("pkg/core.py", "X = 1\n");
+    let out = env.ok(&Grep, json!({"pattern": "py$"})).await;
+    assert_eq!(
+        out,
+        "No matches for `py$` in `.`. grep searches what files contain; glob finds files by name."
+    );
+}
+
+#[tokio::test]
 async fn grep_invalid_regex_is_a_clear_error() {
     let env = Env::new().await;
     let e = env.err(&Grep, json!({"pattern": "fn (foo"})).await;
