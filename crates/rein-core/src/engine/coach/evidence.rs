@@ -12,8 +12,9 @@
 //! 3. When the answer would end the run, [`Evidence::unsupported`] finds
 //!    the values it claims (numbers, file names, quoted or upper-case
 //!    words); when there are some and none of them is in the evidence
-//!    (for a count: its number in what a command printed), the run gets
-//!    one nudge to look it up with a tool and quote the line.
+//!    (for a count: its number in what a command printed; for a fact
+//!    that names a number, that number), the run gets one nudge to look
+//!    it up with a tool and quote the line.
 //!
 //! The outputs are the tools' and the answer is the model's: both are
 //! only searched, never run or opened.
@@ -102,8 +103,13 @@ impl Evidence {
             Question::Count => has_word(&self.printed, c),
             Question::Fact => has_word(&self.printed, c) || has_word(&self.shown, c),
         };
-        let claims: Vec<String> = match self.question {
-            Question::Count => claims.into_iter().filter(|c| is_number(c)).collect(),
+        // A count is its number; a fact that names a number (a line, a
+        // port, a version) stands on that number, the names around it
+        // (the file, the function asked about) are in the output anyway.
+        let numbers: Vec<String> = claims.iter().filter(|c| is_number(c)).cloned().collect();
+        let claims = match self.question {
+            Question::Count => numbers,
+            Question::Fact if !numbers.is_empty() => numbers,
             Question::Fact => claims,
         };
         if claims.is_empty() || claims.iter().any(backed) {
@@ -115,6 +121,14 @@ impl Evidence {
                 "[rein] No command of this run printed {}. Count with a command instead of by \
                  eye (grep -c PATTERN FILE, or wc -l < FILE), then answer with the number it \
                  prints.",
+                claims[0]
+            ),
+            // A number is not what to search for: the model greps for
+            // its own wrong line number.
+            Question::Fact if is_number(&claims[0]) => format!(
+                "[rein] No tool output of this run shows {0}. Search with grep for what the \
+                 question asks about (not for {0}): each match is printed with its line number. \
+                 Then answer from that and quote the line.",
                 claims[0]
             ),
             Question::Fact => format!(
@@ -253,12 +267,38 @@ mod tests {
         let mut ev = Evidence::new(Question::Fact);
         ev.saw(false, "     1\tPORT = 8080");
         let nudge = ev.unsupported("It listens on 9090.").expect("a nudge");
-        assert!(nudge.contains("9090 is in no tool output"), "{nudge}");
+        assert!(
+            nudge.contains("No tool output of this run shows 9090"),
+            "{nudge}"
+        );
         let mut ev = Evidence::new(Question::Fact);
         assert_eq!(ev.unsupported("I could not tell."), None);
         // The line number of a listing is no evidence for a value.
         let mut ev = Evidence::new(Question::Fact);
         ev.saw(false, "     2\tx = 1");
         assert!(ev.unsupported("It is 2.").is_some());
+    }
+
+    #[test]
+    fn a_fact_that_names_a_number_stands_on_the_number_not_the_names_around_it() {
+        // read_file showed parse_header on line 15; the model said 16.
+        let listing = "    15\tdef parse_header(line):\n    16\t    m = HEADER.match(line)";
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(false, listing);
+        let nudge = ev
+            .unsupported("`parse_header` is defined on line 16 of `parser.py`.")
+            .expect("a nudge");
+        assert!(nudge.contains("(not for 16)"), "{nudge}");
+        // grep -n printed the line number: backed.
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(true, "15:def parse_header(line):\n[exit code: 0]");
+        assert_eq!(
+            ev.unsupported("It is defined on line 15 of parser.py."),
+            None
+        );
+        // A number in the file's text backs itself.
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(false, "     3\tport = 8731");
+        assert_eq!(ev.unsupported("config.ini sets port 8731."), None);
     }
 }
