@@ -57,8 +57,7 @@ pub async fn run(args: ServeArgs) -> Result<i32, Failure> {
     // A malformed OTEL variable fails before anything is made or opened.
     let telemetry = crate::otel::start(args.otel)?;
     let token = auth::token(&auth::token_file(&cfg.home)).map_err(Failure::usage)?;
-    let _only_server = one_server(&cfg)?;
-    let (store, leases, feed) = open_store(&args, &cfg, &root).await?;
+    let (store, leases, feed, _only_server) = open_store(&args, &cfg, &root).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failure::usage(anyhow!("cannot listen on {}: {e}", args.listen)))?;
@@ -169,6 +168,7 @@ async fn open_store(
         Arc<dyn SessionStore>,
         Option<leases::Leases>,
         Arc<feed::EventFeed>,
+        Option<std::fs::File>,
     ),
     Failure,
 > {
@@ -178,8 +178,9 @@ async fn open_store(
         max_age: Duration::from_secs(args.events_max_age_secs),
     };
     let Some(pg) = stores.pg else {
+        let only_server = one_server(&cfg.sessions_db())?;
         let feed = Arc::new(feed::EventFeed::new(stores.events, retention, None));
-        return Ok((stores.sessions, None, feed));
+        return Ok((stores.sessions, None, feed, Some(only_server)));
     };
     root::check(root, &pg)
         .await
@@ -187,27 +188,17 @@ async fn open_store(
     let leases = leases::Leases::new(pg.clone(), Duration::from_secs(args.lease_secs));
     let board = Some((pg, leases.owner.clone()));
     let feed = Arc::new(feed::EventFeed::new(stores.events, retention, board));
-    Ok((stores.sessions, Some(leases), feed))
+    Ok((stores.sessions, Some(leases), feed, None))
 }
 
 /// On SQLite, the lock that makes this the only server on the session
-/// database, held until the process ends: a second one would take up runs
-/// the first is driving (see [`leases::resume_open_runs`]). PostgreSQL
-/// shares sessions between servers through leases instead.
-fn one_server(cfg: &crate::config::Config) -> Result<Option<std::fs::File>, Failure> {
+/// database `db`, held until the process ends: a second one would take up
+/// runs the first is driving (see [`leases::resume_open_runs`]).
+/// PostgreSQL shares sessions between servers through leases instead.
+fn one_server(db: &std::path::Path) -> Result<std::fs::File, Failure> {
     use std::os::fd::AsRawFd;
-    if !matches!(
-        crate::config::StoreChoice::of(cfg).map_err(Failure::usage)?,
-        crate::config::StoreChoice::Sqlite
-    ) {
-        return Ok(None);
-    }
-    let db = cfg.sessions_db();
+    // Beside the database, which is open already: its folder exists.
     let path = db.with_extension("serve-lock");
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::harness(anyhow!("cannot create {}: {e}", dir.display())))?;
-    }
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -223,7 +214,7 @@ fn one_server(cfg: &crate::config::Config) -> Result<Option<std::fs::File>, Fail
             db.display()
         )));
     }
-    Ok(Some(file))
+    Ok(file)
 }
 
 /// Accept connections until Ctrl-C or SIGTERM.

@@ -32,7 +32,7 @@ mod cli {
     mod permissions;
     mod plugins;
     mod postgres;
-    pub(crate) mod postgres_serve;
+    mod postgres_serve;
     mod review;
     mod rewind;
     mod same_prompt;

@@ -112,8 +112,9 @@ impl Tool for Grep {
         let report = tokio::task::spawn_blocking(move || job.run())
             .await
             .map_err(|e| ToolError::new(format!("the search failed: {e}")))?;
+        let found_none = report.total == 0;
         let mut out = report.render(&args.pattern, &shown_root);
-        if out.starts_with("No matches") && !single_file {
+        if found_none && !single_file {
             // A small model greps for `py$` to find Python files, finds
             // nothing and answers that there are none.
             out.push_str(" grep searches what files contain; glob finds files by name.");
@@ -133,6 +134,7 @@ impl Tool for Grep {
 /// the line's end is not what they meant (`TODO\n` for the lines with a
 /// TODO). Whether there was one.
 fn drop_trailing_newline(pattern: &mut String) -> bool {
+    let given = pattern.clone();
     let escaped = |p: &str, what: &str| p.ends_with(what) && !p.ends_with(&format!("\\{what}"));
     let cut = if escaped(pattern, "\\n") {
         2
@@ -149,7 +151,7 @@ fn drop_trailing_newline(pattern: &mut String) -> bool {
     }
     if pattern.is_empty() {
         // Only a newline: nothing left to search for; refused as before.
-        pattern.push_str("\\n");
+        *pattern = given;
         return false;
     }
     true
@@ -334,6 +336,7 @@ mod tests {
             ("TODO\n", "TODO", true),
             ("x\\r\\n", "x", true),
             ("\\n", "\\n", false),
+            ("\r\n", "\r\n", false),
             ("a\\\\n", "a\\\\n", false), // a backslash, then n
             ("a\\nb", "a\\nb", false),
             ("TODO", "TODO", false),

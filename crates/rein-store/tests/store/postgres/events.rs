@@ -105,6 +105,24 @@ async fn shared_checks<S: SessionStore + SessionEvents>(store: &S) {
     assert!(store.events_after(&s.id, 0, 1).await.is_err());
 }
 
+#[test]
+fn a_stopped_event_as_rein_stores_it_is_what_the_sieve_takes_for_closed() {
+    use rein_core::{Event, LedgerTotals, StopReason, Usage};
+    let stopped = Event::Stopped {
+        reason: StopReason::Completed,
+        turns: 1,
+        usage: Usage::default(),
+        final_text: "done".into(),
+        error: None,
+        totals: LedgerTotals::default(),
+        refused: Vec::new(),
+    };
+    let body = serde_json::to_string(&stopped).unwrap();
+    // UNCLOSED's `NOT LIKE '{"type":"stopped",%'`.
+    assert!(body.starts_with(r#"{"type":"stopped","#), "{body}");
+    assert!(rein_store::events::UNCLOSED.contains(r#"'{"type":"stopped",%'"#));
+}
+
 /// The sessions a restarted server looks at: those whose newest event is
 /// not a `stopped`, whatever came before it.
 async fn unclosed_checks<S: SessionStore + SessionEvents>(store: &S) {
