@@ -18,6 +18,8 @@ use serde_json::Value;
 use crate::beneath::{self, Dir, Kind};
 use crate::{fileio, workspace};
 
+mod hints;
+
 /// Most matching lines listed by one call.
 pub const MAX_MATCHES: usize = 200;
 /// Longest matching line shown, in characters.
@@ -44,7 +46,21 @@ struct Args {
 
 /// Searches file contents.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Grep;
+pub struct Grep {
+    /// Say more than the matches (the small profile's grep): see
+    /// [`hints`].
+    hints: bool,
+}
+
+impl Grep {
+    /// The grep of the small profile: a search that finds nothing says
+    /// which file names match the pattern and which lines hold its words
+    /// in any case, and matches across folders are counted per folder
+    /// (see [`hints`]).
+    pub fn with_hints() -> Grep {
+        Grep { hints: true }
+    }
+}
 
 #[async_trait]
 impl Tool for Grep {
@@ -109,16 +125,32 @@ impl Tool for Grep {
             cancel: ctx.cancel.clone(),
             fence: ReadFence::new(&ctx.sandbox, &ctx.workspace, &ctx.read_roots),
         };
-        let report = tokio::task::spawn_blocking(move || job.run())
-            .await
-            .map_err(|e| ToolError::new(format!("the search failed: {e}")))?;
+        let (hints, pattern) = (self.hints, args.pattern.clone());
+        let case_insensitive = args.case_insensitive.unwrap_or(false);
+        let (report, near) = tokio::task::spawn_blocking(move || {
+            let report = job.search(&job.matcher);
+            let near = (hints && report.total == 0 && !job.single_file)
+                .then(|| job.near_misses(&pattern, case_insensitive));
+            (report, near)
+        })
+        .await
+        .map_err(|e| ToolError::new(format!("the search failed: {e}")))?;
         let found_none = report.total == 0;
+        let per_folder = match hints {
+            true => hints::per_folder(&report.lines, report.total),
+            false => None,
+        };
         let mut out = report.render(&args.pattern, &shown_root);
-        if found_none && !single_file {
+        match near.filter(|n| !n.is_empty()) {
+            Some(near) => out.push_str(&near.render(&args.pattern)),
             // A small model greps for `py$` to find Python files, finds
             // nothing and answers that there are none.
-            out.push_str(" grep searches what files contain; glob finds files by name.");
+            None if found_none && !single_file => {
+                out.push_str(" grep searches what files contain; glob finds files by name.")
+            }
+            None => {}
         }
+        out.extend(per_folder);
         if dropped_newline {
             out.push_str(
                 "\n[The pattern's trailing \\n was dropped: lines are matched one at a time.]",
@@ -126,6 +158,32 @@ impl Tool for Grep {
         }
         Ok(ToolOutput::ok(out))
     }
+}
+
+/// The lines of the workspace's files (a folder search, as grep makes
+/// one) that hold `word` in any case, at most `most`: for a hint in
+/// another tool's error.
+pub(crate) async fn lines_holding(ctx: &ToolContext, word: &str, most: usize) -> Vec<String> {
+    let root = ctx.workspace.clone();
+    let (Ok(base), Ok(matcher)) = (
+        fileio::anchor(ctx, &root, false),
+        build_matcher(&regex::escape(word), true),
+    ) else {
+        return Vec::new();
+    };
+    let job = Job {
+        workspace: ctx.workspace.clone(),
+        base: base.dir,
+        base_path: base.root,
+        root,
+        single_file: false,
+        filter: None,
+        matcher,
+        cancel: ctx.cancel.clone(),
+        fence: ReadFence::new(&ctx.sandbox, &ctx.workspace, &ctx.read_roots),
+    };
+    let found = tokio::task::spawn_blocking(move || job.search(&job.matcher).lines).await;
+    found.unwrap_or_default().into_iter().take(most).collect()
 }
 
 /// Drop a newline ending `pattern` (`\n` written out, or the
@@ -196,7 +254,8 @@ struct Report {
 }
 
 impl Job {
-    fn run(self) -> Report {
+    /// The lines `matcher` matches in the files of the search.
+    fn search(&self, matcher: &RegexMatcher) -> Report {
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
@@ -204,32 +263,39 @@ impl Job {
             .build();
         let mut report = Report::default();
         if self.single_file {
-            self.search_file(&mut searcher, &self.root, &mut report);
+            self.search_file(&mut searcher, matcher, &self.root, &mut report);
             return report;
         }
-        for entry in crate::walk::walker(&self.root, self.fence.clone()) {
-            if self.cancel.is_cancelled() {
-                break;
-            }
-            let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            if let Some(filter) = &self.filter {
-                let rel = entry
-                    .path()
-                    .strip_prefix(&self.root)
-                    .unwrap_or(entry.path());
-                if !filter.is_match(rel) {
-                    continue;
-                }
-            }
-            self.search_file(&mut searcher, entry.path(), &mut report);
+        for path in self.files() {
+            self.search_file(&mut searcher, matcher, &path, &mut report);
         }
         report
     }
 
-    fn search_file(&self, searcher: &mut Searcher, path: &Path, report: &mut Report) {
+    /// The files of a folder search, in path order: not hidden, ignored
+    /// or fenced off, and matching the glob if one was given.
+    fn files(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        crate::walk::walker(&self.root, self.fence.clone())
+            .take_while(|_| !self.cancel.is_cancelled())
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+            .filter(|entry| {
+                let rel = entry
+                    .path()
+                    .strip_prefix(&self.root)
+                    .unwrap_or(entry.path());
+                self.filter.as_ref().is_none_or(|f| f.is_match(rel))
+            })
+            .map(ignore::DirEntry::into_path)
+    }
+
+    fn search_file(
+        &self,
+        searcher: &mut Searcher,
+        matcher: &RegexMatcher,
+        path: &Path,
+        report: &mut Report,
+    ) {
         let shown = workspace::display(&self.workspace, path);
         let Ok(rel) = path.strip_prefix(&self.base_path) else {
             return;
@@ -255,7 +321,7 @@ impl Job {
             }
             Ok(true)
         });
-        if searcher.search_file(&self.matcher, &file, sink).is_err() {
+        if searcher.search_file(matcher, &file, sink).is_err() {
             // A line longer than the search buffer may grow to, or a read
             // error: the file is skipped, with a note, like ripgrep warns.
             report.skipped.push(shown);

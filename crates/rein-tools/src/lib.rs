@@ -53,12 +53,12 @@ pub use write_file::WriteFile;
 /// Every built-in tool, ready to hand to a `rein_core::Gate`.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(ReadFile),
+        Arc::new(ReadFile::default()),
         Arc::new(WriteFile),
         Arc::new(EditFile),
         Arc::new(Bash),
         Arc::new(Glob),
-        Arc::new(Grep),
+        Arc::new(Grep::default()),
         Arc::new(TodoWrite),
     ]
 }
@@ -68,9 +68,9 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 /// spend their turns on it instead of the task).
 pub fn small_model_tools() -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(ReadFile),
+        Arc::new(ReadFile::with_hints()),
         Arc::new(Glob),
-        Arc::new(Grep),
+        Arc::new(Grep::with_hints()),
         Arc::new(EditFile),
         Arc::new(WriteFile),
         Arc::new(Bash),
@@ -183,7 +183,7 @@ mod tests {
             assert!(!obj.contains_key("title"));
         }
         assert_eq!(names.len(), 7);
-        let read = ReadFile.spec().parameters;
+        let read = ReadFile::default().spec().parameters;
         assert_eq!(read["required"], serde_json::json!(["path"]));
         assert!(read["properties"]["offset"].get("default").is_none());
     }

@@ -47,7 +47,25 @@ struct Args {
 
 /// Reads a text file and shows it with line numbers.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ReadFile;
+pub struct ReadFile {
+    /// Say more when the file is missing (the small profile's
+    /// read_file): see [`ReadFile::with_hints`].
+    hints: bool,
+}
+
+/// Most lines a missing file's hint shows.
+const HINT_LINES: usize = 5;
+
+impl ReadFile {
+    /// The read_file of the small profile: asked for a file that does
+    /// not exist, it also shows the lines of the workspace that name it
+    /// (measured: the 1.5B model asked for `LICENSE` in a project whose
+    /// README says "Released under the Apache License 2.0; see LICENSE",
+    /// got "does not exist" and answered MIT).
+    pub fn with_hints() -> ReadFile {
+        ReadFile { hints: true }
+    }
+}
 
 #[async_trait]
 impl Tool for ReadFile {
@@ -99,10 +117,17 @@ impl Tool for ReadFile {
             offset: args.offset.unwrap_or(1).max(1),
             limit: args.limit.unwrap_or(DEFAULT_LIMIT).max(1),
         };
-        tokio::task::spawn_blocking(move || read_window(&ctx, &path, &shown, window))
+        let hint_ctx = self.hints.then(|| ctx.clone());
+        let missing = path.clone();
+        let read = tokio::task::spawn_blocking(move || read_window(&ctx, &path, &shown, window))
             .await
-            .map_err(|e| ToolError::new(format!("reading the file failed: {e}")))?
-            .map(ToolOutput::ok)
+            .map_err(|e| ToolError::new(format!("reading the file failed: {e}")))?;
+        match (read, hint_ctx) {
+            (Err(e), Some(ctx)) if std::fs::symlink_metadata(&missing).is_err() => {
+                Err(with_lines_naming(e, &ctx, &missing).await)
+            }
+            (read, _) => read.map(ToolOutput::ok),
+        }
     }
 }
 
@@ -348,6 +373,26 @@ fn numbered_line(number: usize, raw: &[u8], read: &LineRead) -> String {
     line
 }
 
+/// `error` (the file `missing` does not exist) with the lines of the
+/// workspace that name the file's stem in any case, if any.
+async fn with_lines_naming(error: ToolError, ctx: &ToolContext, missing: &Path) -> ToolError {
+    let stem = missing
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    if stem.chars().count() < 3 {
+        return error;
+    }
+    let lines = crate::grep::lines_holding(ctx, stem, HINT_LINES).await;
+    if lines.is_empty() {
+        return error;
+    }
+    ToolError::new(format!(
+        "{error}. Lines that name `{stem}` (any case):\n{}",
+        lines.join("\n")
+    ))
+}
+
 fn open_error(shown: &str, e: &std::io::Error) -> ToolError {
     match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::new(format!(
@@ -407,27 +452,27 @@ mod tests {
         let args = serde_json::json!({"path": saved.to_str().unwrap(), "offset": 2});
 
         let with_root = ctx(&ws, vec![outputs.clone()]);
-        let out = ReadFile
+        let out = ReadFile::default()
             .call(args.clone(), with_root.clone())
             .await
             .unwrap();
         assert_eq!(out.content, "     2\tline two");
         assert_eq!(
-            ReadFile.locks(&args, &with_root).unwrap(),
+            ReadFile::default().locks(&args, &with_root).unwrap(),
             [PathLock::Read(saved.clone())]
         );
-        let a = ReadFile.assess(&args, &with_root);
+        let a = ReadFile::default().assess(&args, &with_root);
         assert_eq!(a.subjects, [saved.display().to_string()]);
         assert_eq!(a.reads, std::slice::from_ref(&saved));
 
         // Without the read root the same path is outside the workspace.
         let without = ctx(&ws, Vec::new());
-        let e = ReadFile
+        let e = ReadFile::default()
             .call(args.clone(), without.clone())
             .await
             .unwrap_err();
         assert!(e.to_string().contains("outside the workspace"), "{e}");
-        assert!(ReadFile.locks(&args, &without).is_err());
+        assert!(ReadFile::default().locks(&args, &without).is_err());
     }
 
     #[test]

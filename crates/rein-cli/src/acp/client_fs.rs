@@ -223,7 +223,7 @@ macro_rules! as_builtin {
 
 #[async_trait]
 impl Tool for EditorRead {
-    as_builtin!(ReadFile);
+    as_builtin!(ReadFile::default());
 
     async fn call(&self, raw: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args: ReadArgs = parse("read_file", &raw)?;
@@ -231,11 +231,11 @@ impl Tool for EditorRead {
         // A saved tool output (a read root) is rein's, and a folder, a
         // missing file or a device only the disk can answer for.
         if !in_workspace(&ctx, &path) || !is_regular_file(&path) {
-            return ReadFile.call(raw, ctx).await;
+            return ReadFile::default().call(raw, ctx).await;
         }
         let shown = workspace::display(&ctx.workspace, &path);
         let Some(held) = HeldFile::hold(&ctx, &path, &shown)? else {
-            return ReadFile.call(raw, ctx).await;
+            return ReadFile::default().call(raw, ctx).await;
         };
         let text = self.0.read(&path, &shown, &ctx.cancel).await?;
         // A path changed while the editor opened it by name: what it read

@@ -18,14 +18,16 @@ use crate::provider::ToolChoice;
 use crate::schema::{ToolCall, ToolSpec};
 use crate::tool::ToolAccess;
 
+mod asked;
 pub(super) mod candidates;
 pub(super) mod check;
 mod evidence;
 mod nudges;
 
+use asked::Snapshot;
 use check::Check;
 use evidence::{Evidence, Question};
-use nudges::{Looked, NextTurn, Snapshot};
+use nudges::{Looked, NextTurn};
 
 /// One run's coach.
 pub(super) struct Coach {
@@ -114,6 +116,7 @@ impl Coach {
         let mut looked = Looked::default();
         if nudges && nudges::asks_for_change(prompt) {
             looked.change_asked = Some(Snapshot::take(workspace));
+            looked.asked_for = asked::missing_names(prompt, workspace);
         }
         Some(Coach {
             workspace: workspace.to_path_buf(),

@@ -22,7 +22,9 @@ fn huge_one_line_file(env: &Env, rel: &str) {
 async fn read_of_a_6_gib_single_line_file_returns_a_bounded_cut_window() {
     let env = Env::new().await;
     huge_one_line_file(&env, "huge.txt");
-    let out = env.ok(&ReadFile, json!({"path": "huge.txt"})).await;
+    let out = env
+        .ok(&ReadFile::default(), json!({"path": "huge.txt"}))
+        .await;
     assert!(out.len() <= MAX_OUTPUT_BYTES, "{} bytes", out.len());
     let first = out.lines().next().unwrap();
     assert!(first.starts_with("     1\txxxx"), "{first:.80}");
@@ -44,7 +46,7 @@ async fn grep_skips_a_file_with_a_line_longer_than_its_buffer_and_says_so() {
     let long = "a".repeat(rein_tools::grep::MAX_SEARCH_LINE_BYTES + 1024);
     env.write("long.txt", format!("needle {long}\n"));
     env.write("short.txt", "needle here\n");
-    let out = env.ok(&Grep, json!({"pattern": "needle"})).await;
+    let out = env.ok(&Grep::default(), json!({"pattern": "needle"})).await;
     assert!(out.contains("short.txt:1:needle here"), "{out:.400}");
     assert!(!out.contains("long.txt:"), "{out:.400}");
     assert!(
@@ -54,7 +56,10 @@ async fn grep_skips_a_file_with_a_line_longer_than_its_buffer_and_says_so() {
     // The 6 GiB sparse file is binary after its text: skipped quickly.
     huge_one_line_file(&env, "huge.txt");
     let out = env
-        .ok(&Grep, json!({"pattern": "xx", "path": "huge.txt"}))
+        .ok(
+            &Grep::default(),
+            json!({"pattern": "xx", "path": "huge.txt"}),
+        )
         .await;
     assert!(out.len() < 4096, "{out:.400}");
 }
@@ -151,7 +156,7 @@ async fn a_symlink_inside_the_workspace_to_a_file_inside_it_is_still_followed() 
     std::os::unix::fs::symlink("real/a.txt", env.path("rel_link")).unwrap();
     std::os::unix::fs::symlink(env.path("real"), env.path("abs_dir_link")).unwrap();
     assert_eq!(
-        env.ok(&ReadFile, json!({"path": "abs_dir_link/a.txt"}))
+        env.ok(&ReadFile::default(), json!({"path": "abs_dir_link/a.txt"}))
             .await,
         "     1\tone"
     );
@@ -169,6 +174,6 @@ async fn a_symlink_inside_the_workspace_to_a_file_inside_it_is_still_followed() 
     )
     .await;
     assert_eq!(env.read("real/a.txt"), "three\n");
-    let tool: &dyn Tool = &ReadFile;
+    let tool: &dyn Tool = &ReadFile::default();
     assert_eq!(tool.spec().name, "read_file");
 }

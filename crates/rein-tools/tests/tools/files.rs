@@ -10,7 +10,7 @@ use crate::common::Env;
 async fn read_shows_numbered_lines_like_cat_n() {
     let env = Env::new().await;
     env.write("a.txt", "alpha\nbeta\n");
-    let out = env.ok(&ReadFile, json!({"path": "a.txt"})).await;
+    let out = env.ok(&ReadFile::default(), json!({"path": "a.txt"})).await;
     assert_eq!(out, "     1\talpha\n     2\tbeta");
 }
 
@@ -21,7 +21,7 @@ async fn read_offset_and_limit_show_a_window_ending_with_how_to_read_on() {
     env.write("big.txt", text);
     let out = env
         .ok(
-            &ReadFile,
+            &ReadFile::default(),
             json!({"path": "big.txt", "offset": 10, "limit": 3}),
         )
         .await;
@@ -31,7 +31,10 @@ async fn read_offset_and_limit_show_a_window_ending_with_how_to_read_on() {
          [showing lines 10-12 of 50; call read_file with offset=13 to continue]"
     );
     let rest = env
-        .ok(&ReadFile, json!({"path": "big.txt", "offset": 48}))
+        .ok(
+            &ReadFile::default(),
+            json!({"path": "big.txt", "offset": 48}),
+        )
         .await;
     assert_eq!(rest, "    48\tline 48\n    49\tline 49\n    50\tline 50");
 }
@@ -41,7 +44,9 @@ async fn read_default_limit_is_2000_lines() {
     let env = Env::new().await;
     let text: String = (1..=2500).map(|i| format!("{i}\n")).collect();
     env.write("long.txt", text);
-    let out = env.ok(&ReadFile, json!({"path": "long.txt"})).await;
+    let out = env
+        .ok(&ReadFile::default(), json!({"path": "long.txt"}))
+        .await;
     assert!(out.contains("  2000\t2000\n"), "{out}");
     assert!(!out.contains("\t2001"));
     assert!(
@@ -56,7 +61,7 @@ async fn read_offset_past_the_end_says_how_many_lines_there_are() {
     let env = Env::new().await;
     env.write("a.txt", "1\n2\n3\n");
     let e = env
-        .err(&ReadFile, json!({"path": "a.txt", "offset": 9}))
+        .err(&ReadFile::default(), json!({"path": "a.txt", "offset": 9}))
         .await;
     assert_eq!(e, "offset 9 is past the end of `a.txt`, which has 3 lines");
 }
@@ -67,7 +72,7 @@ async fn read_binary_file_is_refused_with_its_size() {
     let mut bytes = b"\x7fELF".to_vec();
     bytes.extend([0u8; 100]);
     env.write("prog", &bytes);
-    let e = env.err(&ReadFile, json!({"path": "prog"})).await;
+    let e = env.err(&ReadFile::default(), json!({"path": "prog"})).await;
     assert!(e.contains("binary"), "{e}");
     assert!(e.contains("104 bytes"), "{e}");
 }
@@ -76,20 +81,56 @@ async fn read_binary_file_is_refused_with_its_size() {
 async fn read_non_utf8_text_is_shown_lossily() {
     let env = Env::new().await;
     env.write("latin1.txt", b"caf\xe9 au lait\n");
-    let out = env.ok(&ReadFile, json!({"path": "latin1.txt"})).await;
+    let out = env
+        .ok(&ReadFile::default(), json!({"path": "latin1.txt"}))
+        .await;
     assert_eq!(out, "     1\tcaf\u{FFFD} au lait");
+}
+
+/// The small profile's read_file, asked for a file that does not exist,
+/// shows the lines that name it (the 1.5B model asked for `LICENSE`,
+/// which the README describes, and answered from memory); the plain one,
+/// and a read of a folder, do not.
+#[tokio::test]
+async fn read_with_hints_of_a_missing_file_shows_the_lines_that_name_it() {
+    let env = Env::new().await;
+    env.write(
+        "README.md",
+        "# tidy\n\n## License\n\nReleased under the Apache License 2.0; see LICENSE.\n",
+    );
+    let e = env
+        .err(&ReadFile::with_hints(), json!({"path": "LICENSE"}))
+        .await;
+    assert_eq!(
+        e,
+        "`LICENSE` does not exist; use glob to find the right path. Lines that name `LICENSE` \
+         (any case):\nREADME.md:3:## License\nREADME.md:5:Released under the Apache License \
+         2.0; see LICENSE."
+    );
+    let e = env
+        .err(&ReadFile::default(), json!({"path": "LICENSE"}))
+        .await;
+    assert!(!e.contains("Lines that name"), "{e}");
+    let e = env
+        .err(&ReadFile::with_hints(), json!({"path": "COPYING"}))
+        .await;
+    assert!(!e.contains("Lines that name"), "{e}");
 }
 
 #[tokio::test]
 async fn read_missing_file_directory_and_empty_file_are_explained() {
     let env = Env::new().await;
-    let e = env.err(&ReadFile, json!({"path": "nope.rs"})).await;
+    let e = env
+        .err(&ReadFile::default(), json!({"path": "nope.rs"}))
+        .await;
     assert!(e.contains("`nope.rs` does not exist"), "{e}");
     std::fs::create_dir(env.path("src")).unwrap();
-    let e = env.err(&ReadFile, json!({"path": "src"})).await;
+    let e = env.err(&ReadFile::default(), json!({"path": "src"})).await;
     assert!(e.contains("is a directory") && e.contains("glob"), "{e}");
     env.write("empty.txt", "");
-    let out = env.ok(&ReadFile, json!({"path": "empty.txt"})).await;
+    let out = env
+        .ok(&ReadFile::default(), json!({"path": "empty.txt"}))
+        .await;
     assert!(out.contains("`empty.txt` is empty"), "{out}");
 }
 
@@ -125,7 +166,9 @@ async fn symlink_escaping_the_workspace_is_refused_for_read_and_write() {
     std::os::unix::fs::symlink(outside.path().join("secret.txt"), env.path("link.txt")).unwrap();
     std::os::unix::fs::symlink(outside.path(), env.path("linkdir")).unwrap();
 
-    let e = env.err(&ReadFile, json!({"path": "link.txt"})).await;
+    let e = env
+        .err(&ReadFile::default(), json!({"path": "link.txt"}))
+        .await;
     assert!(
         e.contains("outside the workspace") && e.contains("link.txt"),
         "{e}"
@@ -152,7 +195,7 @@ async fn symlink_escaping_the_workspace_is_refused_for_read_and_write() {
     // The refusal already happens when the gate asks for locks.
     let ctx = env.ctx();
     assert!(
-        ReadFile
+        ReadFile::default()
             .locks(&json!({"path": "link.txt"}), &ctx)
             .unwrap_err()
             .to_string()
@@ -163,7 +206,9 @@ async fn symlink_escaping_the_workspace_is_refused_for_read_and_write() {
 #[tokio::test]
 async fn dotdot_escape_is_refused_for_read_and_write() {
     let env = Env::new().await;
-    let e = env.err(&ReadFile, json!({"path": "../etc/passwd"})).await;
+    let e = env
+        .err(&ReadFile::default(), json!({"path": "../etc/passwd"}))
+        .await;
     assert!(e.contains("outside the workspace"), "{e}");
     let e = env
         .err(
@@ -175,7 +220,9 @@ async fn dotdot_escape_is_refused_for_read_and_write() {
         e.contains("outside the workspace") || e.contains("`..` is not allowed"),
         "{e}"
     );
-    let e = env.err(&ReadFile, json!({"path": "/etc/hostname"})).await;
+    let e = env
+        .err(&ReadFile::default(), json!({"path": "/etc/hostname"}))
+        .await;
     assert!(e.contains("outside the workspace"), "{e}");
     assert!(!env.root.parent().unwrap().join("escape.txt").exists());
 }
@@ -183,7 +230,9 @@ async fn dotdot_escape_is_refused_for_read_and_write() {
 #[tokio::test]
 async fn unknown_arguments_are_refused_by_the_schema() {
     let env = Env::new().await;
-    let e = env.err(&ReadFile, json!({"path": "a", "lines": 3})).await;
+    let e = env
+        .err(&ReadFile::default(), json!({"path": "a", "lines": 3}))
+        .await;
     assert!(e.contains("unknown field `lines`"), "{e}");
 }
 
@@ -197,7 +246,7 @@ async fn read_of_a_named_pipe_is_refused_instead_of_blocking() {
     assert!(status.success());
     let e = tokio::time::timeout(
         std::time::Duration::from_secs(5),
-        env.err(&ReadFile, json!({"path": "pipe"})),
+        env.err(&ReadFile::default(), json!({"path": "pipe"})),
     )
     .await
     .unwrap();

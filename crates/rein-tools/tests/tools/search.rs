@@ -82,13 +82,16 @@ async fn grep_filters_by_glob_and_ignores_case_when_asked() {
     env.write("bin.dat", b"needle\x00\x01\x02");
 
     let out = env
-        .ok(&Grep, json!({"pattern": "needle", "glob": "*.rs"}))
+        .ok(
+            &Grep::default(),
+            json!({"pattern": "needle", "glob": "*.rs"}),
+        )
         .await;
     assert_eq!(out, "src/b.rs:1:// needle here");
 
     let out = env
         .ok(
-            &Grep,
+            &Grep::default(),
             json!({"pattern": "needle", "glob": "*.rs", "case_insensitive": true}),
         )
         .await;
@@ -98,7 +101,7 @@ async fn grep_filters_by_glob_and_ignores_case_when_asked() {
     );
 
     // Without a filter every text file is searched in path order; binary files are skipped.
-    let out = env.ok(&Grep, json!({"pattern": "needle"})).await;
+    let out = env.ok(&Grep::default(), json!({"pattern": "needle"})).await;
     assert_eq!(
         out,
         "docs/n.md:1:a needle in docs\nsrc/b.rs:1:// needle here"
@@ -111,11 +114,17 @@ async fn grep_searches_a_single_file_and_reports_no_matches() {
     env.write("one.txt", "alpha\nbeta\nalphabet\n");
     env.write("two.txt", "alpha\n");
     let out = env
-        .ok(&Grep, json!({"pattern": "^alpha", "path": "one.txt"}))
+        .ok(
+            &Grep::default(),
+            json!({"pattern": "^alpha", "path": "one.txt"}),
+        )
         .await;
     assert_eq!(out, "one.txt:1:alpha\none.txt:3:alphabet");
     let out = env
-        .ok(&Grep, json!({"pattern": "gamma", "path": "one.txt"}))
+        .ok(
+            &Grep::default(),
+            json!({"pattern": "gamma", "path": "one.txt"}),
+        )
         .await;
     assert_eq!(out, "No matches for `gamma` in `one.txt`.");
 }
@@ -124,14 +133,16 @@ async fn grep_searches_a_single_file_and_reports_no_matches() {
 async fn grep_drops_a_newline_ending_the_pattern_and_says_so() {
     let env = Env::new().await;
     env.write("one.txt", "# TODO: a\nx = 1\n# TODO: b\n");
-    let out = env.ok(&Grep, json!({"pattern": "TODO\\n"})).await;
+    let out = env
+        .ok(&Grep::default(), json!({"pattern": "TODO\\n"}))
+        .await;
     assert_eq!(
         out,
         "one.txt:1:# TODO: a\none.txt:3:# TODO: b\n\
          [The pattern's trailing \\n was dropped: lines are matched one at a time.]"
     );
     // A newline inside the pattern is still refused.
-    let err = env.err(&Grep, json!({"pattern": "a\\nb"})).await;
+    let err = env.err(&Grep::default(), json!({"pattern": "a\\nb"})).await;
     assert!(err.contains("invalid regex"), "{err}");
 }
 
@@ -139,17 +150,79 @@ async fn grep_drops_a_newline_ending_the_pattern_and_says_so() {
 async fn grep_finding_nothing_in_a_folder_says_it_searched_contents_not_names() {
     let env = Env::new().await;
     env.write("pkg/core.py", "X = 1\n");
-    let out = env.ok(&Grep, json!({"pattern": "py$"})).await;
+    let out = env.ok(&Grep::default(), json!({"pattern": "py$"})).await;
     assert_eq!(
         out,
         "No matches for `py$` in `.`. grep searches what files contain; glob finds files by name."
     );
 }
 
+/// The small profile's grep: a search for file names in the contents
+/// says how many names match (the 1.5B model counted Python files with
+/// `py$` and answered "none"); words searched in the wrong form show the
+/// lines that hold them in any case (`DATABASE_URL=.*` for a variable
+/// named `ORDERS_DB_URL`). The plain grep says none of it.
+#[tokio::test]
+async fn grep_with_hints_finding_nothing_shows_matching_names_and_lines_with_its_words() {
+    let env = Env::new().await;
+    env.write("main.py", "print('main')\n");
+    env.write("pkg/core.py", "X = 1\n");
+    env.write("README.txt", "not python\n");
+    env.write(
+        "store.py",
+        "import os\nurl = os.environ.get(\"ORDERS_DB_URL\")\n",
+    );
+    let out = env.ok(&Grep::with_hints(), json!({"pattern": "py$"})).await;
+    assert_eq!(
+        out,
+        "No matches for `py$` in `.`.\nNo file contains `py$`, but 3 file names match it (grep \
+         searches what files contain; glob finds files by name):\nmain.py\npkg/core.py\nstore.py"
+    );
+    let out = env
+        .ok(&Grep::with_hints(), json!({"pattern": "DATABASE_URL=.*"}))
+        .await;
+    assert_eq!(
+        out,
+        "No matches for `DATABASE_URL=.*` in `.`.\nLines with `DATABASE` or `URL` in any case \
+         (near what was searched, not a match):\nstore.py:2:url = os.environ.get(\"ORDERS_DB_URL\")"
+    );
+    // Nothing near either: the plain note.
+    let out = env
+        .ok(&Grep::with_hints(), json!({"pattern": "zebra"}))
+        .await;
+    assert!(out.ends_with("glob finds files by name."), "{out}");
+    let out = env
+        .ok(&Grep::default(), json!({"pattern": "DATABASE_URL=.*"}))
+        .await;
+    assert!(!out.contains("any case"), "{out}");
+}
+
+/// Asked about the `src` folder, the model searched the whole project
+/// and answered the total: matches in several folders are counted per
+/// folder by the small profile's grep.
+#[tokio::test]
+async fn grep_with_hints_counts_matches_per_top_folder() {
+    let env = Env::new().await;
+    env.write("src/app.py", "# TODO: a\n# TODO: b\n");
+    env.write("src/web/routes.py", "# TODO: c\n");
+    env.write("docs/notes.md", "TODO: docs\n");
+    let out = env
+        .ok(&Grep::with_hints(), json!({"pattern": "TODO"}))
+        .await;
+    assert!(
+        out.ends_with("\n[4 matching lines: 1 in docs/, 3 in src/]"),
+        "{out}"
+    );
+    let out = env.ok(&Grep::default(), json!({"pattern": "TODO"})).await;
+    assert!(!out.contains("matching lines"), "{out}");
+}
+
 #[tokio::test]
 async fn grep_invalid_regex_is_a_clear_error() {
     let env = Env::new().await;
-    let e = env.err(&Grep, json!({"pattern": "fn (foo"})).await;
+    let e = env
+        .err(&Grep::default(), json!({"pattern": "fn (foo"}))
+        .await;
     assert!(e.starts_with("invalid regex `fn (foo`:"), "{e}");
     assert!(e.contains("unclosed group"), "{e}");
 }
@@ -161,7 +234,7 @@ async fn grep_caps_matches_and_says_how_many_more_in_how_many_files() {
     env.write("a.txt", &text);
     env.write("b.txt", &text);
     env.write("c.txt", &text);
-    let out = env.ok(&Grep, json!({"pattern": "hit"})).await;
+    let out = env.ok(&Grep::default(), json!({"pattern": "hit"})).await;
     assert_eq!(out.lines().count(), 201);
     assert!(
         out.ends_with("[200 of 450 matching lines shown; 250 more in 2 files. Narrow the pattern, path or glob to see them.]"),

@@ -82,14 +82,21 @@ impl Evidence {
     /// Keep a successful call's output (`command`: a shell command printed
     /// it).
     pub fn saw(&mut self, command: bool, output: &str) {
-        let (kept, text) = match command {
-            true => (&mut self.printed, output.to_string()),
-            false => (&mut self.shown, without_line_numbers(output)),
+        let keep = |kept: &mut String, text: &str| {
+            if kept.len() + text.len() <= KEPT {
+                kept.push_str(text);
+                kept.push('\n');
+            }
         };
-        if kept.len() + text.len() <= KEPT {
-            kept.push_str(&text);
-            kept.push('\n');
+        if command {
+            keep(&mut self.printed, output);
+            return;
         }
+        keep(&mut self.shown, &without_line_numbers(output));
+        // A count the tool made itself ("6 file names match it", "[6
+        // matching lines: 1 in docs/, 5 in src/]") is as good as one a
+        // command printed.
+        keep(&mut self.printed, &tool_notes(output));
     }
 
     /// The nudge for `answer` when none of the values it claims comes
@@ -152,6 +159,23 @@ fn without_line_numbers(output: &str) -> String {
                 rest
             }
             _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The lines of a tool's output in the tool's own words: neither a line
+/// of a file as `read_file` lists it (`     3\ttext`) nor a match as
+/// grep lists it (`path:3:text`).
+fn tool_notes(output: &str) -> String {
+    let numbered = |n: &str| !n.trim().is_empty() && n.trim().bytes().all(|b| b.is_ascii_digit());
+    output
+        .lines()
+        .filter(|l| !l.split_once('\t').is_some_and(|(n, _)| numbered(n)))
+        .filter(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, n, rest) = (parts.next(), parts.next(), parts.next());
+            !(rest.is_some() && n.is_some_and(numbered))
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -257,6 +281,28 @@ mod tests {
         let mut ev = Evidence::new(Question::Count);
         ev.saw(true, "13\n[exit code: 0]");
         assert!(ev.unsupported("3").is_some());
+    }
+
+    /// grep's own count ("6 file names match it") backs a count; the line
+    /// numbers of its matches do not.
+    #[test]
+    fn a_count_a_tool_made_in_its_own_words_backs_a_count_its_matches_do_not() {
+        let mut ev = Evidence::new(Question::Count);
+        ev.saw(
+            false,
+            "No matches for `py$` in `.`.\nNo file contains `py$`, but 6 file names match it:\n\
+             main.py\npkg/core.py",
+        );
+        assert_eq!(ev.unsupported("There are 6 Python files."), None);
+        let mut ev = Evidence::new(Question::Count);
+        ev.saw(false, "src/a.py:5:# TODO\nsrc/b.py:7:# TODO");
+        assert!(ev.unsupported("There are 5 TODO comments.").is_some());
+        let mut ev = Evidence::new(Question::Count);
+        ev.saw(
+            false,
+            "src/a.py:5:# TODO\ndocs/n.md:1:TODO\n[2 matching lines: 1 in docs/, 1 in src/]",
+        );
+        assert_eq!(ev.unsupported("There is 1 in src."), None);
     }
 
     #[test]

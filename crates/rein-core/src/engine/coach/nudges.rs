@@ -4,8 +4,9 @@
 //! call, or its answer shows a change it never made (for a file it never
 //! read: read it first; for one it read: make the change) or talks about a
 //! file it never opened, or ends a task that asked for a change while no
-//! file changed: each kind of nudge at most once per run, so a run gets
-//! five at most (read with `rein eval`: a model nudged to apply a fix
+//! file changed, or ends it while a file it asked for by name is still
+//! missing: each kind of nudge at most once per run, so a run gets
+//! six at most (read with `rein eval`: a model nudged to apply a fix
 //! it guessed fails the edit and answers again; told to read first, it
 //! reads, then shows the right fix without making it).
 //!
@@ -15,6 +16,8 @@
 //! up beneath the workspace (never absolute, never through `..`).
 
 use std::path::{Component, Path};
+
+use super::asked::{self, Snapshot};
 
 /// What a run has done so far, as far as the nudges care.
 #[derive(Debug, Default)]
@@ -37,6 +40,9 @@ pub(crate) struct Looked {
     /// run began, to tell whether anything changed since (a command may
     /// have written files no file tool reported).
     pub change_asked: Option<Snapshot>,
+    /// The files a request for a change names that the workspace lacked
+    /// when the run began (see [`asked::missing_names`]).
+    pub asked_for: Vec<String>,
 }
 
 /// Most bytes of call arguments kept in [`Looked::seen`].
@@ -82,7 +88,7 @@ pub(crate) fn next_turn(
         !files.is_empty() && files.iter().all(|f| names_file(&looked.seen, file_name(f)))
     };
     match kind {
-        NudgeKind::UnappliedChange => NextTurn::Edit,
+        NudgeKind::UnappliedChange | NudgeKind::MissingFile => NextTurn::Edit,
         NudgeKind::UnmadeChange if read_all() => NextTurn::Edit,
         _ => NextTurn::Call,
     }
@@ -103,6 +109,9 @@ pub(crate) enum NudgeKind {
     UnreadFile,
     /// The request asks for a change and no file changed.
     UnmadeChange,
+    /// The request asks for a change naming a file the workspace lacked,
+    /// and it still lacks it.
+    MissingFile,
 }
 
 /// The nudge for an answer that ends the run, if it needs one of a kind
@@ -163,6 +172,18 @@ pub(crate) fn nudge(
             format!(
                 "[rein] You answered about {unread} without opening it. Read it first \
                  (read_file, or a command that prints it), then answer from what it holds."
+            ),
+        ));
+    }
+    if looked.change_asked.is_some()
+        && fresh(NudgeKind::MissingFile)
+        && let Some(name) = asked::still_missing(&looked.asked_for, workspace)
+    {
+        return Some((
+            NudgeKind::MissingFile,
+            format!(
+                "[rein] The task asks for {name}, but the project folder has no {name}. Make it \
+                 now with write_file at the path `{name}`, then answer in a sentence."
             ),
         ));
     }
@@ -235,49 +256,6 @@ pub(crate) fn asks_for_change(prompt: &str) -> bool {
                 is_command
             })
         })
-}
-
-/// Folders running a project's code makes (Python's bytecode cache):
-/// what appears in them is no change the task asked for.
-const GENERATED: &[&str] = &["__pycache__"];
-
-/// Most files a [`Snapshot`] records.
-const SNAPSHOT_FILES: usize = 2_000;
-
-/// The workspace's files two levels deep (hidden ones skipped), each with
-/// its size and modification time: enough to tell that a run changed
-/// nothing. Bounded, and symlinks are not followed.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Snapshot(Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>);
-
-impl Snapshot {
-    pub fn take(workspace: &Path) -> Snapshot {
-        let mut files = Vec::new();
-        let mut dirs = vec![(workspace.to_path_buf(), 0)];
-        while let Some((dir, depth)) = dirs.pop() {
-            let Ok(read) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in read.flatten() {
-                if files.len() >= SNAPSHOT_FILES {
-                    break;
-                }
-                let name = entry.file_name();
-                let hidden = name.as_encoded_bytes().starts_with(b".");
-                let Ok(meta) = entry.metadata() else { continue };
-                if hidden || GENERATED.iter().any(|g| name == *g) {
-                    continue;
-                }
-                if meta.is_dir() && depth < 1 {
-                    dirs.push((entry.path(), depth + 1));
-                } else if meta.is_file() {
-                    files.push((entry.path(), meta.len(), meta.modified().ok()));
-                }
-            }
-        }
-        files.sort();
-        Snapshot(files)
-    }
 }
 
 fn file_name(path: &str) -> &str {
@@ -515,6 +493,37 @@ mod tests {
         };
         std::fs::write(ws.path().join("total.txt"), "3\n").unwrap();
         assert_eq!(nudge("The total is 3.", &looked, ws.path()), None);
+    }
+
+    /// Asked for `count.sh`, the model ran `wc -l` and answered with the
+    /// number (the suite's create-line-count-script): it is told to make
+    /// the file the request names, with only the tools that write.
+    #[test]
+    fn a_file_the_request_names_and_nobody_made_is_asked_for_by_name() {
+        let ws = workspace();
+        let prompt = "Write a bash script count.sh that prints the lines in data.csv.";
+        let mut looked = Looked {
+            change_asked: Some(Snapshot::take(ws.path())),
+            asked_for: asked::missing_names(prompt, ws.path()),
+            ..Looked::default()
+        };
+        looked.saw(r#"{"command":"wc -l < data.csv"}"#);
+        looked.wrote = true;
+        let answer = "data.csv has 2 lines.";
+        let (kind, n) = nudge(answer, &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::MissingFile);
+        assert!(n.contains("write_file at the path `count.sh`"), "{n}");
+        assert_eq!(next_turn(kind, answer, &looked, ws.path()), NextTurn::Edit);
+        // Made somewhere else (`project/count.sh`) it is still missing;
+        // made where asked, nothing more is said.
+        std::fs::create_dir(ws.path().join("project")).unwrap();
+        std::fs::write(ws.path().join("project/count.sh"), "wc -l < data.csv\n").unwrap();
+        assert_eq!(
+            nudge(answer, &looked, ws.path()).unwrap().0,
+            NudgeKind::MissingFile
+        );
+        std::fs::write(ws.path().join("count.sh"), "wc -l < data.csv\n").unwrap();
+        assert_eq!(nudge(answer, &looked, ws.path()), None);
     }
 
     #[test]
