@@ -91,11 +91,17 @@ pub enum Lever {
     /// An answer to a question must come from the run's tool output: one
     /// nudge to look when its value appears in none.
     Evidence,
+    /// Tools that say what a search that found nothing was near (file
+    /// names the pattern matches, lines with its words in any case, the
+    /// lines that name a missing file) and count matches per folder
+    /// (chosen by the front end that builds the tool set; with the
+    /// `tools` lever off there is nothing to hint with).
+    Hints,
 }
 
 impl Lever {
     /// Every lever, in the order they are documented.
-    pub const ALL: [Lever; 9] = [
+    pub const ALL: [Lever; 10] = [
         Lever::Lean,
         Lever::Tools,
         Lever::FirstCall,
@@ -105,6 +111,7 @@ impl Lever {
         Lever::Check,
         Lever::Candidates,
         Lever::Evidence,
+        Lever::Hints,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -118,6 +125,7 @@ impl Lever {
             Lever::Check => "check",
             Lever::Candidates => "candidates",
             Lever::Evidence => "evidence",
+            Lever::Hints => "hints",
         }
     }
 
@@ -153,10 +161,14 @@ pub fn compact_spec(spec: &ToolSpec) -> ToolSpec {
     }
 }
 
-/// The schema without its optional top-level properties: measured with
-/// `rein eval`, the 0.5B model fills every property it is shown (an
-/// `offset` of 1000000000, a `timeout_secs` of 1000000000), while the
-/// defaults of the optional ones are what it needs.
+/// The schema without its optional top-level properties but the yes-or-no
+/// ones: measured with `rein eval`, the 0.5B model fills every property
+/// it is shown (an `offset` of 1000000000, a `timeout_secs` of
+/// 1000000000), while the defaults of the optional ones are what it
+/// needs. A boolean has no absurd value, and a local model's grammar,
+/// built from this schema, could not write one left out: told to set
+/// `replace_all` to rename a name used twice in a file, the 1.5B model
+/// sent the same failing edit three times.
 fn required_only(mut schema: Value) -> Value {
     let required: Vec<String> = schema
         .get("required")
@@ -168,7 +180,9 @@ fn required_only(mut schema: Value) -> Value {
         })
         .unwrap_or_default();
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
-        props.retain(|name, _| required.contains(name));
+        props.retain(|name, prop| {
+            required.contains(name) || prop.get("type").and_then(Value::as_str) == Some("boolean")
+        });
     }
     schema
 }
@@ -261,18 +275,20 @@ mod tests {
                     "limit": {"type": ["integer", "null"], "format": "uint", "minimum": 1,
                               "default": null, "description": "Lines."},
                     "mode": {"enum": ["a", "b"], "description": "Which."},
-                    "items": {"type": "array", "items": {"type": "string", "description": "x"}}
+                    "items": {"type": "array", "items": {"type": "string", "description": "x"}},
+                    "all": {"type": ["boolean", "null"], "description": "Every one."}
                 },
                 "required": ["path"]
             }),
         };
         let small = compact_spec(&spec);
         assert_eq!(small.description, "Read a text file, with line numbers.");
+        // Optional properties go, but a yes-or-no one.
         assert_eq!(
             small.parameters,
             json!({
                 "type": "object",
-                "properties": {"path": {"type": "string"}},
+                "properties": {"path": {"type": "string"}, "all": {"type": "boolean"}},
                 "required": ["path"]
             })
         );
@@ -281,6 +297,7 @@ mod tests {
         assert_eq!(
             compact_spec(&all_required).parameters["properties"],
             json!({
+                "all": {"type": "boolean"},
                 "path": {"type": "string"},
                 "limit": {"type": "integer", "minimum": 1},
                 "mode": {"enum": ["a", "b"]},

@@ -65,12 +65,18 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 
 /// The tools a small model gets (the small profile): reading, listing,
 /// searching, editing, writing and commands; no todo list (small models
-/// spend their turns on it instead of the task).
-pub fn small_model_tools() -> Vec<Arc<dyn Tool>> {
+/// spend their turns on it instead of the task). `hints`: grep and
+/// read_file say what a search that found nothing was near
+/// ([`Grep::with_hints`], [`ReadFile::with_hints`]).
+pub fn small_model_tools(hints: bool) -> Vec<Arc<dyn Tool>> {
+    let (read, grep) = match hints {
+        true => (ReadFile::with_hints(), Grep::with_hints()),
+        false => (ReadFile::default(), Grep::default()),
+    };
     vec![
-        Arc::new(ReadFile::with_hints()),
+        Arc::new(read),
         Arc::new(Glob),
-        Arc::new(Grep::with_hints()),
+        Arc::new(grep),
         Arc::new(EditFile),
         Arc::new(WriteFile),
         Arc::new(Bash),

@@ -68,7 +68,7 @@ pub struct ModelArgs {
     pub profile: Option<rein_core::Profile>,
     /// Switch one kind of the small profile's help off, to measure what it
     /// brings: lean, tools, first-call, nudge, single-call, read-first,
-    /// check, evidence, candidates (comma-separated or repeated).
+    /// check, evidence, candidates, hints (comma-separated or repeated).
     #[arg(long, value_name = "LEVER", value_delimiter = ',', value_parser = parse_lever)]
     pub without: Vec<rein_core::Lever>,
 }

@@ -275,7 +275,7 @@ pub fn engine_builder(
     // Six tools, no memory, for a small model: every token of the request
     // is prompt time.
     builder = if gives(Lever::Tools) {
-        builder.tools(rein_tools::small_model_tools())
+        builder.tools(rein_tools::small_model_tools(gives(Lever::Hints)))
     } else {
         let (skills_text, _) = crate::skills::prompt_section(extras.skills, provider_window);
         let mut builder = builder

@@ -117,6 +117,7 @@ impl Coach {
         if nudges && nudges::asks_for_change(prompt) {
             looked.change_asked = Some(Snapshot::take(workspace));
             looked.asked_for = asked::missing_names(prompt, workspace);
+            looked.rename = asked::Rename::of(prompt);
         }
         Some(Coach {
             workspace: workspace.to_path_buf(),
@@ -237,6 +238,10 @@ impl Coach {
         {
             self.looked.nudged.push(kind);
             self.looked.next = nudges::next_turn(kind, answer, &self.looked, &self.workspace);
+            if let (nudges::NudgeKind::RenameLeftovers, Some(rename)) = (kind, &self.looked.rename)
+            {
+                self.looked.rename_left = Some(rename.leftovers(&self.workspace).1);
+            }
             return Some(text);
         }
         let text = self.evidence.as_mut()?.unsupported(answer)?;

@@ -1,7 +1,8 @@
 //! Whether the change a request asked for was made: the workspace as a
-//! [`Snapshot`] (did anything change?) and the files the request names
+//! [`Snapshot`] (did anything change?), the files the request names
 //! that the workspace lacked when the run began ([`missing_names`]: was
-//! the file it asked for made where it asked?).
+//! the file it asked for made where it asked?), and for a rename, where
+//! the old name is still used ([`Rename::leftovers`]).
 //!
 //! Measured on the public suite with the 1.5B model: asked to "write a
 //! bash script count.sh that prints the number of lines", it ran `wc -l`
@@ -174,6 +175,131 @@ pub(crate) fn still_missing<'a>(names: &'a [String], workspace: &Path) -> Option
         .map(String::as_str)
 }
 
+/// A request to rename an identifier: "Rename the class Usr to User in
+/// every file", "rename the function calc_total to compute_total".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rename {
+    pub old: String,
+    pub new: String,
+}
+
+/// Most files, and most bytes a file, [`Rename::leftovers`] reads.
+const RENAME_FILES: usize = 2_000;
+const RENAME_FILE_BYTES: u64 = 256 * 1024;
+/// Most places of the old name a nudge lists.
+pub(crate) const LEFTOVERS_SHOWN: usize = 8;
+
+impl Rename {
+    /// The rename `prompt` asks for: after the word "rename", the word
+    /// before the first "to" is the old name and the word after it the
+    /// new one, both identifiers and different.
+    pub fn of(prompt: &str) -> Option<Rename> {
+        let words: Vec<&str> = prompt
+            .split_whitespace()
+            .map(|w| {
+                w.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | ',' | '.' | ';' | ':'))
+            })
+            .collect();
+        let start = words
+            .iter()
+            .position(|w| w.eq_ignore_ascii_case("rename"))?;
+        let to = start + words[start..].iter().position(|w| *w == "to")?;
+        let (old, new) = (words.get(to.checked_sub(1)?)?, words.get(to + 1)?);
+        let identifier = |w: &str| {
+            w.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+        };
+        (to > start + 1 && identifier(old) && identifier(new) && old != new).then(|| Rename {
+            old: old.to_string(),
+            new: new.to_string(),
+        })
+    }
+
+    /// The places (`file:line: text`) where the old name is still used as
+    /// a whole word, the first [`LEFTOVERS_SHOWN`] of them, and how many
+    /// there are. The files are read, never run; hidden folders, symlinks
+    /// and large or binary files are left out, and the walk is bounded.
+    pub fn leftovers(&self, workspace: &Path) -> (Vec<String>, usize) {
+        let mut places: Vec<(String, usize, String)> = Vec::new();
+        let mut total = 0;
+        for (rel, text) in text_files(workspace) {
+            for (i, line) in text.lines().enumerate() {
+                if has_identifier(line, &self.old) {
+                    total += 1;
+                    let line: String = line.trim().chars().take(160).collect();
+                    places.push((rel.clone(), i + 1, line));
+                }
+            }
+        }
+        places.sort();
+        let shown = places
+            .into_iter()
+            .take(LEFTOVERS_SHOWN)
+            .map(|(rel, n, line)| format!("{rel}:{n}: {line}"))
+            .collect();
+        (shown, total)
+    }
+}
+
+/// The workspace's text files (path relative to it, text), for a
+/// search the harness makes: hidden folders, generated ones and symlinks
+/// left out, large or binary files skipped, at most [`RENAME_FILES`]
+/// looked at, [`NAMES_DEPTH`] folders deep.
+fn text_files(workspace: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut seen = 0;
+    let mut dirs = vec![(workspace.to_path_buf(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            let name = entry.file_name();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if name.as_encoded_bytes().starts_with(b".") || GENERATED.iter().any(|g| name == *g) {
+                continue;
+            }
+            if kind.is_dir() && depth < NAMES_DEPTH {
+                dirs.push((entry.path(), depth + 1));
+                continue;
+            }
+            seen += 1;
+            if !kind.is_file() || seen > RENAME_FILES {
+                continue;
+            }
+            let small = entry.metadata().is_ok_and(|m| m.len() <= RENAME_FILE_BYTES);
+            let Some(bytes) = small.then(|| std::fs::read(entry.path()).ok()).flatten() else {
+                continue;
+            };
+            if bytes.contains(&0) {
+                continue;
+            }
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(workspace)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            found.push((rel, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    found
+}
+
+/// Whether `line` has `name` as a whole identifier (not inside a longer
+/// one: `max_conn` is not in `max_connections`).
+fn has_identifier(line: &str, name: &str) -> bool {
+    let inner = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(i, _)| {
+        !line[..i].chars().next_back().is_some_and(inner)
+            && !line[i + name.len()..].chars().next().is_some_and(inner)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -209,6 +335,47 @@ mod tests {
         ] {
             assert!(names(prompt).is_empty(), "{prompt}: {:?}", names(prompt));
         }
+    }
+
+    #[test]
+    fn a_rename_is_read_from_the_request_and_its_leftovers_found_as_whole_words() {
+        assert_eq!(
+            Rename::of("Rename the class Usr to User in every file that uses it."),
+            Some(Rename {
+                old: "Usr".into(),
+                new: "User".into()
+            })
+        );
+        assert_eq!(
+            Rename::of("Rename the setting `max_conn` to `max_connections` in settings.ini."),
+            Some(Rename {
+                old: "max_conn".into(),
+                new: "max_connections".into()
+            })
+        );
+        for prompt in [
+            "Move the function to text.py.",
+            "Rename to User.",
+            "Rename helper.py to utils.py.",
+            "Rename x to x.",
+        ] {
+            assert_eq!(Rename::of(prompt), None, "{prompt}");
+        }
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            ws.path().join("pool.py"),
+            "a = cfg['max_conn']\nb = 'max_connections'\n",
+        )
+        .unwrap();
+        std::fs::write(ws.path().join("settings.ini"), "max_connections = 25\n").unwrap();
+        std::fs::create_dir(ws.path().join(".git")).unwrap();
+        std::fs::write(ws.path().join(".git/COMMIT"), "max_conn\n").unwrap();
+        std::fs::write(ws.path().join("blob.bin"), b"max_conn\0").unwrap();
+        let rename = Rename::of("rename max_conn to max_connections").unwrap();
+        assert_eq!(
+            rename.leftovers(ws.path()),
+            (vec!["pool.py:1: a = cfg['max_conn']".to_string()], 1)
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@
 
 use std::path::{Component, Path};
 
-use super::asked::{self, Snapshot};
+use super::asked::{self, Rename, Snapshot};
 
 /// What a run has done so far, as far as the nudges care.
 #[derive(Debug, Default)]
@@ -43,7 +43,15 @@ pub(crate) struct Looked {
     /// The files a request for a change names that the workspace lacked
     /// when the run began (see [`asked::missing_names`]).
     pub asked_for: Vec<String>,
+    /// The rename a request for a change asks for, and how many places
+    /// still used the old name at its last nudge.
+    pub rename: Option<Rename>,
+    pub rename_left: Option<usize>,
 }
+
+/// Most nudges a run gets about a rename's leftovers: each must follow
+/// some progress (fewer places left than at the one before).
+const RENAME_NUDGES: usize = 3;
 
 /// Most bytes of call arguments kept in [`Looked::seen`].
 const SEEN_CAP: usize = 64 * 1024;
@@ -88,7 +96,9 @@ pub(crate) fn next_turn(
         !files.is_empty() && files.iter().all(|f| names_file(&looked.seen, file_name(f)))
     };
     match kind {
-        NudgeKind::UnappliedChange | NudgeKind::MissingFile => NextTurn::Edit,
+        NudgeKind::UnappliedChange | NudgeKind::MissingFile | NudgeKind::RenameLeftovers => {
+            NextTurn::Edit
+        }
         NudgeKind::UnmadeChange if read_all() => NextTurn::Edit,
         _ => NextTurn::Call,
     }
@@ -112,6 +122,9 @@ pub(crate) enum NudgeKind {
     /// The request asks for a change naming a file the workspace lacked,
     /// and it still lacks it.
     MissingFile,
+    /// The request asks for a rename and the old name is still used
+    /// (given up to [`RENAME_NUDGES`] times while the places left drop).
+    RenameLeftovers,
 }
 
 /// The nudge for an answer that ends the run, if it needs one of a kind
@@ -175,6 +188,9 @@ pub(crate) fn nudge(
             ),
         ));
     }
+    if let Some(nudge) = rename_leftovers(looked, workspace) {
+        return Some(nudge);
+    }
     if looked.change_asked.is_some()
         && fresh(NudgeKind::MissingFile)
         && let Some(name) = asked::still_missing(&looked.asked_for, workspace)
@@ -202,6 +218,43 @@ pub(crate) fn nudge(
                 .to_string(),
         )
     })
+}
+
+/// The nudge listing where a rename's old name is still used, if it is
+/// and the run may have another (see [`RENAME_NUDGES`]).
+fn rename_leftovers(looked: &Looked, workspace: &Path) -> Option<(NudgeKind, String)> {
+    let rename = looked
+        .rename
+        .as_ref()
+        .filter(|_| looked.change_asked.is_some())?;
+    let given = looked
+        .nudged
+        .iter()
+        .filter(|k| **k == NudgeKind::RenameLeftovers)
+        .count();
+    if given >= RENAME_NUDGES {
+        return None;
+    }
+    let (places, total) = rename.leftovers(workspace);
+    if total == 0 || looked.rename_left.is_some_and(|before| total >= before) {
+        return None;
+    }
+    let more = match total > places.len() {
+        true => format!("\n(and {} more)", total - places.len()),
+        false => String::new(),
+    };
+    Some((
+        NudgeKind::RenameLeftovers,
+        format!(
+            "[rein] `{0}` is still used in {total} place{1}. Rename it there too: edit_file \
+             with old_string `{0}`, new_string `{2}` and replace_all true, one file at a time, \
+             then answer:\n{3}{more}",
+            rename.old,
+            if total == 1 { "" } else { "s" },
+            rename.new,
+            places.join("\n")
+        ),
+    ))
 }
 
 /// Verbs that, as a sentence's command, ask for files to change.
@@ -524,6 +577,58 @@ mod tests {
         );
         std::fs::write(ws.path().join("count.sh"), "wc -l < data.csv\n").unwrap();
         assert_eq!(nudge(answer, &looked, ws.path()), None);
+    }
+
+    /// A rename made in one file of three: the places left are listed,
+    /// again while they drop, never when nothing moved.
+    #[test]
+    fn a_rename_with_the_old_name_still_used_is_nudged_while_it_makes_progress() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("models.py"), "class User:\n    pass\n").unwrap();
+        std::fs::write(
+            ws.path().join("app.py"),
+            "from models import Usr\nu = Usr()\n",
+        )
+        .unwrap();
+        let prompt = "Rename the class Usr to User in every file that uses it.";
+        let mut looked = Looked {
+            change_asked: Some(Snapshot::take(ws.path())),
+            rename: Rename::of(prompt),
+            ..Looked::default()
+        };
+        let (kind, n) = nudge("Renamed.", &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::RenameLeftovers);
+        assert!(
+            n.contains("`Usr` is still used in 2 places")
+                && n.contains("replace_all true")
+                && n.contains("app.py:1: from models import Usr\napp.py:2: u = Usr()"),
+            "{n}"
+        );
+        assert_eq!(
+            next_turn(kind, "Renamed.", &looked, ws.path()),
+            NextTurn::Edit
+        );
+        looked.nudged.push(kind);
+        looked.rename_left = Some(2);
+        // No progress: no second nudge of this kind.
+        assert_ne!(
+            nudge("Renamed.", &looked, ws.path()).map(|(k, _)| k),
+            Some(NudgeKind::RenameLeftovers)
+        );
+        std::fs::write(
+            ws.path().join("app.py"),
+            "from models import User\nu = Usr()\n",
+        )
+        .unwrap();
+        let (kind, n) = nudge("Renamed.", &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::RenameLeftovers);
+        assert!(n.contains("in 1 place."), "{n}");
+        std::fs::write(
+            ws.path().join("app.py"),
+            "from models import User\nu = User()\n",
+        )
+        .unwrap();
+        assert_eq!(nudge("Renamed.", &looked, ws.path()), None);
     }
 
     #[test]
