@@ -163,8 +163,10 @@ impl Coach {
                 continue;
             };
             self.looked.saw(&call.arguments);
+            self.looked.listed(&f.result.output);
             if let Some(ev) = &mut self.evidence {
-                ev.saw(call.name == "bash", &f.result.output);
+                let output = evidence::without_echo(&f.result.output, &call.arguments);
+                ev.saw(call.name == "bash", &output);
             }
             if let (Some(check), Some(command)) = (&mut self.check, command_of(call)) {
                 check.saw_run(&command, &f.result.output);

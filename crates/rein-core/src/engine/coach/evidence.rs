@@ -147,6 +147,40 @@ impl Evidence {
     }
 }
 
+/// `output` without the spans in backticks that only echo the call's own
+/// arguments (`arguments`, its JSON): grep's "No matches for `MIT`" is no
+/// evidence that the project says MIT (the 1.5B model searched for the
+/// licence it guessed and answered with it), nor is "Lines with `MIT` or
+/// `license`".
+pub(crate) fn without_echo(output: &str, arguments: &str) -> String {
+    let values: Vec<String> = match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(serde_json::Value::Object(map)) => map
+            .values()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let spans: Vec<&str> = output.split('`').collect();
+    if values.is_empty() || spans.len() % 2 == 0 {
+        // Nothing asked in words, or a backtick left open: as it is.
+        return output.to_string();
+    }
+    let mut out = String::with_capacity(output.len());
+    for (i, span) in spans.iter().enumerate() {
+        let echo = i % 2 == 1 && !span.is_empty() && values.iter().any(|v| v.contains(span));
+        match (i % 2 == 1, echo) {
+            (_, true) => out.push_str("``"),
+            (true, false) => {
+                out.push('`');
+                out.push_str(span);
+                out.push('`');
+            }
+            (false, _) => out.push_str(span),
+        }
+    }
+    out
+}
+
 /// `output` of a file listing without the line numbers `read_file` puts
 /// before each line (`     3\ttext`).
 fn without_line_numbers(output: &str) -> String {
@@ -303,6 +337,22 @@ mod tests {
             "src/a.py:5:# TODO\ndocs/n.md:1:TODO\n[2 matching lines: 1 in docs/, 1 in src/]",
         );
         assert_eq!(ev.unsupported("There is 1 in src."), None);
+    }
+
+    #[test]
+    fn what_a_search_echoes_of_its_own_pattern_is_no_evidence() {
+        let args = r#"{"pattern":"MIT license"}"#;
+        let output = "No matches for `MIT license` in `.`.\nLines with `MIT` or `license` in any \
+                      case:\nREADME.md:3:Released under the Apache License; see `LICENSE`.";
+        let kept = without_echo(output, args);
+        assert!(!kept.contains("MIT"), "{kept}");
+        assert!(kept.contains("`.`") && kept.contains("`LICENSE`"), "{kept}");
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(false, &kept);
+        assert!(ev.unsupported("It is under the MIT license.").is_some());
+        // A match of the pattern in a file is evidence.
+        let found = without_echo("LICENSE:1:MIT License", r#"{"pattern":"MIT"}"#);
+        assert_eq!(found, "LICENSE:1:MIT License");
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub(crate) struct Looked {
     /// The arguments of the run's successful calls, joined (bounded): a
     /// file whose name appears here was read, searched or run on.
     seen: String,
+    /// The paths a search's output listed (`path:line:text`, or a path a
+    /// line): a file whose name appears here was found, which is where
+    /// an answer to "which file" comes from, but not read.
+    listed: String,
     /// The kinds of nudge the run got already.
     pub nudged: Vec<NudgeKind>,
     /// Every call of the latest round failed (none was refused).
@@ -62,6 +66,19 @@ impl Looked {
         if self.seen.len() + arguments.len() <= SEEN_CAP {
             self.seen.push_str(arguments);
             self.seen.push('\n');
+        }
+    }
+
+    /// Note the paths a successful call's output lists: the part of each
+    /// line before its first `:`, when that is one word.
+    pub fn listed(&mut self, output: &str) {
+        for line in output.lines() {
+            let path = line.split_once(':').map_or(line, |(p, _)| p);
+            let word = !path.is_empty() && path.len() <= 200 && !path.contains(char::is_whitespace);
+            if word && self.listed.len() + path.len() < SEEN_CAP {
+                self.listed.push_str(path);
+                self.listed.push('\n');
+            }
         }
     }
 }
@@ -179,6 +196,8 @@ pub(crate) fn nudge(
             ));
         }
     }
+    // A file a search found is where a "which file" answer comes from.
+    let unread = unread.filter(|f| !names_file(&looked.listed, file_name(f)));
     if let Some(unread) = unread.filter(|_| fresh(NudgeKind::UnreadFile)) {
         return Some((
             NudgeKind::UnreadFile,
@@ -399,6 +418,22 @@ mod tests {
         assert!(names_file("cat calc.py.", "calc.py"));
         assert!(!names_file("mycalc.py", "calc.py"));
         assert!(!names_file("calc.pyc", "calc.py"));
+    }
+
+    /// grep listed `billing/builder.py:1:class InvoiceBuilder:` and the
+    /// model answered with that path: no nudge to open it (told to, the
+    /// 1.5B model read it and answered with what the class does).
+    #[test]
+    fn an_answer_naming_a_file_a_search_listed_is_left_alone() {
+        let ws = workspace();
+        let mut looked = Looked::default();
+        looked.saw(r#"{"pattern":"def f"}"#);
+        looked.listed("calc.py:1:def f(): pass\n[1 matching line]");
+        assert_eq!(nudge("f is defined in calc.py.", &looked, ws.path()), None);
+        // Code shown for it is still a guess: read it first.
+        let answer = "Fix calc.py like this:\n```python\ndef f():\n    return 1\n```";
+        let (kind, _) = nudge(answer, &looked, ws.path()).unwrap();
+        assert_eq!(kind, NudgeKind::GuessedChange);
     }
 
     #[test]
