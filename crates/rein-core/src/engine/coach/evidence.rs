@@ -105,7 +105,7 @@ impl Evidence {
         if self.nudged {
             return None;
         }
-        let claims = claims(answer);
+        let claims = specific(claims(answer));
         let backed = |c: &String| match self.question {
             Question::Count => has_word(&self.printed, c),
             Question::Fact => has_word(&self.printed, c) || has_word(&self.shown, c),
@@ -138,9 +138,12 @@ impl Evidence {
                  Then answer from that and quote the line.",
                 claims[0]
             ),
+            // Nor is the value it guessed: told to look it up, the model
+            // searched for `MIT` again, found nothing, and answered MIT.
             Question::Fact => format!(
-                "[rein] {} is in no tool output of this run. Look it up with a tool (grep -rn \
-                 searches every file), then answer and quote the line it comes from.",
+                "[rein] {0} is in no tool output of this run. Search with grep for what the \
+                 question asks about (not for {0}), then answer from what it finds and quote \
+                 the line.",
                 claims[0]
             ),
         })
@@ -253,6 +256,21 @@ pub(crate) fn claims(answer: &str) -> Vec<String> {
     out
 }
 
+/// The claims not contained in a longer one: in "the environment
+/// variable `DATABASE_URL`" the value is `DATABASE_URL`, not the `URL`
+/// that any README mentions (the 1.5B model's answer passed on it).
+fn specific(claims: Vec<String>) -> Vec<String> {
+    claims
+        .iter()
+        .filter(|c| {
+            !claims
+                .iter()
+                .any(|o| o.len() > c.len() && o.contains(c.as_str()))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Whether `word` is in `text` standing alone (not inside a longer word
 /// or number).
 fn has_word(text: &str, word: &str) -> bool {
@@ -337,6 +355,19 @@ mod tests {
             "src/a.py:5:# TODO\ndocs/n.md:1:TODO\n[2 matching lines: 1 in docs/, 1 in src/]",
         );
         assert_eq!(ev.unsupported("There is 1 in src."), None);
+    }
+
+    #[test]
+    fn a_value_stands_on_itself_not_on_a_word_inside_it() {
+        let mut ev = Evidence::new(Question::Fact);
+        ev.saw(false, "README.md:3:Set the database URL before running.");
+        let nudge = ev
+            .unsupported("It reads it from the environment variable `DATABASE_URL`.")
+            .expect("a nudge");
+        assert!(
+            nudge.contains("DATABASE_URL is in no tool output"),
+            "{nudge}"
+        );
     }
 
     #[test]

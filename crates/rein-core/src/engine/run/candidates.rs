@@ -244,7 +244,8 @@ impl RunLoop<'_> {
         fresh: &Fresh,
     ) -> Result<Option<AssistantMessage>, Stop> {
         let mut req = self.req.clone();
-        let asked = candidates::instruction(i, command, output, &fresh.files);
+        let output = candidates::relative_paths(output, &self.engine.inner.workspace);
+        let asked = candidates::instruction(i, command, &output, &fresh.files);
         req.messages = vec![Message::user(fresh.request.clone()), Message::user(asked)];
         req.temperature = Some(candidates::temperature(i));
         req.tool_choice = ToolChoice::Required;
