@@ -164,7 +164,7 @@ pub(crate) fn without_echo(output: &str, arguments: &str) -> String {
         _ => Vec::new(),
     };
     let spans: Vec<&str> = output.split('`').collect();
-    if values.is_empty() || spans.len() % 2 == 0 {
+    if values.is_empty() || spans.len().is_multiple_of(2) {
         // Nothing asked in words, or a backtick left open: as it is.
         return output.to_string();
     }
