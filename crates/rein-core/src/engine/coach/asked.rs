@@ -371,6 +371,12 @@ mod tests {
         std::fs::create_dir(ws.path().join(".git")).unwrap();
         std::fs::write(ws.path().join(".git/COMMIT"), "max_conn\n").unwrap();
         std::fs::write(ws.path().join("blob.bin"), b"max_conn\0").unwrap();
+        // A link to a file outside the workspace is not followed.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.py"), "max_conn = 1\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.py"), ws.path().join("link.py"))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.path().join("linked_dir")).unwrap();
         let rename = Rename::of("rename max_conn to max_connections").unwrap();
         assert_eq!(
             rename.leftovers(ws.path()),
